@@ -1,0 +1,23 @@
+package deps
+import (
+	_ "go.etcd.io/etcd/server/v3/embed"
+	_ "go.etcd.io/etcd/client/v3"
+	_ "k8s.io/apimachinery/pkg/apis/meta/v1"
+	_ "k8s.io/apimachinery/pkg/util/managedfields"
+	_ "k8s.io/client-go/kubernetes"
+	_ "k8s.io/client-go/dynamic"
+	_ "k8s.io/client-go/metadata"
+	_ "k8s.io/client-go/tools/leaderelection"
+	_ "k8s.io/api/apiserverinternal/v1alpha1"
+	_ "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	_ "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	_ "k8s.io/kube-openapi/pkg/handler3"
+	_ "k8s.io/kube-openapi/pkg/handler"
+	_ "k8s.io/kube-openapi/pkg/validation/validate"
+	_ "github.com/prometheus/client_golang/prometheus"
+	_ "github.com/spf13/cobra"
+	_ "k8s.io/klog/v2"
+	_ "gopkg.in/evanphx/json-patch.v4"
+	_ "github.com/google/uuid"
+	_ "sigs.k8s.io/yaml"
+)

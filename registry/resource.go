@@ -1,0 +1,221 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/version"
+)
+
+// Resource describes one persisted resource: everything the server needs to store,
+// convert, validate and serve it. A Resource is immutable once put into a Registry:
+// to change one (a CRD's storage version flips, say), build a new Resource and Put it.
+//
+// Built-in resources and custom resources are both Resources; they differ only in
+// where the definition comes from (the API catalog or a CRD) and in Hooks.
+type Resource struct {
+	// Group is the API group; "" is the legacy core group.
+	Group string
+	// Names are the plural (the resource), singular, kind, list kind, short names and
+	// categories, as in a CRD.
+	Names apiextensionsv1.CustomResourceDefinitionNames
+	// Namespaced is true for namespace-scoped resources.
+	Namespaced bool
+	// Versions are every version of the resource this server knows, served or not.
+	// Every known version is decodable.
+	Versions []Version
+	// StorageVersion names the version objects are encoded in when written. It must
+	// be one of Versions.
+	StorageVersion string
+	// Converter converts objects between versions. Nil means the None strategy
+	// (only apiVersion changes).
+	Converter Converter
+	// Hooks add behaviour for the few resources that need it. Nil means none.
+	Hooks *Hooks
+	// Owner, if set, is the object that defines the resource (a CRD); it is reported
+	// as owner of the resource's StorageVersion object.
+	Owner *OwnerRef
+}
+
+// OwnerRef names the object that defines a resource.
+type OwnerRef struct {
+	APIVersion, Kind, Name, UID string
+}
+
+// Version is one version of a Resource.
+type Version struct {
+	// Name is the version, e.g. "v1beta2".
+	Name string
+	// Served is true if the version is served over the REST API.
+	Served bool
+	// Deprecated versions are served with a Warning header.
+	Deprecated         bool
+	DeprecationWarning *string
+	// Schema is the structural OpenAPI v3 schema of the whole object. Nil accepts any
+	// object (every unknown field is preserved).
+	Schema *apiextensionsv1.JSONSchemaProps
+	// Subresources enables /status and /scale.
+	Subresources *apiextensionsv1.CustomResourceSubresources
+	// PrinterColumns are the extra Table columns (NAME is always first, AGE added if
+	// not listed).
+	PrinterColumns []apiextensionsv1.CustomResourceColumnDefinition
+	// SelectableFields are the extra fields usable in field selectors, besides
+	// metadata.name and metadata.namespace.
+	SelectableFields []apiextensionsv1.SelectableField
+}
+
+// Hooks are the Go behaviour of resources that have some. Every field is optional.
+type Hooks struct {
+	// Validate checks a new object (in the storage version's shape, after defaulting)
+	// beyond its schema.
+	Validate func(ctx context.Context, obj *unstructured.Unstructured) field.ErrorList
+	// ValidateUpdate checks an update beyond its schema.
+	ValidateUpdate func(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList
+	// PrepareForCreate may change a new object before validation (e.g. reset status).
+	PrepareForCreate func(ctx context.Context, obj *unstructured.Unstructured)
+	// PrepareForUpdate may change an updated object before validation, with the old
+	// one at hand.
+	PrepareForUpdate func(ctx context.Context, obj, old *unstructured.Unstructured)
+	// Writable reports whether the caller may write this resource at all (beyond the
+	// general authorizer); a non-nil error is answered 403 with its text.
+	Writable func(ctx context.Context) error
+}
+
+// Converter converts objects of one resource between its versions. Implementations:
+// the None strategy (apiVersion only; NoneConverter) and CRD conversion webhooks.
+type Converter interface {
+	// Convert rewrites every object in objs into toVersion (a version name of the
+	// resource, e.g. "v2"), in place. Objects already in toVersion are left alone. An
+	// error names the failing object or converter; objs are then unspecified.
+	Convert(ctx context.Context, objs []*unstructured.Unstructured, toVersion string) error
+}
+
+// GroupResource returns the resource's group and plural.
+func (r *Resource) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.Group, Resource: r.Names.Plural}
+}
+
+// GroupVersion returns the group-version of version v of the resource.
+func (r *Resource) GroupVersion(v string) schema.GroupVersion {
+	return schema.GroupVersion{Group: r.Group, Version: v}
+}
+
+// Version returns the named version, or nil if the resource has no such version.
+func (r *Resource) Version(name string) *Version {
+	for i := range r.Versions {
+		if r.Versions[i].Name == name {
+			return &r.Versions[i]
+		}
+	}
+	return nil
+}
+
+// ServedVersion returns the named version if it is served, else nil.
+func (r *Resource) ServedVersion(name string) *Version {
+	if v := r.Version(name); v != nil && v.Served {
+		return v
+	}
+	return nil
+}
+
+// DecodableVersions returns every version name the server can decode, newest first
+// (Kubernetes-aware order).
+func (r *Resource) DecodableVersions() []string {
+	out := make([]string, 0, len(r.Versions))
+	for _, v := range r.Versions {
+		out = append(out, v.Name)
+	}
+	SortVersions(out)
+	return out
+}
+
+// ServedVersions returns the served version names, newest first.
+func (r *Resource) ServedVersions() []string {
+	var out []string
+	for _, v := range r.Versions {
+		if v.Served {
+			out = append(out, v.Name)
+		}
+	}
+	SortVersions(out)
+	return out
+}
+
+// PreferredVersion returns the newest served version ("" if none is served).
+func (r *Resource) PreferredVersion() string {
+	if s := r.ServedVersions(); len(s) > 0 {
+		return s[0]
+	}
+	return ""
+}
+
+// Validate checks that the definition is coherent: names set, versions unique, and
+// the storage version one of them.
+func (r *Resource) Validate() error {
+	if r.Names.Plural == "" || r.Names.Kind == "" {
+		return fmt.Errorf("resource %q in group %q: plural and kind are required", r.Names.Plural, r.Group)
+	}
+	seen := map[string]bool{}
+	for _, v := range r.Versions {
+		if seen[v.Name] {
+			return fmt.Errorf("resource %s: duplicate version %q", r.GroupResource(), v.Name)
+		}
+		seen[v.Name] = true
+	}
+	if !seen[r.StorageVersion] {
+		return fmt.Errorf("resource %s: storage version %q is not one of its versions", r.GroupResource(), r.StorageVersion)
+	}
+	return nil
+}
+
+// Key returns the etcd key (relative to the storage prefix) of the named object. The
+// layout is <group or "core">/<plural>/[<namespace>/]<name>.
+func (r *Resource) Key(namespace, name string) string {
+	return r.Prefix(namespace) + name
+}
+
+// Prefix returns the key prefix holding the resource's objects, in one namespace or
+// in all of them ("" namespace). It ends in "/".
+func (r *Resource) Prefix(namespace string) string {
+	g := r.Group
+	if g == "" {
+		g = "core"
+	}
+	p := g + "/" + r.Names.Plural + "/"
+	if r.Namespaced && namespace != "" {
+		p += namespace + "/"
+	}
+	return p
+}
+
+// SortVersions sorts version names newest first in Kubernetes-aware order
+// (v2 > v1 > v1beta2 > v1beta1 > v1alpha1 > other strings).
+func SortVersions(vs []string) {
+	slices.SortStableFunc(vs, func(a, b string) int {
+		return -version.CompareKubeAwareVersionStrings(a, b)
+	})
+}
+
+// apiVersion returns the apiVersion string of version v of the resource.
+func (r *Resource) apiVersion(v string) string {
+	return r.GroupVersion(v).String()
+}
+
+// versionOf returns the version name carried by an apiVersion string of this
+// resource's group, or an error if the group differs.
+func (r *Resource) versionOf(apiVersion string) (string, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return "", err
+	}
+	if gv.Group != r.Group || gv.Version == "" || strings.Contains(gv.Version, "/") {
+		return "", fmt.Errorf("apiVersion %q does not belong to group %q", apiVersion, r.Group)
+	}
+	return gv.Version, nil
+}

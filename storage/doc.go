@@ -1,0 +1,25 @@
+// Package storage is Concord's raw access to etcd: keys, revisions and bytes.
+//
+// It owns the etcd semantics every higher layer relies on:
+//
+//   - a key's mod revision is the object's resourceVersion;
+//   - Create succeeds only if the key is absent (one transaction);
+//   - Update and Delete succeed only if the key is still at the revision the caller
+//     read (one transaction); on a mismatch they return ErrConflict together with the
+//     current value, so a retry loop needs no extra read;
+//   - List reads one page of a key range at one revision, and a continue token pins
+//     the following pages to that same revision;
+//   - Watch streams every change under a prefix after a revision, in order.
+//
+// It knows nothing about objects, versions or conversion: the registry package decodes
+// and encodes. It must not import registry, server, or any Kubernetes API types.
+//
+// A typical read-modify-write:
+//
+//	kv, err := s.Get(ctx, key)
+//	// decode kv.Value, change it, encode it as next
+//	rev, err := s.Update(ctx, key, next, kv.Revision)
+//	if errors.Is(err, storage.ErrConflict) {
+//		// err is a *ConflictError carrying the current value: decode and retry
+//	}
+package storage
