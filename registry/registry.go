@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -23,9 +24,10 @@ func New() *Registry {
 }
 
 // Put adds res, or replaces the resource with the same group and plural. It returns
-// an error, and changes nothing, if res is not valid.
-func (r *Registry) Put(res *Resource) error {
-	if err := res.Validate(); err != nil {
+// an error, and changes nothing, if res is not valid or a schema does not compile.
+// res is prepared (see Resource.Prepare) and must not be changed afterwards.
+func (r *Registry) Put(ctx context.Context, res *Resource) error {
+	if err := res.Prepare(ctx); err != nil {
 		return err
 	}
 	r.mu.Lock()

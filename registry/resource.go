@@ -2,11 +2,14 @@ package registry
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -41,6 +44,8 @@ type Resource struct {
 	// Owner, if set, is the object that defines the resource (a CRD); it is reported
 	// as owner of the resource's StorageVersion object.
 	Owner *OwnerRef
+
+	prepared *prepared
 }
 
 // OwnerRef names the object that defines a resource.
@@ -82,6 +87,18 @@ type Hooks struct {
 	// PrepareForUpdate may change an updated object before validation, with the old
 	// one at hand.
 	PrepareForUpdate func(ctx context.Context, obj, old *unstructured.Unstructured)
+	// ValidateName checks metadata.name (and generateName as a prefix). Nil means a
+	// DNS-1123 subdomain, as for most Kubernetes resources.
+	ValidateName apimachineryvalidation.ValidateNameFunc
+	// PrepareForDelete may change an object whose deletion starts but must wait
+	// (it has finalizers, or PendingDeletion says so), e.g. set a Terminating phase.
+	PrepareForDelete func(ctx context.Context, obj *unstructured.Unstructured)
+	// PendingDeletion reports resource-specific reasons, beyond metadata.finalizers,
+	// that keep a deleted object in storage (namespaces' spec.finalizers).
+	PendingDeletion func(obj *unstructured.Unstructured) bool
+	// AllowCreateOnUpdate lets PUT create a missing object (leases do, as in
+	// Kubernetes).
+	AllowCreateOnUpdate bool
 	// Writable reports whether the caller may write this resource at all (beyond the
 	// general authorizer); a non-nil error is answered 403 with its text.
 	Writable func(ctx context.Context) error
@@ -218,4 +235,12 @@ func (r *Resource) versionOf(apiVersion string) (string, error) {
 		return "", fmt.Errorf("apiVersion %q does not belong to group %q", apiVersion, r.Group)
 	}
 	return gv.Version, nil
+}
+
+// StorageVersionHash is the opaque hash of the storage version's group, version and
+// kind that discovery publishes (the first 8 bytes of its SHA-256, base64). Clients
+// compare hashes for equality only: a change means objects may need migration.
+func (r *Resource) StorageVersionHash() string {
+	sum := sha256.Sum256([]byte(r.Group + "/" + r.StorageVersion + "/" + r.Names.Kind))
+	return base64.StdEncoding.EncodeToString(sum[:8])
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Sentinel errors. Every error returned by a Store either is one of these (tested with

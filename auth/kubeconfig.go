@@ -1,0 +1,56 @@
+package auth
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// DefaultContextName names the cluster, user and context of a kubeconfig when the caller
+// gives no name.
+const DefaultContextName = "concord"
+
+// WriteKubeconfig writes a kubeconfig at path for one server: a cluster at serverURL
+// trusting caPEM, a user with bearer token, and a context joining them, which is the
+// current context. contextName names all three entries (DefaultContextName if empty).
+//
+// The file is replaced atomically and always has mode 0600, since it holds a credential;
+// missing parent directories are created. The config is validated with clientcmd first.
+func WriteKubeconfig(path, serverURL string, caPEM []byte, token, contextName string) error {
+	if contextName == "" {
+		contextName = DefaultContextName
+	}
+	cfg := clientcmdapi.NewConfig()
+	cluster := clientcmdapi.NewCluster()
+	cluster.Server = serverURL
+	cluster.CertificateAuthorityData = caPEM
+	cfg.Clusters[contextName] = cluster
+	user := clientcmdapi.NewAuthInfo()
+	user.Token = token
+	cfg.AuthInfos[contextName] = user
+	kctx := clientcmdapi.NewContext()
+	kctx.Cluster, kctx.AuthInfo = contextName, contextName
+	cfg.Contexts[contextName] = kctx
+	cfg.CurrentContext = contextName
+
+	if err := clientcmd.Validate(*cfg); err != nil {
+		return fmt.Errorf("kubeconfig for %s: %w", serverURL, err)
+	}
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return fmt.Errorf("encoding kubeconfig: %w", err)
+	}
+	return writeFileAtomic(path, data, 0o600)
+}
+
+// RESTConfig returns a client configuration for serverURL that trusts caPEM and sends
+// token, for clients inside the server process (typically with the loopback token).
+func RESTConfig(serverURL string, caPEM []byte, token string) *rest.Config {
+	return &rest.Config{
+		Host:            serverURL,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: caPEM},
+	}
+}

@@ -1,0 +1,19 @@
+// Command concord runs Concord: API servers that make storage-version upgrades,
+// rollbacks and migrations safe. See README.md.
+package main
+
+import (
+	"os"
+
+	"github.com/concordproject/concord/controlplane"
+	"github.com/concordproject/concord/etcd"
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	root := &cobra.Command{Use: "concord", Short: "Concord: safe storage-version changes for Kubernetes-style API servers", SilenceUsage: true}
+	root.AddCommand(controlplane.NewCommand(), etcd.NewCommand())
+	if err := root.Execute(); err != nil {
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,71 @@
+package controlplane
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+)
+
+// NewCommand returns `concord server`.
+func NewCommand() *cobra.Command {
+	o := NewOptions()
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run a Concord API server",
+		Long: `Run a Concord API server: a Kubernetes-compatible API server that persists
+multi-version resources in etcd (embedded under --data-dir unless --etcd-servers is
+given). Several servers may share one etcd; each writes an admin kubeconfig pointing
+at itself whose credentials work on all of them.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: false,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			setupLogging(o.LogFormat)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			ctx = klog.NewContext(ctx, klog.Background())
+			inst, err := Start(ctx, o)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Concord is serving on %s\nkubeconfig: %s\n", inst.URL, inst.KubeconfigPath)
+			return inst.Wait()
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(gofs)
+	cmd.Flags().AddGoFlag(gofs.Lookup("v"))
+	cmd.Flags().AddGoFlag(gofs.Lookup("vmodule"))
+	return cmd
+}
+
+// setupLogging switches klog to JSON lines when asked.
+func setupLogging(format string) {
+	if format != "json" {
+		return
+	}
+	logger := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{
+		LogTimestamp: true,
+		Verbosity:    verbosity(),
+	})
+	klog.SetLogger(logger)
+}
+
+func verbosity() int {
+	for v := 10; v > 0; v-- {
+		if klog.V(klog.Level(v)).Enabled() {
+			return v
+		}
+	}
+	return 0
+}

@@ -1,0 +1,263 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/etcd"
+	"github.com/concordproject/concord/health"
+	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/namespace"
+	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/server"
+	"github.com/concordproject/concord/storage"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+)
+
+// Instance is a running server. Stop it by cancelling the context given to Start,
+// then Wait.
+type Instance struct {
+	// ServerID identifies the server.
+	ServerID string
+	// URL is the https URL the server answers on.
+	URL string
+	// CACert is the PEM of the cluster CA that signs the serving certificate.
+	CACert []byte
+	// AdminToken is the cluster's admin bearer token (group system:masters).
+	AdminToken string
+	// KubeconfigPath is where the admin kubeconfig was written.
+	KubeconfigPath string
+	// Registry, Store and Server are the assembled parts.
+	Registry *registry.Registry
+	Store    *registry.Store
+	Server   *server.Server
+	// Metrics is the server's Prometheus registry.
+	Metrics *prometheus.Registry
+
+	loopbackToken string
+	etcd          *etcd.Embedded
+	client        *clientv3.Client
+	done          chan struct{}
+	err           error
+}
+
+// LoopbackConfig returns a client configuration with the server's own identity
+// (system:apiserver), for in-process clients.
+func (i *Instance) LoopbackConfig() *rest.Config {
+	return auth.RESTConfig(i.URL, i.CACert, i.loopbackToken)
+}
+
+// AdminConfig returns a client configuration with the admin credentials.
+func (i *Instance) AdminConfig() *rest.Config {
+	return auth.RESTConfig(i.URL, i.CACert, i.AdminToken)
+}
+
+// EtcdClient returns the etcd client the server stores through.
+func (i *Instance) EtcdClient() *clientv3.Client { return i.client }
+
+// Wait blocks until the server has stopped and returns why it stopped (nil after a
+// clean shutdown).
+func (i *Instance) Wait() error {
+	<-i.done
+	return i.err
+}
+
+// Done is closed when the server has stopped.
+func (i *Instance) Done() <-chan struct{} { return i.done }
+
+// Start assembles and starts a server, and returns once it is listening and its
+// bootstrap is done. It stops when ctx is done.
+func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	logger := klog.FromContext(ctx)
+	started := time.Now()
+	inst := &Instance{done: make(chan struct{}), KubeconfigPath: o.kubeconfigPath()}
+	var cleanups []func()
+	defer func() {
+		if err != nil {
+			for i := len(cleanups) - 1; i >= 0; i-- {
+				cleanups[i]()
+			}
+		}
+	}()
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating --data-dir: %w", err)
+	}
+
+	// 1. Storage.
+	if len(o.Etcd.Endpoints) == 0 {
+		var opts []etcd.LoopbackOption
+		if o.EtcdUnsafeNoFsync {
+			opts = append(opts, etcd.WithUnsafeNoFsync())
+		}
+		m, err := etcd.StartLoopback(ctx, filepath.Join(o.DataDir, "etcd"), opts...)
+		if err != nil {
+			return nil, fmt.Errorf("starting the embedded etcd: %w", err)
+		}
+		inst.etcd = m
+		cleanups = append(cleanups, m.Close)
+		if inst.client, err = m.NewClient(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		if inst.client, err = etcd.NewClient(ctx, o.Etcd); err != nil {
+			return nil, err
+		}
+	}
+	cleanups = append(cleanups, func() { _ = inst.client.Close() })
+	raw := storage.New(inst.client, o.EtcdPrefix)
+
+	// 2. Listener first, so that the port is known for the server ID and the URL.
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort)))
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s:%d: %w", o.BindAddress, o.SecurePort, err)
+	}
+	cleanups = append(cleanups, func() { _ = ln.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	host := o.BindAddress
+	if ip := net.ParseIP(host); ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	inst.URL = (&url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(port))}).String()
+	inst.ServerID = o.ServerID
+	if inst.ServerID == "" {
+		hostname, _ := os.Hostname()
+		inst.ServerID = identity.DefaultServerID(hostname, port)
+	}
+	logger = logger.WithValues("server", inst.ServerID)
+	ctx = klog.NewContext(ctx, logger)
+
+	// 3. Credentials.
+	creds, err := auth.EnsureClusterCredentials(ctx, inst.client, o.EtcdPrefix+"/concord/credentials", o.certDir())
+	if err != nil {
+		return nil, fmt.Errorf("cluster credentials: %w", err)
+	}
+	inst.CACert, inst.AdminToken = creds.CACert, creds.AdminToken
+	certFile, keyFile := o.TLSCertFile, o.TLSKeyFile
+	if certFile == "" {
+		hostname, _ := os.Hostname()
+		hosts := []string{o.BindAddress, "127.0.0.1", "::1", "localhost", hostname}
+		if certFile, keyFile, err = auth.EnsureServingCert(o.certDir(), creds, hosts); err != nil {
+			return nil, fmt.Errorf("serving certificate: %w", err)
+		}
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading the serving certificate: %w", err)
+	}
+	var fileTokens map[string]auth.User
+	if o.TokenAuthFile != "" {
+		if fileTokens, err = auth.LoadTokenFile(o.TokenAuthFile); err != nil {
+			return nil, err
+		}
+	}
+	inst.loopbackToken = auth.NewLoopbackToken()
+	authn, err := auth.NewTokenAuthenticator(fileTokens, creds.AdminToken, inst.loopbackToken)
+	if err != nil {
+		return nil, err
+	}
+
+	// 4. Resources and the store.
+	inst.Registry = registry.New()
+	for _, res := range builtinResources() {
+		if err := inst.Registry.Put(ctx, res); err != nil {
+			return nil, fmt.Errorf("registering %s: %w", res.GroupResource(), err)
+		}
+	}
+	inst.Store = registry.NewStore(raw)
+
+	// 5. The HTTP server.
+	inst.Metrics = prometheus.NewRegistry()
+	inst.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	checks := health.New(inst.Metrics)
+	etcdCheck := health.NamedCheck("etcd", func(r *http.Request) error {
+		cctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		_, err := raw.CurrentRevision(cctx)
+		return err
+	})
+	bootstrap := health.NewPostStartHook("bootstrap-namespaces")
+	for _, add := range []func(...health.Checker) error{checks.AddHealthz, checks.AddLivez, checks.AddReadyz} {
+		if err := add(health.Ping(), etcdCheck, bootstrap); err != nil {
+			return nil, err
+		}
+	}
+	inst.Server, err = server.New(server.Config{
+		Registry:      inst.Registry,
+		Store:         inst.Store,
+		Authenticator: authn,
+		Health:        checks,
+		Metrics:       inst.Metrics,
+		Version:       versionInfo(),
+		TLS:           &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}},
+		Listener:      ln,
+	})
+	if err != nil {
+		return nil, err
+	}
+	inst.Store.Start(ctx)
+	ready := make(chan struct{})
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- inst.Server.Run(ctx, ready) }()
+	select {
+	case <-ready:
+	case err := <-serveErr:
+		return nil, err
+	}
+
+	// 6. Bootstrap and controllers.
+	if err := bootstrapNamespaces(ctx, inst); err != nil {
+		return nil, err
+	}
+	bootstrap.Done()
+	go namespace.NewController(inst.Registry, inst.Store).Run(ctx, 2)
+	if err := auth.WriteKubeconfig(inst.KubeconfigPath, inst.URL, inst.CACert, inst.AdminToken, ""); err != nil {
+		return nil, fmt.Errorf("writing the admin kubeconfig: %w", err)
+	}
+	logger.Info("Concord server ready", "url", inst.URL, "kubeconfig", inst.KubeconfigPath, "startup", time.Since(started).Round(time.Millisecond))
+
+	go func() {
+		err := <-serveErr
+		if errors.Is(err, context.Canceled) {
+			err = nil
+		}
+		_ = inst.client.Close()
+		if inst.etcd != nil {
+			inst.etcd.Close()
+		}
+		inst.err = err
+		close(inst.done)
+	}()
+	return inst, nil
+}
+
+// bootstrapNamespaces creates the namespaces every Kubernetes cluster has.
+func bootstrapNamespaces(ctx context.Context, inst *Instance) error {
+	res := inst.Registry.Get(namespacesGR)
+	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace"}}
+		obj.SetName(name)
+		if _, err := inst.Store.Create(ctx, res, "v1", "", obj, registry.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/concordproject/concord/etcd"
+	"github.com/spf13/pflag"
+)
+
+// Options are the settings of one server, bound to the `concord server` flags.
+type Options struct {
+	// DataDir holds the embedded etcd, the certificates and admin.kubeconfig.
+	DataDir string
+	// BindAddress and SecurePort are where the server listens (port 0: any free port).
+	BindAddress string
+	SecurePort  int
+	// Etcd is the external etcd; no endpoints means an embedded one in DataDir/etcd.
+	Etcd etcd.ClientConfig
+	// EtcdPrefix is the key prefix of all data.
+	EtcdPrefix string
+	// EtcdUnsafeNoFsync makes an embedded etcd skip fsync (tests only).
+	EtcdUnsafeNoFsync bool
+	// CertDir holds ca.crt and the generated serving certificate (default DataDir/pki).
+	CertDir string
+	// TLSCertFile and TLSKeyFile bring your own serving certificate.
+	TLSCertFile, TLSKeyFile string
+	// TokenAuthFile is a static token CSV (token,user,uid,"group1,group2").
+	TokenAuthFile string
+	// KubeconfigOut is where the admin kubeconfig is written (default
+	// DataDir/admin.kubeconfig).
+	KubeconfigOut string
+	// ServerID identifies this server among those sharing the etcd (default derived
+	// from the hostname and port, stable across restarts).
+	ServerID string
+	// LogFormat is "text" or "json".
+	LogFormat string
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{
+		DataDir:     "concord-data",
+		BindAddress: "127.0.0.1",
+		SecurePort:  6443,
+		EtcdPrefix:  "/registry",
+		LogFormat:   "text",
+	}
+}
+
+// AddFlags binds the options to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd, certificates and admin.kubeconfig.")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "IP address to serve on.")
+	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "Port to serve HTTPS on (0 picks a free port).")
+	o.Etcd.AddFlags(fs)
+	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "Prefix of every etcd key Concord writes.")
+	fs.BoolVar(&o.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", o.EtcdUnsafeNoFsync, "Embedded etcd skips fsync: faster, loses data on a crash (tests only).")
+	_ = fs.MarkHidden("etcd-unsafe-no-fsync")
+	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Directory of the CA and serving certificates (default <data-dir>/pki).")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Serving certificate (PEM); generated when empty.")
+	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "Private key of --tls-cert-file (PEM).")
+	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, `Static bearer tokens, CSV: token,user,uid,"group1,group2".`)
+	fs.StringVar(&o.KubeconfigOut, "kubeconfig-out", o.KubeconfigOut, "Where to write the admin kubeconfig (default <data-dir>/admin.kubeconfig).")
+	fs.StringVar(&o.ServerID, "server-id", o.ServerID, "Identity of this server among those sharing etcd (default derived from hostname and port).")
+	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
+}
+
+// Validate reports every invalid option, each as one line saying what is allowed.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if net.ParseIP(o.BindAddress) == nil {
+		errs = append(errs, fmt.Errorf("--bind-address %q is not an IP address", o.BindAddress))
+	}
+	if o.SecurePort < 0 || o.SecurePort > 65535 {
+		errs = append(errs, fmt.Errorf("--secure-port %d is not between 0 and 65535", o.SecurePort))
+	}
+	if len(o.Etcd.Endpoints) > 0 {
+		if err := o.Etcd.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.EtcdPrefix == "" || o.EtcdPrefix[0] != '/' {
+		errs = append(errs, fmt.Errorf("--etcd-prefix %q must start with /", o.EtcdPrefix))
+	}
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file must be given together"))
+	}
+	for _, f := range []struct{ flag, path string }{{"--tls-cert-file", o.TLSCertFile}, {"--tls-private-key-file", o.TLSKeyFile}, {"--token-auth-file", o.TokenAuthFile}} {
+		if f.path != "" {
+			if _, err := os.Stat(f.path); err != nil {
+				errs = append(errs, fmt.Errorf("%s %q cannot be read: %w", f.flag, f.path, err))
+			}
+		}
+	}
+	if o.LogFormat != "text" && o.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("--logging-format %q is not allowed: use text or json", o.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+func (o *Options) certDir() string {
+	if o.CertDir != "" {
+		return o.CertDir
+	}
+	return filepath.Join(o.DataDir, "pki")
+}
+
+func (o *Options) kubeconfigPath() string {
+	if o.KubeconfigOut != "" {
+		return o.KubeconfigOut
+	}
+	return filepath.Join(o.DataDir, "admin.kubeconfig")
+}

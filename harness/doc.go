@@ -1,0 +1,14 @@
+// Package harness starts real Concord clusters inside a test process, the way
+// net/http/httptest starts real HTTP servers: one call gives a real etcd (embedded, on
+// free loopback ports, data in a temporary directory) and N real API servers sharing
+// it over TLS, each with its own data directory and admin kubeconfig. Everything is
+// stopped by t.Cleanup.
+//
+//	c := harness.Start(t, 3)
+//	cs := c.Servers[0].Clientset(t)         // client-go, admin credentials
+//	c.Servers[1].Stop(t)                    // graceful stop
+//	c.Servers[1].Restart(t)                 // same data dir, same port, same ID
+//
+// The harness uses only public APIs of the packages it starts; it must not reach into
+// their internals, so that what tests see is what users get.
+package harness

@@ -1,0 +1,71 @@
+package registry
+
+import (
+	"context"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+)
+
+// WriteOptions apply to Create, Update and Delete.
+type WriteOptions struct {
+	// DryRun runs every step but the write to storage.
+	DryRun bool
+	// Subresource is "" for the main resource or "status".
+	Subresource string
+}
+
+// Create stores obj (in version of res) as a new object in namespace ns and returns it
+// as stored, in version. It fills uid, creationTimestamp, generation 1 and a name from
+// generateName; refuses a resourceVersion (400), a namespace that does not exist (404)
+// or is terminating (403), an invalid object (422) and an existing name (409).
+// obj is changed in place.
+func (s *Store) Create(ctx context.Context, res *Resource, version, ns string, obj *Object, opts WriteOptions) (*Object, error) {
+	if res.Namespaced {
+		obj.SetNamespace(ns)
+	} else {
+		obj.SetNamespace("")
+	}
+	if obj.GetResourceVersion() != "" {
+		return nil, apierrors.NewBadRequest("metadata.resourceVersion must not be set on objects to be created")
+	}
+	if obj.GetName() == "" && obj.GetGenerateName() != "" {
+		obj.SetName(obj.GetGenerateName() + utilrand.String(5))
+	}
+	obj.SetUID(uuid.NewUUID())
+	obj.SetCreationTimestamp(s.nowTime())
+	obj.SetGeneration(1)
+	obj.SetDeletionTimestamp(nil)
+	obj.SetDeletionGracePeriodSeconds(nil)
+	obj.SetSelfLink("")
+	if v := res.Version(version); v != nil && v.Subresources != nil && v.Subresources.Status != nil {
+		unstructured.RemoveNestedField(obj.Object, "status")
+	}
+	if res.Hooks != nil && res.Hooks.PrepareForCreate != nil {
+		res.Hooks.PrepareForCreate(ctx, obj)
+	}
+	if err := res.validateCreate(ctx, version, obj); err != nil {
+		return nil, err
+	}
+	if res.Namespaced {
+		if err := s.namespaces.admit(ctx, res.GroupResource(), ns); err != nil {
+			return nil, err
+		}
+	}
+	data, err := res.Encode(ctx, obj)
+	if err != nil {
+		return nil, s.conversionError(res, err)
+	}
+	if opts.DryRun {
+		return obj, nil
+	}
+	rev, err := s.storage.Create(ctx, res.Key(ns, obj.GetName()), data)
+	if err != nil {
+		return nil, s.storageError(res, obj.GetName(), err)
+	}
+	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, nil
+}

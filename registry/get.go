@@ -1,0 +1,54 @@
+package registry
+
+import (
+	"context"
+	"errors"
+
+	"github.com/concordproject/concord/storage"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Get returns the object ns/name of res converted to version. opts.ResourceVersion ""
+// or "0" reads the current object; N reads an object at least as new as N (504
+// ResourceVersionTooLarge if the store has not reached N).
+func (s *Store) Get(ctx context.Context, res *Resource, version, ns, name string, opts metav1.GetOptions) (*Object, error) {
+	var min int64
+	if rv := opts.ResourceVersion; rv != "" && rv != "0" {
+		n, err := parseRV(res.GroupResource(), rv)
+		if err != nil {
+			return nil, err
+		}
+		min = n
+	}
+	kv, err := s.storage.Get(ctx, res.Key(ns, name))
+	if err != nil {
+		if min > 0 && errors.Is(err, storage.ErrNotFound) {
+			if cur, cerr := s.storage.CurrentRevision(ctx); cerr == nil {
+				if terr := s.checkNotTooNew(ctx, res, min, cur); terr != nil {
+					return nil, terr
+				}
+			}
+		}
+		return nil, s.storageError(res, name, err)
+	}
+	if min > kv.Revision {
+		cur, err := s.storage.CurrentRevision(ctx)
+		if err != nil {
+			return nil, s.storageError(res, name, err)
+		}
+		if err := s.checkNotTooNew(ctx, res, min, cur); err != nil {
+			return nil, err
+		}
+	}
+	return s.decodeAs(ctx, res, kv, version)
+}
+
+// GetRaw returns the stored bytes of ns/name and their revision, undecoded: for
+// callers that check what is really in etcd (tests, migration proofs).
+func (s *Store) GetRaw(ctx context.Context, res *Resource, ns, name string) (*storage.KeyValue, error) {
+	kv, err := s.storage.Get(ctx, res.Key(ns, name))
+	if err != nil {
+		return nil, s.storageError(res, name, err)
+	}
+	return kv, nil
+}

@@ -1,0 +1,124 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/concordproject/concord/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/klog/v2"
+)
+
+// NamespacesKey is the storage prefix of namespaces, which every namespaced creation
+// is checked against.
+const namespacesPrefix = "core/namespaces/"
+
+var namespacesGR = schema.GroupResource{Resource: "namespaces"}
+
+// namespaceCache answers "may objects be created in namespace X?" from a watch of the
+// stored namespaces, and falls back to a live read on a miss (a namespace created a
+// moment ago through another server). It is the lister-plus-live-lookup pattern of
+// Kubernetes' NamespaceLifecycle admission.
+type namespaceCache struct {
+	st *storage.Store
+
+	mu     sync.RWMutex
+	synced bool
+	// terminating[name] is true for a namespace being deleted; absent means unknown.
+	state map[string]bool
+}
+
+func newNamespaceCache(st *storage.Store) *namespaceCache {
+	return &namespaceCache{st: st, state: map[string]bool{}}
+}
+
+type nsMeta struct {
+	Metadata struct {
+		Name              string  `json:"name"`
+		DeletionTimestamp *string `json:"deletionTimestamp"`
+	} `json:"metadata"`
+}
+
+func parseNamespace(v []byte) (name string, terminating bool, err error) {
+	var m nsMeta
+	if err := json.Unmarshal(v, &m); err != nil {
+		return "", false, err
+	}
+	return m.Metadata.Name, m.Metadata.DeletionTimestamp != nil, nil
+}
+
+func (c *namespaceCache) run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("namespace-cache")
+	for ctx.Err() == nil {
+		if err := c.syncAndWatch(ctx); err != nil && ctx.Err() == nil {
+			logger.V(2).Info("Namespace watch restarting", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func (c *namespaceCache) syncAndWatch(ctx context.Context) error {
+	list, err := c.st.List(ctx, namespacesPrefix, storage.ListOptions{})
+	if err != nil {
+		return err
+	}
+	state := make(map[string]bool, len(list.Items))
+	for _, kv := range list.Items {
+		if name, term, err := parseNamespace(kv.Value); err == nil {
+			state[name] = term
+		}
+	}
+	c.mu.Lock()
+	c.state, c.synced = state, true
+	c.mu.Unlock()
+	for ev := range c.st.Watch(ctx, namespacesPrefix, list.Revision, storage.WatchOptions{}) {
+		switch ev.Type {
+		case storage.Put:
+			if name, term, err := parseNamespace(ev.KV.Value); err == nil {
+				c.mu.Lock()
+				c.state[name] = term
+				c.mu.Unlock()
+			}
+		case storage.Deleted:
+			c.mu.Lock()
+			delete(c.state, strings.TrimPrefix(ev.KV.Key, namespacesPrefix))
+			c.mu.Unlock()
+		case storage.Error:
+			return ev.Err
+		}
+	}
+	return ctx.Err()
+}
+
+// admit returns nil if objects may be created in namespace ns: it exists and is not
+// being deleted. Otherwise a NotFound or Forbidden Status.
+func (c *namespaceCache) admit(ctx context.Context, gr schema.GroupResource, ns string) error {
+	c.mu.RLock()
+	term, known := c.state[ns]
+	c.mu.RUnlock()
+	if !known {
+		kv, err := c.st.Get(ctx, namespacesPrefix+ns)
+		if errors.Is(err, storage.ErrNotFound) {
+			return apierrors.NewNotFound(namespacesGR, ns)
+		}
+		if err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("checking namespace %q: %w", ns, err))
+		}
+		if _, term, err = parseNamespace(kv.Value); err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("namespace %q: %w", ns, err))
+		}
+	}
+	if term {
+		return apierrors.NewForbidden(gr, "", fmt.Errorf("namespace %s is being deleted: no new objects may be created in it", ns))
+	}
+	return nil
+}

@@ -1,0 +1,223 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+
+	"github.com/concordproject/concord/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// UpdateFunc computes the new state of an object from its current state (in the
+// requested version; a private copy the function may change and return). current is
+// nil when the object does not exist and the update may create it. An error aborts the
+// update and is returned as is.
+type UpdateFunc func(ctx context.Context, current *Object) (*Object, error)
+
+// UpdateOptions tune Update.
+type UpdateOptions struct {
+	WriteOptions
+	// AllowCreate lets Update create a missing object (server-side apply, and PUT for
+	// resources that allow it); fn then receives nil.
+	AllowCreate bool
+	// Preconditions must hold on the current object or the update is a 409 Conflict.
+	Preconditions *metav1.Preconditions
+}
+
+// Update applies fn to the current object ns/name of res until it is written without
+// a conflict, and returns the stored result in version and whether it was created.
+//
+// If the object fn returns carries a resourceVersion, it must equal the current one
+// (optimistic concurrency: 409 Conflict otherwise). Immutable metadata is kept from the
+// current object; generation is bumped when anything outside metadata (and status, if
+// the version has a status subresource) changes; with Subresource "status" only the
+// status is taken from fn's result. If the encoded result equals what is stored,
+// nothing is written and the resourceVersion stays. A terminating object whose last
+// finalizer is removed is deleted.
+func (s *Store) Update(ctx context.Context, res *Resource, version, ns, name string, fn UpdateFunc, opts UpdateOptions) (*Object, bool, error) {
+	key := res.Key(ns, name)
+	kv, err := s.storage.Get(ctx, key)
+	for attempt := 0; ; attempt++ {
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return nil, false, s.storageError(res, name, err)
+		}
+		if err != nil { // not found
+			if !opts.AllowCreate {
+				return nil, false, apierrors.NewNotFound(res.GroupResource(), name)
+			}
+			obj, cerr := fn(ctx, nil)
+			if cerr != nil {
+				return nil, false, cerr
+			}
+			if obj.GetName() != name {
+				return nil, false, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
+			}
+			obj.SetResourceVersion("")
+			created, cerr := s.Create(ctx, res, version, ns, obj, opts.WriteOptions)
+			if apierrors.IsAlreadyExists(cerr) && attempt < 5 {
+				kv, err = s.storage.Get(ctx, key)
+				continue
+			}
+			return created, cerr == nil, cerr
+		}
+		obj, done, uerr := s.tryUpdate(ctx, res, version, ns, name, kv, fn, opts)
+		if uerr == nil || done {
+			return obj, false, uerr
+		}
+		var ce *storage.ConflictError
+		if !errors.As(uerr, &ce) {
+			return nil, false, s.storageError(res, name, uerr)
+		}
+		if ce.Current == nil {
+			kv, err = nil, storage.ErrNotFound
+		} else {
+			kv, err = ce.Current, nil
+		}
+	}
+}
+
+// tryUpdate makes one attempt against the stored kv. done reports that err (or the
+// result) is final; otherwise err is a storage conflict worth retrying.
+func (s *Store) tryUpdate(ctx context.Context, res *Resource, version, ns, name string, kv *storage.KeyValue, fn UpdateFunc, opts UpdateOptions) (_ *Object, done bool, _ error) {
+	current, err := s.decodeAs(ctx, res, kv, version)
+	if err != nil {
+		return nil, true, err
+	}
+	if err := checkPreconditions(res, name, current, opts.Preconditions); err != nil {
+		return nil, true, err
+	}
+	obj, err := fn(ctx, current.DeepCopy())
+	if err != nil {
+		return nil, true, err
+	}
+	if rv := obj.GetResourceVersion(); rv != "" && rv != current.GetResourceVersion() {
+		return nil, true, apierrors.NewConflict(res.GroupResource(), name,
+			fmt.Errorf("resourceVersion %s is stale, the object is now at %s: read it again and reapply the change", rv, current.GetResourceVersion()))
+	}
+	if obj.GetName() != name || (res.Namespaced && obj.GetNamespace() != ns && obj.GetNamespace() != "") {
+		return nil, true, apierrors.NewBadRequest(fmt.Sprintf("the name or namespace of the object (%s/%s) does not match the URL (%s/%s)", obj.GetNamespace(), obj.GetName(), ns, name))
+	}
+	s.carryOver(res, version, obj, current, opts.Subresource)
+	if res.Hooks != nil && res.Hooks.PrepareForUpdate != nil {
+		res.Hooks.PrepareForUpdate(ctx, obj, current)
+	}
+	if err := res.validateUpdate(ctx, version, obj, current); err != nil {
+		return nil, true, err
+	}
+	if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !pendingByHook(res, obj) {
+		// The last finalizer is gone: the deletion completes now.
+		if opts.DryRun {
+			return obj, true, nil
+		}
+		rev, err := s.storage.Delete(ctx, res.Key(ns, name), kv.Revision)
+		if err != nil {
+			return nil, false, err
+		}
+		obj.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return obj, true, nil
+	}
+	data, err := res.Encode(ctx, obj)
+	if err != nil {
+		return nil, true, s.conversionError(res, err)
+	}
+	if bytes.Equal(data, kv.Value) {
+		// Nothing changed: Kubernetes writes nothing and keeps the resourceVersion.
+		return current, true, nil
+	}
+	if opts.DryRun {
+		return obj, true, nil
+	}
+	rev, err := s.storage.Update(ctx, res.Key(ns, name), data, kv.Revision)
+	if err != nil {
+		return nil, false, err
+	}
+	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, true, nil
+}
+
+// carryOver keeps what an update may not change: system metadata from current, the
+// status (main resource with a status subresource) or everything but the status
+// (status subresource), and computes the generation.
+func (s *Store) carryOver(res *Resource, version string, obj, current *Object, subresource string) {
+	hasStatus := false
+	if v := res.Version(version); v != nil && v.Subresources != nil && v.Subresources.Status != nil {
+		hasStatus = true
+	}
+	switch {
+	case subresource == "status":
+		status, hadStatus := obj.Object["status"]
+		managed := obj.GetManagedFields()
+		fresh := current.DeepCopy()
+		if hadStatus {
+			fresh.Object["status"] = status
+		} else {
+			delete(fresh.Object, "status")
+		}
+		fresh.SetManagedFields(managed)
+		fresh.SetResourceVersion(obj.GetResourceVersion())
+		*obj = *fresh
+	case hasStatus:
+		if status, ok := current.Object["status"]; ok {
+			obj.Object["status"] = status
+		} else {
+			delete(obj.Object, "status")
+		}
+	}
+	obj.SetAPIVersion(current.GetAPIVersion())
+	obj.SetKind(current.GetKind())
+	obj.SetUID(current.GetUID())
+	obj.SetCreationTimestamp(current.GetCreationTimestamp())
+	obj.SetDeletionTimestamp(current.GetDeletionTimestamp())
+	obj.SetDeletionGracePeriodSeconds(current.GetDeletionGracePeriodSeconds())
+	obj.SetNamespace(current.GetNamespace())
+	obj.SetSelfLink("")
+	obj.SetGeneration(current.GetGeneration())
+	if specChanged(obj, current, hasStatus) {
+		obj.SetGeneration(current.GetGeneration() + 1)
+	}
+}
+
+// specChanged reports whether anything but metadata (and status, when it is a
+// subresource) differs.
+func specChanged(obj, current *Object, statusIsSubresource bool) bool {
+	skip := func(k string) bool { return k == "metadata" || (statusIsSubresource && k == "status") }
+	for k, v := range obj.Object {
+		if skip(k) {
+			continue
+		}
+		if !reflect.DeepEqual(v, current.Object[k]) {
+			return true
+		}
+	}
+	for k := range current.Object {
+		if _, ok := obj.Object[k]; !ok && !skip(k) {
+			return true
+		}
+	}
+	return false
+}
+
+func pendingByHook(res *Resource, obj *Object) bool {
+	return res.Hooks != nil && res.Hooks.PendingDeletion != nil && res.Hooks.PendingDeletion(obj)
+}
+
+// checkPreconditions enforces uid and resourceVersion preconditions.
+func checkPreconditions(res *Resource, name string, current *Object, p *metav1.Preconditions) error {
+	if p == nil {
+		return nil
+	}
+	if p.UID != nil && *p.UID != current.GetUID() {
+		return apierrors.NewConflict(res.GroupResource(), name,
+			fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, current.GetUID()))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != current.GetResourceVersion() {
+		return apierrors.NewConflict(res.GroupResource(), name,
+			fmt.Errorf("precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, current.GetResourceVersion()))
+	}
+	return nil
+}

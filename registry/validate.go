@@ -1,0 +1,110 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/concordproject/concord/schema"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// prepared holds what a Resource compiles once: its versions' schemas.
+type prepared struct {
+	schemas map[string]*schema.Schema
+	// cache holds what other packages derive from this definition (field managers,
+	// table converters, ...), so that it is dropped together with the definition.
+	cache sync.Map
+}
+
+// Cached returns the value cached under key for this definition, building and storing
+// it on first use. Concurrent first uses may build twice; one result wins. Errors are
+// not cached.
+func (r *Resource) Cached(key any, build func() (any, error)) (any, error) {
+	if r.prepared == nil {
+		return build()
+	}
+	if v, ok := r.prepared.cache.Load(key); ok {
+		return v, nil
+	}
+	v, err := build()
+	if err != nil {
+		return nil, err
+	}
+	v, _ = r.prepared.cache.LoadOrStore(key, v)
+	return v, nil
+}
+
+// Prepare checks the definition (see Validate) and compiles every version's schema.
+// Registry.Put calls it; a Resource used outside a Registry must be prepared before
+// objects are written through it. It must not be called on a Resource already in use.
+func (r *Resource) Prepare(ctx context.Context) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	p := &prepared{schemas: map[string]*schema.Schema{}}
+	for _, v := range r.Versions {
+		if v.Schema == nil {
+			continue
+		}
+		s, err := schema.Compile(ctx, v.Schema, field.NewPath("spec", "versions").Key(v.Name).Child("schema", "openAPIV3Schema"))
+		if err != nil {
+			return fmt.Errorf("resource %s version %s: %w", r.GroupResource(), v.Name, err)
+		}
+		p.schemas[v.Name] = s
+	}
+	r.prepared = p
+	return nil
+}
+
+// Schema returns the compiled schema of version v, or nil if the version has none
+// (or the resource was not prepared).
+func (r *Resource) Schema(v string) *schema.Schema {
+	if r.prepared == nil {
+		return nil
+	}
+	return r.prepared.schemas[v]
+}
+
+// GroupKind returns the resource's group and kind.
+func (r *Resource) GroupKind() runtimeschema.GroupKind {
+	return runtimeschema.GroupKind{Group: r.Group, Kind: r.Names.Kind}
+}
+
+func (r *Resource) nameFunc() apimachineryvalidation.ValidateNameFunc {
+	if r.Hooks != nil && r.Hooks.ValidateName != nil {
+		return r.Hooks.ValidateName
+	}
+	return apimachineryvalidation.NameIsDNSSubdomain
+}
+
+// validateCreate runs metadata, schema and hook validation of a new object in version.
+func (r *Resource) validateCreate(ctx context.Context, version string, obj *Object) error {
+	errs := apimachineryvalidation.ValidateObjectMetaAccessor(obj, r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
+	errs = append(errs, r.Schema(version).Validate(ctx, obj.Object)...)
+	if r.Hooks != nil && r.Hooks.Validate != nil {
+		errs = append(errs, r.Hooks.Validate(ctx, obj)...)
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(r.GroupKind(), obj.GetName(), errs)
+	}
+	return nil
+}
+
+// validateUpdate runs metadata (including immutability), schema and hook validation
+// of an update in version.
+func (r *Resource) validateUpdate(ctx context.Context, version string, obj, old *Object) error {
+	errs := apimachineryvalidation.ValidateObjectMetaAccessor(obj, r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
+	errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(obj, old, field.NewPath("metadata"))...)
+	errs = append(errs, r.Schema(version).ValidateUpdate(ctx, obj.Object, old.Object)...)
+	if r.Hooks != nil && r.Hooks.ValidateUpdate != nil {
+		errs = append(errs, r.Hooks.ValidateUpdate(ctx, obj, old)...)
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(r.GroupKind(), obj.GetName(), errs)
+	}
+	return nil
+}

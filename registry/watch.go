@@ -1,0 +1,276 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/concordproject/concord/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+)
+
+// InitialEventsAnnotation marks the bookmark that ends the initial events of a
+// WatchList (sendInitialEvents=true).
+const InitialEventsAnnotation = metav1.InitialEventsAnnotationKey
+
+// Watch streams changes of res objects in namespace ns ("" for all) matching the
+// selectors of opts, converted to version, as watch events:
+//
+//   - resourceVersion N: every change after N (410 Expired, as an ERROR event, if N
+//     was compacted);
+//   - resourceVersion "" or "0": an ADDED event for every existing object, then changes;
+//   - sendInitialEvents=true with resourceVersionMatch=NotOlderThan (WatchList): the
+//     ADDED events of a state at least as new as N, then a BOOKMARK annotated
+//     k8s.io/initial-events-end, then changes;
+//   - allowWatchBookmarks: BOOKMARK events carry the current revision while idle.
+//
+// An object that stops matching the selectors is sent as DELETED, one that starts to
+// match as ADDED. The watch ends when ctx is done or Stop is called.
+func (s *Store) Watch(ctx context.Context, res *Resource, version, ns string, opts metav1.ListOptions) (watch.Interface, error) {
+	pred, err := NewPredicate(res, version, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateWatchOptions(res, opts); err != nil {
+		return nil, err
+	}
+	var initial bool
+	var from int64
+	switch {
+	case opts.SendInitialEvents != nil:
+		initial = *opts.SendInitialEvents
+		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+			if from, err = parseRV(res.GroupResource(), opts.ResourceVersion); err != nil {
+				return nil, err
+			}
+		}
+	case opts.ResourceVersion == "" || opts.ResourceVersion == "0":
+		initial = true
+	default:
+		if from, err = parseRV(res.GroupResource(), opts.ResourceVersion); err != nil {
+			return nil, err
+		}
+	}
+
+	wctx, cancel := context.WithCancel(ctx)
+	w := &watcher{
+		store: s, res: res, version: version, pred: pred, cancel: cancel,
+		result:    make(chan watch.Event, 64),
+		bookmarks: opts.AllowWatchBookmarks,
+	}
+	var list *unstructuredPage
+	if initial || (opts.SendInitialEvents != nil && from == 0) {
+		// Read the starting state now, so that errors are returned to the caller.
+		list, err = s.readPage(ctx, res, ns, from, pred)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		if !initial {
+			list.objs = nil // sendInitialEvents=false: only the starting revision matters
+		}
+		from = list.rev
+	}
+	go w.run(wctx, ns, from, list, opts.SendInitialEvents != nil && initial)
+	return w, nil
+}
+
+func validateWatchOptions(res *Resource, opts metav1.ListOptions) error {
+	if opts.SendInitialEvents != nil {
+		if opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
+			return apierrors.NewInvalid(res.GroupKind(), "", fieldErrs("resourceVersionMatch", opts.ResourceVersionMatch,
+				"sendInitialEvents requires resourceVersionMatch=NotOlderThan"))
+		}
+		if !opts.AllowWatchBookmarks && *opts.SendInitialEvents {
+			return apierrors.NewInvalid(res.GroupKind(), "", fieldErrs("allowWatchBookmarks", opts.AllowWatchBookmarks,
+				"sendInitialEvents requires allowWatchBookmarks=true"))
+		}
+	} else if opts.ResourceVersionMatch != "" {
+		return apierrors.NewInvalid(res.GroupKind(), "", fieldErrs("resourceVersionMatch", opts.ResourceVersionMatch,
+			"resourceVersionMatch is forbidden for watch unless sendInitialEvents is set"))
+	}
+	return nil
+}
+
+type unstructuredPage struct {
+	objs []*Object
+	rev  int64
+}
+
+// readPage reads every matching object at the current revision (at least min).
+func (s *Store) readPage(ctx context.Context, res *Resource, ns string, min int64, pred *Predicate) (*unstructuredPage, error) {
+	var out unstructuredPage
+	start := ""
+	for {
+		page, err := s.storage.List(ctx, res.Prefix(ns), storage.ListOptions{Revision: out.rev, Limit: 1000, Start: start})
+		if err != nil {
+			return nil, s.storageError(res, "", err)
+		}
+		if out.rev == 0 {
+			out.rev = page.Revision
+			if err := s.checkNotTooNew(ctx, res, min, out.rev); err != nil {
+				return nil, err
+			}
+		}
+		for _, kv := range page.Items {
+			obj, err := res.Decode(kv.Value, kv.Revision)
+			if err != nil {
+				return nil, s.internalError(res, err)
+			}
+			if pred.Matches(obj) {
+				out.objs = append(out.objs, obj)
+			}
+		}
+		if !page.More || len(page.Items) == 0 {
+			return &out, nil
+		}
+		start = page.Items[len(page.Items)-1].Key + "\x00"
+	}
+}
+
+type watcher struct {
+	store     *Store
+	res       *Resource
+	version   string
+	pred      *Predicate
+	cancel    context.CancelFunc
+	result    chan watch.Event
+	bookmarks bool
+}
+
+func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
+func (w *watcher) Stop()                          { w.cancel() }
+
+func (w *watcher) send(ctx context.Context, e watch.Event) bool {
+	select {
+	case w.result <- e:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (w *watcher) bookmark(rev int64, initialEnd bool) *Object {
+	o := &Object{Object: map[string]interface{}{}}
+	o.SetAPIVersion(w.res.apiVersion(w.version))
+	o.SetKind(w.res.Names.Kind)
+	o.SetResourceVersion(strconv.FormatInt(rev, 10))
+	if initialEnd {
+		o.SetAnnotations(map[string]string{InitialEventsAnnotation: "true"})
+	}
+	return o
+}
+
+func (w *watcher) convert(ctx context.Context, o *Object) (*Object, error) {
+	if err := w.res.Convert(ctx, []*Object{o}, w.version); err != nil {
+		return nil, w.store.conversionError(w.res, err)
+	}
+	return o, nil
+}
+
+func (w *watcher) fail(ctx context.Context, err error) {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		err = apierrors.NewInternalError(err)
+		errors.As(err, &st)
+	}
+	status := st.Status()
+	w.send(ctx, watch.Event{Type: watch.Error, Object: &status})
+}
+
+func (w *watcher) run(ctx context.Context, ns string, from int64, initial *unstructuredPage, endBookmark bool) {
+	defer close(w.result)
+	defer w.cancel()
+	logger := klog.FromContext(ctx)
+	if initial != nil {
+		if err := w.res.Convert(ctx, initial.objs, w.version); err != nil {
+			w.fail(ctx, w.store.conversionError(w.res, err))
+			return
+		}
+		for _, o := range initial.objs {
+			if !w.send(ctx, watch.Event{Type: watch.Added, Object: o}) {
+				return
+			}
+		}
+		if endBookmark && !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: w.bookmark(initial.rev, true)}) {
+			return
+		}
+	}
+	var wopts storage.WatchOptions
+	if w.bookmarks {
+		wopts.ProgressInterval = w.store.BookmarkInterval
+	}
+	for ev := range w.store.storage.Watch(ctx, w.res.Prefix(ns), from, wopts) {
+		var out watch.Event
+		switch ev.Type {
+		case storage.Error:
+			if errors.Is(ev.Err, storage.ErrCompacted) {
+				w.fail(ctx, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, ev.Revision)))
+			} else {
+				logger.V(2).Info("Watch ended by storage", "resource", w.res.GroupResource(), "err", ev.Err)
+				w.fail(ctx, w.store.storageError(w.res, "", ev.Err))
+			}
+			return
+		case storage.Progress:
+			if !w.bookmarks {
+				continue
+			}
+			out = watch.Event{Type: watch.Bookmark, Object: w.bookmark(ev.Revision, false)}
+		default:
+			e, ok, err := w.translate(ev)
+			if err != nil {
+				w.fail(ctx, err)
+				return
+			}
+			if !ok {
+				continue
+			}
+			if e.Object, err = w.convert(ctx, e.Object.(*Object)); err != nil {
+				w.fail(ctx, err)
+				return
+			}
+			out = e
+		}
+		if !w.send(ctx, out) {
+			return
+		}
+	}
+}
+
+// translate turns a storage event into the watch event this watcher's selectors see.
+func (w *watcher) translate(ev storage.Event) (watch.Event, bool, error) {
+	var cur, prev *Object
+	var err error
+	if ev.Type == storage.Put {
+		if cur, err = w.res.Decode(ev.KV.Value, ev.Revision); err != nil {
+			return watch.Event{}, false, w.store.internalError(w.res, err)
+		}
+	}
+	if ev.Prev != nil && (ev.Type == storage.Deleted || !w.pred.Empty()) {
+		if prev, err = w.res.Decode(ev.Prev.Value, ev.Revision); err != nil {
+			return watch.Event{}, false, w.store.internalError(w.res, err)
+		}
+	}
+	curOK := cur != nil && w.pred.Matches(cur)
+	prevOK := prev != nil && w.pred.Matches(prev)
+	if w.pred.Empty() && ev.Type == storage.Put {
+		prevOK = ev.Prev != nil
+	}
+	switch {
+	case curOK && prevOK:
+		return watch.Event{Type: watch.Modified, Object: cur}, true, nil
+	case curOK:
+		return watch.Event{Type: watch.Added, Object: cur}, true, nil
+	case prevOK:
+		// Gone, or no longer selected: the last state, at the revision of the change.
+		return watch.Event{Type: watch.Deleted, Object: prev}, true, nil
+	}
+	return watch.Event{}, false, nil
+}
+
+var _ runtime.Object = (*Object)(nil)

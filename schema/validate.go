@@ -1,0 +1,87 @@
+package schema
+
+import (
+	"context"
+
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/kube-openapi/pkg/validation/validate"
+)
+
+// Validate checks obj, a defaulted and pruned object being created, against the schema and
+// returns kube-apiserver's errors with its field paths, e.g.
+// `spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"`.
+//
+// It checks, in this order: value validation (types, int-or-string, formats, enums,
+// bounds, patterns, required fields, ...); the apiVersion, kind and ObjectMeta of embedded
+// resources; the uniqueness of x-kubernetes-list-type set elements and map keys
+// (`Duplicate value`); and the x-kubernetes-validations rules, unless an earlier error
+// makes the object unfit for them. The object's own metadata is checked only as far as
+// the schema says: names, namespaces and the rest of ObjectMeta are the caller's.
+func (s *Schema) Validate(ctx context.Context, obj map[string]interface{}) field.ErrorList {
+	if s == nil {
+		return nil
+	}
+	errs := s.validateValues(ctx, obj)
+	if s.hasListSetsOrMaps {
+		errs = append(errs, listtype.ValidateListSetsAndMaps(nil, s.structural, obj)...)
+	}
+	return s.validateRules(ctx, obj, nil, errs)
+}
+
+// ValidateUpdate is Validate for an update of old (the stored object) to obj: list-type
+// uniqueness is only enforced if old satisfied it, and x-kubernetes-validations transition
+// rules (those using oldSelf) are evaluated. All other checks are those of Validate.
+func (s *Schema) ValidateUpdate(ctx context.Context, obj, old map[string]interface{}) field.ErrorList {
+	if s == nil {
+		return nil
+	}
+	errs := s.validateValues(ctx, obj)
+	if s.hasListSetsOrMaps && len(listtype.ValidateListSetsAndMaps(nil, s.structural, old)) == 0 {
+		errs = append(errs, listtype.ValidateListSetsAndMaps(nil, s.structural, obj)...)
+	}
+	return s.validateRules(ctx, obj, old, errs)
+}
+
+// validateValues runs the OpenAPI value validation and the embedded-resource checks.
+func (s *Schema) validateValues(ctx context.Context, obj map[string]interface{}) field.ErrorList {
+	errs := apiservervalidation.ValidateCustomResource(nil, obj, valueValidator{s.values})
+	if s.hasEmbedded {
+		errs = append(errs, objectmeta.Validate(ctx, nil, obj, s.structural, false)...)
+	}
+	return errs
+}
+
+// validateRules appends the errors of the x-kubernetes-validations rules to errs, or the
+// notice that they were skipped when errs holds errors that make rule evaluation
+// meaningless (missing, mistyped or out-of-range values).
+func (s *Schema) validateRules(ctx context.Context, obj, old map[string]interface{}, errs field.ErrorList) field.ErrorList {
+	if s.rules == nil {
+		return errs
+	}
+	for _, err := range errs {
+		switch err.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
+		}
+	}
+	var oldObj interface{}
+	if old != nil {
+		oldObj = old
+	}
+	ruleErrs, _ := s.rules.Validate(ctx, nil, s.structural, obj, oldObj, celconfig.RuntimeCELCostBudget)
+	return append(errs, ruleErrs...)
+}
+
+// valueValidator lets a kube-openapi validator built once serve apiextensions' result to
+// field.ErrorList translation, which otherwise builds a new validator on every call.
+type valueValidator struct {
+	v *validate.SchemaValidator
+}
+
+func (v valueValidator) Validate(obj interface{}, _ ...apiservervalidation.ValidationOption) *validate.Result {
+	return v.v.Validate(obj)
+}

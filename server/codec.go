@@ -1,0 +1,43 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+// parameterCodec decodes query parameters into metav1 option types.
+var parameterCodec = func() runtime.ParameterCodec {
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	return runtime.NewParameterCodec(scheme)
+}()
+
+// protobufSerializer reads request bodies that client-go sends as protobuf: objects
+// of the built-in kinds it knows (kubectl's typed clients do) and DeleteOptions.
+var protobufSerializer = protobuf.NewSerializer(clientgoscheme.Scheme, clientgoscheme.Scheme)
+
+const protobufMediaType = "application/vnd.kubernetes.protobuf"
+
+// protobufToJSON decodes a Kubernetes protobuf envelope into JSON.
+func protobufToJSON(data []byte) ([]byte, error) {
+	obj, gvk, err := protobufSerializer.Decode(data, nil, nil)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the protobuf body cannot be decoded: %v", err))
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the protobuf body cannot be converted: %v", err))
+	}
+	u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
+	return json.Marshal(u)
+}
+
+// optionsGV is the group-version query parameters are decoded in.
+var optionsGV = schema.GroupVersion{Version: "v1"}

@@ -1,0 +1,67 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/concordproject/concord/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, q *request) {
+	ctx := r.Context()
+	if q.info.Name != "" {
+		writeError(w, r, apierrors.NewMethodNotSupported(q.gr(), "create with a name in the URL"))
+		return
+	}
+	dry, err := dryRun(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	fv, err := parseFieldValidation(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	body, err := readBody(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	data, err := bodyToJSON(r, body)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	obj, warnings, err := decodeObject(data, q.res, q.version.Name, fv)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if q.res.Namespaced {
+		if ns := obj.GetNamespace(); ns != "" && ns != q.info.Namespace {
+			writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+			return
+		}
+	}
+	fm, err := s.fieldManager(q.res, q.version.Name, "")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	manager, err := fieldManagerName(r, false)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	obj = fm.track(nil, obj, manager)
+	created, err := s.cfg.Store.Create(ctx, q.res, q.version.Name, q.info.Namespace, obj, registry.WriteOptions{DryRun: dry})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	for _, msg := range warnings {
+		addWarning(w, msg)
+	}
+	s.writeObject(w, r, q, http.StatusCreated, created)
+}

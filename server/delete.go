@@ -1,0 +1,97 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/concordproject/concord/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, q *request) {
+	body, err := readBody(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	opts, err := deleteOptions(r, body)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	dry, err := dryRunValues(opts.DryRun, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	obj, _, err := s.cfg.Store.Delete(r.Context(), q.res, q.version.Name, q.info.Namespace, q.info.Name,
+		registry.WriteOptions{DryRun: dry}, opts.Preconditions)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	s.writeObject(w, r, q, http.StatusOK, obj)
+}
+
+// serveDeleteCollection deletes every object of the collection that matches the list
+// options, one by one, and answers with the Status of success. Objects deleted
+// concurrently by someone else are not errors.
+func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q *request) {
+	body, err := readBody(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	opts, err := deleteOptions(r, body)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	dry, err := dryRunValues(opts.DryRun, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	lopts, err := listOptions(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	lopts.Limit, lopts.Continue = 500, ""
+	for {
+		list, err := s.cfg.Store.List(r.Context(), q.res, q.version.Name, q.info.Namespace, lopts)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		for i := range list.Items {
+			item := &list.Items[i]
+			_, _, err := s.cfg.Store.Delete(r.Context(), q.res, q.version.Name, item.GetNamespace(), item.GetName(),
+				registry.WriteOptions{DryRun: dry}, opts.Preconditions)
+			if err != nil && !apierrors.IsNotFound(err) {
+				writeError(w, r, err)
+				return
+			}
+		}
+		if list.GetContinue() == "" {
+			break
+		}
+		lopts.Continue, lopts.ResourceVersion = list.GetContinue(), ""
+	}
+	writeJSON(w, r, http.StatusOK, &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess,
+		Details:  &metav1.StatusDetails{Group: q.res.Group, Kind: q.res.Names.Plural},
+	})
+}
+
+// dryRunValues merges DeleteOptions.dryRun with ?dryRun.
+func dryRunValues(fromBody []string, r *http.Request) (bool, error) {
+	for _, v := range fromBody {
+		if v != "All" {
+			return false, apierrors.NewBadRequest("invalid dryRun " + v + ": the only allowed value is All")
+		}
+	}
+	q, err := dryRun(r)
+	return q || len(fromBody) > 0, err
+}

@@ -1,0 +1,224 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/concordproject/concord/registry"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var resourceVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// serveDiscovery answers /api, /api/v1, /apis, /apis/<group> and
+// /apis/<group>/<version> from the registry as it is now, and aggregated discovery
+// (apidiscovery.k8s.io v2 or v2beta1) on /api and /apis when Accept asks for it.
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		writeError(w, r, apierrors.NewMethodNotSupported(schemaGR(""), r.Method))
+		return
+	}
+	parts := splitPath(r.URL.Path)
+	resources := s.cfg.Registry.Resources()
+	switch {
+	case len(parts) == 1:
+		if version, ctype, ok := wantsAggregated(r); ok {
+			s.serveAggregated(w, r, parts[0] == "api", resources, version, ctype)
+			return
+		}
+		if parts[0] == "api" {
+			writeJSON(w, r, http.StatusOK, &metav1.APIVersions{
+				TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
+				Versions: []string{"v1"},
+				ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{
+					ClientCIDR: "0.0.0.0/0", ServerAddress: r.Host,
+				}},
+			})
+			return
+		}
+		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
+		for _, g := range groups(resources) {
+			if g.Name != "" {
+				list.Groups = append(list.Groups, g)
+			}
+		}
+		writeJSON(w, r, http.StatusOK, list)
+	case parts[0] == "apis" && len(parts) == 2:
+		for _, g := range groups(resources) {
+			if g.Name == parts[1] && g.Name != "" {
+				g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+				writeJSON(w, r, http.StatusOK, &g)
+				return
+			}
+		}
+		writeError(w, r, notFoundPath(info))
+	default:
+		group, version := info.APIGroup, info.APIVersion
+		list := &metav1.APIResourceList{
+			TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+			GroupVersion: metav1.GroupVersion{Group: group, Version: version}.String(),
+		}
+		for _, res := range resources {
+			if res.Group == group && res.ServedVersion(version) != nil {
+				list.APIResources = append(list.APIResources, apiResources(res, version)...)
+			}
+		}
+		if list.APIResources == nil {
+			writeError(w, r, notFoundPath(info))
+			return
+		}
+		writeJSON(w, r, http.StatusOK, list)
+	}
+}
+
+// groups returns the served groups, the core group first, then by name; each group's
+// versions newest first, the newest being preferred.
+func groups(resources []*registry.Resource) []metav1.APIGroup {
+	versions := map[string][]string{}
+	var names []string
+	for _, res := range resources {
+		if _, ok := versions[res.Group]; !ok {
+			names = append(names, res.Group)
+		}
+		for _, v := range res.ServedVersions() {
+			if !slices.Contains(versions[res.Group], v) {
+				versions[res.Group] = append(versions[res.Group], v)
+			}
+		}
+	}
+	slices.Sort(names)
+	var out []metav1.APIGroup
+	for _, name := range names {
+		vs := versions[name]
+		if len(vs) == 0 {
+			continue
+		}
+		registry.SortVersions(vs)
+		g := metav1.APIGroup{Name: name}
+		for _, v := range vs {
+			g.Versions = append(g.Versions, metav1.GroupVersionForDiscovery{
+				GroupVersion: metav1.GroupVersion{Group: name, Version: v}.String(), Version: v,
+			})
+		}
+		g.PreferredVersion = g.Versions[0]
+		out = append(out, g)
+	}
+	return out
+}
+
+// apiResources lists a resource and its subresources as served at version.
+func apiResources(res *registry.Resource, version string) []metav1.APIResource {
+	v := res.ServedVersion(version)
+	main := metav1.APIResource{
+		Name:               res.Names.Plural,
+		SingularName:       res.Names.Singular,
+		Namespaced:         res.Namespaced,
+		Kind:               res.Names.Kind,
+		Verbs:              resourceVerbs,
+		ShortNames:         res.Names.ShortNames,
+		Categories:         res.Names.Categories,
+		StorageVersionHash: res.StorageVersionHash(),
+	}
+	out := []metav1.APIResource{main}
+	if v.Subresources != nil && v.Subresources.Status != nil {
+		out = append(out, metav1.APIResource{Name: res.Names.Plural + "/status", Namespaced: res.Namespaced, Kind: res.Names.Kind, Verbs: metav1.Verbs{"get", "patch", "update"}})
+	}
+	if v.Subresources != nil && v.Subresources.Scale != nil {
+		out = append(out, metav1.APIResource{Name: res.Names.Plural + "/scale", Namespaced: res.Namespaced, Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: metav1.Verbs{"get", "patch", "update"}})
+	}
+	return out
+}
+
+// wantsAggregated reports whether Accept asks for aggregated discovery first among
+// what it accepts, and which version of it.
+func wantsAggregated(r *http.Request) (version, contentType string, ok bool) {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		part = strings.TrimSpace(part)
+		mt, params, err := mime.ParseMediaType(part)
+		if err != nil {
+			continue
+		}
+		if mt == "application/json" && params["g"] == "apidiscovery.k8s.io" && params["as"] == "APIGroupDiscoveryList" &&
+			(params["v"] == "v2" || params["v"] == "v2beta1") {
+			return params["v"], "application/json;g=apidiscovery.k8s.io;v=" + params["v"] + ";as=APIGroupDiscoveryList", true
+		}
+		if mt == "application/json" || mt == "*/*" {
+			return "", "", false
+		}
+	}
+	return "", "", false
+}
+
+// serveAggregated answers aggregated discovery for the core group (/api) or all other
+// groups (/apis), with an ETag so clients can revalidate.
+func (s *Server) serveAggregated(w http.ResponseWriter, r *http.Request, core bool, resources []*registry.Resource, version, ctype string) {
+	list := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/" + version}}
+	for _, g := range groups(resources) {
+		if (g.Name == "") != core {
+			continue
+		}
+		gd := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g.Name}}
+		for _, gv := range g.Versions {
+			vd := apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
+			for _, res := range resources {
+				v := res.ServedVersion(gv.Version)
+				if res.Group != g.Name || v == nil {
+					continue
+				}
+				scope := apidiscoveryv2.ScopeCluster
+				if res.Namespaced {
+					scope = apidiscoveryv2.ScopeNamespace
+				}
+				rd := apidiscoveryv2.APIResourceDiscovery{
+					Resource:         res.Names.Plural,
+					ResponseKind:     &metav1.GroupVersionKind{Group: res.Group, Version: gv.Version, Kind: res.Names.Kind},
+					Scope:            scope,
+					SingularResource: res.Names.Singular,
+					Verbs:            resourceVerbs,
+					ShortNames:       res.Names.ShortNames,
+					Categories:       res.Names.Categories,
+				}
+				if v.Subresources != nil && v.Subresources.Status != nil {
+					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+						Subresource:  "status",
+						ResponseKind: &metav1.GroupVersionKind{Group: res.Group, Version: gv.Version, Kind: res.Names.Kind},
+						Verbs:        []string{"get", "patch", "update"},
+					})
+				}
+				if v.Subresources != nil && v.Subresources.Scale != nil {
+					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+						Subresource:  "scale",
+						ResponseKind: &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
+						Verbs:        []string{"get", "patch", "update"},
+					})
+				}
+				vd.Resources = append(vd.Resources, rd)
+			}
+			gd.Versions = append(gd.Versions, vd)
+		}
+		list.Items = append(list.Items, gd)
+	}
+	body, err := json.Marshal(list)
+	if err != nil {
+		writeError(w, r, apierrors.NewInternalError(err))
+		return
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	w.Header().Set("Vary", "Accept")
+	w.Header().Set("ETag", etag)
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}

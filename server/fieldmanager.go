@@ -1,0 +1,199 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode"
+
+	"github.com/concordproject/concord/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// resetFieldsFor says which fields a write through subresource may not set: with a
+// status subresource the main resource does not own status, and /status owns only it.
+func resetFieldsFor(res *registry.Resource, version, subresource string) map[fieldpath.APIVersion]fieldpath.Filter {
+	v := res.Version(version)
+	if v == nil || v.Subresources == nil || v.Subresources.Status == nil {
+		return nil
+	}
+	apiVersion := fieldpath.APIVersion(res.GroupVersion(version).String())
+	if subresource == "status" {
+		return map[fieldpath.APIVersion]fieldpath.Filter{apiVersion: fieldpath.NewExcludeSetFilter(fieldpath.NewSet(
+			fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata")))}
+	}
+	return map[fieldpath.APIVersion]fieldpath.Filter{apiVersion: fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("status")))}
+}
+
+// typeConverter returns the structured-merge-diff type converter for res at version.
+// Schemas are not yet turned into SMD types, so every resource uses the deduced
+// converter: maps are granular, lists atomic.
+func typeConverter(*registry.Resource, string) managedfields.TypeConverter {
+	return deducedTypeConverter
+}
+
+var deducedTypeConverter = managedfields.NewDeducedTypeConverter()
+
+// objectConvertor adapts a Resource's conversion, defaulting and object creation to
+// the runtime interfaces the field manager expects. The hub version (__internal) is
+// the object as it is.
+type objectConvertor struct{ res *registry.Resource }
+
+var (
+	_ runtime.ObjectConvertor = (*objectConvertor)(nil)
+	_ runtime.ObjectDefaulter = (*objectConvertor)(nil)
+	_ runtime.ObjectCreater   = (*objectConvertor)(nil)
+)
+
+func (c *objectConvertor) Convert(in, out, _ interface{}) error {
+	src, ok1 := in.(*unstructured.Unstructured)
+	dst, ok2 := out.(*unstructured.Unstructured)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("cannot convert %T to %T", in, out)
+	}
+	dst.Object = runtime.DeepCopyJSON(src.Object)
+	return nil
+}
+
+func (c *objectConvertor) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
+	u, ok := in.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("cannot convert %T", in)
+	}
+	gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()})
+	if !ok {
+		return nil, fmt.Errorf("no target version for %v", u.GroupVersionKind())
+	}
+	out := u.DeepCopy()
+	if gvk.Version == hubVersion || gvk.GroupVersion().String() == u.GetAPIVersion() {
+		return out, nil
+	}
+	if err := c.res.Convert(context.TODO(), []*unstructured.Unstructured{out}, gvk.Version); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *objectConvertor) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
+	return label, value, nil
+}
+
+func (c *objectConvertor) Default(in runtime.Object) {
+	if u, ok := in.(*unstructured.Unstructured); ok {
+		if gv, err := schema.ParseGroupVersion(u.GetAPIVersion()); err == nil {
+			c.res.Schema(gv.Version).Default(u.Object)
+		}
+	}
+}
+
+func (c *objectConvertor) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// hubVersion is the version managed fields are tracked in between conversions: like
+// Kubernetes for custom resources, the unstructured object itself.
+const hubVersion = runtime.APIVersionInternal
+
+// fieldManager tracks managedFields for one resource version and subresource.
+type fieldManager struct {
+	fm  *managedfields.FieldManager
+	res *registry.Resource
+}
+
+type fieldManagerKey struct{ version, subresource string }
+
+// fieldManager returns the (cached) field manager of res at version for subresource.
+func (s *Server) fieldManager(res *registry.Resource, version, subresource string) (*fieldManager, error) {
+	v, err := res.Cached(fieldManagerKey{version, subresource}, func() (any, error) {
+		gvk := res.GroupVersion(version).WithKind(res.Names.Kind)
+		conv := &objectConvertor{res: res}
+		resetFields := resetFieldsFor(res, version, subresource)
+		fm, err := managedfields.NewDefaultCRDFieldManager(typeConverter(res, version), conv, conv, conv, gvk,
+			schema.GroupVersion{Group: res.Group, Version: hubVersion}, subresource, resetFields)
+		if err != nil {
+			return nil, err
+		}
+		return &fieldManager{fm: fm, res: res}, nil
+	})
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("field manager for %s: %w", res.GroupResource(), err))
+	}
+	return v.(*fieldManager), nil
+}
+
+// track records in next's managedFields that manager set what changed since current
+// (nil on create). Failures to track are not the client's fault and never fail the
+// write (the Kubernetes behaviour): managedFields are then reset.
+func (f *fieldManager) track(current, next *unstructured.Unstructured, manager string) *unstructured.Unstructured {
+	live := current
+	if live == nil {
+		live = &unstructured.Unstructured{Object: map[string]interface{}{}}
+		live.SetGroupVersionKind(next.GroupVersionKind())
+	}
+	out := f.fm.UpdateNoErrors(live, next, manager)
+	if u, ok := out.(*unstructured.Unstructured); ok {
+		return u
+	}
+	return next
+}
+
+// apply performs a server-side apply of applied onto current (nil: create).
+func (f *fieldManager) apply(current, applied *unstructured.Unstructured, manager string, force bool) (*unstructured.Unstructured, error) {
+	live := current
+	if live == nil {
+		live = &unstructured.Unstructured{Object: map[string]interface{}{}}
+		live.SetGroupVersionKind(applied.GroupVersionKind())
+		live.SetName(applied.GetName())
+		live.SetNamespace(applied.GetNamespace())
+	}
+	out, err := f.fm.Apply(live, applied, manager, force)
+	if err != nil {
+		var se apierrors.APIStatus
+		if errors.As(err, &se) {
+			return nil, err
+		}
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	u, ok := out.(*unstructured.Unstructured)
+	if !ok {
+		return nil, apierrors.NewInternalError(fmt.Errorf("apply returned %T", out))
+	}
+	if current != nil {
+		u.SetResourceVersion(current.GetResourceVersion())
+	}
+	return u, nil
+}
+
+// fieldManagerName returns the manager of a write: ?fieldManager, or for non-apply
+// requests a name derived from the User-Agent, as Kubernetes does. Apply requires one.
+func fieldManagerName(r *http.Request, apply bool) (string, error) {
+	m := r.URL.Query().Get("fieldManager")
+	if m == "" {
+		if apply {
+			return "", apierrors.NewBadRequest("fieldManager is required for apply patches (application/apply-patch+yaml)")
+		}
+		ua := r.Header.Get("User-Agent")
+		if i := strings.Index(ua, "/"); i >= 0 {
+			ua = ua[:i]
+		}
+		m = ua
+	}
+	if len(m) > 128 {
+		return "", apierrors.NewBadRequest("fieldManager must be at most 128 characters")
+	}
+	for _, c := range m {
+		if !unicode.IsPrint(c) {
+			return "", apierrors.NewBadRequest("fieldManager must consist of printable characters")
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,129 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/concordproject/concord/registry"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// writeObject writes one object in the representation the client negotiated.
+func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, q *request, code int, obj *unstructured.Unstructured) {
+	switch q.out.output {
+	case OutputTable:
+		t, err := s.table(r, q, []unstructured.Unstructured{*obj}, &metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()})
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, r, code, t)
+	case OutputMetadata:
+		writeJSON(w, r, code, toPartial(obj))
+	default:
+		writeJSON(w, r, code, obj)
+	}
+}
+
+// toPartial returns obj's metadata as a PartialObjectMetadata.
+func toPartial(obj *unstructured.Unstructured) *metav1.PartialObjectMetadata {
+	p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}}
+	if m, ok := obj.Object["metadata"].(map[string]interface{}); ok {
+		_ = fromUnstructured(m, &p.ObjectMeta)
+	}
+	return p
+}
+
+func toPartialList(list *unstructured.UnstructuredList) *metav1.PartialObjectMetadataList {
+	out := &metav1.PartialObjectMetadataList{
+		TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"},
+		ListMeta: listMeta(list),
+		Items:    make([]metav1.PartialObjectMetadata, len(list.Items)),
+	}
+	for i := range list.Items {
+		p := toPartial(&list.Items[i])
+		p.TypeMeta = metav1.TypeMeta{}
+		out.Items[i] = *p
+	}
+	return out
+}
+
+func listMeta(list *unstructured.UnstructuredList) metav1.ListMeta {
+	return metav1.ListMeta{
+		ResourceVersion:    list.GetResourceVersion(),
+		Continue:           list.GetContinue(),
+		RemainingItemCount: list.GetRemainingItemCount(),
+	}
+}
+
+// toScale renders the scale subresource of obj as autoscaling/v1 Scale, reading the
+// paths the version's scale subresource declares.
+func toScale(q *request, obj *unstructured.Unstructured) (*autoscalingv1.Scale, error) {
+	sc := q.version.Subresources.Scale
+	scale := &autoscalingv1.Scale{
+		TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: obj.GetUID(),
+			ResourceVersion: obj.GetResourceVersion(), CreationTimestamp: obj.GetCreationTimestamp(),
+		},
+	}
+	if v, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, jsonPathFields(sc.SpecReplicasPath)...); ok {
+		n, ok := toInt32(v)
+		if !ok {
+			return nil, apierrors.NewInternalError(fmt.Errorf("%s is not an integer", sc.SpecReplicasPath))
+		}
+		scale.Spec.Replicas = n
+	}
+	if v, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, jsonPathFields(sc.StatusReplicasPath)...); ok {
+		scale.Status.Replicas, _ = toInt32(v)
+	}
+	if sc.LabelSelectorPath != nil {
+		if v, ok, _ := unstructured.NestedString(obj.Object, jsonPathFields(*sc.LabelSelectorPath)...); ok {
+			scale.Status.Selector = v
+		}
+	}
+	return scale, nil
+}
+
+func toInt32(v interface{}) (int32, bool) {
+	switch n := v.(type) {
+	case int64:
+		return int32(n), true
+	case float64:
+		return int32(n), n == float64(int32(n))
+	}
+	return 0, false
+}
+
+// updateScale writes spec replicas from an autoscaling/v1 Scale.
+func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, q *request, data []byte, dry bool) {
+	var in autoscalingv1.Scale
+	if err := decodeStrictJSON(data, &in); err != nil {
+		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid autoscaling/v1 Scale: %v", err)))
+		return
+	}
+	path := jsonPathFields(q.version.Subresources.Scale.SpecReplicasPath)
+	obj, _, err := s.cfg.Store.Update(r.Context(), q.res, q.version.Name, q.info.Namespace, q.info.Name,
+		func(_ ctxT, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+			if in.ResourceVersion != "" {
+				cur.SetResourceVersion(in.ResourceVersion)
+			}
+			if err := unstructured.SetNestedField(cur.Object, int64(in.Spec.Replicas), path...); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			return cur, nil
+		}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dry}})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	scale, err := toScale(q, obj)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, r, http.StatusOK, scale)
+}

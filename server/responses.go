@@ -1,0 +1,130 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
+)
+
+// Output is the representation a client asked for in Accept.
+type Output int
+
+const (
+	// OutputObject is the object itself, JSON.
+	OutputObject Output = iota
+	// OutputTable is a meta.k8s.io/v1 Table.
+	OutputTable
+	// OutputMetadata is PartialObjectMetadata (List).
+	OutputMetadata
+)
+
+// negotiation is the outcome of reading the Accept header.
+type negotiation struct {
+	output Output
+	yaml   bool
+}
+
+// negotiate reads Accept. Protobuf is not spoken: clients that offer JSON as well get
+// JSON (client-go decodes by the response Content-Type); a client that accepts only
+// protobuf gets 406.
+func negotiate(r *http.Request) (negotiation, error) {
+	accept := r.Header.Get("Accept")
+	if accept == "" {
+		return negotiation{}, nil
+	}
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch mt {
+		case "application/json", "*/*", "application/*", "application/yaml":
+		default:
+			continue
+		}
+		n := negotiation{yaml: mt == "application/yaml"}
+		switch params["as"] {
+		case "":
+		case "Table":
+			if params["g"] != "meta.k8s.io" || (params["v"] != "v1" && params["v"] != "v1beta1") {
+				continue
+			}
+			n.output = OutputTable
+		case "PartialObjectMetadata", "PartialObjectMetadataList":
+			if params["g"] != "meta.k8s.io" || (params["v"] != "v1" && params["v"] != "v1beta1") {
+				continue
+			}
+			n.output = OutputMetadata
+		default:
+			continue // an unknown transformation: try the next type
+		}
+		return n, nil
+	}
+	return negotiation{}, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "",
+		"only application/json and application/yaml are served (optionally as=Table or as=PartialObjectMetadata with g=meta.k8s.io, v=v1)", 0, false)
+}
+
+// writeJSON writes v with code, as JSON (or YAML if asked).
+func writeJSON(w http.ResponseWriter, r *http.Request, code int, v interface{}) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		writeError(w, r, apierrors.NewInternalError(fmt.Errorf("encoding the response: %w", err)))
+		return
+	}
+	ctype := "application/json"
+	body := buf.Bytes()
+	if n, err := negotiate(r); err == nil && n.yaml {
+		if y, err := yaml.JSONToYAML(body); err == nil {
+			ctype, body = "application/yaml", y
+		}
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+// writeError writes err as a metav1.Status. Errors that are not API errors are
+// internal errors (500); their text is kept for the client.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status := ErrorToStatus(err)
+	if status.Code >= 500 {
+		klog.FromContext(r.Context()).Error(err, "Request failed", "method", r.Method, "path", r.URL.Path, "code", status.Code)
+	}
+	if status.Details != nil && status.Details.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(status.Details.RetryAfterSeconds))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(int(status.Code))
+	_ = json.NewEncoder(w).Encode(status)
+}
+
+// ErrorToStatus returns the Status for err, with kind and apiVersion set.
+func ErrorToStatus(err error) *metav1.Status {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		st = apierrors.NewInternalError(err)
+	}
+	status := st.Status()
+	status.Kind, status.APIVersion = "Status", "v1"
+	if status.Status == "" {
+		status.Status = metav1.StatusFailure
+	}
+	if status.Code == 0 {
+		status.Code = http.StatusInternalServerError
+	}
+	return &status
+}

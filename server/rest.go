@@ -1,0 +1,168 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/concordproject/concord/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// request is one resource request after routing: the resource, its served version and
+// what the URL names.
+type request struct {
+	info    *RequestInfo
+	res     *registry.Resource
+	version *registry.Version
+	// subresource is "", "status" or "scale".
+	subresource string
+	out         negotiation
+	warnings    []string
+}
+
+func (q *request) gr() schema.GroupResource { return q.res.GroupResource() }
+
+// serveAPI handles everything under /api and /apis: discovery and resources.
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	info, _ := RequestInfoFrom(r.Context())
+	if !info.IsResourceRequest {
+		s.serveDiscovery(w, r, info)
+		return
+	}
+	if (info.APIPrefix == "api" && info.APIGroup != "") || (info.APIPrefix == "apis" && info.APIGroup == "") {
+		writeError(w, r, apierrors.NewNotFound(schemaGR(info.Resource), info.Name))
+		return
+	}
+	q, err := s.route(r, info)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if v := q.version; v.Deprecated {
+		msg := fmt.Sprintf("%s is deprecated", q.res.GroupVersion(v.Name).String()+" "+q.res.Names.Kind)
+		if v.DeprecationWarning != nil {
+			msg = *v.DeprecationWarning
+		}
+		addWarning(w, msg)
+	}
+	switch info.Verb {
+	case "get":
+		s.serveGet(w, r, q)
+	case "list":
+		s.serveList(w, r, q)
+	case "watch":
+		s.serveWatch(w, r, q)
+	case "create":
+		s.serveCreate(w, r, q)
+	case "update":
+		s.serveUpdate(w, r, q)
+	case "patch":
+		s.servePatch(w, r, q)
+	case "delete":
+		s.serveDelete(w, r, q)
+	case "deletecollection":
+		s.serveDeleteCollection(w, r, q)
+	default:
+		writeError(w, r, apierrors.NewMethodNotSupported(q.gr(), r.Method))
+	}
+}
+
+// route finds the resource and checks that the URL fits it (scope, subresource,
+// verb).
+func (s *Server) route(r *http.Request, info *RequestInfo) (*request, error) {
+	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
+	res, ver := s.cfg.Registry.Lookup(gvr)
+	if res == nil {
+		return nil, notFoundPath(info)
+	}
+	q := &request{info: info, res: res, version: ver}
+	if res.Namespaced {
+		if info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" {
+			return nil, notFoundPath(info)
+		}
+	} else if info.Namespace != "" && !(res.Group == "" && res.Names.Plural == "namespaces") {
+		return nil, notFoundPath(info)
+	}
+	switch info.Subresource {
+	case "":
+	case "status":
+		if ver.Subresources == nil || ver.Subresources.Status == nil {
+			return nil, notFoundPath(info)
+		}
+		q.subresource = "status"
+	case "scale":
+		if ver.Subresources == nil || ver.Subresources.Scale == nil {
+			return nil, notFoundPath(info)
+		}
+		q.subresource = "scale"
+	case "finalize":
+		if res.Group != "" || res.Names.Plural != "namespaces" {
+			return nil, notFoundPath(info)
+		}
+		q.subresource = "finalize"
+	default:
+		return nil, notFoundPath(info)
+	}
+	if q.subresource != "" {
+		switch info.Verb {
+		case "get", "update", "patch":
+		default:
+			return nil, apierrors.NewMethodNotSupported(schema.GroupResource{Group: res.Group, Resource: res.Names.Plural + "/" + q.subresource}, info.Verb)
+		}
+	}
+	out, err := negotiate(r)
+	if err != nil {
+		return nil, err
+	}
+	q.out = out
+	if isWrite(info.Verb) && res.Hooks != nil && res.Hooks.Writable != nil {
+		if err := res.Hooks.Writable(r.Context()); err != nil {
+			return nil, apierrors.NewForbidden(res.GroupResource(), info.Name, err)
+		}
+	}
+	return q, nil
+}
+
+func isWrite(v string) bool {
+	switch v {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}
+
+func isWatchPath(p string) bool {
+	parts := splitPath(p)
+	return len(parts) > 3 && ((parts[0] == "api" && parts[2] == "watch") || (parts[0] == "apis" && len(parts) > 4 && parts[3] == "watch"))
+}
+
+// notFoundPath is Kubernetes' answer for a URL that names no resource.
+func notFoundPath(info *RequestInfo) error {
+	err := apierrors.NewNotFound(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Name)
+	err.ErrStatus.Message = "the server could not find the requested resource"
+	err.ErrStatus.Details = &metav1.StatusDetails{}
+	return err
+}
+
+// addWarning adds a Warning header the way Kubernetes does (code 299, agent "-").
+func addWarning(w http.ResponseWriter, msg string) {
+	msg = strings.ReplaceAll(msg, `"`, `\"`)
+	w.Header().Add("Warning", fmt.Sprintf(`299 - "%s"`, msg))
+}
+
+// dryRun reads ?dryRun=All; any other value is a 400.
+func dryRun(r *http.Request) (bool, error) {
+	vals := r.URL.Query()["dryRun"]
+	for _, v := range vals {
+		if v != "All" {
+			return false, apierrors.NewBadRequest(fmt.Sprintf("invalid dryRun %q: the only allowed value is All", v))
+		}
+	}
+	return len(vals) > 0, nil
+}
+
+func parseDuration(s string) (time.Duration, error) { return time.ParseDuration(s) }

@@ -1,0 +1,148 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+
+	"github.com/concordproject/concord/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metatable "k8s.io/apimachinery/pkg/api/meta/table"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/jsonpath"
+)
+
+// tableConvertor renders objects of one resource version as Table rows: NAME, the
+// version's printer columns, and AGE when the version declares no columns.
+type tableConvertor struct {
+	columns []metav1.TableColumnDefinition
+	paths   []*jsonpath.JSONPath
+}
+
+type tableKey struct{ version string }
+
+func (s *Server) tableConvertor(res *registry.Resource, version string) (*tableConvertor, error) {
+	v, err := res.Cached(tableKey{version}, func() (any, error) {
+		tc := &tableConvertor{columns: []metav1.TableColumnDefinition{{
+			Name: "Name", Type: "string", Format: "name",
+			Description: "Name must be unique within a namespace.",
+		}}}
+		cols := res.Version(version).PrinterColumns
+		if len(cols) == 0 {
+			cols = append(cols, defaultAgeColumn)
+		}
+		for _, col := range cols {
+			p := jsonpath.New(col.Name)
+			if err := p.Parse(fmt.Sprintf("{%s}", col.JSONPath)); err != nil {
+				return nil, fmt.Errorf("printer column %q: %w", col.Name, err)
+			}
+			p.AllowMissingKeys(true)
+			tc.paths = append(tc.paths, p)
+			tc.columns = append(tc.columns, metav1.TableColumnDefinition{
+				Name: col.Name, Type: col.Type, Format: col.Format, Description: col.Description, Priority: col.Priority,
+			})
+		}
+		return tc, nil
+	})
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return v.(*tableConvertor), nil
+}
+
+var defaultAgeColumn = apiextensionsColumn("Age", "date", ".metadata.creationTimestamp")
+
+// table renders objs as a Table, with each row's object included as the client asked
+// (?includeObject=None|Metadata|Object; Metadata by default).
+func (s *Server) table(r *http.Request, q *request, objs []unstructured.Unstructured, lm *metav1.ListMeta) (*metav1.Table, error) {
+	include := metav1.IncludeMetadata
+	switch v := metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject")); v {
+	case "":
+	case metav1.IncludeNone, metav1.IncludeMetadata, metav1.IncludeObject:
+		include = v
+	default:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid includeObject %q: allowed are None, Metadata and Object", v))
+	}
+	tc, err := s.tableConvertor(q.res, q.version.Name)
+	if err != nil {
+		return nil, err
+	}
+	t := &metav1.Table{
+		TypeMeta:          metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"},
+		ListMeta:          *lm,
+		ColumnDefinitions: tc.columns,
+		Rows:              make([]metav1.TableRow, 0, len(objs)),
+	}
+	var buf bytes.Buffer
+	for i := range objs {
+		obj := &objs[i]
+		cells := make([]interface{}, 0, len(tc.columns))
+		cells = append(cells, obj.GetName())
+		for j, p := range tc.paths {
+			cells = append(cells, cell(p, tc.columns[j+1].Type, obj.Object, &buf))
+		}
+		row := metav1.TableRow{Cells: cells}
+		switch include {
+		case metav1.IncludeMetadata:
+			row.Object = runtime.RawExtension{Object: toPartial(obj)}
+		case metav1.IncludeObject:
+			row.Object = runtime.RawExtension{Object: obj}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t, nil
+}
+
+// cell evaluates one printer column for an object.
+func cell(p *jsonpath.JSONPath, typ string, obj map[string]interface{}, buf *bytes.Buffer) interface{} {
+	results, err := p.FindResults(obj)
+	if err != nil || len(results) == 0 || len(results[0]) == 0 {
+		return nil
+	}
+	value := results[0][0].Interface()
+	if value == nil {
+		return nil
+	}
+	switch typ {
+	case "integer":
+		switch n := value.(type) {
+		case int64:
+			return n
+		case float64:
+			return int64(n)
+		case json.Number:
+			if i, err := n.Int64(); err == nil {
+				return i
+			}
+		}
+	case "number":
+		switch n := value.(type) {
+		case int64:
+			return float64(n)
+		case float64:
+			return n
+		}
+	case "boolean":
+		if b, ok := value.(bool); ok {
+			return b
+		}
+	case "date":
+		if s, ok := value.(string); ok {
+			var ts metav1.Time
+			if err := ts.UnmarshalQueryParameter(s); err != nil {
+				return "<invalid>"
+			}
+			return metatable.ConvertToHumanReadableDateType(ts)
+		}
+	default: // string: scalars as they print, structures as JSON
+		buf.Reset()
+		if err := p.PrintResults(buf, []reflect.Value{reflect.ValueOf(value)}); err == nil {
+			return buf.String()
+		}
+	}
+	return nil
+}

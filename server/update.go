@@ -1,0 +1,84 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/concordproject/concord/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, q *request) {
+	dry, err := dryRun(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	fv, err := parseFieldValidation(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	body, err := readBody(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	data, err := bodyToJSON(r, body)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if q.subresource == "scale" {
+		s.updateScale(w, r, q, data, dry)
+		return
+	}
+	obj, warnings, err := decodeObject(data, q.res, q.version.Name, fv)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if obj.GetName() != q.info.Name {
+		writeError(w, r, apierrors.NewBadRequest("the name of the object ("+obj.GetName()+") does not match the name on the URL ("+q.info.Name+")"))
+		return
+	}
+	if q.res.Namespaced && obj.GetNamespace() != "" && obj.GetNamespace() != q.info.Namespace {
+		writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+		return
+	}
+	sub := q.subresource
+	fm, err := s.fieldManager(q.res, q.version.Name, sub)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	manager, err := fieldManagerName(r, false)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if sub == "finalize" {
+		sub = "" // namespaces' /finalize writes spec.finalizers through the main path
+	}
+	result, created, err := s.cfg.Store.Update(r.Context(), q.res, q.version.Name, q.info.Namespace, q.info.Name,
+		func(_ context.Context, current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+			next := obj.DeepCopy()
+			if current == nil && next.GetResourceVersion() != "" {
+				return nil, apierrors.NewNotFound(q.gr(), q.info.Name)
+			}
+			return fm.track(current, next, manager), nil
+		}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dry, Subresource: sub}, AllowCreate: q.res.Hooks != nil && q.res.Hooks.AllowCreateOnUpdate})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	for _, msg := range warnings {
+		addWarning(w, msg)
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	s.writeObject(w, r, q, code, result)
+}

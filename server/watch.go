@@ -1,0 +1,123 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// serveWatch streams watch events as newline-separated JSON WatchEvents. The watch
+// ends at timeoutSeconds (or the server's maximum, with jitter), when the client goes
+// away, or when the server shuts down.
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *request) {
+	opts, err := listOptions(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	timeout := time.Duration(float64(s.cfg.MaxWatchTimeout) * (1 + rand.Float64()))
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.watchStop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if q.info.Name != "" {
+		// A watch of one object is a watch with a name field selector.
+		sel := "metadata.name=" + q.info.Name
+		if opts.FieldSelector != "" {
+			sel += "," + opts.FieldSelector
+		}
+		opts.FieldSelector = sel
+	}
+	wi, err := s.cfg.Store.Watch(ctx, q.res, q.version.Name, q.info.Namespace, opts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	defer wi.Stop()
+	labels := []string{"watch", q.res.Group, q.version.Name, q.res.Names.Plural}
+	s.metrics.longrun.WithLabelValues(labels...).Inc()
+	defer s.metrics.longrun.WithLabelValues(labels...).Dec()
+	sent := s.metrics.watchSent.WithLabelValues(q.res.Group, q.version.Name, q.res.Names.Plural)
+
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	columnsSent := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-wi.ResultChan():
+			if !ok {
+				return
+			}
+			obj, err := s.watchObject(r, q, ev, &columnsSent)
+			if err != nil {
+				st := ErrorToStatus(err)
+				ev, obj = watch.Event{Type: watch.Error}, st
+			}
+			if err := enc.Encode(watchEvent{Type: ev.Type, Object: obj}); err != nil {
+				return
+			}
+			sent.Inc()
+			// Flush at once unless more events are already waiting.
+			if len(wi.ResultChan()) == 0 {
+				if err := rc.Flush(); err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// watchEvent is the wire form of a watch event (metav1.WatchEvent with the object
+// inline).
+type watchEvent struct {
+	Type   watch.EventType `json:"type"`
+	Object runtime.Object  `json:"object"`
+}
+
+// watchObject renders an event's object in the negotiated representation.
+func (s *Server) watchObject(r *http.Request, q *request, ev watch.Event, columnsSent *bool) (runtime.Object, error) {
+	u, ok := ev.Object.(*unstructured.Unstructured)
+	if !ok || ev.Type == watch.Error {
+		return ev.Object, nil
+	}
+	switch q.out.output {
+	case OutputTable:
+		if ev.Type == watch.Bookmark {
+			return toPartial(u), nil
+		}
+		t, err := s.table(r, q, []unstructured.Unstructured{*u}, &metav1.ListMeta{ResourceVersion: u.GetResourceVersion()})
+		if err != nil {
+			return nil, err
+		}
+		if *columnsSent {
+			t.ColumnDefinitions = nil
+		}
+		*columnsSent = true
+		return t, nil
+	case OutputMetadata:
+		return toPartial(u), nil
+	}
+	return u, nil
+}

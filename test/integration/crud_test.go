@@ -1,0 +1,239 @@
+package integration
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/concordproject/concord/harness"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+)
+
+func configMap(name string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}
+}
+
+func TestCRUDAcrossServers(t *testing.T) {
+	c := harness.Start(t, 2)
+	ctx := t.Context()
+	a := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
+	b := c.Servers[1].Clientset(t).CoreV1().ConfigMaps("default")
+
+	created, err := a.Create(ctx, configMap("one", map[string]string{"k": "v"}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if created.UID == "" || created.ResourceVersion == "" || created.CreationTimestamp.IsZero() {
+		t.Fatalf("create did not fill metadata: %+v", created.ObjectMeta)
+	}
+	got, err := b.Get(ctx, "one", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get through the other server: %v", err)
+	}
+	if got.Data["k"] != "v" || got.ResourceVersion != created.ResourceVersion || got.UID != created.UID {
+		t.Fatalf("other server sees %+v, want the created object", got)
+	}
+
+	if _, err := a.Create(ctx, configMap("one", nil), metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("second create: got %v, want AlreadyExists", err)
+	}
+
+	got.Data["k"] = "v2"
+	updated, err := b.Update(ctx, got, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	if updated.ResourceVersion == got.ResourceVersion {
+		t.Fatalf("update kept resourceVersion %s", updated.ResourceVersion)
+	}
+	stale := created.DeepCopy()
+	stale.Data = map[string]string{"k": "stale"}
+	if _, err := a.Update(ctx, stale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Fatalf("update with stale resourceVersion: got %v, want Conflict", err)
+	}
+
+	// An update that changes nothing writes nothing.
+	same, err := a.Update(ctx, updated, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("no-op update: %v", err)
+	}
+	if same.ResourceVersion != updated.ResourceVersion {
+		t.Fatalf("no-op update moved resourceVersion %s -> %s", updated.ResourceVersion, same.ResourceVersion)
+	}
+
+	if err := b.Delete(ctx, "one", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := a.Get(ctx, "one", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("get after delete: got %v, want NotFound", err)
+	}
+	if err := a.Delete(ctx, "one", metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("second delete: got %v, want NotFound", err)
+	}
+}
+
+func TestGenerateNameDryRunAndPreconditions(t *testing.T) {
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
+
+	gen, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "gen-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create with generateName: %v", err)
+	}
+	if len(gen.Name) != len("gen-")+5 {
+		t.Fatalf("generated name %q", gen.Name)
+	}
+
+	dry, err := cms.Create(ctx, configMap("dry", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		t.Fatalf("dry-run create: %v", err)
+	}
+	if dry.Name != "dry" {
+		t.Fatalf("dry-run create returned %q", dry.Name)
+	}
+	if _, err := cms.Get(ctx, "dry", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("dry-run create wrote the object: %v", err)
+	}
+	if err := cms.Delete(ctx, gen.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatalf("dry-run delete: %v", err)
+	}
+	if _, err := cms.Get(ctx, gen.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("dry-run delete deleted: %v", err)
+	}
+	wrongUID := types.UID("not-the-uid")
+	err = cms.Delete(ctx, gen.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &wrongUID}})
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("delete with wrong uid precondition: got %v, want Conflict", err)
+	}
+	err = cms.Delete(ctx, gen.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &gen.UID, ResourceVersion: &gen.ResourceVersion}})
+	if err != nil {
+		t.Fatalf("delete with matching preconditions: %v", err)
+	}
+}
+
+// contended is a retry budget for heavy write contention on one object.
+var contended = wait.Backoff{Steps: 200, Duration: 2 * time.Millisecond, Factor: 1.3, Jitter: 1, Cap: 100 * time.Millisecond}
+
+// Many writers on one object through three servers: every increment survives.
+func TestManyWritersNoLostUpdate(t *testing.T) {
+	c := harness.Start(t, 3)
+	ctx := t.Context()
+	if _, err := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default").Create(ctx, configMap("counter", map[string]string{"n": "0"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 12, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		cms := c.Servers[w%3].Clientset(t).CoreV1().ConfigMaps("default")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				err := retry.RetryOnConflict(contended, func() error {
+					cm, err := cms.Get(ctx, "counter", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					n, _ := strconv.Atoi(cm.Data["n"])
+					cm.Data["n"] = strconv.Itoa(n + 1)
+					_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+					return err
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("writer failed: %v", err)
+	}
+	cm, err := c.Servers[1].Clientset(t).CoreV1().ConfigMaps("default").Get(ctx, "counter", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["n"] != strconv.Itoa(writers*each) {
+		t.Fatalf("counter = %s, want %d: updates were lost", cm.Data["n"], writers*each)
+	}
+}
+
+func TestFinalizersHoldDeletion(t *testing.T) {
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
+	cm := configMap("held", nil)
+	cm.Finalizers = []string{"example.com/hold"}
+	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	got, err := cms.Get(ctx, "held", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("object with a finalizer vanished: %v", err)
+	}
+	if got.DeletionTimestamp == nil {
+		t.Fatal("deletionTimestamp not set")
+	}
+	got.Finalizers = nil
+	if _, err := cms.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("removing the finalizer: %v", err)
+	}
+	if _, err := cms.Get(ctx, "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("after the last finalizer: got %v, want NotFound", err)
+	}
+}
+
+func TestNamespaceLifecycle(t *testing.T) {
+	c := harness.Start(t, 2)
+	ctx := t.Context()
+	cs := c.Servers[0].Clientset(t)
+	if _, err := cs.CoreV1().ConfigMaps("missing").Create(ctx, configMap("x", nil), metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("create in a missing namespace: got %v, want NotFound", err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The other server learns of the namespace at once (live lookup on a cache miss).
+	other := c.Servers[1].Clientset(t)
+	for i := 0; i < 5; i++ {
+		if _, err := other.CoreV1().ConfigMaps("team").Create(ctx, configMap(fmt.Sprint("cm-", i), nil), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create in new namespace through the other server: %v", err)
+		}
+	}
+	if err := cs.CoreV1().Namespaces().Delete(ctx, "team", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{})
+	if err == nil && ns.Status.Phase != corev1.NamespaceTerminating {
+		t.Fatalf("deleted namespace phase %q, want Terminating", ns.Status.Phase)
+	}
+	if _, err := other.CoreV1().ConfigMaps("team").Create(ctx, configMap("late", nil), metav1.CreateOptions{}); err == nil {
+		t.Fatal("create in a terminating namespace succeeded")
+	}
+	waitFor(t, "namespace team to be gone", func() (bool, error) {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	list, err := cs.CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		t.Fatalf("%d configmaps left in the deleted namespace", len(list.Items))
+	}
+}
+
