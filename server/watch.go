@@ -98,6 +98,10 @@ type watchEvent struct {
 
 // watchObject renders an event's object in the negotiated representation.
 func (s *Server) watchObject(r *http.Request, q *request, ev watch.Event, columnsSent *bool) (runtime.Object, error) {
+	if st, ok := ev.Object.(*metav1.Status); ok {
+		st.Kind, st.APIVersion = "Status", "v1"
+		return st, nil
+	}
 	u, ok := ev.Object.(*unstructured.Unstructured)
 	if !ok || ev.Type == watch.Error {
 		return ev.Object, nil

@@ -1,0 +1,165 @@
+package registry_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/concordproject/concord/etcd"
+	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/storage"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func newStore(t *testing.T) *registry.Store {
+	t.Helper()
+	m, err := etcd.StartLoopback(t.Context(), filepath.Join(t.TempDir(), "etcd"), etcd.WithUnsafeNoFsync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	cli, err := m.NewClient(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return registry.NewStore(storage.New(cli, "/registry"))
+}
+
+// widgets is a cluster-scoped resource with versions v1 and v2, stored in storage.
+func widgets(t *testing.T, storageVersion string, versions ...string) *registry.Resource {
+	t.Helper()
+	if len(versions) == 0 {
+		versions = []string{"v1", "v2"}
+	}
+	res := &registry.Resource{
+		Group:          "example.com",
+		Names:          apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+		StorageVersion: storageVersion,
+	}
+	for _, v := range versions {
+		res.Versions = append(res.Versions, registry.Version{Name: v, Served: true})
+	}
+	if err := res.Prepare(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func widget(version, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/" + version, "kind": "Widget",
+		"metadata": map[string]interface{}{"name": name},
+		"spec":     map[string]interface{}{"size": int64(3)},
+	}}
+}
+
+func storedAPIVersion(t *testing.T, s *registry.Store, res *registry.Resource, name string) string {
+	t.Helper()
+	kv, err := s.GetRaw(t.Context(), res, "", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		APIVersion string `json:"apiVersion"`
+		Metadata   map[string]interface{}
+	}
+	if err := json.Unmarshal(kv.Value, &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Metadata["resourceVersion"]; ok {
+		t.Fatalf("resourceVersion was stored: %s", kv.Value)
+	}
+	return m.APIVersion
+}
+
+func TestStorageVersionDrivesEncoding(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	v1 := widgets(t, "v1")
+
+	// Written through v2, stored as v1.
+	created, err := s.Create(ctx, v1, "v2", "", widget("v2", "a"), registry.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.GetAPIVersion() != "example.com/v2" {
+		t.Fatalf("create answered in %s, want the request's v2", created.GetAPIVersion())
+	}
+	if got := storedAPIVersion(t, s, v1, "a"); got != "example.com/v1" {
+		t.Fatalf("stored as %s, want the storage version v1", got)
+	}
+	// Read in either version.
+	for _, v := range []string{"v1", "v2"} {
+		obj, err := s.Get(ctx, v1, v, "", "a", metav1.GetOptions{})
+		if err != nil || obj.GetAPIVersion() != "example.com/"+v {
+			t.Fatalf("get as %s: %v %v", v, obj, err)
+		}
+	}
+
+	// The storage version flips to v2: old objects still read, new writes are v2, and
+	// an update that changes nothing still re-encodes nothing... unless the encoding
+	// differs, which it does here, so it is written in v2.
+	v2 := widgets(t, "v2")
+	if got := storedAPIVersion(t, s, v2, "a"); got != "example.com/v1" {
+		t.Fatalf("flip rewrote data: %s", got)
+	}
+	if _, err := s.Create(ctx, v2, "v1", "", widget("v1", "b"), registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedAPIVersion(t, s, v2, "b"); got != "example.com/v2" {
+		t.Fatalf("new object stored as %s, want v2", got)
+	}
+	before, err := s.Get(ctx, v2, "v2", "", "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity := func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) { return cur, nil }
+	after, _, err := s.Update(ctx, v2, "v2", "", "a", identity, registry.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.GetResourceVersion() == before.GetResourceVersion() {
+		t.Fatal("an unchanged object stored in an old version was not re-encoded")
+	}
+	if got := storedAPIVersion(t, s, v2, "a"); got != "example.com/v2" {
+		t.Fatalf("rewrite stored %s, want v2", got)
+	}
+	// Now the encoding is current: the same no-op update writes nothing.
+	again, _, err := s.Update(ctx, v2, "v1", "", "a", identity, registry.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetResourceVersion() != after.GetResourceVersion() {
+		t.Fatalf("no-op update wrote: %s -> %s", after.GetResourceVersion(), again.GetResourceVersion())
+	}
+}
+
+func TestUndecodableVersionIsAClearInternalError(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	newer := widgets(t, "v3", "v1", "v2", "v3")
+	if _, err := s.Create(ctx, newer, "v3", "", widget("v3", "from-the-future"), registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	older := widgets(t, "v2")
+	_, err := s.Get(ctx, older, "v2", "", "from-the-future", metav1.GetOptions{})
+	if !apierrors.IsInternalError(err) {
+		t.Fatalf("got %v, want a 500", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"example.com/v3", "example.com/v2, example.com/v1"} {
+		if !strings.Contains(msg, want) {
+			t.Fatalf("message %q does not name %q", msg, want)
+		}
+	}
+	// Lists fail the same way rather than dropping the object.
+	if _, err := s.List(ctx, older, "v2", "", metav1.ListOptions{}); !apierrors.IsInternalError(err) {
+		t.Fatalf("list: got %v, want a 500", err)
+	}
+}

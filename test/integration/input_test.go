@@ -1,0 +1,140 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/concordproject/concord/harness"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+)
+
+// raw sends a request with the admin credentials and returns the code and the Status
+// body (if the answer is a Status).
+func raw(t *testing.T, s *harness.Server, method, path, ctype string, body []byte) (int, *metav1.Status, http.Header) {
+	t.Helper()
+	return rawWith(t, s.Config(), method, path, ctype, body)
+}
+
+func rawWith(t *testing.T, cfg *rest.Config, method, path, ctype string, body []byte) (int, *metav1.Status, http.Header) {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, cfg.Host+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var st metav1.Status
+	if json.Unmarshal(data, &st) == nil && st.Kind == "Status" {
+		return resp.StatusCode, &st, resp.Header
+	}
+	return resp.StatusCode, nil, resp.Header
+}
+
+func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
+	c := harness.Start(t, 1)
+	s := c.Servers[0]
+	const path = "/api/v1/namespaces/default/configmaps"
+	big := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"x":%q}}`, strings.Repeat("a", 4<<20))
+	cases := []struct {
+		name, ctype, body string
+		code              int
+		reason            metav1.StatusReason
+		causeField        string
+	}{
+		{"malformed JSON", "application/json", `{"apiVersion":"v1",`, 400, metav1.StatusReasonBadRequest, ""},
+		{"malformed YAML", "application/yaml", "apiVersion: v1\nkind: [ConfigMap\n", 400, metav1.StatusReasonBadRequest, ""},
+		{"not an object", "application/json", `[1,2]`, 400, metav1.StatusReasonBadRequest, ""},
+		{"wrong apiVersion", "application/json", `{"apiVersion":"v2","kind":"ConfigMap","metadata":{"name":"x"}}`, 400, metav1.StatusReasonBadRequest, ""},
+		{"wrong kind", "application/json", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}`, 400, metav1.StatusReasonBadRequest, ""},
+		{"invalid name", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Not_Valid"}}`, 422, metav1.StatusReasonInvalid, "metadata.name"},
+		{"missing name", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}`, 422, metav1.StatusReasonInvalid, "metadata.name"},
+		{"invalid label", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":{"a":"b c"}}}`, 422, metav1.StatusReasonInvalid, "metadata.labels"},
+		{"oversized body", "application/json", big, 413, metav1.StatusReasonRequestEntityTooLarge, ""},
+		{"unsupported media type", "text/plain", `hello`, 415, metav1.StatusReasonUnsupportedMediaType, ""},
+		{"duplicate field under Strict", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","name":"y"}}`, 400, metav1.StatusReasonBadRequest, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, st, _ := raw(t, s, "POST", path+"?fieldValidation=Strict", tc.ctype, []byte(tc.body))
+			if code != tc.code || st == nil || st.Reason != tc.reason || st.Code != int32(tc.code) {
+				t.Fatalf("got %d %+v, want %d %s", code, st, tc.code, tc.reason)
+			}
+			if tc.causeField != "" {
+				found := false
+				for _, cause := range st.Details.Causes {
+					found = found || strings.HasPrefix(cause.Field, tc.causeField)
+				}
+				if !found {
+					t.Fatalf("no cause on %s in %+v", tc.causeField, st.Details)
+				}
+			}
+		})
+	}
+	list, err := s.Clientset(t).CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		t.Fatalf("bad input wrote %d objects", len(list.Items))
+	}
+}
+
+func TestFieldValidation(t *testing.T) {
+	c := harness.Start(t, 1)
+	s := c.Servers[0]
+	body := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"fv","bogus":1}}`)
+	code, st, _ := raw(t, s, "POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Strict", "application/json", body)
+	if code != 400 || st == nil || !strings.Contains(st.Message, `unknown field "metadata.bogus"`) {
+		t.Fatalf("Strict: %d %+v", code, st)
+	}
+	code, _, hdr := raw(t, s, "POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Warn", "application/json", body)
+	if code != 201 || !strings.Contains(hdr.Get("Warning"), `unknown field \"metadata.bogus\"`) {
+		t.Fatalf("Warn: %d, Warning %q", code, hdr.Get("Warning"))
+	}
+	code, _, hdr = raw(t, s, "POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Ignore", "application/json",
+		[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"fv2","bogus":1}}`))
+	if code != 201 || hdr.Get("Warning") != "" {
+		t.Fatalf("Ignore: %d, Warning %q", code, hdr.Get("Warning"))
+	}
+	code, st, _ = raw(t, s, "POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Sometimes", "application/json", body)
+	if code != 400 || st == nil || !strings.Contains(st.Message, "Ignore, Warn and Strict") {
+		t.Fatalf("bad fieldValidation: %d %+v", code, st)
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	c := harness.Start(t, 1)
+	s := c.Servers[0]
+	anon := rest.AnonymousClientConfig(s.Config())
+	code, st, _ := rawWith(t, anon, "GET", "/api/v1/namespaces", "", nil)
+	if code != 401 || st == nil || st.Reason != metav1.StatusReasonUnauthorized {
+		t.Fatalf("anonymous list: %d %+v, want 401 Unauthorized", code, st)
+	}
+	for _, p := range []string{"/healthz", "/livez", "/readyz", "/version"} {
+		if code, _, _ := rawWith(t, anon, "GET", p, "", nil); code != 200 {
+			t.Fatalf("anonymous %s: %d, want 200", p, code)
+		}
+	}
+	bad := rest.CopyConfig(s.Config())
+	bad.BearerToken = "not-a-token"
+	if code, _, _ := rawWith(t, bad, "GET", "/api/v1/namespaces", "", nil); code != 401 {
+		t.Fatalf("bad token: %d, want 401", code)
+	}
+}
