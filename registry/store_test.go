@@ -119,7 +119,9 @@ func TestStorageVersionDrivesEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	identity := func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) { return cur, nil }
+	identity := func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		return cur, nil
+	}
 	after, _, err := s.Update(ctx, v2, "v2", "", "a", identity, registry.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)

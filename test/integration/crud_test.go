@@ -236,4 +236,3 @@ func TestNamespaceLifecycle(t *testing.T) {
 		t.Fatalf("%d configmaps left in the deleted namespace", len(list.Items))
 	}
 }
-

@@ -1,0 +1,277 @@
+package catalog
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/component-base/featuregate"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// The file format. Versions are "major.minor" strings; feature gate stages are ALPHA,
+// BETA, GA ("" is accepted for GA, as component-base spells it) and DEPRECATED.
+
+type fileCatalog struct {
+	Releases     []string                     `json:"releases"`
+	Groups       []fileGroup                  `json:"groups"`
+	FeatureGates map[string][]fileFeatureSpec `json:"featureGates,omitempty"`
+}
+
+type fileGroup struct {
+	// Name is the API group; "" is the core group.
+	Name      string         `json:"name"`
+	Resources []fileResource `json:"resources"`
+}
+
+type fileResource struct {
+	Plural         string                                           `json:"plural"`
+	Singular       string                                           `json:"singular,omitempty"`
+	Kind           string                                           `json:"kind"`
+	ListKind       string                                           `json:"listKind,omitempty"`
+	ShortNames     []string                                         `json:"shortNames,omitempty"`
+	Categories     []string                                         `json:"categories,omitempty"`
+	Namespaced     bool                                             `json:"namespaced"`
+	Subresources   *apiextensionsv1.CustomResourceSubresources      `json:"subresources,omitempty"`
+	PrinterColumns []apiextensionsv1.CustomResourceColumnDefinition `json:"printerColumns,omitempty"`
+	Versions       []fileVersion                                    `json:"versions"`
+}
+
+type fileVersion struct {
+	Name        string                           `json:"name"`
+	Introduced  string                           `json:"introduced"`
+	Deprecated  string                           `json:"deprecated,omitempty"`
+	Removed     string                           `json:"removed,omitempty"`
+	Replacement string                           `json:"replacement,omitempty"`
+	Schema      *apiextensionsv1.JSONSchemaProps `json:"schema,omitempty"`
+}
+
+type fileFeatureSpec struct {
+	Version                 string `json:"version"`
+	Default                 bool   `json:"default"`
+	PreRelease              string `json:"preRelease"`
+	LockToDefault           bool   `json:"lockToDefault,omitempty"`
+	MinCompatibilityVersion string `json:"minCompatibilityVersion,omitempty"`
+}
+
+// preReleaseNames are the stage names a catalog file may use.
+var preReleaseNames = []string{"ALPHA", "BETA", "GA", "DEPRECATED"}
+
+// Load reads and parses a catalog file (JSON or YAML). Errors name the file.
+func Load(path string) (*Catalog, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading API catalog: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse parses and validates a catalog in JSON or YAML. Unknown and duplicate fields
+// are errors, as are unparsable releases; every error wraps ErrInvalid.
+func Parse(data []byte) (*Catalog, error) {
+	if trimmed := bytes.TrimSpace(data); len(trimmed) == 0 || trimmed[0] != '{' {
+		j, err := yaml.YAMLToJSONStrict(data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		data = j
+	}
+	var f fileCatalog
+	strict, err := sigsjson.UnmarshalStrict(data, &f)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, errors.Join(strict...))
+	}
+	releases, resources, gates, errs := f.model()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, errs.ToAggregate())
+	}
+	return New(releases, resources, gates)
+}
+
+// model converts the file form to the arguments of New, reporting unparsable versions
+// and stages and duplicate groups.
+func (f *fileCatalog) model() ([]*version.Version, []Resource, map[featuregate.Feature]featuregate.VersionedSpecs, field.ErrorList) {
+	var errs field.ErrorList
+	parse := func(p *field.Path, s string) *version.Version {
+		if s == "" {
+			return nil
+		}
+		v, err := version.ParseGeneric(s)
+		if err == nil && v.String() != s {
+			err = fmt.Errorf("must be a release as major.minor, such as 1.30")
+		}
+		if err != nil {
+			errs = append(errs, field.Invalid(p, s, err.Error()))
+			return nil
+		}
+		return v
+	}
+
+	releases := make([]*version.Version, 0, len(f.Releases))
+	for i, s := range f.Releases {
+		if v := parse(field.NewPath("releases").Index(i), s); v != nil {
+			releases = append(releases, v)
+		} else if s == "" {
+			errs = append(errs, field.Required(field.NewPath("releases").Index(i), ""))
+		}
+	}
+
+	var resources []Resource
+	seenGroup := map[string]bool{}
+	for gi, g := range f.Groups {
+		gp := field.NewPath("groups").Index(gi)
+		if seenGroup[g.Name] {
+			errs = append(errs, field.Duplicate(gp.Child("name"), g.Name))
+		}
+		seenGroup[g.Name] = true
+		for ri, fr := range g.Resources {
+			rp := gp.Child("resources").Index(ri)
+			r := Resource{
+				Group: g.Name,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{
+					Plural: fr.Plural, Singular: fr.Singular, Kind: fr.Kind, ListKind: fr.ListKind,
+					ShortNames: fr.ShortNames, Categories: fr.Categories,
+				},
+				Namespaced:     fr.Namespaced,
+				Subresources:   fr.Subresources,
+				PrinterColumns: fr.PrinterColumns,
+			}
+			for vi, fv := range fr.Versions {
+				vp := rp.Child("versions").Index(vi)
+				r.Versions = append(r.Versions, Version{
+					Name: fv.Name,
+					Lifecycle: Lifecycle{
+						Introduced: parse(vp.Child("introduced"), fv.Introduced),
+						Deprecated: parse(vp.Child("deprecated"), fv.Deprecated),
+						Removed:    parse(vp.Child("removed"), fv.Removed),
+					},
+					Replacement: fv.Replacement,
+					Schema:      fv.Schema,
+				})
+			}
+			resources = append(resources, r)
+		}
+	}
+
+	gates := make(map[featuregate.Feature]featuregate.VersionedSpecs, len(f.FeatureGates))
+	for _, name := range sortedKeys(f.FeatureGates) {
+		fp := field.NewPath("featureGates").Key(name)
+		specs := make(featuregate.VersionedSpecs, 0, len(f.FeatureGates[name]))
+		for i, fs := range f.FeatureGates[name] {
+			sp := fp.Index(i)
+			s := featuregate.FeatureSpec{
+				Version:                 parse(sp.Child("version"), fs.Version),
+				Default:                 fs.Default,
+				LockToDefault:           fs.LockToDefault,
+				MinCompatibilityVersion: parse(sp.Child("minCompatibilityVersion"), fs.MinCompatibilityVersion),
+			}
+			switch fs.PreRelease {
+			case "ALPHA":
+				s.PreRelease = featuregate.Alpha
+			case "BETA":
+				s.PreRelease = featuregate.Beta
+			case "GA", "":
+				s.PreRelease = featuregate.GA
+			case "DEPRECATED":
+				s.PreRelease = featuregate.Deprecated
+			default:
+				errs = append(errs, field.NotSupported(sp.Child("preRelease"), fs.PreRelease, preReleaseNames))
+			}
+			specs = append(specs, s)
+		}
+		gates[featuregate.Feature(name)] = specs
+	}
+	return releases, resources, gates, errs
+}
+
+// Encode returns the catalog in its file form: indented JSON ending in a newline, with
+// groups (the core group first), resources, versions and feature gates in a fixed
+// order, so that equal catalogs encode to equal bytes. Parse(Encode()) gives back an
+// equal catalog.
+func (c *Catalog) Encode() ([]byte, error) {
+	f := fileCatalog{Groups: []fileGroup{}}
+	for _, r := range c.releases {
+		f.Releases = append(f.Releases, r.String())
+	}
+	for _, r := range c.resources {
+		if n := len(f.Groups); n == 0 || f.Groups[n-1].Name != r.Group {
+			f.Groups = append(f.Groups, fileGroup{Name: r.Group})
+		}
+		fr := fileResource{
+			Plural: r.Names.Plural, Singular: r.Names.Singular, Kind: r.Names.Kind, ListKind: r.Names.ListKind,
+			ShortNames: r.Names.ShortNames, Categories: r.Names.Categories,
+			Namespaced: r.Namespaced, Subresources: r.Subresources, PrinterColumns: r.PrinterColumns,
+		}
+		for _, v := range r.Versions {
+			fr.Versions = append(fr.Versions, fileVersion{
+				Name:        v.Name,
+				Introduced:  releaseString(v.Introduced),
+				Deprecated:  releaseString(v.Deprecated),
+				Removed:     releaseString(v.Removed),
+				Replacement: v.Replacement,
+				Schema:      v.Schema,
+			})
+		}
+		g := &f.Groups[len(f.Groups)-1]
+		g.Resources = append(g.Resources, fr)
+	}
+	if len(c.gates) > 0 {
+		f.FeatureGates = map[string][]fileFeatureSpec{}
+	}
+	for name, specs := range c.gates {
+		out := make([]fileFeatureSpec, 0, len(specs))
+		for _, s := range specs {
+			stage := string(s.PreRelease)
+			if s.PreRelease == featuregate.GA {
+				stage = "GA"
+			}
+			out = append(out, fileFeatureSpec{
+				Version:                 releaseString(s.Version),
+				Default:                 s.Default,
+				PreRelease:              stage,
+				LockToDefault:           s.LockToDefault,
+				MinCompatibilityVersion: releaseString(s.MinCompatibilityVersion),
+			})
+		}
+		f.FeatureGates[string(name)] = out
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(&f); err != nil {
+		return nil, fmt.Errorf("encoding API catalog: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func releaseString(v *version.Version) string {
+	if v == nil {
+		return ""
+	}
+	return v.String()
+}
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

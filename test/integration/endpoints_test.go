@@ -1,0 +1,93 @@
+package integration
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/concordproject/concord/controlplane"
+	"github.com/concordproject/concord/harness"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+func get(t *testing.T, cfg *rest.Config, path string) (int, string) {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Get(cfg.Host + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestHealthVersionMetrics(t *testing.T) {
+	c := harness.Start(t, 1)
+	cfg := c.Servers[0].Config()
+	if code, body := get(t, cfg, "/readyz?verbose"); code != 200 || !strings.Contains(body, "[+]etcd ok") || !strings.Contains(body, "[+]poststarthook/bootstrap-namespaces ok") {
+		t.Fatalf("/readyz?verbose: %d\n%s", code, body)
+	}
+	if code, body := get(t, cfg, "/readyz/etcd"); code != 200 || body != "ok" {
+		t.Fatalf("/readyz/etcd: %d %q", code, body)
+	}
+	if code, _ := get(t, cfg, "/livez/nope"); code != 404 {
+		t.Fatalf("/livez/nope: %d, want 404", code)
+	}
+	code, body := get(t, cfg, "/version")
+	var info version.Info
+	if code != 200 || json.Unmarshal([]byte(body), &info) != nil || info.Major != "1" || info.Minor == "" {
+		t.Fatalf("/version: %d %s", code, body)
+	}
+	// Discovery through client-go agrees with /version.
+	sv, err := c.Servers[0].Clientset(t).Discovery().ServerVersion()
+	if err != nil || sv.GitVersion != info.GitVersion {
+		t.Fatalf("ServerVersion: %v %v", sv, err)
+	}
+	if _, err := c.Servers[0].Clientset(t).CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, body = get(t, cfg, "/metrics")
+	for _, want := range []string{
+		`apiserver_request_total{code="200",group="",resource="namespaces",subresource="",verb="list",version="v1"}`,
+		`apiserver_request_duration_seconds_bucket{group="",resource="namespaces"`,
+		`kubernetes_healthcheck{name="etcd",type="readyz"} 1`,
+	} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Fatalf("/metrics lacks %s", want)
+		}
+	}
+}
+
+func TestReadersMayReadButNotWrite(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("reader-token,reader,1001,\"dev,ops\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.TokenAuthFile = tokens }))
+	cfg := rest.CopyConfig(c.Servers[0].Config())
+	cfg.BearerToken = "reader-token"
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	if _, err := cs.CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{}); err != nil {
+		t.Fatalf("reader get: %v", err)
+	}
+	_, err := cs.CoreV1().ConfigMaps("default").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "nope"}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "reader" cannot create resource "configmaps"`) {
+		t.Fatalf("reader create: %v, want 403 naming the user and verb", err)
+	}
+	if code, _ := get(t, cfg, "/api/v1/namespaces"); code != http.StatusOK {
+		t.Fatalf("reader raw list: %d", code)
+	}
+}

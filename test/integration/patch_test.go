@@ -1,0 +1,96 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/concordproject/concord/harness"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+)
+
+func TestPatchTypes(t *testing.T) {
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
+	if _, err := cms.Create(ctx, configMap("p", map[string]string{"a": "1", "b": "2"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		pt    types.PatchType
+		patch string
+		want  map[string]string
+	}{
+		{types.MergePatchType, `{"data":{"b":null,"c":"3"}}`, map[string]string{"a": "1", "c": "3"}},
+		{types.JSONPatchType, `[{"op":"replace","path":"/data/a","value":"10"}]`, map[string]string{"a": "10", "c": "3"}},
+		{types.StrategicMergePatchType, `{"data":{"d":"4"}}`, map[string]string{"a": "10", "c": "3", "d": "4"}},
+	}
+	for _, tc := range cases {
+		got, err := cms.Patch(ctx, "p", tc.pt, []byte(tc.patch), metav1.PatchOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.pt, err)
+		}
+		if len(got.Data) != len(tc.want) {
+			t.Fatalf("%s: data %v, want %v", tc.pt, got.Data, tc.want)
+		}
+		for k, v := range tc.want {
+			if got.Data[k] != v {
+				t.Fatalf("%s: data %v, want %v", tc.pt, got.Data, tc.want)
+			}
+		}
+	}
+	if _, err := cms.Patch(ctx, "p", types.JSONPatchType, []byte(`[{"op":"test","path":"/data/a","value":"nope"}]`), metav1.PatchOptions{}); err == nil {
+		t.Fatal("failing JSON patch test op accepted")
+	}
+	if _, err := cms.Patch(ctx, "missing", types.MergePatchType, []byte(`{}`), metav1.PatchOptions{}); err == nil {
+		t.Fatal("patch of a missing object accepted")
+	}
+}
+
+func TestServerSideApply(t *testing.T) {
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
+
+	applied, err := cms.Apply(ctx, corev1ac.ConfigMap("ssa", "default").WithData(map[string]string{"owned-by-a": "1"}), metav1.ApplyOptions{FieldManager: "alice"})
+	if err != nil {
+		t.Fatalf("apply (create): %v", err)
+	}
+	if len(applied.ManagedFields) != 1 || applied.ManagedFields[0].Manager != "alice" || applied.ManagedFields[0].Operation != metav1.ManagedFieldsOperationApply {
+		t.Fatalf("managedFields after create: %+v", applied.ManagedFields)
+	}
+	if _, err := cms.Apply(ctx, corev1ac.ConfigMap("ssa", "default").WithData(map[string]string{"owned-by-b": "2"}), metav1.ApplyOptions{FieldManager: "bob"}); err != nil {
+		t.Fatalf("second manager: %v", err)
+	}
+	// Bob taking Alice's field conflicts unless forced.
+	_, err = cms.Apply(ctx, corev1ac.ConfigMap("ssa", "default").WithData(map[string]string{"owned-by-a": "changed"}), metav1.ApplyOptions{FieldManager: "bob"})
+	if err == nil || !strings.Contains(err.Error(), "conflict") {
+		t.Fatalf("conflicting apply: got %v, want a conflict", err)
+	}
+	forced, err := cms.Apply(ctx, corev1ac.ConfigMap("ssa", "default").WithData(map[string]string{"owned-by-a": "changed", "owned-by-b": "2"}), metav1.ApplyOptions{FieldManager: "bob", Force: true})
+	if err != nil {
+		t.Fatalf("forced apply: %v", err)
+	}
+	if forced.Data["owned-by-a"] != "changed" {
+		t.Fatalf("forced apply data %v", forced.Data)
+	}
+	// An update through PUT is tracked as an Update by its manager.
+	forced.Data["plain"] = "x"
+	upd, err := cms.Update(ctx, forced, metav1.UpdateOptions{FieldManager: "carol"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range upd.ManagedFields {
+		found = found || (mf.Manager == "carol" && mf.Operation == metav1.ManagedFieldsOperationUpdate)
+	}
+	if !found {
+		t.Fatalf("PUT not tracked: %+v", upd.ManagedFields)
+	}
+	// Apply without a field manager is refused.
+	_, err = cms.Patch(ctx, "ssa", types.ApplyPatchType, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ssa"}}`), metav1.PatchOptions{})
+	if err == nil {
+		t.Fatal("apply without fieldManager accepted")
+	}
+}
