@@ -7,9 +7,9 @@ import (
 	"sync"
 
 	"github.com/concordproject/concord/registry"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	generatedopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,9 +35,14 @@ const (
 	refsV3 refPrefix = "#/components/schemas/"
 )
 
-// ref returns a reference to the named model.
-func (p refPrefix) ref(model string) spec.Ref {
-	return spec.MustCreateRef(string(p) + common.EscapeJsonPointer(model))
+// ref returns the reference to the named model.
+func (p refPrefix) ref(model string) string {
+	return string(p) + common.EscapeJsonPointer(model)
+}
+
+// callback returns the reference callback of generated definitions.
+func (p refPrefix) callback() common.ReferenceCallback {
+	return func(model string) spec.Ref { return spec.MustCreateRef(p.ref(model)) }
 }
 
 // Model names of the apimachinery types every document refers to.
@@ -67,10 +72,10 @@ func staticDefinitions(p refPrefix) map[string]common.OpenAPIDefinition {
 
 var (
 	staticDefinitionsV2 = sync.OnceValue(func() map[string]common.OpenAPIDefinition {
-		return generatedopenapi.GetOpenAPIDefinitions(refsV2.ref)
+		return generatedopenapi.GetOpenAPIDefinitions(refsV2.callback())
 	})
 	staticDefinitionsV3 = sync.OnceValue(func() map[string]common.OpenAPIDefinition {
-		return generatedopenapi.GetOpenAPIDefinitions(refsV3.ref)
+		return generatedopenapi.GetOpenAPIDefinitions(refsV3.callback())
 	})
 )
 
@@ -183,7 +188,7 @@ func modelsFor(res *registry.Resource, v string) (*models, error) {
 func buildModels(res *registry.Resource, v string) (*models, error) {
 	ver := res.Version(v)
 	if ver == nil {
-		return nil, fmt.Errorf("%w: %s has no version %q", ErrUnknownVersion, res.GroupResource(), v)
+		return nil, fmt.Errorf("resource %s has no version %q", res.GroupResource(), v)
 	}
 	listKind := res.Names.ListKind
 	if listKind == "" {
@@ -257,7 +262,7 @@ func kindModel(m *models, s *spec.Schema, p refPrefix) spec.Schema {
 func addObjectMeta(s *spec.Schema, p refPrefix) {
 	s.SetProperty("apiVersion", typeMetaProperty(p, "apiVersion"))
 	s.SetProperty("kind", typeMetaProperty(p, "kind"))
-	s.SetProperty("metadata", *spec.RefSchema(p.ref(objectMetaModel).String()).
+	s.SetProperty("metadata", *spec.RefSchema(p.ref(objectMetaModel)).
 		WithDescription(metav1.PartialObjectMetadata{}.SwaggerDoc()["metadata"]))
 }
 
@@ -355,9 +360,9 @@ func listModel(m *models, p refPrefix) spec.Schema {
 	}}
 	s.SetProperty("apiVersion", typeMetaProperty(p, "apiVersion"))
 	s.SetProperty("kind", typeMetaProperty(p, "kind"))
-	s.SetProperty("items", *spec.ArrayProperty(spec.RefSchema(p.ref(m.kindName).String())).
+	s.SetProperty("items", *spec.ArrayProperty(spec.RefSchema(p.ref(m.kindName))).
 		WithDescription(fmt.Sprintf("The %s in the list.", m.plural)))
-	s.SetProperty("metadata", *spec.RefSchema(p.ref(listMetaModel).String()).
+	s.SetProperty("metadata", *spec.RefSchema(p.ref(listMetaModel)).
 		WithDescription(metav1.PartialObjectMetadataList{}.SwaggerDoc()["metadata"]))
 	s.AddExtension(extGVK, gvkExtension(m.listGVK))
 	return *s

@@ -48,12 +48,12 @@ type param struct {
 
 var _ common.Parameter = param{}
 
-func (p param) Name() string                { return p.name }
-func (p param) Description() string         { return p.description }
-func (p param) Required() bool              { return p.required }
-func (p param) Kind() common.ParameterKind  { return p.kind }
-func (p param) DataType() string            { return p.dataType }
-func (p param) AllowMultiple() bool         { return false }
+func (p param) Name() string               { return p.name }
+func (p param) Description() string        { return p.description }
+func (p param) Required() bool             { return p.required }
+func (p param) Kind() common.ParameterKind { return p.kind }
+func (p param) DataType() string           { return p.dataType }
+func (p param) AllowMultiple() bool        { return false }
 func query(name, dataType, doc string) param {
 	return param{name: name, description: doc, dataType: dataType, kind: common.QueryParameterKind}
 }
@@ -120,14 +120,14 @@ type route struct {
 
 var _ common.Route = (*route)(nil)
 
-func (r *route) Method() string               { return r.method }
-func (r *route) Path() string                 { return r.path }
-func (r *route) OperationName() string        { return r.operation }
+func (r *route) Method() string                 { return r.method }
+func (r *route) Path() string                   { return r.path }
+func (r *route) OperationName() string          { return r.operation }
 func (r *route) Parameters() []common.Parameter { return r.params }
-func (r *route) Description() string          { return r.description }
-func (r *route) Consumes() []string           { return r.consumes }
-func (r *route) Produces() []string           { return r.produces }
-func (r *route) RequestPayloadSample() any    { return r.body }
+func (r *route) Description() string            { return r.description }
+func (r *route) Consumes() []string             { return r.consumes }
+func (r *route) Produces() []string             { return r.produces }
+func (r *route) RequestPayloadSample() any      { return r.body }
 func (r *route) ResponsePayloadSample() any {
 	if len(r.responses) == 0 {
 		return nil
@@ -156,7 +156,7 @@ type routeContainer struct {
 
 var _ common.RouteContainer = (*routeContainer)(nil)
 
-func (c *routeContainer) RootPath() string                  { return c.root }
+func (c *routeContainer) RootPath() string                   { return c.root }
 func (c *routeContainer) PathParameters() []common.Parameter { return nil }
 func (c *routeContainer) Routes() []common.Route             { return c.routes }
 

@@ -1,0 +1,87 @@
+package catalog
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/concordproject/concord/registry"
+)
+
+// Selection is a decision about one resource, made elsewhere (by the compatibility
+// package, from the emulation and minimum compatibility versions): which versions are
+// served, which one objects are stored in, and at which release deprecations apply.
+type Selection struct {
+	// Served reports whether a version is served over the REST API. Nil serves none
+	// (every version stays decodable).
+	Served func(v *Version) bool
+	// StorageVersion names the version objects are written in; it must be a version of
+	// the resource.
+	StorageVersion string
+	// At is the release whose deprecations apply (normally the emulation version):
+	// versions deprecated at or before it are served with a deprecation warning. Nil
+	// marks none deprecated.
+	At *version.Version
+}
+
+// RegistryResource builds the registry.Resource of r for the decision sel: every catalog
+// version, with its schema, the resource's subresources and printer columns, the Served
+// flags and deprecation warnings sel gives, sel's storage version, and a Converter for
+// r. The result shares nothing with the catalog and has no Hooks: the caller adds the
+// resource's behaviour, if any. An unknown storage version wraps ErrUnknownVersion.
+func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
+	if r.Version(sel.StorageVersion) == nil {
+		return nil, fmt.Errorf("%w: resource %s has no version %q to store objects in", ErrUnknownVersion, r.GroupResource(), sel.StorageVersion)
+	}
+	out := &registry.Resource{
+		Group:          r.Group,
+		Names:          *r.Names.DeepCopy(),
+		Namespaced:     r.Namespaced,
+		StorageVersion: sel.StorageVersion,
+		Converter:      NewConverter(r),
+	}
+	for i := range r.Versions {
+		v := &r.Versions[i]
+		rv := registry.Version{
+			Name:         v.Name,
+			Served:       sel.Served != nil && sel.Served(v),
+			Schema:       v.Schema.DeepCopy(),
+			Subresources: r.Subresources.DeepCopy(),
+		}
+		for _, c := range r.PrinterColumns {
+			rv.PrinterColumns = append(rv.PrinterColumns, *c.DeepCopy())
+		}
+		if sel.At != nil && v.DeprecatedAt(sel.At) {
+			warning := r.deprecationWarning(v)
+			rv.Deprecated, rv.DeprecationWarning = true, &warning
+		}
+		out.Versions = append(out.Versions, rv)
+	}
+	if err := out.Validate(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// deprecationWarning is the Warning header text for a deprecated version, in the words
+// kube-apiserver uses: "batch/v1beta1 CronJob is deprecated in v1.21+, unavailable in
+// v1.25+; use batch/v1 CronJob".
+func (r *Resource) deprecationWarning(v *Version) string {
+	gv := r.apiVersion(v.Name)
+	msg := fmt.Sprintf("%s %s is deprecated in v%s+", gv, r.Names.Kind, v.Deprecated)
+	if v.Removed != nil {
+		msg += fmt.Sprintf(", unavailable in v%s+", v.Removed)
+	}
+	if v.Replacement != "" {
+		msg += fmt.Sprintf("; use %s %s", r.apiVersion(v.Replacement), r.Names.Kind)
+	}
+	return msg
+}
+
+// apiVersion returns the apiVersion string of the named version of r.
+func (r *Resource) apiVersion(v string) string {
+	if r.Group == "" {
+		return v
+	}
+	return r.Group + "/" + v
+}

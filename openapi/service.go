@@ -1,0 +1,285 @@
+package openapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/concordproject/concord/registry"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+	"k8s.io/kube-openapi/pkg/builder"
+	"k8s.io/kube-openapi/pkg/builder3"
+	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/handler"
+	"k8s.io/kube-openapi/pkg/handler3"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// Paths the documents are served at.
+const (
+	V2Path = "/openapi/v2"
+	V3Path = "/openapi/v3"
+)
+
+// debounce is how long Run lets registry changes accumulate before rebuilding, so that a
+// burst of CRD changes costs one build.
+const debounce = 150 * time.Millisecond
+
+// Service builds the OpenAPI documents of a Registry's served group-versions and serves
+// them. It is safe for concurrent use.
+type Service struct {
+	reg *registry.Registry
+	v2  *handler.OpenAPIService
+	v3  *handler3.OpenAPIService
+
+	// mu serializes builds; built is what the served documents were built from.
+	mu    sync.Mutex
+	built map[string][]*registry.Resource
+	// served holds the v3 document paths ("apis/<group>/<version>", "api/v1") being
+	// served, so that unknown ones are answered 404.
+	served atomic.Pointer[map[string]bool]
+}
+
+// endpoint is one served version of one resource, the unit documents are built from.
+type endpoint struct {
+	res    *registry.Resource
+	models *models
+}
+
+// New returns a Service whose documents describe reg as it is now. Call Run to keep them
+// current, and InstallV2 and InstallV3 to serve them.
+func New(reg *registry.Registry) *Service {
+	s := &Service{
+		reg:   reg,
+		v2:    handler.NewOpenAPIService(emptySwagger()),
+		v3:    handler3.NewOpenAPIService(),
+		built: map[string][]*registry.Resource{},
+	}
+	s.served.Store(&map[string]bool{})
+	s.rebuild(context.Background())
+	return s
+}
+
+// Run keeps the documents current until ctx is done: after registry changes, coalesced
+// for a short while, it rebuilds the documents of the group-versions that changed (and the
+// v2 document), so that a change is served within a few hundred milliseconds. Requests keep
+// being answered from the previous documents while a build runs. Run must be called once.
+func (s *Service) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	changes, unsubscribe := s.reg.Subscribe()
+	defer unsubscribe()
+	// Changes between New and Subscribe did not notify us.
+	s.rebuild(ctx)
+	logger.V(2).Info("Serving OpenAPI documents")
+	timer := time.NewTimer(0)
+	<-timer.C
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changes:
+		}
+		timer.Reset(debounce)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		// Changes during the wait are covered by this build; later ones notify again.
+		select {
+		case <-changes:
+		default:
+		}
+		s.rebuild(ctx)
+	}
+}
+
+// InstallV2 serves the OpenAPI v2 document at /openapi/v2 on mux, as JSON or protobuf
+// (application/com.github.proto-openapi.spec.v2@v1.0+protobuf, the form kubectl asks for)
+// as the Accept header says, with an ETag.
+func (s *Service) InstallV2(mux *http.ServeMux) {
+	s.v2.RegisterOpenAPIVersionedService(V2Path, mux)
+}
+
+// InstallV3 serves on mux the OpenAPI v3 index at /openapi/v3 (every group-version's
+// path with the hash of its document) and the document of each group-version at
+// /openapi/v3/apis/<group>/<version> and /openapi/v3/api/v1, as JSON or protobuf, with
+// ETags; requested with the hash the index gives, a document is cacheable for good.
+// A group-version that is not served is answered 404.
+func (s *Service) InstallV3(mux *http.ServeMux) {
+	mux.HandleFunc(V3Path, s.v3.HandleDiscovery)
+	mux.HandleFunc(V3Path+"/", func(w http.ResponseWriter, r *http.Request) {
+		if !(*s.served.Load())[strings.TrimPrefix(r.URL.Path, V3Path+"/")] {
+			http.NotFound(w, r)
+			return
+		}
+		s.v3.HandleGroupVersion(w, r)
+	})
+}
+
+// rebuild brings the served documents in line with the registry. A group-version whose
+// resources are the same objects as at the last build keeps its document. A document that
+// fails to build is logged and the previous one kept.
+func (s *Service) rebuild(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	start := time.Now()
+
+	groups, err := s.snapshot(ctx)
+	if err != nil {
+		logger.Error(err, "Cannot build OpenAPI documents; serving the previous ones")
+		return
+	}
+	changed := len(groups) != len(s.built)
+	for path, eps := range groups {
+		resources := make([]*registry.Resource, len(eps))
+		for i, ep := range eps {
+			resources[i] = ep.res
+		}
+		if prev, ok := s.built[path]; ok && slices.Equal(prev, resources) {
+			continue
+		}
+		changed = true
+		doc, err := buildV3(eps)
+		if err != nil {
+			logger.Error(err, "Cannot build OpenAPI v3 document; serving the previous one", "groupVersion", path)
+			continue
+		}
+		s.v3.UpdateGroupVersion(path, doc)
+		s.built[path] = resources
+	}
+	for path := range s.built {
+		if _, ok := groups[path]; !ok {
+			s.v3.DeleteGroupVersion(path)
+			delete(s.built, path)
+		}
+	}
+	served := make(map[string]bool, len(s.built))
+	for path := range s.built {
+		served[path] = true
+	}
+	s.served.Store(&served)
+	if !changed {
+		return
+	}
+
+	doc, err := buildV2(groups)
+	if err != nil {
+		logger.Error(err, "Cannot build OpenAPI v2 document; serving the previous one")
+		return
+	}
+	if err := s.v2.UpdateSpec(doc); err != nil {
+		logger.Error(err, "Cannot serve OpenAPI v2 document; serving the previous one")
+		return
+	}
+	logger.V(4).Info("Built OpenAPI documents", "groupVersions", len(groups), "duration", time.Since(start))
+}
+
+// snapshot returns the served endpoints of the registry by v3 document path, each list in
+// group, plural order. Of two resources of one group-version with the same kind, only the
+// first is published: their models and operations would collide.
+func (s *Service) snapshot(ctx context.Context) (map[string][]*endpoint, error) {
+	logger := klog.FromContext(ctx)
+	groups := map[string][]*endpoint{}
+	kinds := map[schema.GroupVersionKind]*registry.Resource{}
+	for _, res := range s.reg.Resources() {
+		for _, v := range res.ServedVersions() {
+			m, err := modelsFor(res, v)
+			if err != nil {
+				return nil, err
+			}
+			if other, dup := kinds[m.gvk]; dup {
+				logger.Info("Resource left out of OpenAPI: another resource has its kind", "kind", m.gvk, "resource", res.GroupResource(), "other", other.GroupResource())
+				continue
+			}
+			kinds[m.gvk] = res
+			path := documentPath(m.gvk.GroupVersion())
+			groups[path] = append(groups[path], &endpoint{res: res, models: m})
+		}
+	}
+	return groups, nil
+}
+
+// documentPath is where the v3 document of gv lives, under /openapi/v3/.
+func documentPath(gv schema.GroupVersion) string {
+	if gv.Group == "" {
+		return "api/" + gv.Version
+	}
+	return "apis/" + gv.Group + "/" + gv.Version
+}
+
+var info = &spec.Info{InfoProps: spec.InfoProps{Title: "Concord", Version: "unversioned"}}
+
+func emptySwagger() *spec.Swagger {
+	return &spec.Swagger{SwaggerProps: spec.SwaggerProps{
+		Swagger: "2.0",
+		Info:    info,
+		Paths:   &spec.Paths{Paths: map[string]spec.PathItem{}},
+	}}
+}
+
+// buildV3 builds the OpenAPI v3 document of one group-version from its endpoints.
+func buildV3(eps []*endpoint) (*spec3.OpenAPI, error) {
+	gv := eps[0].models.gvk.GroupVersion()
+	containers := make([]common.RouteContainer, 0, len(eps))
+	for _, ep := range eps {
+		containers = append(containers, routes(ep.models))
+	}
+	doc, err := builder3.BuildOpenAPISpecFromRoutes(containers, &common.OpenAPIV3Config{
+		Info:                           info,
+		CommonResponses:                map[int]*spec3.Response{http.StatusUnauthorized: {ResponseProps: spec3.ResponseProps{Description: "Unauthorized"}}},
+		GetOperationIDAndTagsFromRoute: operationIDAndTags,
+		GetDefinitionName:              definitionNamer([]schema.GroupVersion{gv}),
+		Definitions:                    definitions(refsV3, eps),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the OpenAPI v3 document of %s: %w", gv, err)
+	}
+	return doc, nil
+}
+
+// buildV2 builds the OpenAPI v2 document of every served group-version.
+func buildV2(groups map[string][]*endpoint) (*spec.Swagger, error) {
+	paths := make([]string, 0, len(groups))
+	for path := range groups {
+		paths = append(paths, path)
+	}
+	slices.Sort(paths)
+	var (
+		eps        []*endpoint
+		gvs        []schema.GroupVersion
+		containers []common.RouteContainer
+	)
+	for _, path := range paths {
+		gvs = append(gvs, groups[path][0].models.gvk.GroupVersion())
+		for _, ep := range groups[path] {
+			eps = append(eps, ep)
+			containers = append(containers, routes(ep.models))
+		}
+	}
+	if len(containers) == 0 {
+		return emptySwagger(), nil
+	}
+	defs := definitions(refsV2, eps)
+	doc, err := builder.BuildOpenAPISpecFromRoutes(containers, &common.Config{
+		ProtocolList:                   []string{"https"},
+		Info:                           info,
+		CommonResponses:                map[int]spec.Response{http.StatusUnauthorized: {ResponseProps: spec.ResponseProps{Description: "Unauthorized"}}},
+		GetOperationIDAndTagsFromRoute: operationIDAndTags,
+		GetDefinitionName:              definitionNamer(gvs),
+		GetDefinitions:                 func(common.ReferenceCallback) map[string]common.OpenAPIDefinition { return defs },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the OpenAPI v2 document: %w", err)
+	}
+	return doc, nil
+}

@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// buildConcord builds the concord binary once per test binary run.
+func buildConcord(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "concord")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/concordproject/concord/cmd/concord")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// process runs a command until the test ends, then interrupts it and waits.
+func process(t *testing.T, bin string, args ...string) *bytes.Buffer {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s %s exited with %v\n%s", filepath.Base(bin), args[0], err, out.String())
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("%s %s did not stop on SIGINT", filepath.Base(bin), args[0])
+		}
+	})
+	return &out
+}
+
+func waitForFile(t *testing.T, path string, logs *bytes.Buffer) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s did not appear within 30s; logs:\n%s", path, logs.String())
+}
+
+// The README's HA recipe: one `concord etcd`, servers sharing it, one set of
+// credentials that works on every server.
+func TestHARecipe(t *testing.T) {
+	bin := buildConcord(t)
+	dir := t.TempDir()
+	client, peer := freePort(t), freePort(t)
+	clientURL, peerURL := fmt.Sprintf("http://127.0.0.1:%d", client), fmt.Sprintf("http://127.0.0.1:%d", peer)
+	etcdLogs := process(t, bin, "etcd", "--name", "e1", "--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
+		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "e1="+peerURL)
+	var kubeconfigs []string
+	for i := 1; i <= 2; i++ {
+		data := filepath.Join(dir, fmt.Sprint("server-", i))
+		logs := process(t, bin, "server", "--etcd-servers", clientURL, "--data-dir", data, "--secure-port", fmt.Sprint(freePort(t)))
+		kc := filepath.Join(data, "admin.kubeconfig")
+		waitForFile(t, kc, logs)
+		kubeconfigs = append(kubeconfigs, kc)
+	}
+	_ = etcdLogs
+	cfgs := make([]*clientcmdConfig, 2)
+	for i, kc := range kubeconfigs {
+		cfgs[i] = loadKubeconfig(t, kc)
+	}
+	if cfgs[0].token != cfgs[1].token || !bytes.Equal(cfgs[0].ca, cfgs[1].ca) || cfgs[0].server == cfgs[1].server {
+		t.Fatal("the servers' kubeconfigs do not share credentials, or point at the same server")
+	}
+	k1, k2 := newKubectl(t, kubeconfigs[0]), newKubectl(t, kubeconfigs[1])
+	k1.must(t, "", "create", "configmap", "shared", "--from-literal=a=b")
+	contains(t, k2.must(t, "", "get", "configmap", "shared", "-o", "jsonpath={.data.a}"), "b")
+	// Server 2's credentials against server 1's URL.
+	contains(t, k2.must(t, "", "--server", cfgs[0].server, "get", "configmap", "shared"), "shared")
+}
+
+type clientcmdConfig struct {
+	server, token string
+	ca            []byte
+}
+
+func loadKubeconfig(t *testing.T, path string) *clientcmdConfig {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &clientcmdConfig{server: cfg.Host, token: cfg.BearerToken, ca: cfg.CAData}
+}
+
+// Every invalid flag makes the command exit non-zero with one line that says what is
+// allowed.
+func TestInvalidFlags(t *testing.T) {
+	bin := buildConcord(t)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"server", "--secure-port", "70000"}, "--secure-port 70000 is not between 0 and 65535"},
+		{[]string{"server", "--bind-address", "nowhere"}, `--bind-address "nowhere" is not an IP address`},
+		{[]string{"server", "--logging-format", "xml"}, "use text or json"},
+		{[]string{"server", "--etcd-prefix", "registry"}, "must start with /"},
+		{[]string{"server", "--tls-cert-file", "/nonexistent"}, "must be given together"},
+		{[]string{"server", "--etcd-servers", "ftp://x"}, "--etcd-servers"},
+		{[]string{"server", "--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"etcd", "--listen-client-urls", "::bad"}, "--listen-client-urls"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, append(tc.args, "--data-dir", t.TempDir())...)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errorsAs(err, &ee) || ee.ExitCode() == 0 {
+				t.Fatalf("exit: %v, want a non-zero exit\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Fatalf("output lacks %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}
+
+func errorsAs(err error, target **exec.ExitError) bool { return errors.As(err, target) }

@@ -1,0 +1,113 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/concordproject/concord/harness"
+)
+
+// kubectl runs kubectl with the given kubeconfig and returns its combined output.
+type kubectl struct {
+	path       string
+	kubeconfig string
+}
+
+func newKubectl(t *testing.T, kubeconfig string) *kubectl {
+	t.Helper()
+	path, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl is not on PATH: skipping the kubectl end-to-end tests")
+	}
+	return &kubectl{path: path, kubeconfig: kubeconfig}
+}
+
+func (k *kubectl) run(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, k.path, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// must runs kubectl and fails the test on error.
+func (k *kubectl) must(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	out, err := k.run(t, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func contains(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Fatalf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+func TestKubectl(t *testing.T) {
+	c := harness.Start(t, 2)
+	k := newKubectl(t, c.Servers[0].KubeconfigPath)
+	k2 := newKubectl(t, c.Servers[1].KubeconfigPath)
+
+	t.Run("api-resources", func(t *testing.T) {
+		out := k.must(t, "", "api-resources")
+		contains(t, out, "namespaces", "configmaps", "leases", "coordination.k8s.io/v1")
+	})
+	t.Run("create get delete", func(t *testing.T) {
+		k.must(t, "", "create", "configmap", "cm1", "--from-literal=a=b")
+		contains(t, k2.must(t, "", "get", "configmaps"), "NAME", "cm1")
+		contains(t, k2.must(t, "", "get", "configmap", "cm1", "-o", "jsonpath={.data.a}"), "b")
+		k2.must(t, "", "delete", "configmap", "cm1")
+		out, err := k.run(t, "", "get", "configmap", "cm1")
+		if err == nil || !strings.Contains(out, "NotFound") && !strings.Contains(out, "not found") {
+			t.Fatalf("get after delete: %v\n%s", err, out)
+		}
+	})
+	t.Run("apply and patch", func(t *testing.T) {
+		manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n  labels:\n    tier: web\ndata:\n  k: v1\n"
+		contains(t, k.must(t, manifest, "apply", "-f", "-"), "configmap/applied created")
+		contains(t, k.must(t, strings.Replace(manifest, "k: v1", "k: v2", 1), "apply", "-f", "-"), "configmap/applied configured")
+		contains(t, k2.must(t, "", "get", "configmap", "applied", "-o", "jsonpath={.data.k}"), "v2")
+		k.must(t, "", "patch", "configmap", "applied", "--type=merge", "-p", `{"data":{"extra":"x"}}`)
+		k.must(t, "", "patch", "configmap", "applied", "-p", `{"data":{"smp":"y"}}`)
+		k.must(t, "", "patch", "configmap", "applied", "--type=json", "-p", `[{"op":"remove","path":"/data/extra"}]`)
+		contains(t, k.must(t, "", "get", "configmap", "applied", "-o", "jsonpath={.data}"), `"smp":"y"`, `"k":"v2"`)
+		contains(t, k.must(t, "", "get", "configmaps", "-l", "tier=web"), "applied")
+	})
+	t.Run("apply --server-side", func(t *testing.T) {
+		manifest := "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: ssa\n  namespace: default\nspec:\n  holderIdentity: me\n"
+		contains(t, k.must(t, manifest, "apply", "--server-side", "-f", "-"), "lease.coordination.k8s.io/ssa serverside-applied")
+		out := k.must(t, "", "get", "lease", "ssa", "-o", "yaml", "--show-managed-fields")
+		contains(t, out, "manager: kubectl", "operation: Apply", "holderIdentity: me")
+	})
+	t.Run("watch", func(t *testing.T) {
+		k.must(t, "", "create", "configmap", "watched")
+		out, _ := k.run(t, "", "get", "configmaps", "--watch", "--request-timeout=3s")
+		contains(t, out, "watched")
+	})
+	t.Run("explain", func(t *testing.T) {
+		contains(t, k.must(t, "", "explain", "leases.spec"), "holderIdentity")
+	})
+	t.Run("namespaces", func(t *testing.T) {
+		k.must(t, "", "create", "namespace", "e2e")
+		k.must(t, "", "-n", "e2e", "create", "configmap", "inside")
+		k.must(t, "", "delete", "namespace", "e2e", "--wait=true", "--timeout=30s")
+		out, err := k.run(t, "", "get", "namespace", "e2e")
+		if err == nil {
+			t.Fatalf("namespace still there:\n%s", out)
+		}
+	})
+}
