@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
