@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/version"
+	kubeversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/concordproject/concord/registry"
@@ -183,7 +184,7 @@ func (r *Resource) Version(name string) *Version {
 // sortVersions sorts versions in Kubernetes-aware priority order, newest first.
 func sortVersions(vs []Version) {
 	slices.SortStableFunc(vs, func(a, b Version) int {
-		return -version.CompareKubeAwareVersionStrings(a.Name, b.Name)
+		return -kubeversion.CompareKubeAwareVersionStrings(a.Name, b.Name)
 	})
 }
 

@@ -123,7 +123,9 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 		}
 	}
 	cleanups = append(cleanups, func() { _ = inst.client.Close() })
-	raw := storage.New(inst.client, o.EtcdPrefix)
+	inst.Metrics = prometheus.NewRegistry()
+	inst.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	raw := storage.New(inst.client, o.EtcdPrefix).WithMetrics(storage.NewMetrics(inst.Metrics))
 
 	// 2. Listener first, so that the port is known for the server ID and the URL.
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort)))
@@ -185,8 +187,6 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	inst.Store = registry.NewStore(raw)
 
 	// 5. The HTTP server.
-	inst.Metrics = prometheus.NewRegistry()
-	inst.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	checks := health.New(inst.Metrics)
 	etcdCheck := health.NamedCheck("etcd", func(r *http.Request) error {
 		cctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

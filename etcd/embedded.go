@@ -8,9 +8,12 @@ import (
 	"syscall"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/pkg/v3/logutil"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 )
 
@@ -22,6 +25,7 @@ const startAttempts = 5
 // for concurrent use.
 type Embedded struct {
 	etcd      *embed.Etcd
+	logLevel  zap.AtomicLevel
 	name      string
 	endpoints []string
 	peerURLs  []string
@@ -50,7 +54,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		if err != nil {
 			return nil, err
 		}
-		ecfg, err := cfg.embedConfig(urls)
+		ecfg, logLevel, err := cfg.embedConfig(urls)
 		if err != nil {
 			return nil, err
 		}
@@ -63,17 +67,22 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 			return nil, fmt.Errorf("starting etcd member %q: %w", cfg.name(), err)
 		}
 		if err := waitReady(ctx, e, cfg.name(), cfg.readyTimeout()); err != nil {
+			// Until the server is ready, embed.Etcd.Close waits for client servers that
+			// only start once it is; stopping the server first releases them.
+			quietShutdown(logLevel)
+			e.Server.Stop()
 			e.Close()
 			return nil, err
 		}
-		m := newEmbedded(e, cfg.name(), urls)
+		m := newEmbedded(e, logLevel, cfg.name(), urls)
 		logger.V(2).Info("etcd member is ready", "memberID", e.Server.MemberID().String(), "endpoints", m.endpoints, "peerURLs", m.peerURLs)
 		return m, nil
 	}
 }
 
-// embedConfig translates cfg and its resolved URLs into etcd's configuration.
-func (c *EmbeddedConfig) embedConfig(urls memberURLs) (*embed.Config, error) {
+// embedConfig translates cfg and its resolved URLs into etcd's configuration. It
+// returns the level of etcd's logger, so that shutdown can quieten it.
+func (c *EmbeddedConfig) embedConfig(urls memberURLs) (*embed.Config, zap.AtomicLevel, error) {
 	ec := embed.NewConfig()
 	ec.Name = c.name()
 	ec.Dir = c.dataDir()
@@ -91,11 +100,31 @@ func (c *EmbeddedConfig) embedConfig(urls memberURLs) (*embed.Config, error) {
 	ec.AutoCompactionRetention = orDefault(c.AutoCompactionRetention, embed.DefaultAutoCompactionRetention)
 	ec.UnsafeNoFsync = c.UnsafeNoFsync
 	ec.LogLevel = orDefault(c.LogLevel, DefaultLogLevel)
-	// Validate also builds etcd's loggers; StartEtcd validates again, cheaply.
-	if err := ec.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+
+	// etcd's default logger, with a level this package can change later.
+	level := zap.NewAtomicLevelAt(logutil.ConvertToZapLevel(ec.LogLevel))
+	lcfg := logutil.DefaultZapLoggerConfig
+	lcfg.Level = level
+	logger, err := lcfg.Build()
+	if err != nil {
+		return nil, level, fmt.Errorf("building etcd's logger: %w", err)
 	}
-	return ec, nil
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger)
+
+	// Validate also installs the logger; StartEtcd validates again, cheaply.
+	if err := ec.Validate(); err != nil {
+		return nil, level, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return ec, level, nil
+}
+
+// quietShutdown hides the errors etcd logs while a requested shutdown closes its
+// listeners (it reports each one as a failure to serve), unless etcd was asked to log
+// more than errors.
+func quietShutdown(level zap.AtomicLevel) {
+	if level.Level() >= zapcore.ErrorLevel {
+		level.SetLevel(zapcore.PanicLevel)
+	}
 }
 
 func tlsInfo(f TLSFiles) transport.TLSInfo {
@@ -136,9 +165,10 @@ func orStopped(err error) error {
 	return err
 }
 
-func newEmbedded(e *embed.Etcd, name string, urls memberURLs) *Embedded {
+func newEmbedded(e *embed.Etcd, logLevel zap.AtomicLevel, name string, urls memberURLs) *Embedded {
 	m := &Embedded{
 		etcd:        e,
+		logLevel:    logLevel,
 		name:        name,
 		closing:     make(chan struct{}),
 		monitorDone: make(chan struct{}),
@@ -204,11 +234,13 @@ func (m *Embedded) NewClient(ctx context.Context) (*clientv3.Client, error) {
 func (m *Embedded) Err() <-chan error { return m.errc }
 
 // Close stops the member, waits until its listeners are closed and its data is
-// flushed, and closes Err. It is idempotent and safe to call concurrently; every call
+// flushed, and closes Err. At the default log level, etcd's errors about the
+// listeners being closed are not logged. It is idempotent and safe to call concurrently; every call
 // returns after the shutdown is complete.
 func (m *Embedded) Close() {
 	m.closeOnce.Do(func() {
 		close(m.closing)
+		quietShutdown(m.logLevel)
 		m.etcd.Close()
 		<-m.monitorDone
 		close(m.errc)

@@ -162,6 +162,7 @@ func TestStartEmbeddedThreeMemberCluster(t *testing.T) {
 		initial = append(initial, fmt.Sprintf("%s=http://127.0.0.1:%d", name, ports[2*i+1]))
 	}
 	dir := t.TempDir()
+	t0 := time.Now()
 	members := make([]*Embedded, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
@@ -180,6 +181,8 @@ func TestStartEmbeddedThreeMemberCluster(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	t.Logf("started in %s", time.Since(t0))
+	t.Cleanup(func() { t.Logf("closing at %s", time.Since(t0)) })
 	var endpoints []string
 	for i, m := range members {
 		if m != nil {

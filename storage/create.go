@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -11,6 +12,7 @@ import (
 // returns the new revision, or ErrAlreadyExists.
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
 	k := s.abs(key)
+	defer s.observe("create", key, time.Now())
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(k), "=", 0)).
 		Then(clientv3.OpPut(k, string(value))).

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -11,6 +12,7 @@ import (
 // returns a *ConflictError as Update does.
 func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, error) {
 	k := s.abs(key)
+	defer s.observe("delete", key, time.Now())
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(k), "=", expected)).
 		Then(clientv3.OpDelete(k)).

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -23,6 +24,7 @@ func (s *Store) GetAt(ctx context.Context, key string, rev int64) (*KeyValue, er
 	if rev > 0 {
 		opts = append(opts, clientv3.WithRev(rev))
 	}
+	defer s.observe("get", key, time.Now())
 	resp, err := s.client.Get(ctx, s.abs(key), opts...)
 	if err != nil {
 		return nil, translate(err)

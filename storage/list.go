@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"strings"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -49,6 +50,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (*Lis
 	if opts.Limit > 0 {
 		getOpts = append(getOpts, clientv3.WithLimit(opts.Limit))
 	}
+	defer s.observe("list", prefix, time.Now())
 	resp, err := s.client.Get(ctx, start, getOpts...)
 	if err != nil {
 		return nil, translate(err)

@@ -64,8 +64,9 @@ type KeyValue struct {
 // Store reads and writes keys under a prefix of one etcd cluster. It is safe for
 // concurrent use. Keys passed to its methods are relative to the prefix.
 type Store struct {
-	client *clientv3.Client
-	prefix string
+	client  *clientv3.Client
+	prefix  string
+	metrics *Metrics
 }
 
 // New returns a Store over client whose keys all live under prefix (e.g. "/registry").

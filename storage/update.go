@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -12,6 +13,7 @@ import (
 // (or ErrNotFound) under errors.Is.
 func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, error) {
 	k := s.abs(key)
+	defer s.observe("update", key, time.Now())
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(k), "=", expected)).
 		Then(clientv3.OpPut(k, string(value))).

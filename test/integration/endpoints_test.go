@@ -64,6 +64,7 @@ func TestHealthVersionMetrics(t *testing.T) {
 		`apiserver_request_total{code="200",group="",resource="namespaces",subresource="",verb="list",version="v1"}`,
 		`apiserver_request_duration_seconds_bucket{group="",resource="namespaces"`,
 		`kubernetes_healthcheck{name="etcd",type="readyz"} 1`,
+		`etcd_request_duration_seconds_bucket{operation="list",type="core/namespaces"`,
 	} {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Fatalf("/metrics lacks %s", want)

@@ -1,0 +1,21 @@
+package catalog
+
+import (
+	_ "embed"
+	"sync"
+)
+
+//go:generate go run ./gen -o default.json
+
+// defaultJSON is the catalog shipped in the binary, written by ./gen from k8s.io/api.
+//
+//go:embed default.json
+var defaultJSON []byte
+
+var parseDefault = sync.OnceValues(func() (*Catalog, error) { return Parse(defaultJSON) })
+
+// Default returns the catalog embedded in the binary, parsed on first use. Every call
+// returns the same *Catalog, which, like every Catalog, is immutable.
+func Default() (*Catalog, error) {
+	return parseDefault()
+}
