@@ -18,7 +18,7 @@ import (
 // --unsafe-no-fsync and --log-level. The current values of c are the defaults.
 func (c *EmbeddedConfig) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Name, "name", c.Name, "Human-readable name of this member, unique in its cluster.")
-	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, `Directory of this member's data (default "<name>.etcd").`)
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, `Directory of this member's data; empty means "<name>.etcd".`)
 
 	fs.StringSliceVar(&c.ListenClientURLs, "listen-client-urls", c.ListenClientURLs,
 		"Comma-separated URLs (scheme://ip:port) to serve clients on; port 0 picks a free port.")

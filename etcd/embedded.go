@@ -43,13 +43,17 @@ type Embedded struct {
 //
 // Errors wrap ErrInvalidConfig for a bad cfg, ErrNotReady when the ready timeout
 // passed, ErrStopped when the member stopped while starting, or the context's error.
-// On error nothing is left running. The caller must Close the returned member.
+// On error nothing is left running. ctx bounds the start only: the member runs until
+// Close, which the caller must call.
 func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	logger := klog.FromContext(ctx).WithValues("member", cfg.name())
 	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("starting etcd member %q: %w", cfg.name(), context.Cause(ctx))
+		}
 		urls, err := cfg.resolveURLs()
 		if err != nil {
 			return nil, err
@@ -235,7 +239,11 @@ func (m *Embedded) Err() <-chan error { return m.errc }
 
 // Close stops the member, waits until its listeners are closed and its data is
 // flushed, and closes Err. At the default log level, etcd's errors about the
-// listeners being closed are not logged. It is idempotent and safe to call concurrently; every call
+// listeners being closed are not logged.
+//
+// A leader first hands its leadership to another member, waiting up to etcd's request
+// timeout (several seconds) for one that is still running; so close the members of a
+// cluster one after another, not all at once. It is idempotent and safe to call concurrently; every call
 // returns after the shutdown is complete.
 func (m *Embedded) Close() {
 	m.closeOnce.Do(func() {

@@ -1,0 +1,152 @@
+package etcd
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestNewClientFailsFastOnDeadEndpoint(t *testing.T) {
+	ports, err := reservePorts([]string{"127.0.0.1"}) // free, and nothing listens on it
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+
+	start := time.Now()
+	c, err := NewClient(t.Context(), ClientConfig{Endpoints: []string{dead}, DialTimeout: 500 * time.Millisecond})
+	if err == nil {
+		_ = c.Close()
+		t.Fatal("NewClient succeeded against a dead endpoint")
+	}
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), dead) {
+		t.Errorf("got %v, want ErrUnreachable naming %s", err, dead)
+	}
+	if elapsed := time.Since(start); elapsed > 3*time.Second {
+		t.Errorf("NewClient took %s with a 500ms dial timeout", elapsed)
+	}
+}
+
+func TestNewClientMutualTLS(t *testing.T) {
+	ca := newTestCA(t, "etcd")
+	serverCert, serverKey := ca.issue("server")
+	clientCert, clientKey := ca.issue("client")
+	otherCA := newTestCA(t, "other")
+	strangerCert, strangerKey := otherCA.issue("stranger")
+
+	m, err := StartEmbedded(t.Context(), EmbeddedConfig{
+		Name:             "tls",
+		DataDir:          t.TempDir(),
+		ListenClientURLs: []string{"https://127.0.0.1:0"},
+		ListenPeerURLs:   []string{"http://127.0.0.1:0"},
+		ClientTLS: TLSFiles{
+			CertFile:       serverCert,
+			KeyFile:        serverKey,
+			TrustedCAFile:  ca.File,
+			ClientCertAuth: true,
+		},
+		UnsafeNoFsync: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	if !strings.HasPrefix(m.Endpoints()[0], "https://127.0.0.1:") {
+		t.Fatalf("endpoints %v, want https on 127.0.0.1", m.Endpoints())
+	}
+
+	cfg := m.ClientConfig()
+	cfg.CAFile, cfg.CertFile, cfg.KeyFile = ca.File, clientCert, clientKey
+	c := newClient(t, cfg)
+	mustPut(t, c, "/secure", "yes")
+	if got := mustGet(t, c, "/secure"); got != "yes" {
+		t.Errorf("Get /secure = %q", got)
+	}
+
+	refused := []struct {
+		name                      string
+		caFile, certFile, keyFile string
+	}{
+		{name: "no client certificate", caFile: ca.File},
+		{name: "client certificate from another CA", caFile: ca.File, certFile: strangerCert, keyFile: strangerKey},
+		{name: "server not trusted", caFile: otherCA.File, certFile: clientCert, keyFile: clientKey},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := ClientConfig{Endpoints: m.Endpoints(), CAFile: tt.caFile, CertFile: tt.certFile, KeyFile: tt.keyFile, DialTimeout: 500 * time.Millisecond}
+			c, err := NewClient(t.Context(), cfg)
+			if err == nil {
+				_ = c.Close()
+				t.Fatal("NewClient succeeded")
+			}
+			if !errors.Is(err, ErrUnreachable) {
+				t.Errorf("got %v, want ErrUnreachable", err)
+			}
+		})
+	}
+}
+
+func TestNewClientRejectsUnreadableTLSFiles(t *testing.T) {
+	_, err := NewClient(t.Context(), ClientConfig{Endpoints: []string{"https://127.0.0.1:2379"}, CAFile: "/does/not/exist.crt"})
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("got %v, want ErrInvalidConfig", err)
+	}
+}
+
+func TestClientConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     ClientConfig
+		wantErr string // substring; empty means valid
+	}{
+		{name: "one http endpoint", cfg: ClientConfig{Endpoints: []string{"http://127.0.0.1:2379"}}},
+		{name: "https cluster with mutual TLS", cfg: ClientConfig{Endpoints: []string{"https://a:2379", "https://b:2379"}, CAFile: "ca", CertFile: "c", KeyFile: "k"}},
+		{name: "no endpoints", cfg: ClientConfig{}, wantErr: "--etcd-servers is empty"},
+		{name: "no scheme", cfg: ClientConfig{Endpoints: []string{"127.0.0.1:2379"}}, wantErr: "want scheme://host:port with scheme http or https"},
+		{name: "no port", cfg: ClientConfig{Endpoints: []string{"http://127.0.0.1"}}, wantErr: `--etcd-servers "http://127.0.0.1"`},
+		{name: "port 0", cfg: ClientConfig{Endpoints: []string{"http://127.0.0.1:0"}}, wantErr: "--etcd-servers"},
+		{name: "mixed schemes", cfg: ClientConfig{Endpoints: []string{"http://a:1", "https://b:1"}}, wantErr: "all http:// or all https://"},
+		{name: "cert without key", cfg: ClientConfig{Endpoints: []string{"https://a:1"}, CertFile: "c"}, wantErr: "--etcd-certfile and --etcd-keyfile"},
+		{name: "TLS files over http", cfg: ClientConfig{Endpoints: []string{"http://a:1"}, CAFile: "ca"}, wantErr: "need https://"},
+		{name: "negative timeout", cfg: ClientConfig{Endpoints: []string{"http://a:1"}, DialTimeout: -time.Second}, wantErr: "dial timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Errorf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Validate() = %v, want ErrInvalidConfig containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestClientConfigAddFlags(t *testing.T) {
+	var cfg ClientConfig
+	fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
+	cfg.AddFlags(fs)
+	err := fs.Parse([]string{
+		"--etcd-servers=https://10.0.0.1:2379,https://10.0.0.2:2379",
+		"--etcd-cafile=ca.crt", "--etcd-certfile=client.crt", "--etcd-keyfile=client.key",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ClientConfig{
+		Endpoints: []string{"https://10.0.0.1:2379", "https://10.0.0.2:2379"},
+		CAFile:    "ca.crt", CertFile: "client.crt", KeyFile: "client.key",
+	}
+	if !slices.Equal(cfg.Endpoints, want.Endpoints) || cfg.CAFile != want.CAFile || cfg.CertFile != want.CertFile || cfg.KeyFile != want.KeyFile {
+		t.Errorf("parsed %+v, want %+v", cfg, want)
+	}
+}
