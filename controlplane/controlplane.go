@@ -18,6 +18,7 @@ import (
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/namespace"
+	"github.com/concordproject/concord/openapi"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/server"
 	"github.com/concordproject/concord/storage"
@@ -213,6 +214,10 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	if err != nil {
 		return nil, err
 	}
+	docs := openapi.New(inst.Registry)
+	docs.InstallV2(inst.Server.Mux())
+	docs.InstallV3(inst.Server.Mux())
+	go docs.Run(ctx)
 	inst.Store.Start(ctx)
 	ready := make(chan struct{})
 	serveErr := make(chan error, 1)

@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -137,7 +138,10 @@ var goTypes = sync.OnceValue(func() *runtime.Scheme {
 // stable.example.com/v1 CronTab is com.example.stable.v1.CronTab.
 func modelName(gvk schema.GroupVersionKind) string {
 	if obj, err := goTypes().New(gvk); err == nil {
-		name := util.ToRESTFriendlyName(util.GetCanonicalTypeName(obj))
+		name := util.GetCanonicalTypeName(obj)
+		if strings.Contains(name, "/") { // a Go package path, from a type without a model name
+			name = util.ToRESTFriendlyName(name)
+		}
 		// metav1 kinds (Status, WatchEvent, ...) are registered in every group-version:
 		// a resource of that kind must not take the shared model's name.
 		if !strings.HasPrefix(name, "io.k8s.apimachinery.") {
@@ -159,17 +163,24 @@ type modelSample string
 // OpenAPIModelName implements util.OpenAPIModelNamer.
 func (m modelSample) OpenAPIModelName() string { return string(m) }
 
-// models are the two models of one version of one resource, in both OpenAPI versions.
-// They are derived from the Resource alone and cached on it.
+// models describe one version of one resource: its kind and list kind models in both
+// OpenAPI versions, and what its routes depend on. They are derived from the Resource
+// alone, cached on it, and read-only once built.
 type models struct {
-	gvk, listGVK         schema.GroupVersionKind
-	kindName, listName   string
-	kindV2, listV2       spec.Schema
-	kindV3, listV3       spec.Schema
-	hasSchema, goType    bool
-	status, scale        bool
-	namespaced           bool
-	plural               string
+	gvk, listGVK       schema.GroupVersionKind
+	kindName, listName string // model names
+	kindV2, listV2     spec.Schema
+	kindV3, listV3     spec.Schema
+
+	plural     string
+	namespaced bool
+	// status and scale tell which subresources the version has.
+	status, scale bool
+	// goType is set for kinds client-go has Go types for: the server reads them as
+	// protobuf and patches them strategically.
+	goType bool
+	// selectableFieldPaths are the version's extra field selector paths, without the
+	// leading dot.
 	selectableFieldPaths []string
 }
 
@@ -212,7 +223,6 @@ func buildModels(res *registry.Resource, v string) (*models, error) {
 	}
 
 	compiled := res.Schema(v)
-	m.hasSchema = compiled != nil
 	m.kindV2 = kindModel(m, compiled.OpenAPI(), refsV2)
 	m.kindV3 = kindModel(m, compiled.OpenAPI(), refsV3)
 	m.listV2 = listModel(m, refsV2)
@@ -368,20 +378,27 @@ func listModel(m *models, p refPrefix) spec.Schema {
 	return *s
 }
 
-// definitions adds the models of eps to a copy of the static definitions of style p.
+// definitions returns the static definitions of style p plus the models of eps, for one
+// build. The kube-openapi builders write to the extensions of the definitions they use
+// (if only to delete from them): each definition gets its own extensions map, so that
+// builds may run concurrently over the shared models.
 func definitions(p refPrefix, eps []*endpoint) map[string]common.OpenAPIDefinition {
 	static := staticDefinitions(p)
 	defs := make(map[string]common.OpenAPIDefinition, len(static)+2*len(eps))
-	for k, v := range static {
-		defs[k] = v
+	add := func(name string, def common.OpenAPIDefinition) {
+		def.Schema.Extensions = maps.Clone(def.Schema.Extensions)
+		defs[name] = def
+	}
+	for name, def := range static {
+		add(name, def)
 	}
 	for _, ep := range eps {
 		kind, list := ep.models.kindV3, ep.models.listV3
 		if p == refsV2 {
 			kind, list = ep.models.kindV2, ep.models.listV2
 		}
-		defs[ep.models.kindName] = common.OpenAPIDefinition{Schema: kind, Dependencies: []string{objectMetaModel}}
-		defs[ep.models.listName] = common.OpenAPIDefinition{Schema: list, Dependencies: []string{ep.models.kindName, listMetaModel}}
+		add(ep.models.kindName, common.OpenAPIDefinition{Schema: kind, Dependencies: []string{objectMetaModel}})
+		add(ep.models.listName, common.OpenAPIDefinition{Schema: list, Dependencies: []string{ep.models.kindName, listMetaModel}})
 	}
 	return defs
 }

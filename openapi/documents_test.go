@@ -391,4 +391,14 @@ func TestV3(t *testing.T) {
 }
 
 // refOf returns the reference a schema holds.
-func refOf(s spec.Schema) string { return s.Ref.String() }
+func refOf(s any) string {
+	switch s := s.(type) {
+	case spec.Schema:
+		return s.Ref.String()
+	case *spec.Schema:
+		if s != nil {
+			return s.Ref.String()
+		}
+	}
+	return ""
+}

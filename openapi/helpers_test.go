@@ -1,7 +1,9 @@
 package openapi
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -147,9 +149,18 @@ func serve(t testing.TB, svc *Service) *httptest.Server {
 // get fetches path with the given Accept header (and extra headers as name, value pairs).
 func get(t testing.TB, srv *httptest.Server, path, accept string, headers ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+path, nil)
+	resp, body, err := tryGet(t.Context(), srv, path, accept, headers...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return resp, body
+}
+
+// tryGet is get for goroutines other than the test's.
+func tryGet(ctx context.Context, srv *httptest.Server, path, accept string, headers ...string) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+	if err != nil {
+		return nil, nil, err
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
@@ -159,14 +170,14 @@ func get(t testing.TB, srv *httptest.Server, path, accept string, headers ...str
 	}
 	resp, err := srv.Client().Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		return nil, nil, fmt.Errorf("GET %s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		return nil, nil, fmt.Errorf("GET %s: %w", path, err)
 	}
-	return resp, body
+	return resp, body, nil
 }
 
 // unresolvedRefs returns the $ref values in doc (JSON) whose target is missing.

@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -54,6 +55,8 @@ func (p param) Required() bool             { return p.required }
 func (p param) Kind() common.ParameterKind { return p.kind }
 func (p param) DataType() string           { return p.dataType }
 func (p param) AllowMultiple() bool        { return false }
+
+// query returns a query parameter.
 func query(name, dataType, doc string) param {
 	return param{name: name, description: doc, dataType: dataType, kind: common.QueryParameterKind}
 }
@@ -144,7 +147,10 @@ func (r *route) Metadata() map[string]any {
 
 // operationIDAndTags names operations in the builders' configurations.
 func operationIDAndTags(r common.Route) (string, []string, error) {
-	rt := r.(*route)
+	rt, ok := r.(*route)
+	if !ok {
+		return "", nil, fmt.Errorf("route %s %s is a %T, not built by this package", r.Method(), r.Path(), r)
+	}
 	return rt.operation, []string{rt.tag}, nil
 }
 
@@ -159,6 +165,20 @@ var _ common.RouteContainer = (*routeContainer)(nil)
 func (c *routeContainer) RootPath() string                   { return c.root }
 func (c *routeContainer) PathParameters() []common.Parameter { return nil }
 func (c *routeContainer) Routes() []common.Route             { return c.routes }
+
+// op describes one operation of a resource version, before it becomes a route.
+type op struct {
+	method, path, id, doc, action string
+	// scope are the path parameters; query the query parameters besides pretty.
+	scope, query []param
+	// body, if not nil, is a sample of the request body, sent as one of consumes.
+	body     any
+	consumes []string
+	// responses are by status code; the first is the one of a successful request.
+	responses []response
+	// gvk overrides the kind the operation reads or writes (for the scale subresource).
+	gvk *schema.GroupVersionKind
+}
 
 // routes returns the operations kube-apiserver would serve for version m of a resource:
 // list, watch (including the legacy /watch/ paths), create, deletecollection, get, update,
@@ -179,21 +199,18 @@ func routes(m *models) *routeContainer {
 	tag := camel(group, false) + "_" + camel(gv.Version, false)
 
 	kind := m.gvk.Kind
-	ns, collection, watchCollection := "", prefix+"/"+m.plural, prefix+"/watch/"+m.plural
-	nsParam := param{name: "namespace", description: "The namespace of the objects.", dataType: "string", kind: common.PathParameterKind, required: true}
-	nameParam := param{name: "name", description: "The name of the " + kind + ".", dataType: "string", kind: common.PathParameterKind, required: true}
-	scope := []param{}
+	ns, collection, watchCollection, scope := "", prefix+"/"+m.plural, prefix+"/watch/"+m.plural, []param(nil)
 	if m.namespaced {
 		ns = "Namespaced"
 		collection = prefix + "/namespaces/{namespace}/" + m.plural
 		watchCollection = prefix + "/watch/namespaces/{namespace}/" + m.plural
-		scope = []param{nsParam}
+		scope = []param{{name: "namespace", description: "The namespace of the objects.", dataType: "string", kind: common.PathParameterKind, required: true}}
 	}
 	item, watchItem := collection+"/{name}", watchCollection+"/{name}"
-	itemScope := append(append([]param{}, scope...), nameParam)
+	itemScope := append(slices.Clone(scope), param{name: "name", description: "The name of the " + kind + ".", dataType: "string", kind: common.PathParameterKind, required: true})
 
 	obj, list := modelSample(m.kindName), modelSample(m.listName)
-	status, scale := &metav1.Status{}, &autoscalingv1.Scale{}
+	status, scale, event := &metav1.Status{}, &autoscalingv1.Scale{}, &metav1.WatchEvent{}
 	ok := func(model any) response { return response{http.StatusOK, "OK", model} }
 	created := func(model any) response { return response{http.StatusCreated, "Created", model} }
 	accepted := func(model any) response { return response{http.StatusAccepted, "Accepted", model} }
@@ -206,77 +223,86 @@ func routes(m *models) *routeContainer {
 		writeTypes = append(writeTypes, mediaProtobuf)
 		patchTypes = append(patchTypes, string(types.StrategicMergePatchType))
 	}
+	const deprecatedWatch = "; deprecated: use the 'watch' parameter with a list operation instead"
 
-	b := &routeBuilder{gvk: m.gvk, tag: tag, produces: []string{mediaJSON, mediaYAML}}
-	var rs []*route
+	var ops []op
 	if m.namespaced {
-		rs = append(rs,
-			b.route("GET", prefix+"/"+m.plural, "list"+gvID+kind+"ForAllNamespaces", "list or watch objects of kind "+kind, actionList, nil, listParams, nil, nil, ok(list)),
-			b.route("GET", prefix+"/watch/"+m.plural, "watch"+gvID+kind+"ListForAllNamespaces", "watch individual changes to a list of "+kind+"; deprecated: use the 'watch' parameter with a list operation instead", actionWatchList, nil, listParams, nil, nil, ok(&metav1.WatchEvent{})),
+		ops = append(ops,
+			op{method: "GET", path: prefix + "/" + m.plural, id: "list" + gvID + kind + "ForAllNamespaces", doc: "list or watch objects of kind " + kind,
+				action: actionList, query: listParams, responses: []response{ok(list)}},
+			op{method: "GET", path: prefix + "/watch/" + m.plural, id: "watch" + gvID + kind + "ListForAllNamespaces", doc: "watch changes to a list of " + kind + deprecatedWatch,
+				action: actionWatchList, query: listParams, responses: []response{ok(event)}},
 		)
 	}
-	rs = append(rs,
-		b.route("GET", collection, "list"+gvID+ns+kind, "list or watch objects of kind "+kind, actionList, scope, listParams, nil, nil, ok(list)),
-		b.route("POST", collection, "create"+gvID+ns+kind, "create a "+kind, actionPost, scope, writeParams, writeTypes, obj, ok(obj), created(obj), accepted(obj)),
-		b.route("DELETE", collection, "delete"+gvID+"Collection"+ns+kind, "delete a collection of "+kind, actionDeleteCollection, scope, slices.Concat(selectParams, deleteParams), writeTypes, &metav1.DeleteOptions{}, ok(status)),
-		b.route("GET", item, "read"+gvID+ns+kind, "read the specified "+kind, actionGet, itemScope, nil, nil, nil, ok(obj)),
-		b.route("PUT", item, "replace"+gvID+ns+kind, "replace the specified "+kind, actionPut, itemScope, writeParams, writeTypes, obj, ok(obj), created(obj)),
-		b.route("PATCH", item, "patch"+gvID+ns+kind, "partially update the specified "+kind, actionPatch, itemScope, patchParams, patchTypes, &metav1.Patch{}, ok(obj), created(obj)),
-		b.route("DELETE", item, "delete"+gvID+ns+kind, "delete a "+kind, actionDelete, itemScope, deleteParams, writeTypes, &metav1.DeleteOptions{}, ok(status), accepted(status)),
-		b.route("GET", watchCollection, "watch"+gvID+ns+kind+"List", "watch individual changes to a list of "+kind+"; deprecated: use the 'watch' parameter with a list operation instead", actionWatchList, scope, listParams, nil, nil, ok(&metav1.WatchEvent{})),
-		b.route("GET", watchItem, "watch"+gvID+ns+kind, "watch changes to an object of kind "+kind+"; deprecated: use the 'watch' parameter with a list operation, filtered to a single item with the 'fieldSelector' parameter, instead", actionWatch, itemScope, listParams, nil, nil, ok(&metav1.WatchEvent{})),
+	ops = append(ops,
+		op{method: "GET", path: collection, id: "list" + gvID + ns + kind, doc: "list or watch objects of kind " + kind,
+			action: actionList, scope: scope, query: listParams, responses: []response{ok(list)}},
+		op{method: "POST", path: collection, id: "create" + gvID + ns + kind, doc: "create a " + kind,
+			action: actionPost, scope: scope, query: writeParams, body: obj, consumes: writeTypes, responses: []response{ok(obj), created(obj), accepted(obj)}},
+		op{method: "DELETE", path: collection, id: "delete" + gvID + "Collection" + ns + kind, doc: "delete a collection of " + kind,
+			action: actionDeleteCollection, scope: scope, query: slices.Concat(selectParams, deleteParams), body: &metav1.DeleteOptions{}, consumes: writeTypes, responses: []response{ok(status)}},
+		op{method: "GET", path: item, id: "read" + gvID + ns + kind, doc: "read the specified " + kind,
+			action: actionGet, scope: itemScope, responses: []response{ok(obj)}},
+		op{method: "PUT", path: item, id: "replace" + gvID + ns + kind, doc: "replace the specified " + kind,
+			action: actionPut, scope: itemScope, query: writeParams, body: obj, consumes: writeTypes, responses: []response{ok(obj), created(obj)}},
+		op{method: "PATCH", path: item, id: "patch" + gvID + ns + kind, doc: "partially update the specified " + kind,
+			action: actionPatch, scope: itemScope, query: patchParams, body: &metav1.Patch{}, consumes: patchTypes, responses: []response{ok(obj), created(obj)}},
+		op{method: "DELETE", path: item, id: "delete" + gvID + ns + kind, doc: "delete a " + kind,
+			action: actionDelete, scope: itemScope, query: deleteParams, body: &metav1.DeleteOptions{}, consumes: writeTypes, responses: []response{ok(status), accepted(status)}},
+		op{method: "GET", path: watchCollection, id: "watch" + gvID + ns + kind + "List", doc: "watch changes to a list of " + kind + deprecatedWatch,
+			action: actionWatchList, scope: scope, query: listParams, responses: []response{ok(event)}},
+		op{method: "GET", path: watchItem, id: "watch" + gvID + ns + kind, doc: "watch changes to an object of kind " + kind + deprecatedWatch + ", filtered to the object with a fieldSelector",
+			action: actionWatch, scope: itemScope, query: listParams, responses: []response{ok(event)}},
 	)
 	if m.status {
-		rs = append(rs,
-			b.route("GET", item+"/status", "read"+gvID+ns+kind+"Status", "read status of the specified "+kind, actionGet, itemScope, nil, nil, nil, ok(obj)),
-			b.route("PUT", item+"/status", "replace"+gvID+ns+kind+"Status", "replace status of the specified "+kind, actionPut, itemScope, writeParams, writeTypes, obj, ok(obj), created(obj)),
-			b.route("PATCH", item+"/status", "patch"+gvID+ns+kind+"Status", "partially update status of the specified "+kind, actionPatch, itemScope, patchParams, patchTypes, &metav1.Patch{}, ok(obj), created(obj)),
+		ops = append(ops,
+			op{method: "GET", path: item + "/status", id: "read" + gvID + ns + kind + "Status", doc: "read status of the specified " + kind,
+				action: actionGet, scope: itemScope, responses: []response{ok(obj)}},
+			op{method: "PUT", path: item + "/status", id: "replace" + gvID + ns + kind + "Status", doc: "replace status of the specified " + kind,
+				action: actionPut, scope: itemScope, query: writeParams, body: obj, consumes: writeTypes, responses: []response{ok(obj), created(obj)}},
+			op{method: "PATCH", path: item + "/status", id: "patch" + gvID + ns + kind + "Status", doc: "partially update status of the specified " + kind,
+				action: actionPatch, scope: itemScope, query: patchParams, body: &metav1.Patch{}, consumes: patchTypes, responses: []response{ok(obj), created(obj)}},
 		)
 	}
 	if m.scale {
-		sb := *b
-		sb.gvk = scaleGVK
-		rs = append(rs,
-			sb.route("GET", item+"/scale", "read"+gvID+ns+kind+"Scale", "read scale of the specified "+kind, actionGet, itemScope, nil, nil, nil, ok(scale)),
-			sb.route("PUT", item+"/scale", "replace"+gvID+ns+kind+"Scale", "replace scale of the specified "+kind, actionPut, itemScope, writeParams, writeTypes, scale, ok(scale), created(scale)),
-			sb.route("PATCH", item+"/scale", "patch"+gvID+ns+kind+"Scale", "partially update scale of the specified "+kind, actionPatch, itemScope, patchParams, patchTypes, &metav1.Patch{}, ok(scale), created(scale)),
+		ops = append(ops,
+			op{method: "GET", path: item + "/scale", id: "read" + gvID + ns + kind + "Scale", doc: "read scale of the specified " + kind,
+				action: actionGet, scope: itemScope, responses: []response{ok(scale)}, gvk: &scaleGVK},
+			op{method: "PUT", path: item + "/scale", id: "replace" + gvID + ns + kind + "Scale", doc: "replace scale of the specified " + kind,
+				action: actionPut, scope: itemScope, query: writeParams, body: scale, consumes: writeTypes, responses: []response{ok(scale), created(scale)}, gvk: &scaleGVK},
+			op{method: "PATCH", path: item + "/scale", id: "patch" + gvID + ns + kind + "Scale", doc: "partially update scale of the specified " + kind,
+				action: actionPatch, scope: itemScope, query: patchParams, body: &metav1.Patch{}, consumes: patchTypes, responses: []response{ok(scale), created(scale)}, gvk: &scaleGVK},
 		)
 	}
+
 	c := &routeContainer{root: prefix}
-	for _, r := range rs {
-		c.routes = append(c.routes, r)
+	for _, o := range ops {
+		c.routes = append(c.routes, o.route(m.gvk, tag))
 	}
 	return c
 }
 
-// routeBuilder holds what the routes of one resource version share.
-type routeBuilder struct {
-	gvk      schema.GroupVersionKind
-	tag      string
-	produces []string
-}
-
-// route returns an operation. scope are its path parameters, opts its query parameters
-// besides pretty; body, if not nil, is the sample of its request body, sent as consumes.
-func (b *routeBuilder) route(method, path, operation, description, action string, scope, opts []param, consumes []string, body any, responses ...response) *route {
+// route turns o, an operation on kind gvk tagged tag, into a route.
+func (o op) route(gvk schema.GroupVersionKind, tag string) *route {
 	r := &route{
-		method: method, path: path, operation: operation, description: description, action: action,
-		gvk: b.gvk, tag: b.tag, consumes: consumes, body: body, produces: b.produces,
+		method: o.method, path: o.path, operation: o.id, description: o.doc, action: o.action,
+		gvk: gvk, tag: tag, consumes: o.consumes, body: o.body, produces: []string{mediaJSON, mediaYAML},
 	}
-	if action == actionList || action == actionWatch || action == actionWatchList {
-		r.produces = append(append([]string{}, b.produces...), mediaJSONStream)
+	if o.gvk != nil {
+		r.gvk = *o.gvk
 	}
-	for _, p := range scope {
+	if o.action == actionList || o.action == actionWatch || o.action == actionWatchList {
+		r.produces = append(r.produces, mediaJSONStream)
+	}
+	for _, p := range slices.Concat(o.scope, []param{paramPretty}, o.query) {
 		r.params = append(r.params, p)
 	}
-	r.params = append(r.params, paramPretty)
-	for _, p := range opts {
-		r.params = append(r.params, p)
+	if o.body != nil {
+		// DeleteOptions may come as query parameters instead.
+		required := o.action != actionDelete && o.action != actionDeleteCollection
+		r.params = append(r.params, param{name: "body", kind: common.BodyParameterKind, required: required})
 	}
-	if body != nil {
-		r.params = append(r.params, param{name: "body", kind: common.BodyParameterKind, required: action != actionDelete && action != actionDeleteCollection})
-	}
-	for _, resp := range responses {
+	for _, resp := range o.responses {
 		r.responses = append(r.responses, resp)
 	}
 	return r

@@ -42,6 +42,8 @@ type Service struct {
 	// mu serializes builds; built is what the served documents were built from.
 	mu    sync.Mutex
 	built map[string][]*registry.Resource
+	// v2Stale is set while the v2 document lags the v3 ones (its build failed).
+	v2Stale bool
 	// served holds the v3 document paths ("apis/<group>/<version>", "api/v1") being
 	// served, so that unknown ones are answered 404.
 	served atomic.Pointer[map[string]bool]
@@ -77,21 +79,17 @@ func (s *Service) Run(ctx context.Context) {
 	defer unsubscribe()
 	// Changes between New and Subscribe did not notify us.
 	s.rebuild(ctx)
-	logger.V(2).Info("Serving OpenAPI documents")
-	timer := time.NewTimer(0)
-	<-timer.C
+	logger.V(2).Info("Keeping OpenAPI documents current")
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-changes:
 		}
-		timer.Reset(debounce)
 		select {
 		case <-ctx.Done():
-			timer.Stop()
 			return
-		case <-timer.C:
+		case <-time.After(debounce):
 		}
 		// Changes during the wait are covered by this build; later ones notify again.
 		select {
@@ -127,7 +125,8 @@ func (s *Service) InstallV3(mux *http.ServeMux) {
 
 // rebuild brings the served documents in line with the registry. A group-version whose
 // resources are the same objects as at the last build keeps its document. A document that
-// fails to build is logged and the previous one kept.
+// fails to build is logged and the previous one kept. The v2 document is published before
+// the v3 ones: a client that sees a change in v3 finds it in v2 too.
 func (s *Service) rebuild(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	s.mu.Lock()
@@ -139,7 +138,11 @@ func (s *Service) rebuild(ctx context.Context) {
 		logger.Error(err, "Cannot build OpenAPI documents; serving the previous ones")
 		return
 	}
-	changed := len(groups) != len(s.built)
+	type update struct {
+		doc       *spec3.OpenAPI
+		resources []*registry.Resource
+	}
+	updates := map[string]update{}
 	for path, eps := range groups {
 		resources := make([]*registry.Resource, len(eps))
 		for i, ep := range eps {
@@ -148,40 +151,45 @@ func (s *Service) rebuild(ctx context.Context) {
 		if prev, ok := s.built[path]; ok && slices.Equal(prev, resources) {
 			continue
 		}
-		changed = true
 		doc, err := buildV3(eps)
 		if err != nil {
 			logger.Error(err, "Cannot build OpenAPI v3 document; serving the previous one", "groupVersion", path)
 			continue
 		}
-		s.v3.UpdateGroupVersion(path, doc)
-		s.built[path] = resources
+		updates[path] = update{doc, resources}
 	}
+	var removed []string
 	for path := range s.built {
 		if _, ok := groups[path]; !ok {
-			s.v3.DeleteGroupVersion(path)
-			delete(s.built, path)
+			removed = append(removed, path)
 		}
+	}
+	if len(updates) == 0 && len(removed) == 0 && !s.v2Stale {
+		return
+	}
+
+	s.v2Stale = true
+	if doc, err := buildV2(groups); err != nil {
+		logger.Error(err, "Cannot build OpenAPI v2 document; serving the previous one")
+	} else if err := s.v2.UpdateSpec(doc); err != nil {
+		logger.Error(err, "Cannot serve OpenAPI v2 document; serving the previous one")
+	} else {
+		s.v2Stale = false
+	}
+	for path, u := range updates {
+		s.v3.UpdateGroupVersion(path, u.doc)
+		s.built[path] = u.resources
+	}
+	for _, path := range removed {
+		s.v3.DeleteGroupVersion(path)
+		delete(s.built, path)
 	}
 	served := make(map[string]bool, len(s.built))
 	for path := range s.built {
 		served[path] = true
 	}
 	s.served.Store(&served)
-	if !changed {
-		return
-	}
-
-	doc, err := buildV2(groups)
-	if err != nil {
-		logger.Error(err, "Cannot build OpenAPI v2 document; serving the previous one")
-		return
-	}
-	if err := s.v2.UpdateSpec(doc); err != nil {
-		logger.Error(err, "Cannot serve OpenAPI v2 document; serving the previous one")
-		return
-	}
-	logger.V(4).Info("Built OpenAPI documents", "groupVersions", len(groups), "duration", time.Since(start))
+	logger.V(4).Info("Built OpenAPI documents", "changed", len(updates), "removed", len(removed), "groupVersions", len(s.built), "duration", time.Since(start))
 }
 
 // snapshot returns the served endpoints of the registry by v3 document path, each list in

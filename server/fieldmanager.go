@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/concordproject/concord/openapi"
 	"github.com/concordproject/concord/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,11 +33,16 @@ func resetFieldsFor(res *registry.Resource, version, subresource string) map[fie
 	return map[fieldpath.APIVersion]fieldpath.Filter{apiVersion: fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("status")))}
 }
 
-// typeConverter returns the structured-merge-diff type converter for res at version.
-// Schemas are not yet turned into SMD types, so every resource uses the deduced
-// converter: maps are granular, lists atomic.
-func typeConverter(*registry.Resource, string) managedfields.TypeConverter {
-	return deducedTypeConverter
+// typeConverter returns the structured-merge-diff type converter of res, built from
+// its OpenAPI models (so list-type markers make lists granular). A resource whose
+// models cannot be built falls back to the deduced converter (maps granular, lists
+// atomic), as Kubernetes does for schemaless custom resources.
+func typeConverter(res *registry.Resource, _ string) managedfields.TypeConverter {
+	tc, err := openapi.TypeConverter(res)
+	if err != nil {
+		return deducedTypeConverter
+	}
+	return tc
 }
 
 var deducedTypeConverter = managedfields.NewDeducedTypeConverter()

@@ -98,9 +98,9 @@ func New(cfg Config) (*Server, error) {
 // Handler returns the full handler chain (for in-process use and tests).
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Handle adds a handler for a path pattern outside the REST API (e.g. /openapi/v3).
-// It must be called before Run.
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+// Mux is where handlers outside the REST API (e.g. /openapi/v3) are installed; they
+// sit behind the whole filter chain. Install them before Run.
+func (s *Server) Mux() *http.ServeMux { return s.mux }
 
 // publicPaths may be read without credentials.
 func publicPath(p string) bool {
