@@ -142,7 +142,9 @@ func (s *Store) finishList(ctx context.Context, res *Resource, version string, o
 	}
 	out.SetResourceVersion(strconv.FormatInt(rev, 10))
 	out.Items = make([]unstructured.Unstructured, len(objs))
+	sch := res.Schema(version)
 	for i, o := range objs {
+		sch.Default(o.Object)
 		out.Items[i] = *o
 	}
 	return out, nil

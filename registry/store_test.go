@@ -165,3 +165,39 @@ func TestUndecodableVersionIsAClearInternalError(t *testing.T) {
 		t.Fatalf("list: got %v, want a 500", err)
 	}
 }
+
+func TestDefaultsApplyOnRead(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	old := widgets(t, "v1")
+	if _, err := s.Create(ctx, old, "v1", "", widget("v1", "plain"), registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A later definition adds a default: objects stored before read with it.
+	withDefault := &registry.Resource{Group: old.Group, Names: old.Names, StorageVersion: "v1", Versions: []registry.Version{{
+		Name: "v1", Served: true,
+		Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+				"size":  {Type: "integer"},
+				"color": {Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`"blue"`)}},
+			}},
+		}},
+	}}}
+	if err := withDefault.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, withDefault, "v1", "", "plain", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if color, _, _ := unstructured.NestedString(got.Object, "spec", "color"); color != "blue" {
+		t.Fatalf("get: spec.color = %q, want the default", color)
+	}
+	list, err := s.List(ctx, withDefault, "v1", "", metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if color, _, _ := unstructured.NestedString(list.Items[0].Object, "spec", "color"); color != "blue" {
+		t.Fatalf("list: spec.color = %q, want the default", color)
+	}
+}

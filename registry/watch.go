@@ -170,6 +170,7 @@ func (w *watcher) convert(ctx context.Context, o *Object) (*Object, error) {
 	if err := w.res.Convert(ctx, []*Object{o}, w.version); err != nil {
 		return nil, w.store.conversionError(w.res, err)
 	}
+	w.res.Schema(w.version).Default(o.Object)
 	return o, nil
 }
 
@@ -191,6 +192,9 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *unstr
 		if err := w.res.Convert(ctx, initial.objs, w.version); err != nil {
 			w.fail(ctx, w.store.conversionError(w.res, err))
 			return
+		}
+		for _, o := range initial.objs {
+			w.res.Schema(w.version).Default(o.Object)
 		}
 		for _, o := range initial.objs {
 			if !w.send(ctx, watch.Event{Type: watch.Added, Object: o}) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -9,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // writeObject writes one object in the representation the client negotiated.
@@ -100,14 +103,47 @@ func toInt32(v interface{}) (int32, bool) {
 
 // updateScale writes spec replicas from an autoscaling/v1 Scale.
 func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, q *request, data []byte, dry bool) {
-	var in autoscalingv1.Scale
-	if err := decodeStrictJSON(data, &in); err != nil {
-		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid autoscaling/v1 Scale: %v", err)))
+	s.writeScale(w, r, q, dry, func(*autoscalingv1.Scale) ([]byte, error) { return data, nil })
+}
+
+// patchScale applies a merge or JSON patch to the current Scale and writes the result.
+func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *request, pt types.PatchType, patch []byte, dry bool) {
+	if pt != types.MergePatchType && pt != types.JSONPatchType {
+		writeError(w, r, unsupportedMediaType(string(pt)))
 		return
 	}
+	s.writeScale(w, r, q, dry, func(current *autoscalingv1.Scale) ([]byte, error) {
+		cur, err := json.Marshal(current)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		return applyPatch(pt, cur, patch, nil)
+	})
+}
+
+// writeScale computes the new Scale from the current one with next and writes its
+// spec.replicas into the object, with optimistic concurrency on the Scale's
+// resourceVersion.
+func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *request, dry bool, next func(*autoscalingv1.Scale) ([]byte, error)) {
 	path := jsonPathFields(q.version.Subresources.Scale.SpecReplicasPath)
 	obj, _, err := s.cfg.Store.Update(r.Context(), q.res, q.version.Name, q.info.Namespace, q.info.Name,
 		func(_ ctxT, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+			current, err := toScale(q, cur)
+			if err != nil {
+				return nil, err
+			}
+			data, err := next(current)
+			if err != nil {
+				return nil, err
+			}
+			var in autoscalingv1.Scale
+			if err := decodeStrictJSON(data, &in); err != nil {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid autoscaling/v1 Scale: %v", err))
+			}
+			if in.Spec.Replicas < 0 {
+				return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), q.info.Name,
+					field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), in.Spec.Replicas, "must be greater than or equal to 0")})
+			}
 			if in.ResourceVersion != "" {
 				cur.SetResourceVersion(in.ResourceVersion)
 			}

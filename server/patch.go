@@ -75,7 +75,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *request) 
 		smpStruct = typed
 	}
 	if q.subresource == "scale" {
-		writeError(w, r, apierrors.NewMethodNotSupported(q.gr(), "patch of scale"))
+		s.patchScale(w, r, q, pt, body, dry)
 		return
 	}
 	sub := q.subresource
