@@ -25,18 +25,22 @@ const PreservedFieldsAnnotation = "concord.io/conversion-preserved"
 // Converter converts objects of one catalog resource between its versions, guided by
 // the versions' schemas, and implements registry.Converter.
 //
-// Converting an object from version A to version B sets its apiVersion to B and then:
-//   - every preserved field (see PreservedFieldsAnnotation) that B's schema has a place
-//     for is put back, unless the object already has a value there (the object's own
-//     value wins and the preserved one is dropped);
-//   - every field A's schema knows and B's schema does not (or whose value B's schema
-//     types differently) is moved out of the object into the annotation;
-//   - every other field stays where it is, including fields neither schema knows.
+// A schema declares a field when it lists it (properties) or types the values of a map
+// (additionalProperties with a schema); it has a place for a field it declares, and for
+// any field below x-kubernetes-preserve-unknown-fields or additionalProperties: true. A
+// version without a schema has a place for every field and declares none. Converting
+// an object from version A to version B sets its apiVersion to B and then:
+//   - every preserved field (see PreservedFieldsAnnotation) that B has a place for, with
+//     a value of the type B gives it, is put back, unless the object already has a
+//     value there (the object's own value wins and the preserved one is dropped);
+//   - every field A declares that B has no place for, or that both declare with
+//     different types, is moved out of the object into the annotation;
+//   - every other field stays where it is, including fields A does not declare.
 //
 // So an object converted A → B → A comes back as it was, and so does one taken through
 // any chain of versions back to where it started. The field values themselves are not
 // translated (no renames, no unit changes): catalog resources are stored and served,
-// and no controller acts on them. A nil schema knows every field.
+// and no controller acts on them.
 //
 // A Converter is immutable and safe for concurrent use.
 type Converter struct {
@@ -47,8 +51,14 @@ type Converter struct {
 // NewConverter returns the converter for r's versions.
 func NewConverter(r *Resource) *Converter {
 	c := &Converter{gr: r.GroupResource(), schemas: make(map[string]*node, len(r.Versions))}
+	compiled := map[*apiextensionsv1.JSONSchemaProps]*node{}
 	for _, v := range r.Versions {
-		c.schemas[v.Name] = compileNode(v.Schema)
+		n, ok := compiled[v.Schema]
+		if !ok {
+			n = compileNode(v.Schema)
+			compiled[v.Schema] = n
+		}
+		c.schemas[v.Name] = n
 	}
 	return c
 }
@@ -73,7 +83,10 @@ func (c *Converter) Convert(ctx context.Context, objs []*unstructured.Unstructur
 		if err != nil || gv.Group != c.gr.Group || !known {
 			return fmt.Errorf("%w: %s %s has apiVersion %q, not a version of the resource", ErrUnknownVersion, c.gr, klog.KObj(obj), obj.GetAPIVersion())
 		}
-		restored, moved := c.convert(logger, obj, src, dst)
+		restored, moved, err := c.convert(logger, obj, src, dst)
+		if err != nil {
+			return fmt.Errorf("converting %s %s to %s: %w", c.gr, klog.KObj(obj), toVersion, err)
+		}
 		obj.SetAPIVersion(apiVersion)
 		if restored+moved > 0 {
 			logger.V(5).Info("Converted object between versions with different fields",
@@ -86,8 +99,9 @@ func (c *Converter) Convert(ctx context.Context, objs []*unstructured.Unstructur
 
 // convert moves fields of obj between the object and the annotation for a conversion
 // from the version of schema src to the version of schema dst, and reports how many
-// preserved fields were restored and how many were moved out.
-func (c *Converter) convert(logger klog.Logger, obj *unstructured.Unstructured, src, dst *node) (restored, moved int) {
+// preserved fields were restored and how many were moved out. It fails only if a
+// moved value cannot be encoded as JSON.
+func (c *Converter) convert(logger klog.Logger, obj *unstructured.Unstructured, src, dst *node) (restored, moved int, err error) {
 	preserved := map[string]interface{}{}
 	if raw, ok := obj.GetAnnotations()[PreservedFieldsAnnotation]; ok {
 		if err := utiljson.Unmarshal([]byte(raw), &preserved); err != nil || preserved == nil {
@@ -122,21 +136,23 @@ func (c *Converter) convert(logger klog.Logger, obj *unstructured.Unstructured, 
 	if len(preserved) == 0 {
 		if _, ok := annotations[PreservedFieldsAnnotation]; ok {
 			delete(annotations, PreservedFieldsAnnotation)
+			if len(annotations) == 0 {
+				annotations = nil // drop the emptied map too
+			}
 			obj.SetAnnotations(annotations)
 		}
-		return restored, moved
+		return restored, moved, nil
 	}
 	data, err := json.Marshal(preserved)
 	if err != nil {
-		// Values come from decoded JSON and re-encode; this cannot happen.
-		panic(fmt.Sprintf("encoding preserved fields: %v", err))
+		return restored, moved, fmt.Errorf("encoding the fields to preserve: %w", err)
 	}
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
 	annotations[PreservedFieldsAnnotation] = string(data)
 	obj.SetAnnotations(annotations)
-	return restored, moved
+	return restored, moved, nil
 }
 
 // isRootMeta reports whether a top-level field belongs to the server rather than to
@@ -146,17 +162,17 @@ func isRootMeta(k string) bool {
 }
 
 // moveUnknown looks at field k (value v) of the map parent, whose schemas in the source
-// and target versions are src and dst, moves it into preserved if the source knows it
-// and the target has no place for it, and otherwise descends into it. It returns the
-// number of fields moved.
+// and target versions are src and dst, moves it into preserved if the source declares
+// it and the target has no place for it (or types it differently), and otherwise
+// descends into it. It returns the number of fields moved.
 func moveUnknown(parent map[string]interface{}, k string, v interface{}, src, dst *node, ptr string, preserved map[string]interface{}) int {
-	sc, srcKnows := src.child(k)
-	if !srcKnows {
+	sc, _, srcDeclares := src.child(k)
+	if !srcDeclares {
 		return 0
 	}
-	dc, dstKnows := dst.child(k)
+	dc, dstPlace, dstDeclares := dst.child(k)
 	ptr += "/" + escapePointer(k)
-	if !dstKnows || (!dc.fits(v) && sc.fits(v)) {
+	if !dstPlace || (dstDeclares && !dc.fits(v) && sc.fits(v)) {
 		preserved[ptr] = v
 		delete(parent, k)
 		return 1
@@ -202,8 +218,8 @@ func restore(obj map[string]interface{}, root *node, path []string, value interf
 		last := i == len(path)-1
 		switch c := container.(type) {
 		case map[string]interface{}:
-			child, ok := s.child(seg)
-			if !ok {
+			child, place, _ := s.child(seg)
+			if !place {
 				return notPlaced
 			}
 			s = child
@@ -242,15 +258,17 @@ func restore(obj map[string]interface{}, root *node, path []string, value interf
 }
 
 // node is the part of a version's schema the converter needs: which fields exist and
-// what JSON type they hold. A nil *node knows every field and accepts every value.
+// what JSON type they hold. A nil *node has a place for every field and value, and
+// declares none.
 type node struct {
 	typ         string
 	intOrString bool
 	props       map[string]*node
 	// additional is the schema of the values of a map (additionalProperties).
 	additional *node
-	// anyField: fields not in props are known (additionalProperties: true, or
-	// x-kubernetes-preserve-unknown-fields); additional, if set, is their schema.
+	// anyField: fields not in props have a place (additionalProperties, or
+	// x-kubernetes-preserve-unknown-fields); additional, if set, is their schema and
+	// declares them.
 	anyField bool
 	items    *node
 	embedded bool
@@ -284,22 +302,20 @@ func compileNode(s *apiextensionsv1.JSONSchemaProps) *node {
 	return n
 }
 
-// child returns the schema of field k of an object of schema n, and whether n has a
-// place for the field at all.
-func (n *node) child(k string) (*node, bool) {
-	if n == nil {
-		return nil, true
+// child returns the schema of field k of an object of schema n, whether n has a place
+// for the field, and whether it declares it.
+func (n *node) child(k string) (c *node, place, declares bool) {
+	switch {
+	case n == nil:
+		return nil, true, false
+	case n.props[k] != nil:
+		return n.props[k], true, true
+	case n.embedded && isRootMeta(k):
+		return nil, true, false
+	case n.anyField:
+		return n.additional, true, n.additional != nil
 	}
-	if c, ok := n.props[k]; ok {
-		return c, true
-	}
-	if n.embedded && isRootMeta(k) {
-		return nil, true
-	}
-	if n.anyField {
-		return n.additional, true
-	}
-	return nil, false
+	return nil, false, false
 }
 
 // item returns the schema of the items of a list of schema n.

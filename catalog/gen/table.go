@@ -1,0 +1,214 @@
+package main
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admissionregistrationv1alpha1 "k8s.io/api/admissionregistration/v1alpha1"
+	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
+	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	batchv1beta1 "k8s.io/api/batch/v1beta1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	flowcontrolv1beta1 "k8s.io/api/flowcontrol/v1beta1"
+	flowcontrolv1beta2 "k8s.io/api/flowcontrol/v1beta2"
+	flowcontrolv1beta3 "k8s.io/api/flowcontrol/v1beta3"
+	networkingv1 "k8s.io/api/networking/v1"
+	networkingv1beta1 "k8s.io/api/networking/v1beta1"
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
+	storagemigrationv1beta1 "k8s.io/api/storagemigration/v1beta1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// oldestRelease is the first release the catalog describes. Releases run from it to
+// the release of the k8s.io/api module the generator is built with.
+const oldestRelease = "1.20"
+
+// resourceSpec is one resource of the catalog.
+type resourceSpec struct {
+	group, plural string
+	namespaced    bool
+	shortNames    []string
+	categories    []string
+	columns       []apiextensionsv1.CustomResourceColumnDefinition
+	versions      []versionSpec
+}
+
+// versionSpec is one version of a resource: its Go type in k8s.io/api, or, for a version
+// whose type has been deleted from k8s.io/api, the facts of its history and the version
+// whose schema stands in for its own.
+type versionSpec struct {
+	name string
+	// obj is a pointer to the version's Go type; nil if the type is gone.
+	obj any
+	// history, when set, replaces what the Go type says (or cannot say) about the
+	// version's lifecycle.
+	history *history
+	// schemaOf names the version whose schema a version without a Go type reuses.
+	schemaOf string
+}
+
+// history is a version's lifecycle recorded by hand, with where it comes from.
+type history struct {
+	introduced, deprecated, removed string
+	replacement                     string
+	source                          string
+}
+
+// resources is the content of the default catalog. Lifecycles come from the Go types'
+// APILifecycle* methods (their zz_generated.prerelease-lifecycle.go); the few versions
+// whose types k8s.io/api no longer has carry a history, citing its source.
+var resources = []resourceSpec{
+	{
+		group: "", plural: "namespaces", shortNames: []string{"ns"},
+		columns:  []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Status", Type: "string", JSONPath: ".status.phase"}},
+		versions: []versionSpec{{name: "v1", obj: &corev1.Namespace{}}},
+	},
+	{
+		group: "", plural: "configmaps", namespaced: true, shortNames: []string{"cm"},
+		versions: []versionSpec{{name: "v1", obj: &corev1.ConfigMap{}}},
+	},
+	{
+		group: "coordination.k8s.io", plural: "leases", namespaced: true,
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Holder", Type: "string", JSONPath: ".spec.holderIdentity"}},
+		versions: []versionSpec{
+			{name: "v1", obj: &coordinationv1.Lease{}},
+			{name: "v1beta1", obj: &coordinationv1beta1.Lease{}},
+		},
+	},
+	{
+		group: "coordination.k8s.io", plural: "leasecandidates", namespaced: true,
+		versions: []versionSpec{
+			{name: "v1beta1", obj: &coordinationv1beta1.LeaseCandidate{}},
+			{name: "v1alpha2", obj: &coordinationv1alpha2.LeaseCandidate{}},
+			{name: "v1alpha1", schemaOf: "v1alpha2", history: &history{
+				introduced: "1.31", removed: "1.32",
+				source: "kubernetes/kubernetes#127857 added v1alpha2 in 1.32 and dropped v1alpha1",
+			}},
+		},
+	},
+	{
+		group: "flowcontrol.apiserver.k8s.io", plural: "flowschemas",
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "PriorityLevel", Type: "string", JSONPath: ".spec.priorityLevelConfiguration.name"},
+			{Name: "MatchingPrecedence", Type: "integer", JSONPath: ".spec.matchingPrecedence"},
+		},
+		versions: []versionSpec{
+			{name: "v1", obj: &flowcontrolv1.FlowSchema{}},
+			{name: "v1beta3", obj: &flowcontrolv1beta3.FlowSchema{}},
+			{name: "v1beta2", obj: &flowcontrolv1beta2.FlowSchema{}},
+			{name: "v1beta1", obj: &flowcontrolv1beta1.FlowSchema{}},
+		},
+	},
+	{
+		group: "flowcontrol.apiserver.k8s.io", plural: "prioritylevelconfigurations",
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Type", Type: "string", JSONPath: ".spec.type"}},
+		versions: []versionSpec{
+			{name: "v1", obj: &flowcontrolv1.PriorityLevelConfiguration{}},
+			{name: "v1beta3", obj: &flowcontrolv1beta3.PriorityLevelConfiguration{}},
+			{name: "v1beta2", obj: &flowcontrolv1beta2.PriorityLevelConfiguration{}},
+			{name: "v1beta1", obj: &flowcontrolv1beta1.PriorityLevelConfiguration{}},
+		},
+	},
+	{
+		group: "batch", plural: "cronjobs", namespaced: true, shortNames: []string{"cj"}, categories: []string{"all"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Schedule", Type: "string", JSONPath: ".spec.schedule"},
+			{Name: "Timezone", Type: "string", JSONPath: ".spec.timeZone"},
+			{Name: "Suspend", Type: "boolean", JSONPath: ".spec.suspend"},
+			{Name: "Last Schedule", Type: "date", JSONPath: ".status.lastScheduleTime"},
+		},
+		versions: []versionSpec{
+			{name: "v1", obj: &batchv1.CronJob{}},
+			{name: "v1beta1", obj: &batchv1beta1.CronJob{}},
+		},
+	},
+	{
+		group: "autoscaling", plural: "horizontalpodautoscalers", namespaced: true, shortNames: []string{"hpa"}, categories: []string{"all"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "MinPods", Type: "integer", JSONPath: ".spec.minReplicas"},
+			{Name: "MaxPods", Type: "integer", JSONPath: ".spec.maxReplicas"},
+			{Name: "Replicas", Type: "integer", JSONPath: ".status.currentReplicas"},
+		},
+		versions: []versionSpec{
+			{name: "v2", obj: &autoscalingv2.HorizontalPodAutoscaler{}},
+			{name: "v2beta2", schemaOf: "v2", history: &history{
+				introduced: "1.12", deprecated: "1.23", removed: "1.26", replacement: "v2",
+				source: "Kubernetes deprecated API migration guide: autoscaling/v2beta2 no longer served as of 1.26, deprecated when autoscaling/v2 went GA in 1.23",
+			}},
+			{name: "v2beta1", schemaOf: "v2", history: &history{
+				introduced: "1.8", deprecated: "1.22", removed: "1.25", replacement: "v2beta2",
+				source: "k8s.io/api autoscaling/v2beta1 zz_generated.prerelease-lifecycle.go before its deletion",
+			}},
+			{name: "v1", obj: &autoscalingv1.HorizontalPodAutoscaler{}},
+		},
+	},
+	{
+		group: "admissionregistration.k8s.io", plural: "validatingadmissionpolicies", categories: []string{"api-extensions"},
+		versions: []versionSpec{
+			{name: "v1", obj: &admissionregistrationv1.ValidatingAdmissionPolicy{}},
+			{name: "v1beta1", obj: &admissionregistrationv1beta1.ValidatingAdmissionPolicy{}},
+			{name: "v1alpha1", obj: &admissionregistrationv1alpha1.ValidatingAdmissionPolicy{}},
+		},
+	},
+	{
+		group: "admissionregistration.k8s.io", plural: "validatingadmissionpolicybindings", categories: []string{"api-extensions"},
+		versions: []versionSpec{
+			{name: "v1", obj: &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}},
+			{name: "v1beta1", obj: &admissionregistrationv1beta1.ValidatingAdmissionPolicyBinding{}},
+			{name: "v1alpha1", obj: &admissionregistrationv1alpha1.ValidatingAdmissionPolicyBinding{}},
+		},
+	},
+	{
+		group: "admissionregistration.k8s.io", plural: "mutatingadmissionpolicies", categories: []string{"api-extensions"},
+		versions: []versionSpec{
+			{name: "v1", obj: &admissionregistrationv1.MutatingAdmissionPolicy{}},
+			{name: "v1beta1", obj: &admissionregistrationv1beta1.MutatingAdmissionPolicy{}},
+			{name: "v1alpha1", obj: &admissionregistrationv1alpha1.MutatingAdmissionPolicy{}},
+		},
+	},
+	{
+		group: "admissionregistration.k8s.io", plural: "mutatingadmissionpolicybindings", categories: []string{"api-extensions"},
+		versions: []versionSpec{
+			{name: "v1", obj: &admissionregistrationv1.MutatingAdmissionPolicyBinding{}},
+			{name: "v1beta1", obj: &admissionregistrationv1beta1.MutatingAdmissionPolicyBinding{}},
+			{name: "v1alpha1", obj: &admissionregistrationv1alpha1.MutatingAdmissionPolicyBinding{}},
+		},
+	},
+	{
+		group: "networking.k8s.io", plural: "servicecidrs",
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{{Name: "CIDRs", Type: "string", JSONPath: ".spec.cidrs"}},
+		versions: []versionSpec{
+			{name: "v1", obj: &networkingv1.ServiceCIDR{}},
+			{name: "v1beta1", obj: &networkingv1beta1.ServiceCIDR{}},
+			{name: "v1alpha1", schemaOf: "v1beta1", history: &history{
+				introduced: "1.27", deprecated: "1.30", removed: "1.33",
+				source: "k8s.io/api networking/v1alpha1 types.go tagged only introduced=1.27; deprecated and removed are prerelease-lifecycle-gen's defaults (+3 releases each)",
+			}},
+		},
+	},
+	{
+		group: "storagemigration.k8s.io", plural: "storageversionmigrations",
+		versions: []versionSpec{
+			{name: "v1", obj: &storagemigrationv1.StorageVersionMigration{}},
+			{name: "v1beta1", obj: &storagemigrationv1beta1.StorageVersionMigration{}},
+			{name: "v1alpha1", schemaOf: "v1beta1", history: &history{
+				introduced: "1.30", deprecated: "1.33", removed: "1.35",
+				source: "k8s.io/api storagemigration/v1alpha1 prerelease lifecycle (1.30, 1.33); kubernetes/kubernetes#134784 removed v1alpha1 when it added v1beta1 in 1.35",
+			}},
+		},
+	},
+	{
+		group: "internal.apiserver.k8s.io", plural: "storageversions",
+		versions: []versionSpec{
+			{name: "v1alpha1", obj: &apiserverinternalv1alpha1.StorageVersion{}, history: &history{
+				introduced: "1.20",
+				source:     "the type has no prerelease-lifecycle tags; it came with the StorageVersionAPI feature, alpha in 1.20",
+			}},
+		},
+	},
+}

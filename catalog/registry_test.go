@@ -1,0 +1,98 @@
+package catalog
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+)
+
+func namesOf(plural, kind string) apiextensionsv1.CustomResourceDefinitionNames {
+	return apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind}
+}
+
+func TestRegistryResource(t *testing.T) {
+	c := mustDefault(t)
+	hpa := c.Resource("autoscaling", "horizontalpodautoscalers")
+	at := version.MajorMinor(1, 25)
+	res, err := hpa.RegistryResource(Selection{
+		Served:         func(v *Version) bool { return v.AvailableAt(at) && v.Name != "v2beta1" },
+		StorageVersion: "v2",
+		At:             at,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Group != "autoscaling" || res.Names.Kind != "HorizontalPodAutoscaler" || res.Names.Plural != "horizontalpodautoscalers" ||
+		!slices.Equal(res.Names.ShortNames, []string{"hpa"}) || !res.Namespaced || res.StorageVersion != "v2" || res.Hooks != nil {
+		t.Errorf("resource = %+v", res)
+	}
+	if _, ok := res.Converter.(*Converter); !ok {
+		t.Errorf("converter is %T, want *Converter", res.Converter)
+	}
+	if got := res.ServedVersions(); !slices.Equal(got, []string{"v2", "v1", "v2beta2"}) {
+		t.Errorf("served = %v", got)
+	}
+	if got := res.DecodableVersions(); !slices.Equal(got, []string{"v2", "v1", "v2beta2", "v2beta1"}) {
+		t.Errorf("decodable = %v", got)
+	}
+	v2beta2 := res.Version("v2beta2")
+	if want := "autoscaling/v2beta2 HorizontalPodAutoscaler is deprecated in v1.23+, unavailable in v1.26+; use autoscaling/v2 HorizontalPodAutoscaler"; !v2beta2.Deprecated || v2beta2.DeprecationWarning == nil || *v2beta2.DeprecationWarning != want {
+		t.Errorf("v2beta2 deprecation = %v %v, want %q", v2beta2.Deprecated, v2beta2.DeprecationWarning, want)
+	}
+	if v2 := res.Version("v2"); v2.Deprecated || v2.DeprecationWarning != nil || v2.Schema == nil || v2.Subresources == nil || v2.Subresources.Status == nil || len(v2.PrinterColumns) != 3 {
+		t.Errorf("v2 = %+v", v2)
+	}
+
+	// The result shares nothing with the catalog.
+	res.Version("v2").Schema.Properties["spec"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	res.Version("v2").PrinterColumns[0].Name = "changed"
+	if hpa.Version("v2").Schema.Properties["spec"].Type != "object" || hpa.PrinterColumns[0].Name != "MinPods" {
+		t.Error("RegistryResource shares schemas or columns with the catalog")
+	}
+
+	// Without At, nothing is deprecated; without Served, nothing is served.
+	res, err = hpa.RegistryResource(Selection{StorageVersion: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ServedVersions()) != 0 || res.Version("v2beta2").Deprecated {
+		t.Errorf("served %v, v2beta2 deprecated %v", res.ServedVersions(), res.Version("v2beta2").Deprecated)
+	}
+
+	// Leases v1beta1: deprecated in 1.19, removed in 1.22.
+	leases := c.Resource("coordination.k8s.io", "leases")
+	res, err = leases.RegistryResource(Selection{StorageVersion: "v1", At: version.MajorMinor(1, 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := res.Version("v1beta1").DeprecationWarning; w == nil || *w != "coordination.k8s.io/v1beta1 Lease is deprecated in v1.19+, unavailable in v1.22+; use coordination.k8s.io/v1 Lease" {
+		t.Errorf("lease warning = %v", w)
+	}
+
+	if _, err := hpa.RegistryResource(Selection{StorageVersion: "v3"}); !errors.Is(err, ErrUnknownVersion) {
+		t.Errorf("unknown storage version: %v", err)
+	}
+}
+
+// TestRegistryResourceForEveryDefaultResource builds every resource of the default
+// catalog, stored in its newest version, and checks the registry accepts it.
+func TestRegistryResourceForEveryDefaultResource(t *testing.T) {
+	c := mustDefault(t)
+	for _, r := range c.Resources() {
+		res, err := r.RegistryResource(Selection{
+			Served:         func(v *Version) bool { return v.AvailableAt(c.BinaryVersion()) },
+			StorageVersion: r.Versions[0].Name,
+			At:             c.BinaryVersion(),
+		})
+		if err != nil {
+			t.Errorf("%s: %v", r.GroupResource(), err)
+			continue
+		}
+		if len(res.Versions) != len(r.Versions) {
+			t.Errorf("%s: %d versions, want %d", r.GroupResource(), len(res.Versions), len(r.Versions))
+		}
+	}
+}
