@@ -1,42 +1,54 @@
 package controlplane
 
 import (
+	"fmt"
+
+	"github.com/concordproject/concord/catalog"
+	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/registry"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 )
 
-var namespacesGR = schema.GroupResource{Resource: "namespaces"}
+var (
+	namespacesGR = schema.GroupResource{Resource: "namespaces"}
+	leasesGR     = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+)
 
-// builtinResources are the resources every server persists.
-func builtinResources() []*registry.Resource {
-	v1 := func() []registry.Version { return []registry.Version{{Name: "v1", Served: true}} }
-	return []*registry.Resource{
-		{
-			Names:          apiextensionsv1.CustomResourceDefinitionNames{Plural: "namespaces", Singular: "namespace", Kind: "Namespace", ListKind: "NamespaceList", ShortNames: []string{"ns"}},
-			Versions:       []registry.Version{{Name: "v1", Served: true, Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}}},
-			StorageVersion: "v1",
-			Hooks:          namespace.Hooks(),
-		},
-		{
-			Names:          apiextensionsv1.CustomResourceDefinitionNames{Plural: "configmaps", Singular: "configmap", Kind: "ConfigMap", ListKind: "ConfigMapList", ShortNames: []string{"cm"}},
-			Namespaced:     true,
-			Versions:       v1(),
-			StorageVersion: "v1",
-		},
-		{
-			Group:          "coordination.k8s.io",
-			Names:          apiextensionsv1.CustomResourceDefinitionNames{Plural: "leases", Singular: "lease", Kind: "Lease", ListKind: "LeaseList"},
-			Namespaced:     true,
-			Versions:       v1(),
-			StorageVersion: "v1",
-			Hooks:          &registry.Hooks{AllowCreateOnUpdate: true},
-		},
+// builtinHooks are the Go behaviours of built-in resources; every other catalog
+// resource is storage-only.
+func builtinHooks() map[schema.GroupResource]*registry.Hooks {
+	return map[schema.GroupResource]*registry.Hooks{
+		namespacesGR: namespace.Hooks(),
+		// Leases may be created by PUT, as in Kubernetes.
+		leasesGR: {AllowCreateOnUpdate: true},
 	}
 }
 
-func versionInfo() version.Info {
-	return version.Info{Major: "1", Minor: "36", GitVersion: "v1.36.0-concord"}
+// builtinResources are the resources of the catalog at the server's versions.
+func builtinResources(cat *catalog.Catalog, v compatibility.Versions) ([]*registry.Resource, error) {
+	res, err := compatibility.Resources(cat, v, builtinHooks())
+	if err != nil {
+		return nil, err
+	}
+	for _, gr := range []schema.GroupResource{namespacesGR, leasesGR} {
+		found := false
+		for _, r := range res {
+			found = found || r.GroupResource() == gr
+		}
+		if !found {
+			return nil, fmt.Errorf("the API catalog does not define %s, which every server needs", gr)
+		}
+	}
+	return res, nil
+}
+
+// versionInfo is what /version says.
+func versionInfo(v compatibility.Versions) version.Info {
+	return version.Info{
+		Major:      fmt.Sprint(v.Binary.Major()),
+		Minor:      fmt.Sprint(v.Binary.Minor()),
+		GitVersion: fmt.Sprintf("v%d.%d.0-concord", v.Binary.Major(), v.Binary.Minor()),
+	}
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/catalog"
+	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
@@ -179,8 +181,17 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	}
 
 	// 4. Resources and the store.
+	cat, err := catalog.Default()
+	if err != nil {
+		return nil, fmt.Errorf("loading the API catalog: %w", err)
+	}
+	versions := compatibility.Default(cat.BinaryVersion())
+	builtins, err := builtinResources(cat, versions)
+	if err != nil {
+		return nil, err
+	}
 	inst.Registry = registry.New()
-	for _, res := range builtinResources() {
+	for _, res := range builtins {
 		if err := inst.Registry.Put(ctx, res); err != nil {
 			return nil, fmt.Errorf("registering %s: %w", res.GroupResource(), err)
 		}
@@ -207,7 +218,7 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 		Authenticator: authn,
 		Health:        checks,
 		Metrics:       inst.Metrics,
-		Version:       versionInfo(),
+		Version:       versionInfo(versions),
 		TLS:           &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}},
 		Listener:      ln,
 	})
