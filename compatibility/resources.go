@@ -3,50 +3,64 @@ package compatibility
 import (
 	"errors"
 	"fmt"
+	"github.com/go-logr/logr"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/concordproject/concord/catalog"
 	"github.com/concordproject/concord/registry"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/version"
 )
 
-// ErrNoStorageVersion: no version of a resource is readable by every release of the
+// ErrNoStorageVersion: no version of a resource is readable by every release in the
 // compatibility window.
 var ErrNoStorageVersion = errors.New("no storage version is readable by every release in the compatibility window")
 
-// Versions are the three versions of KEP-4330 a server runs with.
-type Versions struct {
-	// Binary is the release the server was built as.
-	Binary *version.Version
-	// Emulation is the release whose APIs and behaviour the server presents.
-	Emulation *version.Version
-	// MinCompatibility is the oldest release the server's data must stay readable by
-	// (rollback target).
-	MinCompatibility *version.Version
-}
-
-// Default returns the versions of a server started without flags: emulation = binary,
-// minimum compatibility = binary-1.
-func Default(binary *version.Version) Versions {
-	b := version.MajorMinor(binary.Major(), binary.Minor())
-	return Versions{Binary: b, Emulation: b, MinCompatibility: b.SubtractMinor(1)}
-}
-
-// StorageVersion returns the version resource r is stored in under v (see the package
-// documentation), or an error wrapping ErrNoStorageVersion that names the resource.
+// StorageVersion returns the version resource r is stored in under v: the newest version
+// (Kubernetes-aware order) that every release in [v.MinCompatibility, v.Emulation+1]
+// knowing r has. Releases of the window that do not know r at all do not constrain it
+// (they cannot serve r, whatever the encoding); if no release of the window knows r (it
+// is served only through forward compatibility), the binary's own release constrains it.
+//
+// No qualifying version is an error wrapping ErrNoStorageVersion that names the
+// resource, lists its versions and, when one exists, the lowest minimum compatibility
+// version that would have one.
 func StorageVersion(r *catalog.Resource, v Versions) (string, error) {
-	next := v.Emulation.AddMinor(1)
+	if sv, ok := storageVersion(r, v); ok {
+		return sv, nil
+	}
+	var known []string
+	for _, ver := range r.Versions {
+		known = append(known, fmt.Sprintf("%s %s", ver.Name, describe(ver.Lifecycle)))
+	}
+	hint := ""
+	for m := v.MinCompatibility.AddMinor(1); !m.GreaterThan(v.Emulation); m = m.AddMinor(1) {
+		if _, ok := storageVersion(r, Versions{Binary: v.Binary, Emulation: v.Emulation, MinCompatibility: m}); ok {
+			hint = fmt.Sprintf("; --min-compatibility-version %s or later would allow one", m)
+			break
+		}
+	}
+	return "", fmt.Errorf("%w: %s (window [%s, %s]; versions: %s)%s", ErrNoStorageVersion, r.GroupResource(),
+		v.MinCompatibility, v.Emulation.AddMinor(1), strings.Join(known, "; "), hint)
+}
+
+// storageVersion applies the rule of StorageVersion; ok is false when no version
+// qualifies.
+func storageVersion(r *catalog.Resource, v Versions) (string, bool) {
 	var window []*version.Version
-	for rel := v.MinCompatibility; !rel.GreaterThan(next); rel = rel.AddMinor(1) {
+	for _, rel := range v.Window() {
 		if knows(r, rel) {
 			window = append(window, rel)
 		}
 	}
+	if len(window) == 0 {
+		window = []*version.Version{v.Binary}
+	}
 	var candidates []string
 	for i := range r.Versions {
 		ver := &r.Versions[i]
-		ok := len(window) > 0
+		ok := true
 		for _, rel := range window {
 			ok = ok && ver.AvailableAt(rel)
 		}
@@ -55,15 +69,10 @@ func StorageVersion(r *catalog.Resource, v Versions) (string, error) {
 		}
 	}
 	if len(candidates) == 0 {
-		var known []string
-		for _, ver := range r.Versions {
-			known = append(known, fmt.Sprintf("%s %s", ver.Name, describe(ver.Lifecycle)))
-		}
-		return "", fmt.Errorf("%w: %s (window [%s, %s]; versions: %s)", ErrNoStorageVersion, r.GroupResource(),
-			v.MinCompatibility, next, strings.Join(known, "; "))
+		return "", false
 	}
 	registry.SortVersions(candidates)
-	return candidates[0], nil
+	return candidates[0], true
 }
 
 // knows reports whether release rel has any version of r.
@@ -84,32 +93,44 @@ func describe(l catalog.Lifecycle) string {
 	return s
 }
 
-// DefaultServed reports whether a version is served at release at without any
-// runtime configuration: it is available then and not alpha.
-func DefaultServed(ver *catalog.Version, at *version.Version) bool {
-	return ver.AvailableAt(at) && !strings.Contains(ver.Name, "alpha")
+// Resources builds the registry resources a server at versions v serves with no other
+// flags (default feature gates and API enablement): see Config.Resources. v.Binary must
+// be cat's binary version.
+func Resources(cat *catalog.Catalog, v Versions, hooks map[schema.GroupResource]*registry.Hooks) ([]*registry.Resource, error) {
+	if !v.Binary.EqualTo(cat.BinaryVersion()) {
+		return nil, fmt.Errorf("binary version %s is not the API catalog's (%s)", v.Binary, cat.BinaryVersion())
+	}
+	cfg, err := (&Options{
+		Catalog:                 cat,
+		EmulationVersion:        []string{v.Emulation.String()},
+		MinCompatibilityVersion: []string{v.MinCompatibility.String()},
+	}).complete(logr.Discard())
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Resources(hooks)
 }
 
-// Resources builds the registry resources of every catalog resource that release
-// v.Emulation knows, with the versions served by default and the storage version of
-// the KEP rule; hooks add Go behaviour to the resources that have some. It reports
-// every resource without a storage version, not just the first.
-func Resources(cat *catalog.Catalog, v Versions, hooks map[schema.GroupResource]*registry.Hooks) ([]*registry.Resource, error) {
+// Resources builds the registry resource of every catalog resource the server serves in
+// at least one version: every version the binary knows (all decodable), the served ones
+// marked Served, deprecation warnings as of the emulation version, and the storage
+// version of the KEP rule (see StorageVersion). hooks add Go behaviour to the resources
+// that have some. The resources are new on every call and the caller's.
+func (c *Config) Resources(hooks map[schema.GroupResource]*registry.Hooks) ([]*registry.Resource, error) {
 	var out []*registry.Resource
 	var errs []error
-	for _, r := range cat.Resources() {
-		if !knows(r, v.Emulation) {
+	for _, r := range c.Catalog.Resources() {
+		sv, ok := c.storage[r.GroupResource()]
+		if !ok {
 			continue
 		}
-		sv, err := StorageVersion(r, v)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
+		group, plural := r.Group, r.Names.Plural
 		res, err := r.RegistryResource(catalog.Selection{
-			Served:         func(ver *catalog.Version) bool { return DefaultServed(ver, v.Emulation) },
+			Served: func(ver *catalog.Version) bool {
+				return c.served.Has(schema.GroupVersionResource{Group: group, Version: ver.Name, Resource: plural})
+			},
 			StorageVersion: sv,
-			At:             v.Emulation,
+			At:             c.Versions.Emulation,
 		})
 		if err != nil {
 			errs = append(errs, err)
@@ -119,4 +140,23 @@ func Resources(cat *catalog.Catalog, v Versions, hooks map[schema.GroupResource]
 		out = append(out, res)
 	}
 	return out, errors.Join(errs...)
+}
+
+// storageVersions chooses the storage version of every resource served in at least one
+// version, reporting every resource without one.
+func storageVersions(cat *catalog.Catalog, v Versions, served map[schema.GroupResource]bool) (map[schema.GroupResource]string, []error) {
+	out := map[schema.GroupResource]string{}
+	var errs []error
+	for _, r := range cat.Resources() {
+		if !served[r.GroupResource()] {
+			continue
+		}
+		sv, err := StorageVersion(r, v)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out[r.GroupResource()] = sv
+	}
+	return out, errs
 }

@@ -3,12 +3,10 @@ package controlplane
 import (
 	"fmt"
 
-	"github.com/concordproject/concord/catalog"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/registry"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/version"
 )
 
 var (
@@ -26,9 +24,9 @@ func builtinHooks() map[schema.GroupResource]*registry.Hooks {
 	}
 }
 
-// builtinResources are the resources of the catalog at the server's versions.
-func builtinResources(cat *catalog.Catalog, v compatibility.Versions) ([]*registry.Resource, error) {
-	res, err := compatibility.Resources(cat, v, builtinHooks())
+// builtinResources are the resources of the catalog the server serves.
+func builtinResources(compat *compatibility.Config) ([]*registry.Resource, error) {
+	res, err := compat.Resources(builtinHooks())
 	if err != nil {
 		return nil, err
 	}
@@ -44,11 +42,8 @@ func builtinResources(cat *catalog.Catalog, v compatibility.Versions) ([]*regist
 	return res, nil
 }
 
-// versionInfo is what /version says.
-func versionInfo(v compatibility.Versions) version.Info {
-	return version.Info{
-		Major:      fmt.Sprint(v.Binary.Major()),
-		Minor:      fmt.Sprint(v.Binary.Minor()),
-		GitVersion: fmt.Sprintf("v%d.%d.0-concord", v.Binary.Major(), v.Binary.Minor()),
-	}
+// gitVersion names the build in /version: the binary's release, marked as Concord's.
+func gitVersion(compat *compatibility.Config) string {
+	b := compat.Versions.Binary
+	return fmt.Sprintf("v%d.%d.0-concord", b.Major(), b.Minor())
 }

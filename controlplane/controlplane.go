@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/concordproject/concord/apiextensions"
 	"github.com/concordproject/concord/auth"
-	"github.com/concordproject/concord/catalog"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/health"
@@ -29,7 +29,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -52,6 +54,9 @@ type Instance struct {
 	Server   *server.Server
 	// Metrics is the server's Prometheus registry.
 	Metrics *prometheus.Registry
+	// Compatibility is the resolved KEP-4330 configuration: versions, feature gates,
+	// served APIs.
+	Compatibility *compatibility.Config
 
 	loopbackToken string
 	etcd          *etcd.Embedded
@@ -63,7 +68,9 @@ type Instance struct {
 // LoopbackConfig returns a client configuration with the server's own identity
 // (system:apiserver), for in-process clients.
 func (i *Instance) LoopbackConfig() *rest.Config {
-	return auth.RESTConfig(i.URL, i.CACert, i.loopbackToken)
+	cfg := auth.RESTConfig(i.URL, i.CACert, i.loopbackToken)
+	cfg.WrapTransport = compatibility.WrapTransport(i.Compatibility.ClientVersion())
+	return cfg
 }
 
 // AdminConfig returns a client configuration with the admin credentials.
@@ -181,12 +188,12 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	}
 
 	// 4. Resources and the store.
-	cat, err := catalog.Default()
+	compat, err := o.Compatibility.Complete(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("loading the API catalog: %w", err)
+		return nil, err
 	}
-	versions := compatibility.Default(cat.BinaryVersion())
-	builtins, err := builtinResources(cat, versions)
+	inst.Compatibility = compat
+	builtins, err := builtinResources(compat)
 	if err != nil {
 		return nil, err
 	}
@@ -196,9 +203,17 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 			return nil, fmt.Errorf("registering %s: %w", res.GroupResource(), err)
 		}
 	}
+	if err := inst.Registry.Put(ctx, apiextensions.Resource()); err != nil {
+		return nil, fmt.Errorf("registering %s: %w", apiextensions.GroupResource, err)
+	}
 	inst.Store = registry.NewStore(raw)
 
 	// 5. The HTTP server.
+	compat.RegisterMetrics(inst.Metrics)
+	skew, err := compat.ClientSkewFilter(inst.Metrics)
+	if err != nil {
+		return nil, err
+	}
 	checks := health.New(inst.Metrics)
 	etcdCheck := health.NamedCheck("etcd", func(r *http.Request) error {
 		cctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -218,7 +233,8 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 		Authenticator: authn,
 		Health:        checks,
 		Metrics:       inst.Metrics,
-		Version:       versionInfo(versions),
+		Version:       compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
+		Filters:       []func(http.Handler) http.Handler{skew},
 		TLS:           &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}},
 		Listener:      ln,
 	})
@@ -242,6 +258,11 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	// 6. Bootstrap and controllers.
 	if err := bootstrapNamespaces(ctx, inst); err != nil {
 		return nil, err
+	}
+	crds := apiextensions.NewController(inst.Registry, inst.Store)
+	go crds.Run(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), crds.HasSynced) {
+		return nil, fmt.Errorf("serving the stored CustomResourceDefinitions: %w", context.Cause(ctx))
 	}
 	bootstrap.Done()
 	go namespace.NewController(inst.Registry, inst.Store).Run(ctx, 2)

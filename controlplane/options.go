@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/etcd"
 	"github.com/spf13/pflag"
 )
@@ -38,16 +39,20 @@ type Options struct {
 	ServerID string
 	// LogFormat is "text" or "json".
 	LogFormat string
+	// Compatibility holds the KEP-4330 flags: the API catalog, binary, emulation and
+	// minimum compatibility versions, feature gates and runtime config.
+	Compatibility compatibility.Options
 }
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		DataDir:     "concord-data",
-		BindAddress: "127.0.0.1",
-		SecurePort:  6443,
-		EtcdPrefix:  "/registry",
-		LogFormat:   "text",
+		DataDir:       "concord-data",
+		BindAddress:   "127.0.0.1",
+		SecurePort:    6443,
+		EtcdPrefix:    "/registry",
+		LogFormat:     "text",
+		Compatibility: *compatibility.NewOptions(),
 	}
 }
 
@@ -67,6 +72,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeconfigOut, "kubeconfig-out", o.KubeconfigOut, "Where to write the admin kubeconfig (default <data-dir>/admin.kubeconfig).")
 	fs.StringVar(&o.ServerID, "server-id", o.ServerID, "Identity of this server among those sharing etcd (default derived from hostname and port).")
 	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
+	o.Compatibility.AddFlags(fs)
 }
 
 // Validate reports every invalid option, each as one line saying what is allowed.
@@ -101,6 +107,9 @@ func (o *Options) Validate() error {
 	}
 	if o.LogFormat != "text" && o.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--logging-format %q is not allowed: use text or json", o.LogFormat))
+	}
+	if err := o.Compatibility.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,341 @@
+package apiextensions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/concordproject/concord/registry"
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// errNotRegistered: the CustomResourceDefinition resource is missing from the registry
+// the controller was given.
+var errNotRegistered = errors.New("customresourcedefinitions.apiextensions.k8s.io is not registered")
+
+// groupIndex indexes definitions by spec.group, the scope of name conflicts.
+const groupIndex = "group"
+
+// Controller serves the custom resources of CustomResourceDefinitions. Every server
+// runs one: each keeps its own registry in step with the definitions in storage, and
+// all of them maintain the definitions' status, which they compute alike from the same
+// objects, so that running several at once converges (status writes are preconditioned
+// on the resourceVersion they were computed from, and written only when they change
+// something). For each definition it
+//
+//   - decides the accepted names (conflicts with built-in resources and other
+//     definitions of the group give NamesAccepted=False, never an error), and sets
+//     Established once all names were accepted;
+//   - puts the Definition of an established definition into the registry (and takes it
+//     out when the definition goes), so that it is served, discovered and documented;
+//   - when the definition is deleted: stops creates, deletes every custom resource,
+//     then removes the customresourcecleanup finalizer so that the deletion completes.
+type Controller struct {
+	reg      *registry.Registry
+	store    *registry.Store
+	queue    workqueue.TypedRateLimitingInterface[string]
+	informer cache.SharedIndexInformer
+	synced   atomic.Bool
+
+	// deferred are the deleted definitions whose cleanup the start-up pass left for
+	// later, so that serving the others is not delayed. Only the start-up pass uses it.
+	deferred []string
+
+	mu sync.Mutex
+	// published holds, per definition name, the fingerprint of what was put into the
+	// registry for it, so that status-only changes do not replace the Resource.
+	published map[string]string
+}
+
+// NewController returns a controller serving the definitions stored through store
+// (apiextensions.k8s.io customresourcedefinitions, which must be in reg) into reg.
+func NewController(reg *registry.Registry, store *registry.Store) *Controller {
+	c := &Controller{
+		reg:   reg,
+		store: store,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "customresourcedefinitions"}),
+		published: map[string]string{},
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			res := reg.Get(GroupResource)
+			if res == nil {
+				return nil, errNotRegistered
+			}
+			return store.List(ctx, res, "v1", "", opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			res := reg.Get(GroupResource)
+			if res == nil {
+				return nil, errNotRegistered
+			}
+			return store.Watch(ctx, res, "v1", "", opts)
+		},
+	}
+	c.informer = cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{
+		groupIndex: func(obj interface{}) ([]string, error) {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				return nil, nil
+			}
+			g, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+			return []string{g}, nil
+		},
+	})
+	return c
+}
+
+// HasSynced reports whether every definition that existed when the controller started
+// has been reconciled once: from then on, the registry serves them.
+func (c *Controller) HasSynced() bool { return c.synced.Load() }
+
+// Run reconciles definitions until ctx is done. It first reconciles every existing
+// definition (HasSynced turns true), then follows changes with two workers.
+func (c *Controller) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("crd-controller")
+	ctx = klog.NewContext(ctx, logger)
+	defer c.queue.ShutDown()
+	handle, err := c.informer.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { c.enqueueGroup(obj) },
+		UpdateFunc: func(_, obj interface{}) {
+			c.enqueueGroup(obj)
+		},
+		DeleteFunc: func(obj interface{}) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			c.enqueueGroup(obj)
+		},
+	}, cache.HandlerOptions{Logger: &logger})
+	if err != nil {
+		logger.Error(err, "Cannot watch CustomResourceDefinitions")
+		return
+	}
+	go c.informer.RunWithContext(ctx)
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, handle.HasSynced) {
+		return
+	}
+	// Reconcile what exists before serving: the queue holds every definition now.
+	for c.queue.Len() > 0 && c.processNext(ctx) {
+	}
+	c.synced.Store(true)
+	for _, name := range c.deferred {
+		c.queue.Add(name)
+	}
+	c.deferred = nil
+	logger.V(2).Info("CustomResourceDefinitions served", "count", len(c.informer.GetStore().ListKeys()))
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+// enqueueGroup queues a definition and the other definitions of its group, whose
+// names may be freed or taken by its change.
+func (c *Controller) enqueueGroup(obj interface{}) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	c.queue.Add(u.GetName())
+	group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+	siblings, _ := c.informer.GetIndexer().ByIndex(groupIndex, group)
+	for _, s := range siblings {
+		if su, ok := s.(*unstructured.Unstructured); ok && su.GetName() != u.GetName() {
+			c.queue.Add(su.GetName())
+		}
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	name, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(name)
+	if err := c.reconcile(ctx, name); err != nil {
+		klog.FromContext(ctx).V(2).Info("CustomResourceDefinition not reconciled, will retry", "crd", name, "err", err)
+		c.queue.AddRateLimited(name)
+		return true
+	}
+	c.queue.Forget(name)
+	return true
+}
+
+// reconcile brings the status of the named definition and its registry entry up to
+// date with the definition as stored.
+func (c *Controller) reconcile(ctx context.Context, name string) error {
+	obj, exists, err := c.informer.GetIndexer().GetByKey(name)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		c.unpublish(ctx, name)
+		return nil
+	}
+	crd, err := FromUnstructured(obj.(*unstructured.Unstructured))
+	if err != nil {
+		// Not retried: only a new version of the object can fix it.
+		klog.FromContext(ctx).Error(err, "Cannot serve CustomResourceDefinition", "crd", name)
+		return nil
+	}
+	var statusErr error
+	want := desiredStatus(crd, claims(crd, c.group(crd.Spec.Group), c.reg.Resources()))
+	if statusChanged(crd, want) {
+		if written, err := c.writeStatus(ctx, crd, want); err != nil {
+			statusErr = err // serve what is stored meanwhile
+		} else {
+			crd = written
+		}
+	}
+	if err := c.publish(ctx, crd); err != nil {
+		return err
+	}
+	if statusErr != nil {
+		return statusErr
+	}
+	if crd.DeletionTimestamp != nil {
+		if !c.synced.Load() {
+			c.deferred = append(c.deferred, name)
+			return nil
+		}
+		return c.cleanup(ctx, crd)
+	}
+	return nil
+}
+
+// group returns the stored definitions of an API group.
+func (c *Controller) group(group string) []*apiextensionsv1.CustomResourceDefinition {
+	objs, _ := c.informer.GetIndexer().ByIndex(groupIndex, group)
+	out := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(objs))
+	for _, o := range objs {
+		if crd, err := FromUnstructured(o.(*unstructured.Unstructured)); err == nil {
+			out = append(out, crd)
+		}
+	}
+	return out
+}
+
+// writeStatus writes the status of want if crd is still the stored definition, and
+// returns the stored result.
+func (c *Controller) writeStatus(ctx context.Context, crd, want *apiextensionsv1.CustomResourceDefinition) (*apiextensionsv1.CustomResourceDefinition, error) {
+	res := c.reg.Get(GroupResource)
+	if res == nil {
+		return nil, errNotRegistered
+	}
+	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&want.Status)
+	if err != nil {
+		return nil, err
+	}
+	rv := crd.ResourceVersion
+	out, _, err := c.store.Update(ctx, res, "v1", "", crd.Name, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		cur.Object["status"] = status
+		return cur, nil
+	}, registry.UpdateOptions{
+		WriteOptions:  registry.WriteOptions{Subresource: "status"},
+		Preconditions: &metav1.Preconditions{ResourceVersion: &rv},
+	})
+	if err != nil {
+		return nil, err
+	}
+	klog.FromContext(ctx).V(2).Info("CustomResourceDefinition status updated", "crd", crd.Name,
+		"established", apihelpers.IsCRDConditionTrue(want, apiextensionsv1.Established),
+		"namesAccepted", apihelpers.IsCRDConditionTrue(want, apiextensionsv1.NamesAccepted))
+	return FromUnstructured(out)
+}
+
+// publish makes the registry serve crd as it is: its Definition if it is established,
+// nothing otherwise.
+func (c *Controller) publish(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+	if !apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+		c.unpublish(ctx, crd.Name)
+		return nil
+	}
+	terminating := crd.DeletionTimestamp != nil
+	fingerprint, err := json.Marshal(struct {
+		UID         string
+		Spec        *apiextensionsv1.CustomResourceDefinitionSpec
+		Names       *apiextensionsv1.CustomResourceDefinitionNames
+		Terminating bool
+	}{string(crd.UID), &crd.Spec, &crd.Status.AcceptedNames, terminating})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	same := c.published[crd.Name] == string(fingerprint)
+	c.mu.Unlock()
+	if same {
+		return nil
+	}
+	res, err := Definition(crd)
+	if err != nil {
+		return err
+	}
+	if terminating {
+		res.Hooks = terminatingHooks()
+	}
+	if cur := c.reg.Get(res.GroupResource()); cur != nil && cur.Owner == nil {
+		// Never replace a built-in resource (names acceptance keeps such a definition
+		// from being established; this guards definitions stored by something else).
+		return fmt.Errorf("%s: %s is a built-in resource", crd.Name, res.GroupResource())
+	}
+	if err := c.put(ctx, res); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.published[crd.Name] = string(fingerprint)
+	c.mu.Unlock()
+	klog.FromContext(ctx).V(2).Info("Serving custom resource", "crd", crd.Name, "storageVersion", res.StorageVersion,
+		"versions", res.ServedVersions(), "terminating", terminating)
+	return nil
+}
+
+// put is the one place a custom resource definition reaches the registry: from here
+// on this server serves it, and writes objects in its storage version.
+//
+// The StorageVersion work (issue 5) goes here: before a definition whose storage
+// version differs from the one this server encodes in now is put, the server's
+// StorageVersion entry for the resource must be updated (encoding = res.StorageVersion,
+// decodable = every version, served = the served ones, owner reference = res.Owner).
+func (c *Controller) put(ctx context.Context, res *registry.Resource) error {
+	return c.reg.Put(ctx, res)
+}
+
+// unpublish removes the resource of the named definition from the registry, if this
+// controller put it there.
+func (c *Controller) unpublish(ctx context.Context, name string) {
+	c.mu.Lock()
+	_, had := c.published[name]
+	delete(c.published, name)
+	c.mu.Unlock()
+	if !had {
+		return
+	}
+	for _, res := range c.reg.Resources() {
+		if res.Owner != nil && res.Owner.Name == name {
+			c.reg.Delete(res.GroupResource())
+			klog.FromContext(ctx).V(2).Info("Stopped serving custom resource", "crd", name, "resource", res.GroupResource())
+		}
+	}
+}

@@ -1,0 +1,368 @@
+package compatibility
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/component-base/featuregate"
+
+	"github.com/concordproject/concord/catalog"
+)
+
+// betaOffByDefaultSince is the first release whose new beta API versions are not served
+// by default (Kubernetes' policy since KEP-3136): a beta version introduced before it is
+// served unless --runtime-config disables it, one introduced at or after it only when
+// --runtime-config enables it.
+var betaOffByDefaultSince = version.MajorMinor(1, 24)
+
+// stability is the maturity an API version's name announces.
+type stability string
+
+const (
+	ga    stability = "ga"
+	beta  stability = "beta"
+	alpha stability = "alpha"
+)
+
+var (
+	betaName  = regexp.MustCompile(`^v[0-9]+beta[0-9]+$`)
+	alphaName = regexp.MustCompile(`^v[0-9]+alpha[0-9]+$`)
+)
+
+// stabilityOf returns the stability of a version name: v1 is GA, v2beta1 beta, v1alpha1
+// alpha.
+func stabilityOf(name string) stability {
+	switch {
+	case alphaName.MatchString(name):
+		return alpha
+	case betaName.MatchString(name):
+		return beta
+	}
+	return ga
+}
+
+// runtimeConfig is --runtime-config parsed: the switches at every level, the most
+// specific winning (resource, then group-version, then api/<stability>, then api/all).
+type runtimeConfig struct {
+	all       *bool
+	stability map[stability]bool
+	versions  map[schema.GroupVersion]bool
+	resources map[schema.GroupVersionResource]bool
+}
+
+// explicit reports whether the group-version or resource of gvr is switched by name, and
+// to what (a resource switch wins over its version's).
+func (rc *runtimeConfig) explicit(gvr schema.GroupVersionResource) (enabled, set bool) {
+	if e, ok := rc.resources[gvr]; ok {
+		return e, true
+	}
+	if e, ok := rc.versions[gvr.GroupVersion()]; ok {
+		return e, true
+	}
+	return false, false
+}
+
+// configured returns whether gvr is switched on, given whether it would be without any
+// --runtime-config.
+func (rc *runtimeConfig) configured(gvr schema.GroupVersionResource, byDefault bool) bool {
+	if e, ok := rc.explicit(gvr); ok {
+		return e
+	}
+	if e, ok := rc.stability[stabilityOf(gvr.Version)]; ok {
+		return e
+	}
+	if rc.all != nil {
+		return *rc.all
+	}
+	return byDefault
+}
+
+// parseRuntimeConfig parses --runtime-config items ("key" or "key=bool", possibly
+// comma-separated; later items win) against the group-versions and resources the
+// catalog knows. Every problem is reported.
+func parseRuntimeConfig(cat *catalog.Catalog, items []string) (*runtimeConfig, []error) {
+	groups := sets.New[string]()
+	versions := sets.New[schema.GroupVersion]()
+	resources := sets.New[schema.GroupVersionResource]()
+	for _, r := range cat.Resources() {
+		groups.Insert(r.Group)
+		for _, v := range r.Versions {
+			versions.Insert(schema.GroupVersion{Group: r.Group, Version: v.Name})
+			resources.Insert(schema.GroupVersionResource{Group: r.Group, Version: v.Name, Resource: r.Names.Plural})
+		}
+	}
+
+	rc := &runtimeConfig{
+		stability: map[stability]bool{},
+		versions:  map[schema.GroupVersion]bool{},
+		resources: map[schema.GroupVersionResource]bool{},
+	}
+	var (
+		errs          []error
+		unknownGroups = sets.New[string]()
+		keys          = sets.New[string]()
+	)
+	for _, value := range items {
+		for item := range strings.SplitSeq(value, ",") {
+			item = strings.TrimSpace(item)
+			if item == "" {
+				continue
+			}
+			key, raw, _ := strings.Cut(item, "=")
+			key, raw = strings.TrimSpace(key), strings.TrimSpace(raw)
+			enabled := true
+			if raw != "" {
+				b, err := strconv.ParseBool(raw)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("invalid value of %s: %s, err: %v", key, raw, err))
+					continue
+				}
+				enabled = b
+			}
+			keys.Insert(key)
+
+			switch key {
+			case "api/all":
+				rc.all = &enabled
+				continue
+			case "api/ga", "api/beta", "api/alpha":
+				rc.stability[stability(strings.TrimPrefix(key, "api/"))] = enabled
+				continue
+			case "api/legacy":
+				// Deprecated in Kubernetes and without effect there; accepted alike.
+				continue
+			}
+
+			parts := strings.Split(key, "/")
+			if len(parts) > 3 || slices.Contains(parts, "") {
+				errs = append(errs, fmt.Errorf("invalid runtime-config key %q: use api/all, api/ga, api/beta, api/alpha, <group>/<version> or <group>/<version>/<resource>", key))
+				continue
+			}
+			var gv schema.GroupVersion
+			var resource string
+			switch {
+			case len(parts) == 1: // "v1": the core group
+				gv = schema.GroupVersion{Version: parts[0]}
+			case parts[0] == "api" && len(parts) <= 3: // "api/v1[/resource]": the core group too
+				gv = schema.GroupVersion{Version: parts[1]}
+				if len(parts) == 3 {
+					resource = parts[2]
+				}
+			default:
+				gv = schema.GroupVersion{Group: parts[0], Version: parts[1]}
+				if len(parts) == 3 {
+					resource = parts[2]
+				}
+			}
+			switch {
+			case !groups.Has(gv.Group) && gv.Group == "":
+				unknownGroups.Insert("core")
+			case !groups.Has(gv.Group):
+				unknownGroups.Insert(gv.Group)
+			case !versions.Has(gv):
+				errs = append(errs, fmt.Errorf("group version %s that has not been registered", gv))
+			case resource == "":
+				rc.versions[gv] = enabled
+			case !resources.Has(gv.WithResource(resource)):
+				errs = append(errs, fmt.Errorf("group version resource %s that has not been registered", gv.WithResource(resource)))
+			default:
+				rc.resources[gv.WithResource(resource)] = enabled
+			}
+		}
+	}
+	if unknownGroups.Len() > 0 {
+		errs = append(errs, fmt.Errorf("unknown api groups %s", strings.Join(sets.List(unknownGroups), ",")))
+	}
+	if keys.Len() == 1 && keys.Has("api/all") && !*rc.all {
+		errs = append(errs, fmt.Errorf("invalid runtime-config with only api/all=false"))
+	}
+	return rc, errs
+}
+
+// enablement decides which versions of which catalog resources a server at v serves,
+// given its feature gate and --runtime-config, as KEP-4330 has it:
+//
+//  1. By default GA versions are served, beta versions introduced before
+//     betaOffByDefaultSince, and the versions of resources an enabled feature works
+//     through (featureAPIs); --runtime-config switches versions on and off, the most
+//     specific switch winning.
+//  2. With forwardCompatible (--emulation-forward-compatible), every version of a
+//     resource newer than one of its switched-on beta or GA versions is switched on too,
+//     unless --runtime-config switches it off by name.
+//  3. Versions removed at or before the emulation version are not served. Versions
+//     introduced after it are served only if a lower-priority beta or GA version of the
+//     same resource is served and forwardCompatible is set, or if --runtime-config
+//     switches them on by name and runtimeConfigForwardCompatible
+//     (--runtime-config-emulation-forward-compatible) is set; switching them on by name
+//     without it is an error.
+//  4. Emulating an older release, no alpha version may be served (except the API of a
+//     feature past alpha), and every enabled feature must have its API.
+func enablement(cat *catalog.Catalog, v Versions, gate featuregate.MutableVersionedFeatureGate, rc *runtimeConfig, forwardCompatible, runtimeConfigForwardCompatible bool) (sets.Set[schema.GroupVersionResource], []error) {
+	// Resources brought by an enabled feature, and whether that feature is past alpha.
+	byFeature := map[schema.GroupResource]bool{}
+	specs := gate.GetAll()
+	for f, grs := range featureAPIs {
+		if !gate.Enabled(f) {
+			continue
+		}
+		for _, gr := range grs {
+			byFeature[gr] = byFeature[gr] || specs[f].PreRelease != featuregate.Alpha
+		}
+	}
+
+	served := sets.New[schema.GroupVersionResource]()
+	var errs []error
+	// Per explicitly enabled group-version: why none of its resources is served.
+	type gvOutcome struct{ served, unintroduced, removed bool }
+	outcomes := map[schema.GroupVersion]*gvOutcome{}
+	for gv, on := range rc.versions {
+		if on {
+			outcomes[gv] = &gvOutcome{}
+		}
+	}
+
+	for _, r := range cat.Resources() {
+		_, featured := byFeature[r.GroupResource()]
+		configured := make([]bool, len(r.Versions))
+		for i := range r.Versions {
+			ver := &r.Versions[i]
+			gvr := schema.GroupVersionResource{Group: r.Group, Version: ver.Name, Resource: r.Names.Plural}
+			configured[i] = rc.configured(gvr, featured || servedByDefault(ver))
+		}
+		if forwardCompatible {
+			// Versions are newest first: switch on everything newer than the oldest
+			// switched-on beta or GA version that exists at the emulation version,
+			// unless switched off by name.
+			for i := len(r.Versions) - 1; i >= 0; i-- {
+				if !configured[i] || stabilityOf(r.Versions[i].Name) == alpha || !r.Versions[i].AvailableAt(v.Emulation) {
+					continue
+				}
+				for j := range i {
+					gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Versions[j].Name, Resource: r.Names.Plural}
+					if _, set := rc.explicit(gvr); !set {
+						configured[j] = true
+					}
+				}
+				break
+			}
+		}
+
+		lowerServed := false // a lower-priority beta or GA version is served
+		for i := len(r.Versions) - 1; i >= 0; i-- {
+			ver := &r.Versions[i]
+			gvr := schema.GroupVersionResource{Group: r.Group, Version: ver.Name, Resource: r.Names.Plural}
+			outcome := outcomes[gvr.GroupVersion()]
+			if !configured[i] {
+				continue
+			}
+			explicitOn, _ := rc.explicit(gvr)
+			_, resourceNamed := rc.resources[gvr]
+			serve := false
+			switch {
+			case ver.Removed != nil && !ver.Removed.GreaterThan(v.Emulation):
+				if outcome != nil {
+					outcome.removed = true
+				}
+				if resourceNamed && explicitOn {
+					errs = append(errs, fmt.Errorf("cannot enable resource %s in runtime-config because it was removed at %s, not after the current version %s", gvr, ver.Removed, v.Emulation))
+				}
+			case !ver.Introduced.GreaterThan(v.Emulation):
+				serve = true
+			case forwardCompatible && lowerServed:
+				serve = true
+			case runtimeConfigForwardCompatible && explicitOn:
+				serve = true
+			default:
+				if outcome != nil {
+					outcome.unintroduced = true
+				}
+				if resourceNamed && explicitOn {
+					errs = append(errs, fmt.Errorf("cannot enable resource %s in runtime-config because it is introduced at %s after the current version %s. Consider setting --runtime-config-emulation-forward-compatible=true",
+						gvr, ver.Introduced, v.Emulation))
+				}
+			}
+			if !serve {
+				continue
+			}
+			served.Insert(gvr)
+			if outcome != nil {
+				outcome.served = true
+			}
+			if stabilityOf(ver.Name) != alpha {
+				lowerServed = true
+			}
+		}
+	}
+
+	for _, gv := range sortedGroupVersions(outcomes) {
+		switch o := outcomes[gv]; {
+		case o.served:
+		case o.unintroduced:
+			errs = append(errs, fmt.Errorf("cannot enable version %s in runtime-config because all the resources have been introduced after the current version %s. Consider setting --runtime-config-emulation-forward-compatible=true", gv, v.Emulation))
+		case o.removed:
+			errs = append(errs, fmt.Errorf("cannot enable version %s in runtime-config because all its resources were removed at or before the current version %s", gv, v.Emulation))
+		}
+	}
+
+	if v.Emulation.LessThan(v.Binary) {
+		alphaGVs := sets.New[string]()
+		for gvr := range served {
+			if stabilityOf(gvr.Version) == alpha && !byFeature[gvr.GroupResource()] {
+				alphaGVs.Insert(gvr.GroupVersion().String())
+			}
+		}
+		if alphaGVs.Len() > 0 {
+			errs = append(errs, fmt.Errorf("alpha APIs %v cannot be enabled with emulation version %s, lower than the binary version %s: disable them in --runtime-config or emulate %s",
+				sets.List(alphaGVs), v.Emulation, v.Binary, v.Binary))
+		}
+	}
+
+	servedResources := sets.New[schema.GroupResource]()
+	for gvr := range served {
+		servedResources.Insert(gvr.GroupResource())
+	}
+	for _, f := range slices.Sorted(maps.Keys(featureAPIs)) {
+		if !gate.Enabled(f) {
+			continue
+		}
+		var missing []string
+		for _, gr := range featureAPIs[f] {
+			if !servedResources.Has(gr) {
+				missing = append(missing, gr.String())
+			}
+		}
+		if len(missing) > 0 {
+			errs = append(errs, fmt.Errorf("feature gate %s is enabled, but requires API resources that are not served: %s; enable them with --runtime-config or disable the feature gate",
+				f, strings.Join(missing, ", ")))
+		}
+	}
+	return served, errs
+}
+
+// servedByDefault reports whether a version that exists is served without any
+// --runtime-config: GA versions, and beta versions from before betaOffByDefaultSince.
+func servedByDefault(ver *catalog.Version) bool {
+	switch stabilityOf(ver.Name) {
+	case ga:
+		return true
+	case beta:
+		return ver.Introduced.LessThan(betaOffByDefaultSince)
+	}
+	return false
+}
+
+func sortedGroupVersions[V any](m map[schema.GroupVersion]V) []schema.GroupVersion {
+	out := make([]schema.GroupVersion, 0, len(m))
+	for gv := range m {
+		out = append(out, gv)
+	}
+	slices.SortFunc(out, func(a, b schema.GroupVersion) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}

@@ -1,0 +1,34 @@
+// Package bench measures what a request through Concord costs compared with the same
+// work done directly against etcd, and how long the server takes to become ready.
+//
+// It holds benchmarks only. A plain `go test ./...` compiles them and runs a few
+// millisecond-long unit tests of the measuring helpers; it builds nothing and starts
+// no process. The measurements run only with -bench:
+//
+//	go test ./test/bench -run '^$' -bench . -benchtime 2s -timeout 30m
+//
+// BenchmarkConcord builds cmd/concord once, starts `concord etcd` and `concord server`
+// as two processes on loopback ports, and runs, for each concurrency c in 1, 8 and 32
+// (b.N operations split over c goroutines sharing one client):
+//
+//   - etcd-put, etcd-txn: raw etcd puts and create-if-absent transactions of
+//     ConfigMaps with the content the server stores for them (1 KiB);
+//   - create, get: the same objects created and read through the server with a
+//     client-go clientset (no client-side rate limit);
+//   - etcd-get, etcd-range, list: raw reads of one key and of a namespace of 100
+//     objects, and the server's list of that namespace;
+//   - etcd-watch, watch: c watchers, raw on etcd or through the server, receiving the
+//     same creations, written straight to etcd 100 per transaction so that the writer
+//     is not the limit (an op is one delivered event).
+//
+// Every sub-benchmark reports ops/s, p50 and p99 latency, and the CPU that the server,
+// etcd and the benchmark process itself spent per operation, read from
+// /proc/<pid>/stat before and after the timed loop. When all have run it prints the
+// ratios of server to raw etcd throughput per concurrency. The ready sub-benchmarks
+// time `concord server` from exec to the first 200 from /readyz on an existing data
+// dir, with its embedded etcd and against the external one.
+//
+// The package measures the binary from outside, as clients do: it must not import
+// Concord's packages, and it is the only place that knows the benchmark's shape. The
+// figures and how to read them are in docs/benchmarks.md.
+package bench
