@@ -293,7 +293,7 @@ func (c *Controller) publish(ctx context.Context, crd *apiextensionsv1.CustomRes
 		return err
 	}
 	if terminating {
-		res.Hooks = terminatingHooks()
+		res.Hooks = terminatingHooks(res.GroupResource())
 	}
 	if cur := c.reg.Get(res.GroupResource()); cur != nil && cur.Owner == nil {
 		// Never replace a built-in resource (names acceptance keeps such a definition

@@ -164,7 +164,7 @@ func TestControllersShareStorage(t *testing.T) {
 		return err == nil && isTerminating(crd, reasonDeletionCheck)
 	})
 	r := a.reg.Get(widgetsGR)
-	if r == nil || r.Hooks == nil || r.Hooks.Writable == nil {
+	if r == nil || r.Hooks == nil || r.Hooks.AdmitCreate == nil {
 		t.Fatalf("a terminating definition is served without the create guard: %+v", r)
 	}
 	list, err := a.store.List(ctx, r, "v1", "", metav1.ListOptions{})

@@ -6,8 +6,10 @@ import (
 	"fmt"
 
 	"github.com/concordproject/concord/registry"
-	"github.com/concordproject/concord/server"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Definition returns the registry.Resource that serves the custom resources crd
@@ -81,13 +83,12 @@ var errTerminating = errors.New("create not allowed while custom resource defini
 // terminatingHooks are the hooks of the custom resources of a definition being
 // deleted: everything but creation goes on (the cleanup deletes them, their own
 // finalizers still run).
-func terminatingHooks() *registry.Hooks {
+func terminatingHooks(gr schema.GroupResource) *registry.Hooks {
 	return &registry.Hooks{
-		Writable: func(ctx context.Context) error {
-			if info, ok := server.RequestInfoFrom(ctx); ok && info.Verb == "create" {
-				return errTerminating
-			}
-			return nil
+		AdmitCreate: func(context.Context, *unstructured.Unstructured) error {
+			err := apierrors.NewMethodNotSupported(gr, "create")
+			err.ErrStatus.Message = errTerminating.Error()
+			return err
 		},
 	}
 }

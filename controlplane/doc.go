@@ -5,10 +5,14 @@
 //     (--etcd-servers);
 //  2. credentials: the cluster CA and admin token shared through etcd (package auth),
 //     this server's serving certificate, the static token file;
-//  3. the registry of built-in resources (from the API catalog) and the object store;
+//  3. the compatibility configuration (KEP-4330: binary, emulation and minimum
+//     compatibility versions, feature gates, runtime config), the registry of built-in
+//     resources it selects from the API catalog, and the object store;
 //  4. the HTTP server (package server) with health checks, metrics and OpenAPI;
-//  5. bootstrap (the default, kube-system and kube-public namespaces) and in-process
-//     controllers (namespace lifecycle);
+//  5. bootstrap (the default, kube-system, kube-public and kube-node-lease
+//     namespaces) and in-process controllers: namespace lifecycle, and the
+//     CustomResourceDefinition controller that serves every stored CRD (start-up
+//     waits until it has);
 //  6. <data-dir>/admin.kubeconfig pointing at this server.
 //
 // It wires; it does not implement. Behaviour belongs to the packages it assembles.

@@ -44,6 +44,11 @@ func (s *Store) Create(ctx context.Context, res *Resource, version, ns string, o
 	if v := res.Version(version); v != nil && v.Subresources != nil && v.Subresources.Status != nil {
 		unstructured.RemoveNestedField(obj.Object, "status")
 	}
+	if res.Hooks != nil && res.Hooks.AdmitCreate != nil {
+		if err := res.Hooks.AdmitCreate(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
 	if res.Hooks != nil && res.Hooks.PrepareForCreate != nil {
 		res.Hooks.PrepareForCreate(ctx, obj)
 	}

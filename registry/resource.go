@@ -99,6 +99,10 @@ type Hooks struct {
 	// AllowCreateOnUpdate lets PUT create a missing object (leases do, as in
 	// Kubernetes).
 	AllowCreateOnUpdate bool
+	// AdmitCreate may refuse a new object before it is validated and stored (e.g.
+	// the custom resources of a definition being deleted); the error, a StatusError,
+	// goes to the client as is.
+	AdmitCreate func(ctx context.Context, obj *unstructured.Unstructured) error
 	// Writable reports whether the caller may write this resource at all (beyond the
 	// general authorizer); a non-nil error is answered 403 with its text.
 	Writable func(ctx context.Context) error

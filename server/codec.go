@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -19,9 +21,19 @@ var parameterCodec = func() runtime.ParameterCodec {
 	return runtime.NewParameterCodec(scheme)
 }()
 
+// typedScheme holds the Go types of the built-in kinds clients know: client-go's and
+// apiextensions.k8s.io's. It decodes the protobuf bodies typed clients send and gives
+// strategic merge patches their patch strategies.
+var typedScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	return s
+}()
+
 // protobufSerializer reads request bodies that client-go sends as protobuf: objects
-// of the built-in kinds it knows (kubectl's typed clients do) and DeleteOptions.
-var protobufSerializer = protobuf.NewSerializer(clientgoscheme.Scheme, clientgoscheme.Scheme)
+// of the built-in kinds it knows and DeleteOptions.
+var protobufSerializer = protobuf.NewSerializer(typedScheme, typedScheme)
 
 const protobufMediaType = "application/vnd.kubernetes.protobuf"
 

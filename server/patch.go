@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // servePatch handles JSON patch, JSON merge patch, strategic merge patch (for the
@@ -66,7 +65,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *request) 
 	var smpStruct interface{}
 	if pt == types.StrategicMergePatchType {
 		gvk := q.res.GroupVersion(q.version.Name).WithKind(q.res.Names.Kind)
-		typed, err := clientgoscheme.Scheme.New(gvk)
+		typed, err := typedScheme.New(gvk)
 		if err != nil {
 			writeError(w, r, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", q.gr(), q.info.Name,
 				fmt.Sprintf("strategic merge patch is not supported for %s: use a JSON merge patch, a JSON patch or server-side apply", gvk.GroupKind()), 0, false))
