@@ -121,7 +121,7 @@ func parseRuntimeConfig(cat *catalog.Catalog, items []string) (*runtimeConfig, [
 			if raw != "" {
 				b, err := strconv.ParseBool(raw)
 				if err != nil {
-					errs = append(errs, fmt.Errorf("invalid value of %s: %s, err: %v", key, raw, err))
+					errs = append(errs, fmt.Errorf("invalid value of %s: %s, err: %w", key, raw, err))
 					continue
 				}
 				enabled = b

@@ -76,7 +76,7 @@ func parseFeatureGates(items []string) (map[string]bool, []error) {
 			v = strings.TrimSpace(v)
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("invalid value of %s=%s, err: %v", k, v, err))
+				errs = append(errs, fmt.Errorf("invalid value of %s=%s, err: %w", k, v, err))
 				continue
 			}
 			out[k] = b

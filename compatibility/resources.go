@@ -13,7 +13,7 @@ import (
 	"github.com/concordproject/concord/registry"
 )
 
-// ErrNoStorageVersion: no version of a resource is readable by every release in the
+// ErrNoStorageVersion means that no version of a resource is readable by every release in the
 // compatibility window.
 var ErrNoStorageVersion = errors.New("no storage version is readable by every release in the compatibility window")
 

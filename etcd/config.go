@@ -119,8 +119,6 @@ type TLSFiles struct {
 	ClientCertAuth bool
 }
 
-func (f TLSFiles) empty() bool { return f == TLSFiles{} }
-
 // Validate reports the first invalid field as an error wrapping ErrInvalidConfig. Its
 // message names the etcd flag and says what is allowed. Validate does not touch the
 // network or the file system.

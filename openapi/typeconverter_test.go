@@ -38,7 +38,7 @@ func owners(t *testing.T, fm managedfieldstest.TestFieldManager, keys ...string)
 	out := map[string][]string{}
 	for _, e := range fm.ManagedFields() {
 		for _, k := range keys {
-			if e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), k) {
+			if e.FieldsV1 != nil && strings.Contains(e.FieldsV1.GetRawString(), k) {
 				out[e.Manager] = append(out[e.Manager], k)
 			}
 		}

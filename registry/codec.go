@@ -12,11 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/json"
 )
 
-// ErrNotDecodable: a stored object is in a version this server cannot decode (written
+// ErrNotDecodable means that a stored object is in a version this server cannot decode (written
 // by a newer release, or by a CRD version since removed).
 var ErrNotDecodable = errors.New("stored object is in a version this server cannot decode")
 
-// ErrCorrupt: a stored value is not a JSON object with apiVersion and kind.
+// ErrCorrupt means that a stored value is not a JSON object with apiVersion and kind.
 var ErrCorrupt = errors.New("stored object is not valid JSON")
 
 // Encode converts obj (in any decodable version) to the storage version and returns the

@@ -70,6 +70,6 @@ func (s *Store) Delete(ctx context.Context, res *Resource, version, ns, name str
 		if ce.Current == nil {
 			return nil, false, s.storageError(res, name, storage.ErrNotFound)
 		}
-		kv, err = ce.Current, nil
+		kv = ce.Current
 	}
 }

@@ -157,7 +157,7 @@ func expiredContinue(prefix, start string) error {
 		"start a new list, or continue with the token in this response to read the rest at the current state " +
 		"(objects changed since the first page may then be missed or seen twice)")
 	if token, terr := storage.EncodeContinue(prefix, start, -1); terr == nil {
-		err.ErrStatus.ListMeta.Continue = token
+		err.ErrStatus.Continue = token
 	}
 	return err
 }

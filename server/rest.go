@@ -21,7 +21,6 @@ type request struct {
 	// subresource is "", "status" or "scale".
 	subresource string
 	out         negotiation
-	warnings    []string
 }
 
 func (q *request) gr() schema.GroupResource { return q.res.GroupResource() }
@@ -84,7 +83,7 @@ func (s *Server) route(r *http.Request, info *RequestInfo) (*request, error) {
 		if info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" {
 			return nil, notFoundPath(info)
 		}
-	} else if info.Namespace != "" && !(res.Group == "" && res.Names.Plural == "namespaces") {
+	} else if info.Namespace != "" && (res.Group != "" || res.Names.Plural != "namespaces") {
 		return nil, notFoundPath(info)
 	}
 	switch info.Subresource {

@@ -63,7 +63,6 @@ type Server struct {
 	metrics *requestMetrics
 
 	mu        sync.Mutex
-	extraMux  map[string]http.Handler
 	listener  net.Listener
 	watchStop chan struct{}
 }

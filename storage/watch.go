@@ -13,14 +13,14 @@ import (
 type EventType int
 
 const (
-	// Put: the key was created (Prev == nil) or changed.
+	// Put means the key was created (Prev == nil) or changed.
 	Put EventType = iota
-	// Deleted: the key was removed; Prev holds its last value.
+	// Deleted means the key was removed; Prev holds its last value.
 	Deleted
-	// Progress: nothing under the prefix changed, but the store has reached Revision.
+	// Progress means nothing under the prefix changed, but the store has reached Revision.
 	// Watchers use it for bookmarks.
 	Progress
-	// Error: the watch failed (Err is set, e.g. ErrCompacted) and the channel closes.
+	// Error means the watch failed (Err is set, e.g. ErrCompacted) and the channel closes.
 	Error
 )
 

@@ -1,5 +1,3 @@
-// Command concord runs Concord: API servers that make storage-version upgrades,
-// rollbacks and migrations safe. See README.md.
 package main
 
 import (
