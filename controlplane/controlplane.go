@@ -207,6 +207,9 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 		return nil, fmt.Errorf("registering %s: %w", apiextensions.GroupResource, err)
 	}
 	inst.Store = registry.NewStore(raw)
+	if o.WatchBookmarkInterval > 0 {
+		inst.Store.BookmarkInterval = o.WatchBookmarkInterval
+	}
 
 	// 5. The HTTP server.
 	compat.RegisterMetrics(inst.Metrics)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/etcd"
@@ -37,6 +38,9 @@ type Options struct {
 	// ServerID identifies this server among those sharing the etcd (default derived
 	// from the hostname and port, stable across restarts).
 	ServerID string
+	// WatchBookmarkInterval is how often idle watches that asked for bookmarks get one
+	// (default 30s).
+	WatchBookmarkInterval time.Duration
 	// LogFormat is "text" or "json".
 	LogFormat string
 	// Compatibility holds the KEP-4330 flags: the API catalog, binary, emulation and
@@ -47,12 +51,13 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		DataDir:       "concord-data",
-		BindAddress:   "127.0.0.1",
-		SecurePort:    6443,
-		EtcdPrefix:    "/registry",
-		LogFormat:     "text",
-		Compatibility: *compatibility.NewOptions(),
+		DataDir:               "concord-data",
+		BindAddress:           "127.0.0.1",
+		SecurePort:            6443,
+		EtcdPrefix:            "/registry",
+		LogFormat:             "text",
+		WatchBookmarkInterval: 30 * time.Second,
+		Compatibility:         *compatibility.NewOptions(),
 	}
 }
 
@@ -71,6 +76,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, `Static bearer tokens, CSV: token,user,uid,"group1,group2".`)
 	fs.StringVar(&o.KubeconfigOut, "kubeconfig-out", o.KubeconfigOut, "Where to write the admin kubeconfig (default <data-dir>/admin.kubeconfig).")
 	fs.StringVar(&o.ServerID, "server-id", o.ServerID, "Identity of this server among those sharing etcd (default derived from hostname and port).")
+	fs.DurationVar(&o.WatchBookmarkInterval, "watch-bookmark-interval", o.WatchBookmarkInterval, "How often idle watches that asked for bookmarks receive one.")
+	_ = fs.MarkHidden("watch-bookmark-interval")
 	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
 	o.Compatibility.AddFlags(fs)
 }

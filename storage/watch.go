@@ -52,7 +52,11 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64, opts WatchO
 	out := make(chan Event, 100)
 	wopts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV()}
 	if rev > 0 {
-		wopts = append(wopts, clientv3.WithRev(rev+1))
+		// Start at rev itself, not rev+1, and drop what happened at rev below: etcd
+		// withholds progress notifications from a watcher whose start revision the
+		// store has not reached yet, so an idle watch started at the current revision
+		// would never learn that time moves on.
+		wopts = append(wopts, clientv3.WithRev(rev))
 	}
 	if opts.ProgressInterval > 0 {
 		wopts = append(wopts, clientv3.WithProgressNotify())
@@ -107,6 +111,9 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64, opts WatchO
 					continue
 				}
 				for _, ev := range resp.Events {
+					if ev.Kv.ModRevision <= rev {
+						continue
+					}
 					e := Event{Revision: ev.Kv.ModRevision, KV: s.kv(ev.Kv)}
 					if ev.PrevKv != nil {
 						e.Prev = s.kv(ev.PrevKv)

@@ -1,6 +1,9 @@
 package integration
 
 import (
+	"errors"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"testing"
 	"time"
 )
@@ -23,3 +26,5 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func errorsAs(err error, target *apierrors.APIStatus) bool { return errors.As(err, target) }
