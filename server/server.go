@@ -126,6 +126,7 @@ func (s *Server) install() {
 	s.mux.Handle("/api/", api)
 	s.mux.Handle("/apis", api)
 	s.mux.Handle("/apis/", api)
+	s.mux.Handle(RewritePath, http.HandlerFunc(s.serveRewrite))
 	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, apierrors.NewNotFound(schemaGR(""), r.URL.Path))
 	}))

@@ -1,0 +1,137 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/concordproject/concord/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// RewriteResult reports one page of a Rewrite.
+type RewriteResult struct {
+	// Scanned counts the objects read.
+	Scanned int `json:"scanned"`
+	// Rewritten counts the objects written again in the storage version: their
+	// resourceVersion moved.
+	Rewritten int `json:"rewritten"`
+	// Skipped counts objects already encoded in the storage version, or changed or
+	// deleted by someone else since they were read (a change re-encodes them anyway).
+	Skipped int `json:"skipped"`
+	// Failed lists the objects that cannot be rewritten and why (undecodable,
+	// unconvertible, no longer valid).
+	Failed []RewriteFailure `json:"failed,omitempty"`
+	// Continue resumes the rewrite after this page; empty when the resource is done.
+	Continue string `json:"continue,omitempty"`
+}
+
+// RewriteFailure is one object a Rewrite could not rewrite.
+type RewriteFailure struct {
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Reason    string `json:"reason"`
+}
+
+// Rewrite re-encodes up to limit objects of res (all namespaces), starting where
+// continueToken points, in the current storage version: the server-side form of a
+// storage migration. It gives the results a client-side migrator gets from reading
+// each object and writing it back unchanged:
+//
+//   - an object already encoded as the storage version would encode it is skipped
+//     (the write would change nothing, so Kubernetes writes nothing);
+//   - every other object is decoded, converted, defaulted and validated as an update
+//     would, and written back only if it is still at the revision read (the same
+//     optimistic precondition); one that moved meanwhile is skipped, because the write
+//     that moved it encoded it in the storage version;
+//   - an object that fails to decode, convert or validate is reported, not retried.
+//
+// The writes of a page go to etcd in as few transactions as etcd allows. Pages read
+// the current state (not a snapshot), so objects created during a rewrite are already
+// current. The error is a StatusError; per-object failures are in the result.
+func (s *Store) Rewrite(ctx context.Context, res *Resource, continueToken string, limit int64) (*RewriteResult, error) {
+	prefix := res.Prefix("")
+	start := ""
+	if continueToken != "" {
+		st, _, err := storage.DecodeContinue(prefix, continueToken)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
+		}
+		start = st
+	}
+	if limit <= 0 || limit > 10000 {
+		limit = 500
+	}
+	page, err := s.storage.List(ctx, prefix, storage.ListOptions{Limit: limit, Start: start})
+	if err != nil {
+		return nil, s.storageError(res, "", err)
+	}
+	out := &RewriteResult{Scanned: len(page.Items)}
+	var writes []storage.Write
+	var names [][2]string
+	for _, kv := range page.Items {
+		data, ns, name, err := s.reencode(ctx, res, kv)
+		switch {
+		case err != nil:
+			out.Failed = append(out.Failed, RewriteFailure{Namespace: ns, Name: name, Reason: err.Error()})
+		case bytes.Equal(data, kv.Value):
+			out.Skipped++
+		default:
+			writes = append(writes, storage.Write{Key: kv.Key, Value: data, Expected: kv.Revision})
+			names = append(names, [2]string{ns, name})
+		}
+	}
+	_, errs := s.storage.WriteBatch(ctx, writes)
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			out.Rewritten++
+		case errors.Is(err, storage.ErrConflict), errors.Is(err, storage.ErrNotFound):
+			out.Skipped++
+		default:
+			if ctx.Err() != nil {
+				return nil, s.storageError(res, "", err)
+			}
+			out.Failed = append(out.Failed, RewriteFailure{Namespace: names[i][0], Name: names[i][1], Reason: err.Error()})
+		}
+	}
+	if page.More && len(page.Items) > 0 {
+		token, err := storage.EncodeContinue(prefix, page.Items[len(page.Items)-1].Key+"\x00", -1)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		out.Continue = token
+	}
+	return out, nil
+}
+
+// reencode returns the bytes kv would be stored as if it were written back unchanged
+// now, with the object's namespace and name for reports.
+func (s *Store) reencode(ctx context.Context, res *Resource, kv *storage.KeyValue) ([]byte, string, string, error) {
+	obj, err := res.Decode(kv.Value, kv.Revision)
+	if err != nil {
+		ns, name := res.namesOf(kv.Key)
+		return nil, ns, name, err
+	}
+	ns, name := obj.GetNamespace(), obj.GetName()
+	if err := res.Convert(ctx, []*Object{obj}, res.StorageVersion); err != nil {
+		return nil, ns, name, fmt.Errorf("conversion to %s failed: %w", res.StorageVersion, err)
+	}
+	res.Schema(res.StorageVersion).Default(obj.Object)
+	if err := res.validateUpdate(ctx, res.StorageVersion, obj, obj.DeepCopy()); err != nil {
+		return nil, ns, name, err
+	}
+	data, err := res.Encode(ctx, obj)
+	return data, ns, name, err
+}
+
+// namesOf splits a key of res into namespace and name.
+func (r *Resource) namesOf(key string) (string, string) {
+	rest := strings.TrimPrefix(key, r.Prefix(""))
+	if ns, name, ok := strings.Cut(rest, "/"); ok && r.Namespaced {
+		return ns, name
+	}
+	return "", rest
+}

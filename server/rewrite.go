@@ -1,0 +1,59 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// RewritePath is the prefix of the storage-migration fast path:
+//
+//	POST /concord/v1/rewrite/<group>/<resource>?limit=N&continue=TOKEN
+//
+// (<group> is "core" for the legacy group). Each call re-encodes one page of the
+// resource's objects in the current storage version on the server, in batches of etcd
+// transactions, with the preconditions and results of a client-side read-and-write-back
+// (see registry.Store.Rewrite), and answers with a registry.RewriteResult as JSON. Only
+// writers (system:masters) may call it.
+const RewritePath = "/concord/v1/rewrite/"
+
+func (s *Server) serveRewrite(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "rewrite"}, r.Method))
+		return
+	}
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, RewritePath), "/"), "/")
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("want %s<group>/<resource> (group \"core\" for the legacy group)", RewritePath)))
+		return
+	}
+	group := parts[0]
+	if group == "core" {
+		group = ""
+	}
+	gr := schema.GroupResource{Group: group, Resource: parts[1]}
+	res := s.cfg.Registry.Get(gr)
+	if res == nil {
+		writeError(w, r, apierrors.NewNotFound(gr, ""))
+		return
+	}
+	var limit int64
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.ParseInt(l, 10, 64)
+		if err != nil || n <= 0 {
+			writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid limit %q: want a positive integer", l)))
+			return
+		}
+		limit = n
+	}
+	result, err := s.cfg.Store.Rewrite(r.Context(), res, r.URL.Query().Get("continue"), limit)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, r, http.StatusOK, result)
+}
