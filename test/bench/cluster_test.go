@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -118,7 +117,6 @@ func (s *suite) startProcess(name string, args ...string) (*process, error) {
 type cluster struct {
 	etcd, server *process
 	etcdURL      string
-	restConfig   *rest.Config
 
 	// clientset is the one client-go clientset every goroutine uses, as the
 	// goroutines of one real client would.
@@ -169,11 +167,12 @@ func (s *suite) startCluster() (*cluster, error) {
 	if err := waitForFile(ctx, cl.server, kubeconfig, time.Minute); err != nil {
 		return nil, err
 	}
-	if cl.restConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
 		return nil, err
 	}
-	cl.restConfig.QPS = -1 // no client-side rate limit
-	if cl.clientset, err = kubernetes.NewForConfig(cl.restConfig); err != nil {
+	restConfig.QPS = -1 // no client-side rate limit
+	if cl.clientset, err = kubernetes.NewForConfig(restConfig); err != nil {
 		return nil, err
 	}
 	if cl.kv, err = clientv3.New(clientv3.Config{Endpoints: []string{cl.etcdURL}, DialTimeout: 10 * time.Second}); err != nil {
@@ -198,7 +197,7 @@ func (cl *cluster) setup(ctx context.Context) error {
 	cms := cl.clientset.CoreV1().ConfigMaps(nsRead)
 	first := objectName('r', 0)
 	const probe = 512
-	cm, err := cms.Create(ctx, cl.configMap(first, map[string]string{"payload": strings.Repeat("x", probe)}), metav1.CreateOptions{})
+	cm, err := cms.Create(ctx, newConfigMap(first, map[string]string{"payload": strings.Repeat("x", probe)}), metav1.CreateOptions{})
 	if err != nil {
 		return err
 	}
@@ -218,15 +217,18 @@ func (cl *cluster) setup(ctx context.Context) error {
 	if cl.stored, err = cl.rawGet(ctx, configMapKey(nsRead, first)); err != nil {
 		return err
 	}
+	if len(cl.stored) != objectSize {
+		return fmt.Errorf("sized for %d bytes, the stored ConfigMap has %d", objectSize, len(cl.stored))
+	}
 	for i := int64(1); i < listSize; i++ {
-		if _, err := cms.Create(ctx, cl.configMap(objectName('r', i), cl.payload), metav1.CreateOptions{}); err != nil {
+		if _, err := cms.Create(ctx, newConfigMap(objectName('r', i), cl.payload), metav1.CreateOptions{}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (cl *cluster) configMap(name string, data map[string]string) *corev1.ConfigMap {
+func newConfigMap(name string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}
 }
 

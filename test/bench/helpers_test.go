@@ -66,7 +66,7 @@ func (p *process) pid() int { return p.cmd.Process.Pid }
 func (p *process) exited() error {
 	select {
 	case <-p.done:
-		return fmt.Errorf("%s: %w (%v); log ends with:\n%s", p.name, errExited, p.err, p.logTail())
+		return fmt.Errorf("%s: %w (%w); log ends with:\n%s", p.name, errExited, p.err, p.logTail())
 	default:
 		return nil
 	}
@@ -81,7 +81,7 @@ func (p *process) stop() error {
 	select {
 	case <-p.done:
 		if p.err != nil {
-			return fmt.Errorf("%s exited with %v; log ends with:\n%s", p.name, p.err, p.logTail())
+			return fmt.Errorf("%s exited with %w; log ends with:\n%s", p.name, p.err, p.logTail())
 		}
 		return nil
 	case <-time.After(30 * time.Second):
