@@ -1,10 +1,13 @@
 package apiextensions
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sync"
 	"sync/atomic"
 
@@ -47,6 +50,8 @@ type Controller struct {
 	queue    workqueue.TypedRateLimitingInterface[string]
 	informer cache.SharedIndexInformer
 	synced   atomic.Bool
+	// syncedCh is closed when synced turns true.
+	syncedCh chan struct{}
 
 	// deferred are the deleted definitions whose cleanup the start-up pass left for
 	// later, so that serving the others is not delayed. Only the start-up pass uses it.
@@ -62,8 +67,9 @@ type Controller struct {
 // (apiextensions.k8s.io customresourcedefinitions, which must be in reg) into reg.
 func NewController(reg *registry.Registry, store *registry.Store) *Controller {
 	c := &Controller{
-		reg:   reg,
-		store: store,
+		syncedCh: make(chan struct{}),
+		reg:      reg,
+		store:    store,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "customresourcedefinitions"}),
@@ -102,6 +108,9 @@ func NewController(reg *registry.Registry, store *registry.Store) *Controller {
 // has been reconciled once: from then on, the registry serves them.
 func (c *Controller) HasSynced() bool { return c.synced.Load() }
 
+// Synced is closed once HasSynced is true.
+func (c *Controller) Synced() <-chan struct{} { return c.syncedCh }
+
 // Run reconciles definitions until ctx is done. It first reconciles every existing
 // definition (HasSynced turns true), then follows changes with two workers.
 func (c *Controller) Run(ctx context.Context) {
@@ -125,13 +134,18 @@ func (c *Controller) Run(ctx context.Context) {
 		return
 	}
 	go c.informer.RunWithContext(ctx)
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, handle.HasSynced) {
+	// Poll the informer closely: start-up waits on this, and client-go's helper polls
+	// every 100 ms.
+	if err := wait.PollUntilContextCancel(ctx, 2*time.Millisecond, true, func(context.Context) (bool, error) {
+		return handle.HasSynced(), nil
+	}); err != nil {
 		return
 	}
 	// Reconcile what exists before serving: the queue holds every definition now.
 	for c.queue.Len() > 0 && c.processNext(ctx) {
 	}
 	c.synced.Store(true)
+	close(c.syncedCh)
 	for _, name := range c.deferred {
 		c.queue.Add(name)
 	}

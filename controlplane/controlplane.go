@@ -31,7 +31,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -264,7 +263,9 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	}
 	crds := apiextensions.NewController(inst.Registry, inst.Store)
 	go crds.Run(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), crds.HasSynced) {
+	select {
+	case <-crds.Synced():
+	case <-ctx.Done():
 		return nil, fmt.Errorf("serving the stored CustomResourceDefinitions: %w", context.Cause(ctx))
 	}
 	bootstrap.Done()

@@ -93,6 +93,10 @@ type EmbeddedConfig struct {
 	// auto-compaction, which is right when the API server compacts, as Kubernetes does.
 	AutoCompactionRetention string
 
+	// TickMs and ElectionMs are the raft heartbeat interval and election timeout;
+	// zero keeps etcd's defaults (100 ms and 1 s). A member that runs alone on one
+	// machine can use much shorter ones: its restart waits out one election timeout.
+	TickMs, ElectionMs uint
 	// UnsafeNoFsync skips every fsync (--unsafe-no-fsync). A crash can then lose or
 	// corrupt data: for tests only.
 	UnsafeNoFsync bool

@@ -103,6 +103,9 @@ func (c *EmbeddedConfig) embedConfig(urls memberURLs) (*embed.Config, zap.Atomic
 	ec.AutoCompactionMode = c.compactionMode()
 	ec.AutoCompactionRetention = orDefault(c.AutoCompactionRetention, embed.DefaultAutoCompactionRetention)
 	ec.UnsafeNoFsync = c.UnsafeNoFsync
+	if c.TickMs > 0 {
+		ec.TickMs, ec.ElectionMs = c.TickMs, c.ElectionMs
+	}
 	ec.LogLevel = orDefault(c.LogLevel, DefaultLogLevel)
 
 	// etcd's default logger, with a level this package can change later.

@@ -47,6 +47,11 @@ func StartLoopback(ctx context.Context, dataDir string, opts ...LoopbackOption) 
 		DataDir:          dataDir,
 		ListenClientURLs: []string{"http://127.0.0.1:0"},
 		ListenPeerURLs:   []string{"http://127.0.0.1:0"},
+		// A single member on loopback has no peer latency to allow for; short raft
+		// timers make a restart elect itself in tens of milliseconds instead of up
+		// to a second.
+		TickMs:     10,
+		ElectionMs: 100,
 	}
 	for _, opt := range opts {
 		opt(&cfg)

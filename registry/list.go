@@ -144,7 +144,7 @@ func (s *Store) finishList(ctx context.Context, res *Resource, version string, o
 	out.Items = make([]unstructured.Unstructured, len(objs))
 	sch := res.Schema(version)
 	for i, o := range objs {
-		sch.Default(o.Object)
+		sch.DefaultStored(o.Object)
 		out.Items[i] = *o
 	}
 	return out, nil

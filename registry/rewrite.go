@@ -119,7 +119,7 @@ func (s *Store) reencode(ctx context.Context, res *Resource, kv *storage.KeyValu
 	if err := res.Convert(ctx, []*Object{obj}, res.StorageVersion); err != nil {
 		return nil, ns, name, fmt.Errorf("conversion to %s failed: %w", res.StorageVersion, err)
 	}
-	res.Schema(res.StorageVersion).Default(obj.Object)
+	res.Schema(res.StorageVersion).DefaultStored(obj.Object)
 	if err := res.validateUpdate(ctx, res.StorageVersion, obj, obj.DeepCopy()); err != nil {
 		return nil, ns, name, err
 	}

@@ -57,7 +57,7 @@ func (s *Store) decodeAs(ctx context.Context, res *Resource, kv *storage.KeyValu
 	if err := res.Convert(ctx, []*Object{obj}, version); err != nil {
 		return nil, s.conversionError(res, err)
 	}
-	res.Schema(version).Default(obj.Object)
+	res.Schema(version).DefaultStored(obj.Object)
 	return obj, nil
 }
 

@@ -170,7 +170,7 @@ func (w *watcher) convert(ctx context.Context, o *Object) (*Object, error) {
 	if err := w.res.Convert(ctx, []*Object{o}, w.version); err != nil {
 		return nil, w.store.conversionError(w.res, err)
 	}
-	w.res.Schema(w.version).Default(o.Object)
+	w.res.Schema(w.version).DefaultStored(o.Object)
 	return o, nil
 }
 
@@ -194,7 +194,7 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *unstr
 			return
 		}
 		for _, o := range initial.objs {
-			w.res.Schema(w.version).Default(o.Object)
+			w.res.Schema(w.version).DefaultStored(o.Object)
 		}
 		for _, o := range initial.objs {
 			if !w.send(ctx, watch.Event{Type: watch.Added, Object: o}) {

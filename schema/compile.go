@@ -39,6 +39,9 @@ type Schema struct {
 	// embedded resource or a list of type set or map, so that objects of schemas without
 	// them are not walked for nothing.
 	hasEmbedded, hasListSetsOrMaps bool
+	// hasDefaults tells whether any node has a default, so that reads of objects of
+	// schemas without them skip defaulting.
+	hasDefaults bool
 }
 
 // openapiV3Types are the values `type` may take in a structural schema.
@@ -112,6 +115,9 @@ func Compile(ctx context.Context, props *apiextensionsv1.JSONSchemaProps, fldPat
 		}
 		if n.XListType != nil && (*n.XListType == "set" || *n.XListType == "map") {
 			s.hasListSetsOrMaps = true
+		}
+		if n.Default.Object != nil {
+			s.hasDefaults = true
 		}
 	})
 	klog.FromContext(ctx).V(4).Info("Compiled schema", "path", fldPath.String(), "celRules", s.rules != nil, "duration", time.Since(start))

@@ -15,3 +15,14 @@ func (s *Schema) Default(obj map[string]interface{}) {
 	defaulting.PruneNonNullableNullsWithoutDefaults(obj, s.structural)
 	defaulting.Default(obj, s.structural)
 }
+
+// DefaultStored applies defaults to an object read from storage, as Default does. An
+// object read back was pruned of disallowed nulls when it was written, so for a schema
+// without any default there is nothing to do and it returns at once: reads of such
+// resources pay nothing.
+func (s *Schema) DefaultStored(obj map[string]interface{}) {
+	if s == nil || !s.hasDefaults {
+		return
+	}
+	s.Default(obj)
+}

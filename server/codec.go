@@ -37,8 +37,8 @@ var protobufSerializer = protobuf.NewSerializer(typedScheme, typedScheme)
 
 const protobufMediaType = "application/vnd.kubernetes.protobuf"
 
-// protobufToJSON decodes a Kubernetes protobuf envelope into JSON.
-func protobufToJSON(data []byte) ([]byte, error) {
+// protobufToMap decodes a Kubernetes protobuf envelope into an unstructured map.
+func protobufToMap(data []byte) (map[string]interface{}, error) {
 	obj, gvk, err := protobufSerializer.Decode(data, nil, nil)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the protobuf body cannot be decoded: %v", err))
@@ -48,6 +48,15 @@ func protobufToJSON(data []byte) ([]byte, error) {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the protobuf body cannot be converted: %v", err))
 	}
 	u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
+	return u, nil
+}
+
+// protobufToJSON decodes a Kubernetes protobuf envelope into JSON.
+func protobufToJSON(data []byte) ([]byte, error) {
+	u, err := protobufToMap(data)
+	if err != nil {
+		return nil, err
+	}
 	return json.Marshal(u)
 }
 

@@ -28,12 +28,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, q *request)
 		writeError(w, r, err)
 		return
 	}
-	data, err := bodyToJSON(r, body)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	obj, warnings, err := decodeObject(data, q.res, q.version.Name, fv)
+	obj, warnings, err := decodeRequestObject(r, body, q.res, q.version.Name, fv)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -94,6 +94,30 @@ func decodeObject(data []byte, res *registry.Resource, version string, fv fieldV
 	if obj.Object == nil {
 		return nil, nil, apierrors.NewBadRequest("the body is not a valid JSON object: null")
 	}
+	return admitObject(obj, strictErrs, res, version, fv)
+}
+
+// decodeRequestObject decodes the object in a create or update body: JSON and YAML as
+// decodeObject does; protobuf (typed clients of built-in kinds) straight from the
+// typed object to its map, without a JSON round trip.
+func decodeRequestObject(r *http.Request, body []byte, res *registry.Resource, version string, fv fieldValidation) (*unstructured.Unstructured, []string, error) {
+	if r.Header.Get("Content-Type") == protobufMediaType {
+		m, err := protobufToMap(body)
+		if err != nil {
+			return nil, nil, err
+		}
+		return admitObject(&unstructured.Unstructured{Object: m}, nil, res, version, fv)
+	}
+	data, err := bodyToJSON(r, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	return decodeObject(data, res, version, fv)
+}
+
+// admitObject checks a decoded object against the endpoint (apiVersion, kind), prunes
+// unknown fields and applies defaults, reporting problems as fieldValidation says.
+func admitObject(obj *unstructured.Unstructured, strictErrs []error, res *registry.Resource, version string, fv fieldValidation) (*unstructured.Unstructured, []string, error) {
 	wantAV := res.GroupVersion(version).String()
 	switch av := obj.GetAPIVersion(); {
 	case av == "":

@@ -76,8 +76,8 @@ func (m *requestMetrics) instrument(h http.Handler) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		h.ServeHTTP(rec, r)
-		info := ParseRequestInfo(r)
-		if !info.IsResourceRequest {
+		info, ok := RequestInfoFrom(r.Context())
+		if !ok || !info.IsResourceRequest {
 			return // keep cardinality low: only API resource requests are counted
 		}
 		code := rec.code

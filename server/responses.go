@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
@@ -74,8 +75,31 @@ func negotiate(r *http.Request) (negotiation, error) {
 		"only application/json and application/yaml are served (optionally as=Table or as=PartialObjectMetadata with g=meta.k8s.io, v=v1)", 0, false)
 }
 
+// jsonValue returns what to hand encoding/json for v: unstructured objects and lists
+// are encoded from their maps directly, not through their MarshalJSON, which encoding/json
+// would then validate and compact a second time.
+func jsonValue(v interface{}) interface{} {
+	switch o := v.(type) {
+	case *unstructured.Unstructured:
+		return o.Object
+	case *unstructured.UnstructuredList:
+		m := make(map[string]interface{}, len(o.Object)+1)
+		for k, val := range o.Object {
+			m[k] = val
+		}
+		items := make([]interface{}, len(o.Items))
+		for i := range o.Items {
+			items[i] = o.Items[i].Object
+		}
+		m["items"] = items
+		return m
+	}
+	return v
+}
+
 // writeJSON writes v with code, as JSON (or YAML if asked).
 func writeJSON(w http.ResponseWriter, r *http.Request, code int, v interface{}) {
+	v = jsonValue(v)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -133,16 +133,16 @@ func (s *Server) install() {
 }
 
 // buildChain wraps the mux in the filters every request passes, outermost first:
-// panic recovery, metrics, timeout, body limit, authentication, request info,
+// panic recovery, request info, metrics, timeout, body limit, authentication,
 // authorization.
 func (s *Server) buildChain() http.Handler {
 	var h http.Handler = s.mux
 	h = s.withAuthorization(h)
-	h = withRequestInfo(h)
 	h = auth.WithAuthentication(h, s.cfg.Authenticator, publicPath)
 	h = withBodyLimit(h, s.cfg.MaxRequestBodyBytes)
 	h = s.withTimeout(h)
 	h = s.metrics.instrument(h)
+	h = withRequestInfo(h)
 	h = withRecovery(h)
 	return h
 }

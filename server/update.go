@@ -25,16 +25,16 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, q *request)
 		writeError(w, r, err)
 		return
 	}
-	data, err := bodyToJSON(r, body)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
 	if q.subresource == "scale" {
+		data, err := bodyToJSON(r, body)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
 		s.updateScale(w, r, q, data, dry)
 		return
 	}
-	obj, warnings, err := decodeObject(data, q.res, q.version.Name, fv)
+	obj, warnings, err := decodeRequestObject(r, body, q.res, q.version.Name, fv)
 	if err != nil {
 		writeError(w, r, err)
 		return

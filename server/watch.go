@@ -75,7 +75,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *request) 
 				st := ErrorToStatus(err)
 				ev, obj = watch.Event{Type: watch.Error}, st
 			}
-			if err := enc.Encode(watchEvent{Type: ev.Type, Object: obj}); err != nil {
+			if err := enc.Encode(watchEvent{Type: ev.Type, Object: jsonValue(obj)}); err != nil {
 				return
 			}
 			sent.Inc()
@@ -93,7 +93,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *request) 
 // inline).
 type watchEvent struct {
 	Type   watch.EventType `json:"type"`
-	Object runtime.Object  `json:"object"`
+	Object interface{}     `json:"object"`
 }
 
 // watchObject renders an event's object in the negotiated representation.
