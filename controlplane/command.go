@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/go-logr/logr/funcr"
@@ -30,6 +31,7 @@ at itself whose credentials work on all of them.`,
 				return err
 			}
 			setupLogging(o.LogFormat)
+			tuneGC()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			ctx = klog.NewContext(ctx, klog.Background())
@@ -68,4 +70,13 @@ func verbosity() int {
 		}
 	}
 	return 0
+}
+
+// tuneGC lets the heap grow to four times the live data between collections unless
+// GOGC says otherwise: an API server's live heap is small next to the machine, and the
+// default (100) spends a large share of each request's CPU on collection.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 }

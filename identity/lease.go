@@ -1,0 +1,407 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/concordproject/concord/registry"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// Labels, annotations and the namespace of identity leases.
+const (
+	// Namespace holds every identity lease.
+	Namespace = metav1.NamespaceSystem
+	// LabelIdentity marks a lease as a server identity lease; its value names the kind
+	// of server (Kubernetes' key).
+	LabelIdentity = "apiserver.kubernetes.io/identity"
+	// KubeAPIServer is LabelIdentity's value on Concord servers' leases: to clients they
+	// are kube-apiservers.
+	KubeAPIServer = "kube-apiserver"
+	// LabelHostname names the host the server runs on.
+	LabelHostname = corev1.LabelHostname
+	// AnnotationBinaryVersion, AnnotationEmulationVersion and
+	// AnnotationMinCompatibilityVersion carry the server's KEP-4330 versions
+	// (major.minor), so that peers can tell which release each server is.
+	AnnotationBinaryVersion           = "concord.io/binary-version"
+	AnnotationEmulationVersion        = "concord.io/emulation-version"
+	AnnotationMinCompatibilityVersion = "concord.io/min-compatibility-version"
+)
+
+// Defaults of the lease timing. A crashed server's lease expires at most
+// DefaultLeaseDuration after its last renewal, so whatever is collected on expiry (its
+// StorageVersion entries) goes within about half a minute, not Kubernetes' hour.
+const (
+	DefaultLeaseDuration = 30 * time.Second
+	DefaultRenewInterval = 10 * time.Second
+)
+
+// Post-start hook names, as kube-apiserver calls them.
+const (
+	LeaseControllerHook = "start-kube-apiserver-identity-lease-controller"
+	LeaseCollectorHook  = "start-kube-apiserver-identity-lease-garbage-collector"
+)
+
+// GroupResource is the resource identity leases are objects of.
+var GroupResource = schema.GroupResource{Group: coordinationv1.GroupName, Resource: "leases"}
+
+// leaseVersion is the version identity leases are read and written in.
+const leaseVersion = "v1"
+
+// Errors of the lease controller.
+var (
+	// ErrLeasesNotServed means that coordination.k8s.io leases are not in the registry.
+	ErrLeasesNotServed = errors.New("coordination.k8s.io leases are not served by this server")
+	// ErrInvalidConfig wraps every problem of a Config.
+	ErrInvalidConfig = errors.New("invalid identity lease configuration")
+	// ErrNotHolder means that the lease is held by another process claiming the same
+	// server ID (two servers were given one ID).
+	ErrNotHolder = errors.New("the identity lease is held by another process")
+)
+
+// Config configures a server's identity lease.
+type Config struct {
+	// ID is the server ID: the lease's name.
+	ID string
+	// Hostname is the LabelHostname value.
+	Hostname string
+	// Duration is how long the lease lasts after a renewal: a whole number of seconds
+	// (spec.leaseDurationSeconds), at least one.
+	Duration time.Duration
+	// RenewInterval is how often the lease is renewed; it must be shorter than Duration.
+	RenewInterval time.Duration
+	// BinaryVersion, EmulationVersion and MinCompatibilityVersion fill the version
+	// annotations.
+	BinaryVersion, EmulationVersion, MinCompatibilityVersion string
+	// Lapsed, if set, is called when the lease was lost and taken back: recreated
+	// after someone deleted it, or renewed after it had expired. Whatever the server
+	// registered under its ID may have been collected meanwhile. It runs synchronously,
+	// before Valid reports true again, and must not block for long.
+	Lapsed func()
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.ID == "" {
+		errs = append(errs, errors.New("the server ID is empty"))
+	}
+	if c.Duration < time.Second || c.Duration%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("lease duration %s must be a whole number of seconds, at least 1s", c.Duration))
+	}
+	if c.RenewInterval <= 0 || c.RenewInterval >= c.Duration {
+		errs = append(errs, fmt.Errorf("renew interval %s must be positive and shorter than the lease duration %s", c.RenewInterval, c.Duration))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	}
+	return nil
+}
+
+// Lease keeps one server's identity lease: a coordination.k8s.io/v1 Lease in
+// kube-system named by the server ID, held by "<id>_<uuid>" (a new uuid per process),
+// renewed every RenewInterval, recreated at once if it is deleted. It writes through
+// the object store directly: it is the server itself, and must not depend on its own
+// HTTP path.
+type Lease struct {
+	cfg    Config
+	holder string
+	reg    *registry.Registry
+	store  *registry.Store
+
+	// validUntil is when the lease expires as last written (unix nanoseconds); 0 before
+	// the first renewal.
+	validUntil atomic.Int64
+	// acquired is true once the first renewal succeeded: later losses are lapses.
+	acquired atomic.Bool
+	renewNow chan struct{}
+
+	mu  sync.Mutex
+	uid string // of the lease as last written
+	// done is closed when the renewal loop has returned (nil before Start).
+	done chan struct{}
+}
+
+// NewLease returns the lease controller of a server; Start acquires the lease.
+func NewLease(reg *registry.Registry, store *registry.Store, cfg Config) (*Lease, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Lease{
+		cfg:      cfg,
+		holder:   cfg.ID + "_" + string(uuid.NewUUID()),
+		reg:      reg,
+		store:    store,
+		renewNow: make(chan struct{}, 1),
+	}, nil
+}
+
+// ID returns the server ID (the lease's name).
+func (l *Lease) ID() string { return l.cfg.ID }
+
+// HolderIdentity returns "<id>_<uuid>", unique to this process.
+func (l *Lease) HolderIdentity() string { return l.holder }
+
+// Duration returns the lease duration.
+func (l *Lease) Duration() time.Duration { return l.cfg.Duration }
+
+// Valid reports whether the lease, as this server last renewed it, has not expired at
+// now. A server whose lease expired may have had everything registered under its ID
+// collected by a peer.
+func (l *Lease) Valid(now time.Time) bool {
+	until := l.validUntil.Load()
+	return until != 0 && now.UnixNano() < until
+}
+
+// Start writes the lease (creating it, or taking over the one a previous run of this
+// server left), then renews it in the background until ctx is done. It returns the
+// error of the first write.
+func (l *Lease) Start(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("identity-lease")
+	ctx = klog.NewContext(ctx, logger)
+	if err := l.renew(ctx); err != nil {
+		return fmt.Errorf("writing identity lease %s/%s: %w", Namespace, l.cfg.ID, err)
+	}
+	done := make(chan struct{})
+	l.mu.Lock()
+	l.done = done
+	l.mu.Unlock()
+	go func() {
+		defer close(done)
+		l.run(ctx)
+	}()
+	return nil
+}
+
+// run renews the lease every RenewInterval (sooner after a failure, and at once when
+// the lease is seen deleted) until ctx is done.
+func (l *Lease) run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	go l.watchOwn(ctx)
+	failures := 0
+	next := l.cfg.RenewInterval
+	timer := time.NewTimer(next)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-l.renewNow:
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+		}
+		if err := l.renew(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			next = min(l.cfg.RenewInterval, 100*time.Millisecond<<min(failures, 8))
+			logger.Error(err, "Cannot renew the identity lease", "lease", l.cfg.ID, "failures", failures, "retryIn", next,
+				"validFor", max(0, time.Until(time.Unix(0, l.validUntil.Load()))))
+		} else {
+			failures, next = 0, l.cfg.RenewInterval
+		}
+		timer.Reset(next)
+	}
+}
+
+// renew writes the lease once: renewTime now, with the current labels, annotations,
+// holder and duration; it creates the lease when it is missing.
+func (l *Lease) renew(ctx context.Context) error {
+	res := l.reg.Get(GroupResource)
+	if res == nil {
+		return ErrLeasesNotServed
+	}
+	timeout := max(l.cfg.RenewInterval, l.cfg.Duration/3)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	now := time.Now()
+	var previousHolder string
+	obj, created, err := l.store.Update(cctx, res, leaseVersion, Namespace, l.cfg.ID,
+		func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+			previousHolder = ""
+			if cur == nil {
+				cur = &unstructured.Unstructured{Object: map[string]interface{}{}}
+				cur.SetAPIVersion(coordinationv1.SchemeGroupVersion.String())
+				cur.SetKind("Lease")
+				cur.SetName(l.cfg.ID)
+				cur.SetNamespace(Namespace)
+			} else {
+				previousHolder, _, _ = unstructured.NestedString(cur.Object, "spec", "holderIdentity")
+			}
+			l.fill(cur, now)
+			return cur, nil
+		}, registry.UpdateOptions{AllowCreate: true})
+	if err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx)
+	lapsed := false
+	if l.acquired.Load() {
+		switch {
+		case created:
+			logger.Info("Identity lease was deleted: recreated it", "lease", l.cfg.ID)
+			lapsed = true
+		case !l.Valid(time.Now()):
+			// Checked after the write: the lease may have expired while it was in
+			// flight, and peers may have collected what this server registered.
+			logger.Info("Identity lease had expired before this renewal", "lease", l.cfg.ID)
+			lapsed = true
+		case previousHolder != l.holder:
+			logger.Error(ErrNotHolder, "Took the identity lease back: two servers may share one ID", "lease", l.cfg.ID, "holder", previousHolder)
+			lapsed = true
+		}
+	} else if previousHolder != "" && previousHolder != l.holder {
+		logger.V(2).Info("Took over the identity lease of a previous run", "lease", l.cfg.ID, "previousHolder", previousHolder)
+	}
+	l.mu.Lock()
+	l.uid = string(obj.GetUID())
+	l.mu.Unlock()
+	if lapsed && l.cfg.Lapsed != nil {
+		l.cfg.Lapsed()
+	}
+	l.validUntil.Store(now.Add(l.cfg.Duration).UnixNano())
+	l.acquired.Store(true)
+	return nil
+}
+
+// fill sets what this server owns in its lease.
+func (l *Lease) fill(obj *unstructured.Unstructured, now time.Time) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelIdentity] = KubeAPIServer
+	if l.cfg.Hostname != "" {
+		labels[LabelHostname] = l.cfg.Hostname
+	}
+	obj.SetLabels(labels)
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	for k, v := range map[string]string{
+		AnnotationBinaryVersion:           l.cfg.BinaryVersion,
+		AnnotationEmulationVersion:        l.cfg.EmulationVersion,
+		AnnotationMinCompatibilityVersion: l.cfg.MinCompatibilityVersion,
+	} {
+		if v != "" {
+			annotations[k] = v
+		}
+	}
+	obj.SetAnnotations(annotations)
+	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	if spec == nil {
+		spec = map[string]interface{}{}
+	}
+	spec["holderIdentity"] = l.holder
+	spec["leaseDurationSeconds"] = int64(l.cfg.Duration / time.Second)
+	spec["renewTime"] = metav1.NewMicroTime(now).UTC().Format(metav1.RFC3339Micro)
+	obj.Object["spec"] = spec
+}
+
+// watchOwn follows the lease and asks for an immediate renewal when it is deleted or
+// taken by another holder.
+func (l *Lease) watchOwn(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	selector := fields.OneTermEqualSelector("metadata.name", l.cfg.ID).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			res := l.reg.Get(GroupResource)
+			if res == nil {
+				return nil, ErrLeasesNotServed
+			}
+			opts.FieldSelector = selector
+			return l.store.List(ctx, res, leaseVersion, Namespace, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			res := l.reg.Get(GroupResource)
+			if res == nil {
+				return nil, ErrLeasesNotServed
+			}
+			opts.FieldSelector = selector
+			return l.store.Watch(ctx, res, leaseVersion, Namespace, opts)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	poke := func() {
+		select {
+		case l.renewNow <- struct{}{}:
+		default:
+		}
+	}
+	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj interface{}) {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				if h, _, _ := unstructured.NestedString(u.Object, "spec", "holderIdentity"); h != l.holder {
+					poke()
+				}
+			}
+		},
+		DeleteFunc: func(interface{}) { poke() },
+	}, cache.HandlerOptions{Logger: &logger})
+	if err != nil {
+		logger.Error(err, "Cannot follow the identity lease; it is still renewed on schedule")
+		return
+	}
+	inf.RunWithContext(ctx)
+}
+
+// Release stops renewing (ctx of Start must be done first) and deletes the lease if
+// this process still holds it, so that peers need not wait for it to expire. It is
+// the last thing a server does with its identity on a graceful shutdown.
+func (l *Lease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	done := l.done
+	l.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the identity lease renewals to stop: %w", context.Cause(ctx))
+	}
+	l.validUntil.Store(0)
+	res := l.reg.Get(GroupResource)
+	if res == nil {
+		return ErrLeasesNotServed
+	}
+	cur, err := l.store.Get(ctx, res, leaseVersion, Namespace, l.cfg.ID, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if h, _, _ := unstructured.NestedString(cur.Object, "spec", "holderIdentity"); h != l.holder {
+		return fmt.Errorf("%w (%s): left in place", ErrNotHolder, h)
+	}
+	uid, rv := cur.GetUID(), cur.GetResourceVersion()
+	_, _, err = l.store.Delete(ctx, res, leaseVersion, Namespace, l.cfg.ID, registry.WriteOptions{},
+		&metav1.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,124 @@
+package storageversion
+
+import (
+	"slices"
+	"time"
+
+	"github.com/concordproject/concord/registry"
+	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Entry is one server's report about one resource.
+type Entry = apiserverinternalv1alpha1.ServerStorageVersion
+
+// EntryFor returns what server id reports about res: the storage version as encoding
+// version, every version it knows as decodable, the served ones as served, each as an
+// apiVersion ("v1", "apps/v1") and newest first.
+func EntryFor(id string, res *registry.Resource) Entry {
+	gvs := func(vs []string) []string {
+		out := make([]string, len(vs))
+		for i, v := range vs {
+			out[i] = res.GroupVersion(v).String()
+		}
+		return out
+	}
+	return Entry{
+		APIServerID:       id,
+		EncodingVersion:   res.GroupVersion(res.StorageVersion).String(),
+		DecodableVersions: gvs(res.DecodableVersions()),
+		ServedVersions:    gvs(res.ServedVersions()),
+	}
+}
+
+// sameEntry reports whether two entries say the same.
+func sameEntry(a, b *Entry) bool {
+	return a.APIServerID == b.APIServerID && a.EncodingVersion == b.EncodingVersion &&
+		slices.Equal(a.DecodableVersions, b.DecodableVersions) && slices.Equal(a.ServedVersions, b.ServedVersions)
+}
+
+// findEntry returns the entry of id in st, or nil.
+func findEntry(st *apiserverinternalv1alpha1.StorageVersionStatus, id string) *Entry {
+	for i := range st.StorageVersions {
+		if st.StorageVersions[i].APIServerID == id {
+			return &st.StorageVersions[i]
+		}
+	}
+	return nil
+}
+
+// CommonEncodingVersion returns the encoding version every entry reports, or nil when
+// there is no entry or they differ.
+func CommonEncodingVersion(entries []Entry) *string {
+	if len(entries) == 0 {
+		return nil
+	}
+	v := entries[0].EncodingVersion
+	for _, e := range entries[1:] {
+		if e.EncodingVersion != v {
+			return nil
+		}
+	}
+	return &v
+}
+
+// SetEntries replaces the entries of sv's status with entries and recomputes what
+// follows from them (KEP-2339): commonEncodingVersion and the AllEncodingVersionsEqual
+// condition, whose observedGeneration is sv's generation and whose lastTransitionTime
+// changes, to now, only when its status flips or the common version changes value.
+// Other conditions are kept.
+func SetEntries(sv *apiserverinternalv1alpha1.StorageVersion, entries []Entry, now time.Time) {
+	old := sv.Status.CommonEncodingVersion
+	sv.Status.StorageVersions = entries
+	common := CommonEncodingVersion(entries)
+	sv.Status.CommonEncodingVersion = common
+	want := apiserverinternalv1alpha1.StorageVersionCondition{
+		Type:               ConditionAllEncodingVersionsEqual,
+		Status:             apiserverinternalv1alpha1.ConditionFalse,
+		ObservedGeneration: sv.Generation,
+		Reason:             ReasonCommonEncodingVersionUnset,
+		Message:            MessageCommonEncodingVersionUnset,
+	}
+	if common != nil {
+		want.Status, want.Reason, want.Message = apiserverinternalv1alpha1.ConditionTrue, ReasonCommonEncodingVersionSet, MessageCommonEncodingVersionSet
+	}
+	for i := range sv.Status.Conditions {
+		c := &sv.Status.Conditions[i]
+		if c.Type != want.Type {
+			continue
+		}
+		moved := c.Status != want.Status || (old != nil && common != nil && *old != *common)
+		want.LastTransitionTime = c.LastTransitionTime
+		if moved || c.LastTransitionTime.IsZero() {
+			want.LastTransitionTime = metav1.NewTime(now)
+		}
+		*c = want
+		return
+	}
+	want.LastTransitionTime = metav1.NewTime(now)
+	sv.Status.Conditions = append(sv.Status.Conditions, want)
+}
+
+// withEntry returns the entries of st with e in place of the entry of the same server,
+// or appended when that server has none.
+func withEntry(st *apiserverinternalv1alpha1.StorageVersionStatus, e Entry) []Entry {
+	out := slices.Clone(st.StorageVersions)
+	for i := range out {
+		if out[i].APIServerID == e.APIServerID {
+			out[i] = e
+			return out
+		}
+	}
+	return append(out, e)
+}
+
+// without returns the entries of st except those drop selects.
+func without(st *apiserverinternalv1alpha1.StorageVersionStatus, drop func(id string) bool) []Entry {
+	var out []Entry
+	for _, e := range st.StorageVersions {
+		if !drop(e.APIServerID) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
