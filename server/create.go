@@ -13,21 +13,12 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, q *request)
 		writeError(w, r, apierrors.NewMethodNotSupported(q.gr(), "create with a name in the URL"))
 		return
 	}
-	dry, err := dryRun(r)
+	wr, err := parseWrite(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	fv, err := parseFieldValidation(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	body, err := readBody(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
+	dry, fv, body := wr.dryRun, wr.validation, wr.body
 	obj, warnings, err := decodeRequestObject(r, body, q.res, q.version.Name, fv)
 	if err != nil {
 		writeError(w, r, err)

@@ -214,3 +214,27 @@ func deleteOptions(r *http.Request, body []byte) (*metav1.DeleteOptions, error) 
 	}
 	return opts, nil
 }
+
+// writeParams are what every create, update and patch reads from its request before
+// anything else: ?dryRun, ?fieldValidation and the body.
+type writeParams struct {
+	dryRun     bool
+	validation fieldValidation
+	body       []byte
+}
+
+func parseWrite(r *http.Request) (*writeParams, error) {
+	dry, err := dryRun(r)
+	if err != nil {
+		return nil, err
+	}
+	fv, err := parseFieldValidation(r)
+	if err != nil {
+		return nil, err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	return &writeParams{dryRun: dry, validation: fv, body: body}, nil
+}

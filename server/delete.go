@@ -9,17 +9,7 @@ import (
 )
 
 func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, q *request) {
-	body, err := readBody(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	opts, err := deleteOptions(r, body)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	dry, err := dryRunValues(opts.DryRun, r)
+	opts, dry, err := parseDelete(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -37,17 +27,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, q *request)
 // options, one by one, and answers with the Status of success. Objects deleted
 // concurrently by someone else are not errors.
 func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q *request) {
-	body, err := readBody(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	opts, err := deleteOptions(r, body)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	dry, err := dryRunValues(opts.DryRun, r)
+	opts, dry, err := parseDelete(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -83,6 +63,21 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q
 		Status:   metav1.StatusSuccess,
 		Details:  &metav1.StatusDetails{Group: q.res.Group, Kind: q.res.Names.Plural},
 	})
+}
+
+// parseDelete reads the DeleteOptions of a delete request (body and query) and whether
+// it is a dry run.
+func parseDelete(r *http.Request) (*metav1.DeleteOptions, bool, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return nil, false, err
+	}
+	opts, err := deleteOptions(r, body)
+	if err != nil {
+		return nil, false, err
+	}
+	dry, err := dryRunValues(opts.DryRun, r)
+	return opts, dry, err
 }
 
 // dryRunValues merges DeleteOptions.dryRun with ?dryRun.

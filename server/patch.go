@@ -37,21 +37,12 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *request) 
 		writeError(w, r, unsupportedMediaType(mt))
 		return
 	}
-	dry, err := dryRun(r)
+	wr, err := parseWrite(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	fv, err := parseFieldValidation(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	body, err := readBody(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
+	dry, fv, body := wr.dryRun, wr.validation, wr.body
 	manager, err := fieldManagerName(r, pt == types.ApplyYAMLPatchType)
 	if err != nil {
 		writeError(w, r, err)

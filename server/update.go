@@ -10,21 +10,12 @@ import (
 )
 
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, q *request) {
-	dry, err := dryRun(r)
+	wr, err := parseWrite(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	fv, err := parseFieldValidation(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	body, err := readBody(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
+	dry, fv, body := wr.dryRun, wr.validation, wr.body
 	if q.subresource == "scale" {
 		data, err := bodyToJSON(r, body)
 		if err != nil {
