@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/concordproject/concord/storage"
@@ -26,15 +27,19 @@ type Store struct {
 	storage    *storage.Store
 	namespaces *namespaceCache
 	// BookmarkInterval is how often an idle watch that asked for bookmarks gets one.
+	// Set it before the first watch.
 	BookmarkInterval time.Duration
 	now              func() time.Time
+
+	hubsMu sync.Mutex
+	hubs   map[string]*hub // shared watches, by resource prefix
 }
 
 // NewStore returns a Store over st. Creations of namespaced objects are checked against
 // the namespaces stored in st (core/namespaces), as Kubernetes' NamespaceLifecycle
 // admission does; call Start to keep the namespace cache warm.
 func NewStore(st *storage.Store) *Store {
-	s := &Store{storage: st, BookmarkInterval: 30 * time.Second, now: time.Now}
+	s := &Store{storage: st, BookmarkInterval: 30 * time.Second, now: time.Now, hubs: map[string]*hub{}}
 	s.namespaces = newNamespaceCache(st)
 	return s
 }

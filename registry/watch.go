@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -166,7 +167,10 @@ func (w *watcher) bookmark(rev int64, initialEnd bool) *Object {
 	return o
 }
 
+// convert returns a private copy of the shared object o in the watcher's version, with
+// defaults applied.
 func (w *watcher) convert(ctx context.Context, o *Object) (*Object, error) {
+	o = o.DeepCopy()
 	if err := w.res.Convert(ctx, []*Object{o}, w.version); err != nil {
 		return nil, w.store.conversionError(w.res, err)
 	}
@@ -205,65 +209,83 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *unstr
 			return
 		}
 	}
-	var wopts storage.WatchOptions
-	if w.bookmarks {
-		wopts.ProgressInterval = w.store.BookmarkInterval
-	}
-	for ev := range w.store.storage.Watch(ctx, w.res.Prefix(ns), from, wopts) {
-		var out watch.Event
-		switch ev.Type {
-		case storage.Error:
-			if errors.Is(ev.Err, storage.ErrCompacted) {
-				w.fail(ctx, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, ev.Revision)))
-			} else {
-				logger.V(2).Info("Watch ended by storage", "resource", w.res.GroupResource(), "err", ev.Err)
-				w.fail(ctx, w.store.storageError(w.res, "", ev.Err))
-			}
+	if from == 0 {
+		// Every watch starts at a definite revision, so that shared history is exact.
+		rev, err := w.store.storage.CurrentRevision(ctx)
+		if err != nil {
+			w.fail(ctx, w.store.storageError(w.res, "", err))
 			return
-		case storage.Progress:
-			if !w.bookmarks {
-				continue
-			}
-			out = watch.Event{Type: watch.Bookmark, Object: w.bookmark(ev.Revision, false)}
-		default:
-			e, ok, err := w.translate(ev)
-			if err != nil {
-				w.fail(ctx, err)
-				return
-			}
-			if !ok {
-				continue
-			}
-			if e.Object, err = w.convert(ctx, e.Object.(*Object)); err != nil {
-				w.fail(ctx, err)
-				return
-			}
-			out = e
 		}
-		if !w.send(ctx, out) {
-			return
+		from = rev
+	}
+	queue, unsubscribe := w.store.subscribe(ctx, w.res, from)
+	defer unsubscribe()
+	nsPrefix := w.res.Prefix(ns)
+	for {
+		batch, ok := queue.take(ctx)
+		if !ok {
+			return // ctx done, or the queue ended (too slow): the client watches again
+		}
+		for _, ev := range batch {
+			var out watch.Event
+			switch ev.typ {
+			case storage.Error:
+				if errors.Is(ev.err, storage.ErrCompacted) {
+					w.fail(ctx, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, ev.rev)))
+				} else {
+					logger.V(2).Info("Watch ended by storage", "resource", w.res.GroupResource(), "err", ev.err)
+					w.fail(ctx, w.store.storageError(w.res, "", ev.err))
+				}
+				return
+			case storage.Progress:
+				if !w.bookmarks {
+					continue
+				}
+				out = watch.Event{Type: watch.Bookmark, Object: w.bookmark(ev.rev, false)}
+			default:
+				if !strings.HasPrefix(ev.kv.Key, nsPrefix) {
+					continue
+				}
+				e, ok, err := w.translate(ev)
+				if err != nil {
+					w.fail(ctx, err)
+					return
+				}
+				if !ok {
+					continue
+				}
+				if e.Object, err = w.convert(ctx, e.Object.(*Object)); err != nil {
+					w.fail(ctx, err)
+					return
+				}
+				out = e
+			}
+			if !w.send(ctx, out) {
+				return
+			}
 		}
 	}
 }
 
-// translate turns a storage event into the watch event this watcher's selectors see.
-func (w *watcher) translate(ev storage.Event) (watch.Event, bool, error) {
+// translate turns a change into the watch event this watcher's selectors see. The
+// objects are the hub's shared ones: convert copies before changing them.
+func (w *watcher) translate(ev *hubEvent) (watch.Event, bool, error) {
 	var cur, prev *Object
 	var err error
-	if ev.Type == storage.Put {
-		if cur, err = w.res.Decode(ev.KV.Value, ev.Revision); err != nil {
+	if ev.typ == storage.Put {
+		if cur, err = ev.current(); err != nil {
 			return watch.Event{}, false, w.store.internalError(w.res, err)
 		}
 	}
-	if ev.Prev != nil && (ev.Type == storage.Deleted || !w.pred.Empty()) {
-		if prev, err = w.res.Decode(ev.Prev.Value, ev.Revision); err != nil {
+	if ev.prev != nil && (ev.typ == storage.Deleted || !w.pred.Empty()) {
+		if prev, err = ev.previous(); err != nil {
 			return watch.Event{}, false, w.store.internalError(w.res, err)
 		}
 	}
 	curOK := cur != nil && w.pred.Matches(cur)
 	prevOK := prev != nil && w.pred.Matches(prev)
-	if w.pred.Empty() && ev.Type == storage.Put {
-		prevOK = ev.Prev != nil
+	if w.pred.Empty() && ev.typ == storage.Put {
+		prevOK = ev.prev != nil
 	}
 	switch {
 	case curOK && prevOK:

@@ -1,0 +1,234 @@
+package registry
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/concordproject/concord/etcd"
+	"github.com/concordproject/concord/storage"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+func hubStore(t *testing.T) (*Store, *Resource) {
+	t.Helper()
+	m, err := etcd.StartLoopback(t.Context(), filepath.Join(t.TempDir(), "etcd"), etcd.WithUnsafeNoFsync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	cli, err := m.NewClient(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	res := &Resource{
+		Group: "example.com", Namespaced: true, StorageVersion: "v1",
+		Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList"},
+		Versions: []Version{{Name: "v1", Served: true}, {Name: "v2", Served: true}},
+	}
+	if err := res.Prepare(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore(storage.New(cli, "/registry"))
+	for _, ns := range []string{"a", "b"} {
+		nsObj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]interface{}{"name": ns}}}
+		data, _ := nsObj.MarshalJSON()
+		if _, err := s.storage.Create(t.Context(), "core/namespaces/"+ns, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, res
+}
+
+func gadget(ns, name string, n int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/v1", "kind": "Gadget",
+		"metadata": map[string]interface{}{"name": name, "namespace": ns},
+		"spec":     map[string]interface{}{"n": int64(n)},
+	}}
+}
+
+// collect reads n events from w (failing after 10 s).
+func collect(t *testing.T, w watch.Interface, n int) []watch.Event {
+	t.Helper()
+	var out []watch.Event
+	for len(out) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch closed after %d of %d events", len(out), n)
+			}
+			if ev.Type == watch.Bookmark {
+				continue
+			}
+			out = append(out, ev)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("got %d of %d events", len(out), n)
+		}
+	}
+	return out
+}
+
+// Many watches of one resource share one hub, each sees exactly its changes in order,
+// in its own version, and the hub goes away with the last watch.
+func TestWatchesShareOneHub(t *testing.T) {
+	ctx := t.Context()
+	s, res := hubStore(t)
+	start, err := s.Create(ctx, res, "v1", "a", gadget("a", "first", 0), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const watchers, writers, each = 12, 4, 15
+	var ws []watch.Interface
+	for i := 0; i < watchers; i++ {
+		opts := metav1.ListOptions{ResourceVersion: start.GetResourceVersion()}
+		ns, version := "", "v1"
+		if i%3 == 1 {
+			ns = "b"
+		}
+		if i%2 == 1 {
+			version = "v2"
+		}
+		w, err := s.Watch(ctx, res, version, ns, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		ws = append(ws, w)
+	}
+	waitHubs(t, s, 1) // watches subscribe as they start
+	var wg sync.WaitGroup
+	for g := 0; g < writers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ns := []string{"a", "b"}[g%2]
+			for i := 0; i < each; i++ {
+				if _, err := s.Create(ctx, res, "v1", ns, gadget(ns, fmt.Sprintf("g%d-%d", g, i), i), WriteOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, w := range ws {
+		want := writers * each
+		ns, version := "", "example.com/v1"
+		if i%3 == 1 {
+			want, ns = writers*each/2, "b"
+		}
+		if i%2 == 1 {
+			version = "example.com/v2"
+		}
+		evs := collect(t, w, want)
+		last := int64(0)
+		for _, ev := range evs {
+			o := ev.Object.(*unstructured.Unstructured)
+			rv := mustRV(t, o)
+			if ev.Type != watch.Added || o.GetAPIVersion() != version || (ns != "" && o.GetNamespace() != ns) || rv <= last {
+				t.Fatalf("watcher %d: %s %s/%s %s rv %d after %d", i, ev.Type, o.GetNamespace(), o.GetName(), o.GetAPIVersion(), rv, last)
+			}
+			last = rv
+		}
+	}
+	for _, w := range ws {
+		w.Stop()
+	}
+	waitHubs(t, s, 0)
+}
+
+// A watch from a revision the shared hub no longer holds gets exactly its changes
+// from a private feed; one from a buffered revision joins the shared hub.
+func TestLateJoiners(t *testing.T) {
+	ctx := t.Context()
+	s, res := hubStore(t)
+	first, err := s.Create(ctx, res, "v1", "a", gadget("a", "g-0", 0), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 5; i++ {
+		if _, err := s.Create(ctx, res, "v1", "a", gadget("a", fmt.Sprint("g-", i), i), WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fifth := mustRV(t, mustGet(t, s, res, "g-4"))
+	// The shared hub starts at the newest revision.
+	early, err := s.Watch(ctx, res, "v1", "", metav1.ListOptions{ResourceVersion: fmt.Sprint(fifth)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer early.Stop()
+	if _, err := s.Create(ctx, res, "v1", "a", gadget("a", "g-5", 5), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	collect(t, early, 1)
+	// Older than the hub: a private feed replays g-1..g-5 from etcd.
+	old, err := s.Watch(ctx, res, "v1", "", metav1.ListOptions{ResourceVersion: first.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Stop()
+	evs := collect(t, old, 5)
+	for i, ev := range evs {
+		if got := ev.Object.(*unstructured.Unstructured).GetName(); got != fmt.Sprint("g-", i+1) {
+			t.Fatalf("private feed event %d: %s", i, got)
+		}
+	}
+	// Within the hub's buffer: only g-5.
+	late, err := s.Watch(ctx, res, "v1", "", metav1.ListOptions{ResourceVersion: fmt.Sprint(fifth)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Stop()
+	if got := collect(t, late, 1)[0].Object.(*unstructured.Unstructured).GetName(); got != "g-5" {
+		t.Fatalf("late joiner got %s first, want g-5", got)
+	}
+	s.hubsMu.Lock()
+	n := len(s.hubs)
+	s.hubsMu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d shared hubs", n)
+	}
+}
+
+func mustGet(t *testing.T, s *Store, res *Resource, name string) *unstructured.Unstructured {
+	t.Helper()
+	o, err := s.Get(t.Context(), res, "v1", "a", name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func mustRV(t *testing.T, o *unstructured.Unstructured) int64 {
+	t.Helper()
+	var rv int64
+	if _, err := fmt.Sscan(o.GetResourceVersion(), &rv); err != nil {
+		t.Fatal(err)
+	}
+	return rv
+}
+
+func waitHubs(t *testing.T, s *Store, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s.hubsMu.Lock()
+		got := len(s.hubs)
+		s.hubsMu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d hubs, want %d", got, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
