@@ -139,6 +139,15 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--etcd-servers", "ftp://x"}, "--etcd-servers"},
 		{[]string{"server", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"etcd", "--listen-client-urls", "::bad"}, "--listen-client-urls"},
+		// Compatibility versions (KEP-4330).
+		{[]string{"server", "--emulation-version", "1.38"}, "emulation version 1.38 is not between [1.34, 1.37]"},
+		{[]string{"server", "--emulated-version", "1.30"}, "emulation version 1.30 is not between [1.34, 1.37]"},
+		{[]string{"server", "--emulation-version", "1.36.1"}, "patch version not allowed, got: kube=1.36.1"},
+		{[]string{"server", "--emulation-version", "1.36", "--min-compatibility-version", "1.37"}, "minCompatibilityVersion version 1.37 is not between [1.34, 1.36]"},
+		{[]string{"server", "--feature-gates", "NoSuchGate=true"}, "unrecognized feature gate: NoSuchGate"},
+		{[]string{"server", "--runtime-config", "nope.example.com/v1=true"}, "unknown api groups nope.example.com"},
+		{[]string{"server", "--emulation-version", "1.36", "--runtime-config", "api/alpha=true"}, "cannot be enabled with emulation version 1.36"},
+		{[]string{"server", "--feature-gates", "StorageVersionAPI=true,APIServerIdentity=false"}, "StorageVersionAPI is enabled, but depends on features that are disabled: [APIServerIdentity]"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -65,6 +65,8 @@ func TestHealthVersionMetrics(t *testing.T) {
 		`apiserver_request_duration_seconds_bucket{group="",resource="namespaces"`,
 		`kubernetes_healthcheck{name="etcd",type="readyz"} 1`,
 		`etcd_request_duration_seconds_bucket{operation="list",type="core/namespaces"`,
+		`version_info{binary="1.37",component="kube",emulation="1.37",min_compat="1.36"} 1`,
+		`kubernetes_feature_enabled{name="StorageVersionAPI",stage="BETA"} 1`,
 	} {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Fatalf("/metrics lacks %s", want)
