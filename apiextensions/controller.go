@@ -61,6 +61,11 @@ type Controller struct {
 	// published holds, per definition name, the fingerprint of what was put into the
 	// registry for it, so that status-only changes do not replace the Resource.
 	published map[string]string
+
+	// Publish, if set before Run, puts definitions into service instead of
+	// Registry.Put: the storage version manager's (storageversion.Manager.Publish),
+	// which reports a new storage version before put runs.
+	Publish func(ctx context.Context, res *registry.Resource, put func(context.Context, *registry.Resource) error) error
 }
 
 // NewController returns a controller serving the definitions stored through store
@@ -328,11 +333,14 @@ func (c *Controller) publish(ctx context.Context, crd *apiextensionsv1.CustomRes
 // put is the one place a custom resource definition reaches the registry: from here
 // on this server serves it, and writes objects in its storage version.
 //
-// The StorageVersion work (issue 5) goes here: before a definition whose storage
-// version differs from the one this server encodes in now is put, the server's
-// StorageVersion entry for the resource must be updated (encoding = res.StorageVersion,
-// decodable = every version, served = the served ones, owner reference = res.Owner).
+// With Publish set (StorageVersionAPI), the server's StorageVersion entry for the
+// resource is updated first (encoding = res.StorageVersion, decodable = every version,
+// served = the served ones, owner reference = res.Owner), custom resource writes held
+// meanwhile.
 func (c *Controller) put(ctx context.Context, res *registry.Resource) error {
+	if c.Publish != nil {
+		return c.Publish(ctx, res, c.reg.Put)
+	}
 	return c.reg.Put(ctx, res)
 }
 

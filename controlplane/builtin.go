@@ -6,6 +6,7 @@ import (
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/storageversion"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -29,6 +30,11 @@ func builtinResources(compat *compatibility.Config) ([]*registry.Resource, error
 	res, err := compat.Resources(builtinHooks())
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range res {
+		if r.GroupResource() == storageversion.GroupResource {
+			storageversion.Configure(r)
+		}
 	}
 	for _, gr := range []schema.GroupResource{namespacesGR, leasesGR} {
 		found := false

@@ -24,6 +24,7 @@ import (
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/server"
 	"github.com/concordproject/concord/storage"
+	"github.com/concordproject/concord/storageversion"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -210,12 +211,17 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 		inst.Store.BookmarkInterval = o.WatchBookmarkInterval
 	}
 
-	// 5. The HTTP server.
+	// 5. Identity and storage versions (KEP-1965, KEP-2339), then the HTTP server.
+	lease, svm, err := newIdentity(inst, o, compat, started)
+	if err != nil {
+		return nil, err
+	}
 	compat.RegisterMetrics(inst.Metrics)
 	skew, err := compat.ClientSkewFilter(inst.Metrics)
 	if err != nil {
 		return nil, err
 	}
+	filters := []func(http.Handler) http.Handler{skew}
 	checks := health.New(inst.Metrics)
 	etcdCheck := health.NamedCheck("etcd", func(r *http.Request) error {
 		cctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -224,8 +230,18 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 		return err
 	})
 	bootstrap := health.NewPostStartHook("bootstrap-namespaces")
+	hooks := []health.Checker{health.Ping(), etcdCheck, bootstrap}
+	leaseHook := health.NewPostStartHook(identity.LeaseControllerHook)
+	collectorHook := health.NewPostStartHook(identity.LeaseCollectorHook)
+	if lease != nil {
+		hooks = append(hooks, leaseHook, collectorHook)
+	}
+	if svm != nil {
+		hooks = append(hooks, svm.PostStartHook())
+		filters = append(filters, svm.Filter)
+	}
 	for _, add := range []func(...health.Checker) error{checks.AddHealthz, checks.AddLivez, checks.AddReadyz} {
-		if err := add(health.Ping(), etcdCheck, bootstrap); err != nil {
+		if err := add(hooks...); err != nil {
 			return nil, err
 		}
 	}
@@ -236,7 +252,7 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 		Health:        checks,
 		Metrics:       inst.Metrics,
 		Version:       compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
-		Filters:       []func(http.Handler) http.Handler{skew},
+		Filters:       filters,
 		TLS:           &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}},
 		Listener:      ln,
 	})
@@ -248,9 +264,13 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	docs.InstallV3(inst.Server.Mux())
 	go docs.Run(ctx)
 	inst.Store.Start(ctx)
+	// The server serves until the identity work of a graceful shutdown is done (see
+	// withdraw), not only until ctx is done.
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	cleanups = append(cleanups, stopServing)
 	ready := make(chan struct{})
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- inst.Server.Run(ctx, ready) }()
+	go func() { serveErr <- inst.Server.Run(serveCtx, ready) }()
 	select {
 	case <-ready:
 	case err := <-serveErr:
@@ -261,13 +281,57 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	if err := bootstrapNamespaces(ctx, inst); err != nil {
 		return nil, err
 	}
+	var collectorDone chan struct{}
+	if lease != nil {
+		if err := lease.Start(ctx); err != nil {
+			return nil, err
+		}
+		leaseHook.Done()
+		collector, err := storageversion.NewCollector(storageversion.CollectorConfig{
+			Registry: inst.Registry, Store: inst.Store, Holder: lease.HolderIdentity(), RESTConfig: inst.LoopbackConfig(),
+			LeaseDuration: lease.Duration(), Metrics: inst.Metrics,
+		})
+		if err != nil {
+			return nil, err
+		}
+		collectorDone = make(chan struct{})
+		go func() {
+			defer close(collectorDone)
+			collector.Run(ctx)
+		}()
+		collectorHook.Done()
+	}
+	if svm != nil {
+		if err := svm.Start(ctx); err != nil {
+			return nil, fmt.Errorf("registering storage versions: %w", err)
+		}
+	}
 	crds := apiextensions.NewController(inst.Registry, inst.Store)
+	if svm != nil {
+		crds.Publish = svm.Publish
+	}
 	go crds.Run(ctx)
 	select {
 	case <-crds.Synced():
 	case <-ctx.Done():
 		return nil, fmt.Errorf("serving the stored CustomResourceDefinitions: %w", context.Cause(ctx))
 	}
+	if svm != nil {
+		// Every built-in resource has had one registration attempt: writes to those
+		// registered pass; the others stay refused (and readyz says why) while their
+		// registration is retried.
+		if err := svm.WaitFirstRound(ctx); err != nil {
+			return nil, fmt.Errorf("registering storage versions: %w", err)
+		}
+		if err := svm.ResourcesSynced(ctx); err != nil {
+			logger.Error(err, "Cannot withdraw the storage version entries of resources this server no longer serves; they stay until it restarts")
+		}
+	}
+	go func() {
+		<-ctx.Done()
+		withdraw(logger, svm, collectorDone, lease)
+		stopServing()
+	}()
 	bootstrap.Done()
 	go namespace.NewController(inst.Registry, inst.Store).Run(ctx, 2)
 	if err := auth.WriteKubeconfig(inst.KubeconfigPath, inst.URL, inst.CACert, inst.AdminToken, ""); err != nil {
@@ -288,6 +352,72 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 		close(inst.done)
 	}()
 	return inst, nil
+}
+
+// newIdentity builds the identity lease (APIServerIdentity) and the storage version
+// manager (StorageVersionAPI, which depends on it) of a server, nil when disabled.
+func newIdentity(inst *Instance, o *Options, compat *compatibility.Config, started time.Time) (*identity.Lease, *storageversion.Manager, error) {
+	if !compat.Enabled(compatibility.APIServerIdentity) {
+		if compat.Enabled(compatibility.StorageVersionAPI) {
+			return nil, nil, fmt.Errorf("feature gate %s requires %s", compatibility.StorageVersionAPI, compatibility.APIServerIdentity)
+		}
+		return nil, nil, nil
+	}
+	var svm *storageversion.Manager
+	hostname, _ := os.Hostname()
+	v := compat.Versions
+	lease, err := identity.NewLease(inst.Registry, inst.Store, identity.Config{
+		ID: inst.ServerID, Hostname: hostname,
+		Duration: o.IdentityLeaseDuration, RenewInterval: o.IdentityLeaseRenewInterval,
+		BinaryVersion: v.Binary.String(), EmulationVersion: v.Emulation.String(), MinCompatibilityVersion: v.MinCompatibility.String(),
+		Lapsed: func() {
+			if svm != nil {
+				svm.Lapsed()
+			}
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if !compat.Enabled(compatibility.StorageVersionAPI) {
+		return lease, nil, nil
+	}
+	svm, err = storageversion.NewManager(storageversion.Config{
+		ServerID: inst.ServerID, Registry: inst.Registry, Store: inst.Store,
+		LeaseValid: lease.Valid, Metrics: inst.Metrics, Started: started,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return lease, svm, nil
+}
+
+// withdraw is the identity part of a graceful shutdown, done while the server still
+// serves: its storage version entries are withdrawn (writes of tracked resources are
+// refused from then on), the garbage collection leadership released, and its identity
+// lease deleted, so that peers and a rolling upgrade need not wait for the lease to
+// expire.
+func withdraw(logger klog.Logger, svm *storageversion.Manager, collectorDone <-chan struct{}, lease *identity.Lease) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	start := time.Now()
+	defer func() { logger.V(2).Info("Identity withdrawn", "duration", time.Since(start)) }()
+	if svm != nil {
+		if err := svm.Shutdown(ctx); err != nil {
+			logger.Error(err, "Cannot withdraw every storage version entry; the garbage collector removes the rest once the identity lease expires")
+		}
+	}
+	if collectorDone != nil {
+		select {
+		case <-collectorDone:
+		case <-ctx.Done():
+		}
+	}
+	if lease != nil {
+		if err := lease.Release(ctx); err != nil {
+			logger.Error(err, "Cannot delete the identity lease; it expires by itself")
+		}
+	}
 }
 
 // bootstrapNamespaces creates the namespaces every Kubernetes cluster has.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/etcd"
+	"github.com/concordproject/concord/identity"
 	"github.com/spf13/pflag"
 )
 
@@ -41,6 +42,11 @@ type Options struct {
 	// WatchBookmarkInterval is how often idle watches that asked for bookmarks get one
 	// (default 30s).
 	WatchBookmarkInterval time.Duration
+	// IdentityLeaseDuration is how long the server's identity lease lasts after each
+	// renewal (whole seconds): once it expires, peers collect the server's storage
+	// version entries. IdentityLeaseRenewInterval is how often it is renewed.
+	IdentityLeaseDuration      time.Duration
+	IdentityLeaseRenewInterval time.Duration
 	// LogFormat is "text" or "json".
 	LogFormat string
 	// Compatibility holds the KEP-4330 flags: the API catalog, binary, emulation and
@@ -51,13 +57,15 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		DataDir:               "concord-data",
-		BindAddress:           "127.0.0.1",
-		SecurePort:            6443,
-		EtcdPrefix:            "/registry",
-		LogFormat:             "text",
-		WatchBookmarkInterval: 30 * time.Second,
-		Compatibility:         *compatibility.NewOptions(),
+		DataDir:                    "concord-data",
+		BindAddress:                "127.0.0.1",
+		SecurePort:                 6443,
+		EtcdPrefix:                 "/registry",
+		LogFormat:                  "text",
+		WatchBookmarkInterval:      30 * time.Second,
+		IdentityLeaseDuration:      identity.DefaultLeaseDuration,
+		IdentityLeaseRenewInterval: identity.DefaultRenewInterval,
+		Compatibility:              *compatibility.NewOptions(),
 	}
 }
 
@@ -78,6 +86,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ServerID, "server-id", o.ServerID, "Identity of this server among those sharing etcd (default derived from hostname and port).")
 	fs.DurationVar(&o.WatchBookmarkInterval, "watch-bookmark-interval", o.WatchBookmarkInterval, "How often idle watches that asked for bookmarks receive one.")
 	_ = fs.MarkHidden("watch-bookmark-interval")
+	fs.DurationVar(&o.IdentityLeaseDuration, "identity-lease-duration", o.IdentityLeaseDuration,
+		"How long the server's identity lease (kube-system) lasts after each renewal, in whole seconds. Peers collect a server's storage version entries once its lease expired.")
+	fs.DurationVar(&o.IdentityLeaseRenewInterval, "identity-lease-renew-interval", o.IdentityLeaseRenewInterval,
+		"How often the server renews its identity lease; shorter than --identity-lease-duration.")
 	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
 	o.Compatibility.AddFlags(fs)
 }
@@ -111,6 +123,12 @@ func (o *Options) Validate() error {
 				errs = append(errs, fmt.Errorf("%s %q cannot be read: %w", f.flag, f.path, err))
 			}
 		}
+	}
+	if o.IdentityLeaseDuration < time.Second || o.IdentityLeaseDuration%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("--identity-lease-duration %s must be a whole number of seconds, at least 1s", o.IdentityLeaseDuration))
+	}
+	if o.IdentityLeaseRenewInterval <= 0 || o.IdentityLeaseRenewInterval >= o.IdentityLeaseDuration {
+		errs = append(errs, fmt.Errorf("--identity-lease-renew-interval %s must be positive and shorter than --identity-lease-duration %s", o.IdentityLeaseRenewInterval, o.IdentityLeaseDuration))
 	}
 	if o.LogFormat != "text" && o.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--logging-format %q is not allowed: use text or json", o.LogFormat))

@@ -207,10 +207,9 @@ func apiVersionErrors(apiVersion string) []string {
 	var msgs []string
 	ver := parts[len(parts)-1]
 	if len(parts) == 2 {
-		switch group := parts[0]; {
-		case group == "":
+		if group := parts[0]; group == "" {
 			msgs = append(msgs, "group part: "+utilvalidation.EmptyError())
-		default:
+		} else {
 			for _, m := range utilvalidation.IsDNS1123Subdomain(group) {
 				msgs = append(msgs, "group part: "+m)
 			}

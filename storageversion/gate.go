@@ -24,13 +24,13 @@ type gate struct {
 func newGate() *gate { return &gate{opened: make(chan struct{})} }
 
 // enter admits one write if the gate is open; the caller must call leave once the write
-// is over. Otherwise it returns why the gate is closed and a channel closed when it
-// opens.
-func (g *gate) enter() (ok bool, reason error, opened <-chan struct{}) {
+// is over. Otherwise it returns a channel closed when the gate opens, and why it is
+// closed.
+func (g *gate) enter() (ok bool, opened <-chan struct{}, reason error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.open {
-		return false, g.reason, g.opened
+		return false, g.opened, g.reason
 	}
 	g.inflight++
 	return true, nil, nil
@@ -83,16 +83,6 @@ func (g *gate) fail(reason error) {
 	if !g.open {
 		g.reason = reason
 	}
-}
-
-// lastError returns why the gate is closed (nil if open or nothing failed yet).
-func (g *gate) lastError() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.open {
-		return nil
-	}
-	return g.reason
 }
 
 // drain waits until every admitted write is over, or ctx is done.

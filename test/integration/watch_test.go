@@ -124,14 +124,14 @@ func TestInformersSync(t *testing.T) {
 			clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, watchList)
 			c := harness.Start(t, 2)
 			ctx := t.Context()
-			writer := c.Servers[0].Clientset(t).CoordinationV1().Leases("kube-system")
+			writer := c.Servers[0].Clientset(t).CoordinationV1().Leases("default")
 			for i := 0; i < 5; i++ {
 				l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("pre-", i)}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("x")}}
 				if _, err := writer.Create(ctx, l, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			factory := informers.NewSharedInformerFactoryWithOptions(c.Servers[1].Clientset(t), 0, informers.WithNamespace("kube-system"))
+			factory := informers.NewSharedInformerFactoryWithOptions(c.Servers[1].Clientset(t), 0, informers.WithNamespace("default"))
 			inf := factory.Coordination().V1().Leases().Informer()
 			factory.Start(ctx.Done())
 			syncCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -146,7 +146,7 @@ func TestInformersSync(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitFor(t, "the informer to see the new lease", func() (bool, error) {
-				_, ok, err := inf.GetStore().GetByKey("kube-system/post")
+				_, ok, err := inf.GetStore().GetByKey("default/post")
 				return ok, err
 			})
 		})

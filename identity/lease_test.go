@@ -1,0 +1,162 @@
+package identity_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/concordproject/concord/catalog"
+	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/etcd"
+	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// newStore returns a registry serving the built-in catalog's leases over a real etcd.
+func newStore(t *testing.T) (*registry.Registry, *registry.Store) {
+	t.Helper()
+	ctx := t.Context()
+	m, err := etcd.StartLoopback(ctx, filepath.Join(t.TempDir(), "etcd"), etcd.WithUnsafeNoFsync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	client, err := m.NewClient(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources, err := compatibility.Resources(cat, compatibility.Default(cat.BinaryVersion()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New()
+	namespaces := schema.GroupResource{Resource: "namespaces"}
+	for _, res := range resources {
+		if gr := res.GroupResource(); gr == identity.GroupResource || gr == namespaces {
+			if err := reg.Put(ctx, res); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	store := registry.NewStore(storage.New(client, "/registry"))
+	store.Start(ctx)
+	ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace"}}
+	ns.SetName(identity.Namespace)
+	if _, err := store.Create(ctx, reg.Get(namespaces), "v1", "", ns, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return reg, store
+}
+
+func getLease(t *testing.T, reg *registry.Registry, store *registry.Store, name string) (*unstructured.Unstructured, error) {
+	t.Helper()
+	return store.Get(context.Background(), reg.Get(identity.GroupResource), "v1", identity.Namespace, name, metav1.GetOptions{})
+}
+
+// The lease is written on Start with its labels, annotations, holder and timing;
+// renewed; recreated at once when deleted (reporting the lapse); deleted by Release.
+func TestLease(t *testing.T) {
+	reg, store := newStore(t)
+	var lapses atomic.Int32
+	l, err := identity.NewLease(reg, store, identity.Config{
+		ID: "apiserver-test", Hostname: "host-a", Duration: 2 * time.Second, RenewInterval: 100 * time.Millisecond,
+		BinaryVersion: "1.37", EmulationVersion: "1.36", MinCompatibilityVersion: "1.35",
+		Lapsed: func() { lapses.Add(1) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Valid(time.Now()) {
+		t.Fatal("valid before Start")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !l.Valid(time.Now()) || l.Valid(time.Now().Add(3*time.Second)) {
+		t.Fatal("validity does not follow the lease duration")
+	}
+	lease, err := getLease(t, reg, store, "apiserver-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, _, _ := unstructured.NestedString(lease.Object, "spec", "holderIdentity")
+	secs, _, _ := unstructured.NestedInt64(lease.Object, "spec", "leaseDurationSeconds")
+	if holder != l.HolderIdentity() || secs != 2 || lease.GetLabels()[identity.LabelIdentity] != identity.KubeAPIServer ||
+		lease.GetLabels()[identity.LabelHostname] != "host-a" || lease.GetAnnotations()[identity.AnnotationEmulationVersion] != "1.36" {
+		t.Fatalf("lease %v", lease.Object)
+	}
+	if !identity.IsIdentityLease(lease) || identity.Expired(lease, time.Now()) || !identity.Expired(lease, time.Now().Add(3*time.Second)) {
+		t.Fatal("IsIdentityLease/Expired disagree with the lease")
+	}
+
+	// Renewed.
+	first, _ := identity.ExpiresAt(lease)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		cur, err := getLease(t, reg, store, "apiserver-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at, _ := identity.ExpiresAt(cur); at.After(first) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not renewed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// Deleted: recreated within a second, the lapse reported.
+	if _, _, err := store.Delete(context.Background(), reg.Get(identity.GroupResource), "v1", identity.Namespace, "apiserver-test", registry.WriteOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	for {
+		cur, err := getLease(t, reg, store, "apiserver-test")
+		if err == nil && cur.GetUID() != lease.GetUID() {
+			break
+		}
+		if time.Since(deleted) > time.Second {
+			t.Fatalf("not recreated within 1s: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if lapses.Load() != 1 {
+		t.Errorf("%d lapses reported, want 1", lapses.Load())
+	}
+
+	cancel()
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := getLease(t, reg, store, "apiserver-test"); !apierrors.IsNotFound(err) {
+		t.Fatalf("lease after Release: %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []identity.Config{
+		{Duration: time.Second, RenewInterval: 100 * time.Millisecond},
+		{ID: "a", Duration: 1500 * time.Millisecond, RenewInterval: 100 * time.Millisecond},
+		{ID: "a", Duration: time.Second, RenewInterval: time.Second},
+	} {
+		if err := c.Validate(); !errors.Is(err, identity.ErrInvalidConfig) {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+}

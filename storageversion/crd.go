@@ -1,0 +1,110 @@
+package storageversion
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/concordproject/concord/registry"
+	"k8s.io/klog/v2"
+)
+
+// drainTimeout bounds how long a storage version change of a custom resource waits for
+// the writes under way (encoding in the old version) to finish.
+const drainTimeout = 10 * time.Second
+
+// Publish puts the definition res of a custom resource into service with put (which
+// puts it into the registry) only once this server's entry in the resource's
+// StorageVersion says what res encodes in:
+//
+//  1. When the encoding version changes (or the resource is new), writes of the
+//     resource are held at the barrier (they wait, bounded, then get 503) and the
+//     writes under way are waited for, so that none encodes in a version the entry no
+//     longer reports.
+//  2. The entry (encoding = storage version, decodable = every version, served = the
+//     served ones) is written, the object owned by res.Owner.
+//  3. put runs, and writes are let through again, now encoding in the new version.
+//
+// A failure puts back the previous entry and definition (the worker rewrites the
+// entry, then lets writes through again), so that the resource is never wedged, and
+// is returned for the caller to retry. Calls for one resource are serialized.
+// Resources without an owner, and a nil Manager, are put directly.
+func (m *Manager) Publish(ctx context.Context, res *registry.Resource, put func(context.Context, *registry.Resource) error) error {
+	if m == nil || res.Owner == nil {
+		return put(ctx, res)
+	}
+	gr := res.GroupResource()
+	lock := m.lockFor(gr)
+	lock.Lock()
+	defer lock.Unlock()
+	m.mu.Lock()
+	if m.stopping {
+		m.mu.Unlock()
+		return ErrShuttingDown
+	}
+	t, known := m.tracked[gr]
+	if !known {
+		t = m.trackLocked(gr, true)
+	}
+	m.mu.Unlock()
+
+	logger := klog.FromContext(ctx)
+	want := EntryFor(m.cfg.ServerID, res)
+	owner := *res.Owner
+	prev, prevOwner := t.desired.Load(), t.owner.Load()
+	wasOpen := t.gate.isOpen()
+	if wasOpen && prev != nil && sameEntry(prev, &want) && prevOwner != nil && *prevOwner == owner {
+		return put(ctx, res)
+	}
+	switching := !wasOpen || prev == nil || prev.EncodingVersion != want.EncodingVersion
+	if switching {
+		t.gate.close(nil)
+		dctx, cancel := context.WithTimeout(ctx, drainTimeout)
+		err := t.gate.drain(dctx)
+		cancel()
+		if err != nil {
+			if wasOpen {
+				t.gate.setOpen()
+			}
+			m.abandon(t, known)
+			return fmt.Errorf("waiting for the writes to %s under way before changing its storage version: %w", gr, err)
+		}
+	}
+	t.desired.Store(&want)
+	t.owner.Store(&owner)
+	rv, err := m.write(ctx, t.name, want, &owner)
+	if err == nil {
+		t.verifiedRV.Store(rv)
+		err = put(ctx, res)
+	}
+	if err != nil {
+		if known {
+			t.desired.Store(prev)
+			t.owner.Store(prevOwner)
+			t.gate.fail(err)
+			m.queue.Add(gr) // the worker writes the previous entry back, then lets writes through
+		} else {
+			m.abandon(t, false)
+		}
+		return fmt.Errorf("registering the storage version of %s: %w", gr, err)
+	}
+	t.gate.setOpen()
+	if switching {
+		logger.V(2).Info("Custom resource storage version registered", "resource", gr, "entry", fmtEntry(&want))
+	}
+	return nil
+}
+
+// abandon stops tracking a custom resource whose first publication failed; a worker
+// withdraws whatever entry may have been written.
+func (m *Manager) abandon(t *tracked, known bool) {
+	if known {
+		return
+	}
+	m.mu.Lock()
+	if m.tracked[t.gr] == t {
+		m.untrackLocked(t.gr)
+	}
+	m.mu.Unlock()
+	m.queue.Add(t.gr)
+}

@@ -1,0 +1,51 @@
+// Package storageversion implements KEP-2339 (StorageVersion API) in full: each server
+// reports, for every resource it persists, the version it encodes objects in, and no
+// server writes objects of a resource in a version it has not reported.
+//
+// # What it owns
+//
+//   - The internal.apiserver.k8s.io/v1alpha1 storageversions resource's behaviour
+//     (Configure): Kubernetes' validation messages, names "<group>.<resource>" ("core"
+//     for the legacy group), updates only with a resourceVersion, Table columns, and
+//     writes reserved to the servers' loopback identity (403 for everyone else).
+//   - The Manager, one per server: it writes the server's entry (apiServerID,
+//     encodingVersion, decodableVersions, servedVersions) in the StorageVersion of each
+//     resource, with commonEncodingVersion and the AllEncodingVersionsEqual condition
+//     recomputed on every write. Writes are read-modify-write preconditioned on the
+//     object's uid and resourceVersion, conflicts are retried with backoff, failures
+//     are retried forever and reported (logs, the post-start hook
+//     built-in-resources-storage-version-updater, the barrier's 503 message). It
+//     follows the objects, so an entry removed or changed by anyone is written again
+//     at once; withdraws the entries of resources the server stops serving; and
+//     withdraws all of them on a graceful shutdown (Shutdown).
+//   - The write barrier (Manager.Filter): writes to a resource are refused with 503
+//     and Retry-After until the server's entry for it is written, except the five
+//     kinds of request the KEP lets through.
+//   - The custom resource path (Manager.Publish): the CustomResourceDefinition
+//     controller publishes a definition through it, so that a new storage version is
+//     reported before any custom resource is encoded in it; writes arriving meanwhile
+//     wait (bounded) and get 503.
+//   - The Collector: a leader-elected (client-go, over a Lease) garbage collector of
+//     the entries of servers whose identity lease is gone or expired, of objects left
+//     without entries or owner, and of expired identity leases.
+//
+// # What it must not touch
+//
+// It writes StorageVersions and identity leases, nothing else; the identity lease
+// itself belongs to package identity. It serves nothing over HTTP but the barrier's
+// answers, and knows of CustomResourceDefinitions only as owners of objects.
+//
+// # Usage
+//
+//	svm, _ := storageversion.NewManager(storageversion.Config{ServerID: id, Registry: reg,
+//		Store: store, LeaseValid: lease.Valid, Metrics: metrics, Started: started})
+//	// server.Config.Filters: append(filters, svm.Filter); health: svm.PostStartHook()
+//	// once serving, with the identity lease written:
+//	_ = svm.Start(ctx)
+//	crds.Publish = svm.Publish            // the CRD controller's put
+//	_ = svm.WaitFirstRound(ctx)           // then ResourcesSynced once CRDs are served
+//	gc, _ := storageversion.NewCollector(storageversion.CollectorConfig{...})
+//	go gc.Run(ctx)
+//	// on shutdown, before the server stops serving:
+//	_ = svm.Shutdown(shutdownCtx)
+package storageversion

@@ -1,0 +1,648 @@
+package storageversion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/concordproject/concord/health"
+	"github.com/concordproject/concord/registry"
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// UpdaterHook is the post-start hook that finishes once every built-in resource's
+// storage version is registered (kube-apiserver's name).
+const UpdaterHook = "built-in-resources-storage-version-updater"
+
+// Why writes are refused, besides the errors of failed writes.
+var (
+	// ErrShuttingDown: the server is stopping and has withdrawn its entries.
+	ErrShuttingDown = errors.New("the server is shutting down")
+	// ErrLeaseLapsed: the server's identity lease expired or was deleted, so peers may
+	// have collected its entries; it re-registers once the lease is back.
+	ErrLeaseLapsed = errors.New("the server's identity lease lapsed: its storage versions are being registered again")
+	// ErrEntryChanged: the server's entry was removed or changed by someone else; it is
+	// being written again.
+	ErrEntryChanged = errors.New("this server's storage version entry was removed or changed: registering it again")
+)
+
+// Config configures a Manager.
+type Config struct {
+	// ServerID is the server's ID: its entries' apiServerID.
+	ServerID string
+	// Registry holds the resources the server serves; every resource in it when Start
+	// runs is a built-in resource to register.
+	Registry *registry.Registry
+	// Store persists objects.
+	Store *registry.Store
+	// LeaseValid, if set, reports whether the server's identity lease is valid at a
+	// time (identity.Lease.Valid): while it is not, every tracked write is refused.
+	LeaseValid func(now time.Time) bool
+	// Metrics registers the storage version metrics (nil: none).
+	Metrics prometheus.Registerer
+	// Started is when the server began starting, for the registration-time metric.
+	Started time.Time
+}
+
+// Manager keeps one server's entries in the StorageVersion objects true, and holds the
+// writes of each resource until its entry is written. See the package documentation.
+type Manager struct {
+	cfg     Config
+	objs    *objects
+	metrics *metrics
+	hook    *health.PostStartHook
+	queue   workqueue.TypedRateLimitingInterface[schema.GroupResource]
+
+	// locks serializes the writes of one resource's entry: a *sync.Mutex per
+	// GroupResource.
+	locks sync.Map
+
+	mu       sync.RWMutex
+	tracked  map[schema.GroupResource]*tracked
+	byName   map[string]*tracked
+	stopping bool
+	// builtinFailing holds the built-in resources whose entry was never written, with
+	// the last error (nil while the first attempt runs).
+	builtinFailing map[schema.GroupResource]error
+	// firstPending counts the built-in resources whose first attempt has not ended;
+	// firstRound is closed when it reaches zero.
+	firstPending int
+	firstRound   chan struct{}
+
+	agreementMu sync.Mutex
+	unsetSince  map[string]time.Time
+
+	workers sync.WaitGroup
+}
+
+// tracked is a resource this server persists and reports.
+type tracked struct {
+	gr     schema.GroupResource
+	name   string
+	custom bool
+	gate   *gate
+	// desired is the entry the server reports; owner the CustomResourceDefinition
+	// owning the object (custom resources).
+	desired atomic.Pointer[Entry]
+	owner   atomic.Pointer[registry.OwnerRef]
+	// verifiedRV is the revision at which the stored entry was last known to equal
+	// desired; watch events at or before it are old news.
+	verifiedRV atomic.Int64
+	attempted  bool // guarded by Manager.mu
+}
+
+// NewManager returns the storage version manager of a server. Install Filter in the
+// handler chain and the hook of PostStartHook in the health checks before serving;
+// call Start once the server serves and its identity lease exists.
+func NewManager(cfg Config) (*Manager, error) {
+	if cfg.ServerID == "" || cfg.Registry == nil || cfg.Store == nil {
+		return nil, errors.New("storageversion: ServerID, Registry and Store are required")
+	}
+	if cfg.Started.IsZero() {
+		cfg.Started = time.Now()
+	}
+	return &Manager{
+		cfg:     cfg,
+		objs:    &objects{reg: cfg.Registry, store: cfg.Store, now: time.Now},
+		metrics: newMetrics(cfg.Metrics),
+		hook:    health.NewPostStartHook(UpdaterHook),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[schema.GroupResource](50*time.Millisecond, 5*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[schema.GroupResource]{Name: "storageversions"}),
+		tracked:        map[schema.GroupResource]*tracked{},
+		byName:         map[string]*tracked{},
+		builtinFailing: map[schema.GroupResource]error{},
+		firstRound:     make(chan struct{}),
+		unsetSince:     map[string]time.Time{},
+	}, nil
+}
+
+// PostStartHook returns the hook UpdaterHook: not finished (with the failing resources
+// and their errors) until every built-in resource is registered.
+func (m *Manager) PostStartHook() *health.PostStartHook { return m.hook }
+
+// Start tracks every resource of the registry as built-in, and registers them in the
+// background (workers retry failures with backoff, forever), follows the
+// StorageVersion objects so that an entry removed or changed by someone else is written
+// again at once, and follows the registry so that resources it stops serving have
+// their entry removed. It returns at once; WaitFirstRound waits for the first
+// attempts.
+func (m *Manager) Start(ctx context.Context) error {
+	if _, err := m.objs.resource(); err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx).WithName("storage-versions")
+	ctx = klog.NewContext(ctx, logger)
+	m.mu.Lock()
+	for _, res := range m.cfg.Registry.Resources() {
+		if res.Owner != nil {
+			continue
+		}
+		t := m.trackLocked(res.GroupResource(), false)
+		e := EntryFor(m.cfg.ServerID, res)
+		t.desired.Store(&e)
+		m.builtinFailing[t.gr] = nil
+		m.firstPending++
+	}
+	if m.firstPending == 0 {
+		close(m.firstRound)
+		m.hook.Done()
+	}
+	for gr, t := range m.tracked {
+		if !t.custom {
+			m.queue.Add(gr)
+		}
+	}
+	m.mu.Unlock()
+	logger.V(2).Info("Registering storage versions", "resources", m.firstPending)
+
+	inf, err := m.newInformer(ctx)
+	if err != nil {
+		return err
+	}
+	go inf.RunWithContext(ctx)
+	changes, unsubscribe := m.cfg.Registry.Subscribe()
+	go func() {
+		defer unsubscribe()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changes:
+				m.registryChanged()
+			}
+		}
+	}()
+	for range 4 {
+		m.workers.Add(1)
+		go func() {
+			defer m.workers.Done()
+			for m.processNext(ctx) {
+			}
+		}()
+	}
+	go func() {
+		<-ctx.Done()
+		m.queue.ShutDown()
+	}()
+	return nil
+}
+
+// WaitFirstRound waits until every built-in resource has had one registration attempt
+// (successful or not), or ctx is done.
+func (m *Manager) WaitFirstRound(ctx context.Context) error {
+	select {
+	case <-m.firstRound:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// trackLocked adds a tracked resource with a closed gate. m.mu must be held.
+func (m *Manager) trackLocked(gr schema.GroupResource, custom bool) *tracked {
+	t := &tracked{gr: gr, name: Name(gr), custom: custom, gate: newGate()}
+	m.tracked[gr] = t
+	m.byName[t.name] = t
+	return t
+}
+
+func (m *Manager) untrackLocked(gr schema.GroupResource) {
+	if t, ok := m.tracked[gr]; ok {
+		delete(m.tracked, gr)
+		delete(m.byName, t.name)
+	}
+}
+
+func (m *Manager) lookup(gr schema.GroupResource) *tracked {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.tracked[gr]
+}
+
+func (m *Manager) lockFor(gr schema.GroupResource) *sync.Mutex {
+	l, _ := m.locks.LoadOrStore(gr, &sync.Mutex{})
+	return l.(*sync.Mutex)
+}
+
+func (m *Manager) processNext(ctx context.Context) bool {
+	gr, quit := m.queue.Get()
+	if quit {
+		return false
+	}
+	defer m.queue.Done(gr)
+	if err := m.sync(ctx, gr); err != nil {
+		if ctx.Err() == nil {
+			m.queue.AddRateLimited(gr)
+		}
+		return true
+	}
+	m.queue.Forget(gr)
+	return true
+}
+
+// sync makes the stored entry of gr what this server reports: its desired entry when
+// it tracks gr, none otherwise.
+func (m *Manager) sync(ctx context.Context, gr schema.GroupResource) error {
+	lock := m.lockFor(gr)
+	lock.Lock()
+	defer lock.Unlock()
+	m.mu.RLock()
+	t, stopping := m.tracked[gr], m.stopping
+	m.mu.RUnlock()
+	if stopping {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	if t == nil {
+		return m.withdraw(ctx, gr)
+	}
+	rv, err := m.write(ctx, t.name, *t.desired.Load(), t.owner.Load())
+	m.attempted(t, err)
+	if err != nil {
+		t.gate.fail(err)
+		if ctx.Err() == nil {
+			logger.Error(err, "Cannot register the storage version: writes to the resource stay refused until it is", "resource", gr, "storageVersion", t.name)
+		}
+		return err
+	}
+	t.verifiedRV.Store(rv)
+	if !t.gate.isOpen() {
+		logger.V(2).Info("Storage version registered", "resource", gr, "entry", fmtEntry(t.desired.Load()))
+	}
+	t.gate.setOpen()
+	return nil
+}
+
+// withdraw removes this server's entry for a resource it no longer serves, and the
+// object itself if it belongs to a CustomResourceDefinition that is gone.
+func (m *Manager) withdraw(ctx context.Context, gr schema.GroupResource) error {
+	name := Name(gr)
+	removed, deleted, err := m.objs.removeEntries(ctx, name, m.isSelf, m.countRetry)
+	if err != nil {
+		return err
+	}
+	orphan := false
+	if !deleted {
+		if orphan, err = m.objs.deleteIfOrphan(ctx, name); err != nil {
+			return err
+		}
+	}
+	if removed > 0 || orphan {
+		klog.FromContext(ctx).V(2).Info("Storage version entry withdrawn: the server no longer serves the resource", "resource", gr,
+			"storageVersion", name, "objectDeleted", deleted || orphan)
+	}
+	return nil
+}
+
+func (m *Manager) isSelf(id string) (bool, error) { return id == m.cfg.ServerID, nil }
+
+func (m *Manager) countRetry(conflict bool) {
+	m.metrics.retries.Inc()
+	if conflict {
+		m.metrics.conflicts.Inc()
+	}
+}
+
+// attempted records the outcome of a registration for the start-up bookkeeping: the
+// first round, the post-start hook and the registration-time metric.
+func (m *Manager) attempted(t *tracked, err error) {
+	if t.custom {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !t.attempted {
+		t.attempted = true
+		m.firstPending--
+		if m.firstPending == 0 {
+			close(m.firstRound)
+		}
+	}
+	if _, failing := m.builtinFailing[t.gr]; !failing {
+		return
+	}
+	if err == nil {
+		delete(m.builtinFailing, t.gr)
+		if len(m.builtinFailing) == 0 {
+			m.metrics.registration.Set(time.Since(m.cfg.Started).Seconds())
+			m.hook.Done()
+		}
+		return
+	}
+	m.builtinFailing[t.gr] = err
+	var msgs []string
+	for gr, e := range m.builtinFailing {
+		if e != nil {
+			msgs = append(msgs, fmt.Sprintf("%s: %v", Name(gr), e))
+		}
+	}
+	slices.Sort(msgs)
+	m.hook.Fail(errors.New("storage versions not registered: " + strings.Join(msgs, "; ")))
+}
+
+// write makes the stored entry of this server in the named object equal to e (and the
+// object owned by owner, if set), retrying conflicts with backoff. It returns the
+// revision at which the object holds the entry.
+func (m *Manager) write(ctx context.Context, name string, e Entry, owner *registry.OwnerRef) (rv int64, err error) {
+	start := time.Now()
+	defer func() {
+		result := "success"
+		if err != nil {
+			result = "error"
+		}
+		m.metrics.updateLatency.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	}()
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			m.metrics.retries.Inc()
+			if err := sleep(ctx, backoff(attempt)); err != nil {
+				return 0, err
+			}
+		}
+		rv, err = m.writeOnce(ctx, name, e, owner)
+		if err == nil {
+			return rv, nil
+		}
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			m.metrics.conflicts.Inc()
+		}
+		if !retryable(err) || attempt >= maxAttempts || ctx.Err() != nil {
+			return 0, err
+		}
+	}
+}
+
+func (m *Manager) writeOnce(ctx context.Context, name string, e Entry, owner *registry.OwnerRef) (int64, error) {
+	obj, sv, err := m.objs.get(ctx, name)
+	if apierrors.IsNotFound(err) {
+		if obj, err = m.objs.create(ctx, name, owner); err != nil {
+			return 0, err
+		}
+		sv, err = fromUnstructured(obj)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if owner != nil && !hasOwner(obj, owner) {
+		if obj, err = m.objs.setOwner(ctx, obj, owner); err != nil {
+			return 0, err
+		}
+		if sv, err = fromUnstructured(obj); err != nil {
+			return 0, err
+		}
+	}
+	if cur := findEntry(&sv.Status, e.APIServerID); cur != nil && sameEntry(cur, &e) {
+		return revision(obj.GetResourceVersion()), nil
+	}
+	SetEntries(sv, withEntry(&sv.Status, e), m.objs.now())
+	out, err := m.objs.writeStatus(ctx, obj, &sv.Status)
+	if err != nil {
+		return 0, err
+	}
+	return revision(out.GetResourceVersion()), nil
+}
+
+// newInformer follows every StorageVersion object.
+func (m *Manager) newInformer(ctx context.Context) (cache.SharedIndexInformer, error) {
+	logger := klog.FromContext(ctx)
+	inf := cache.NewSharedIndexInformer(listWatch(m.objs), &unstructured.Unstructured{}, 0, cache.Indexers{})
+	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { m.observe(ctx, obj, false) },
+		UpdateFunc: func(_, obj interface{}) { m.observe(ctx, obj, false) },
+		DeleteFunc: func(obj interface{}) { m.observe(ctx, obj, true) },
+	}, cache.HandlerOptions{Logger: &logger})
+	return inf, err
+}
+
+// listWatch lists and watches StorageVersions through the object store.
+func listWatch(o *objects) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			res, err := o.resource()
+			if err != nil {
+				return nil, err
+			}
+			return o.store.List(ctx, res, version, "", opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			res, err := o.resource()
+			if err != nil {
+				return nil, err
+			}
+			return o.store.Watch(ctx, res, version, "", opts)
+		},
+	}
+}
+
+// observe reacts to a change of a StorageVersion: if this server's entry for a tracked
+// resource is no longer what it reports, writes are refused until it is written again
+// (at once, by a worker).
+func (m *Manager) observe(ctx context.Context, obj interface{}, deleted bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		if u, ok := d.Obj.(*unstructured.Unstructured); ok {
+			m.forgetAgreement(u.GetName())
+			if t := m.lookupName(u.GetName()); t != nil {
+				m.queue.Add(t.gr)
+			}
+		}
+		return
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	if deleted {
+		m.forgetAgreement(u.GetName())
+	} else {
+		m.observeAgreement(u)
+	}
+	t := m.lookupName(u.GetName())
+	if t == nil {
+		return
+	}
+	lock := m.lockFor(t.gr)
+	if !lock.TryLock() {
+		// A write of this entry is under way; have it checked once more afterwards.
+		m.queue.Add(t.gr)
+		return
+	}
+	defer lock.Unlock()
+	if revision(u.GetResourceVersion()) <= t.verifiedRV.Load() {
+		return
+	}
+	if !deleted {
+		if sv, err := fromUnstructured(u); err == nil {
+			e := findEntry(&sv.Status, m.cfg.ServerID)
+			owner := t.owner.Load()
+			if e != nil && sameEntry(e, t.desired.Load()) && (owner == nil || hasOwner(u, owner)) {
+				return
+			}
+		}
+	}
+	if t.gate.isOpen() {
+		klog.FromContext(ctx).Info("Storage version entry removed or changed by someone else: writing it again",
+			"resource", t.gr, "storageVersion", t.name, "deleted", deleted)
+		t.gate.close(ErrEntryChanged)
+	}
+	m.queue.Add(t.gr)
+}
+
+func (m *Manager) lookupName(name string) *tracked {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.stopping {
+		return nil
+	}
+	return m.byName[name]
+}
+
+// observeAgreement times how long an object goes without a common encoding version.
+func (m *Manager) observeAgreement(u *unstructured.Unstructured) {
+	entries, _, _ := unstructured.NestedSlice(u.Object, "status", "storageVersions")
+	common, _, _ := unstructured.NestedString(u.Object, "status", "commonEncodingVersion")
+	m.agreementMu.Lock()
+	defer m.agreementMu.Unlock()
+	since, waiting := m.unsetSince[u.GetName()]
+	switch {
+	case common == "" && len(entries) > 0 && !waiting:
+		m.unsetSince[u.GetName()] = time.Now()
+	case common != "" && waiting:
+		m.metrics.agreement.Observe(time.Since(since).Seconds())
+		delete(m.unsetSince, u.GetName())
+	}
+}
+
+func (m *Manager) forgetAgreement(name string) {
+	m.agreementMu.Lock()
+	delete(m.unsetSince, name)
+	m.agreementMu.Unlock()
+}
+
+// registryChanged stops tracking the custom resources the registry no longer holds;
+// workers then withdraw their entries.
+func (m *Manager) registryChanged() {
+	var gone []schema.GroupResource
+	m.mu.Lock()
+	for gr, t := range m.tracked {
+		if t.custom && m.cfg.Registry.Get(gr) == nil {
+			m.untrackLocked(gr)
+			gone = append(gone, gr)
+		}
+	}
+	m.mu.Unlock()
+	for _, gr := range gone {
+		m.queue.Add(gr)
+	}
+}
+
+// ResourcesSynced tells the manager that every resource the server serves is known
+// (the stored CustomResourceDefinitions are served): entries of this server for
+// resources it does not serve, left by an earlier run (a release that removed a
+// resource, a CRD deleted while the server was down), are withdrawn.
+func (m *Manager) ResourcesSynced(ctx context.Context) error {
+	res, err := m.objs.resource()
+	if err != nil {
+		return err
+	}
+	list, err := m.cfg.Store.List(ctx, res, version, "", metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range list.Items {
+		u := &list.Items[i]
+		gr, ok := ParseName(u.GetName())
+		if !ok || m.lookup(gr) != nil {
+			continue
+		}
+		sv, err := fromUnstructured(u)
+		if err != nil {
+			continue
+		}
+		if findEntry(&sv.Status, m.cfg.ServerID) != nil {
+			m.queue.Add(gr)
+		}
+	}
+	return nil
+}
+
+// Lapsed is called when the server's identity lease lapsed and was taken back: every
+// entry may have been collected, so each resource's writes are refused until its
+// entry is verified (and written again if need be).
+func (m *Manager) Lapsed() {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for gr, t := range m.tracked {
+		t.gate.close(ErrLeaseLapsed)
+		t.verifiedRV.Store(0)
+		m.queue.Add(gr)
+	}
+}
+
+// Shutdown withdraws the server's entries before it stops: writes of every tracked
+// resource are refused (ErrShuttingDown), those under way are waited for, then every
+// entry is removed (and objects left without entries deleted), so that peers agree on
+// a common version without waiting for this server's lease to expire. Call it after
+// the context of Start is done and before the server stops serving; ctx bounds it.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	m.stopping = true
+	all := make([]*tracked, 0, len(m.tracked))
+	for _, t := range m.tracked {
+		all = append(all, t)
+	}
+	m.mu.Unlock()
+	for _, t := range all {
+		t.gate.close(ErrShuttingDown)
+	}
+	m.queue.ShutDown()
+	m.workers.Wait()
+	for _, t := range all {
+		if err := t.gate.drain(ctx); err != nil {
+			return fmt.Errorf("waiting for writes to %s: %w", t.gr, err)
+		}
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		next = make(chan *tracked)
+	)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range next {
+				lock := m.lockFor(t.gr)
+				lock.Lock()
+				_, _, err := m.objs.removeEntries(ctx, t.name, m.isSelf, m.countRetry)
+				lock.Unlock()
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("%s: %w", t.name, err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, t := range all {
+		next <- t
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
+}
