@@ -96,6 +96,9 @@ type Hooks struct {
 	// PendingDeletion reports resource-specific reasons, beyond metadata.finalizers,
 	// that keep a deleted object in storage (namespaces' spec.finalizers).
 	PendingDeletion func(obj *unstructured.Unstructured) bool
+	// TableCells, if set, computes a Table row's cells after NAME, one per printer
+	// column of the version, for columns a JSONPath cannot express.
+	TableCells func(obj *unstructured.Unstructured) []interface{}
 	// AllowCreateOnUpdate lets PUT create a missing object (leases do, as in
 	// Kubernetes).
 	AllowCreateOnUpdate bool

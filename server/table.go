@@ -82,8 +82,12 @@ func (s *Server) table(r *http.Request, q *request, objs []unstructured.Unstruct
 		obj := &objs[i]
 		cells := make([]interface{}, 0, len(tc.columns))
 		cells = append(cells, obj.GetName())
-		for j, p := range tc.paths {
-			cells = append(cells, cell(p, tc.columns[j+1].Type, obj.Object, &buf))
+		if h := q.res.Hooks; h != nil && h.TableCells != nil {
+			cells = append(cells, h.TableCells(obj)...)
+		} else {
+			for j, p := range tc.paths {
+				cells = append(cells, cell(p, tc.columns[j+1].Type, obj.Object, &buf))
+			}
 		}
 		row := metav1.TableRow{Cells: cells}
 		switch include {

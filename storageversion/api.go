@@ -10,6 +10,7 @@ import (
 	"github.com/concordproject/concord/registry"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metatable "k8s.io/apimachinery/pkg/api/meta/table"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -77,20 +78,20 @@ func Configure(res *registry.Resource) {
 		Validate:         validateCreate,
 		ValidateUpdate:   validateUpdate,
 		PrepareForCreate: func(_ context.Context, obj *unstructured.Unstructured) { delete(obj.Object, "status") },
+		TableCells:       tableCells,
 	}
 	for i := range res.Versions {
 		res.Versions[i].PrinterColumns = printerColumns()
 	}
 }
 
-// printerColumns are the columns kubectl shows. STORAGEVERSIONS lists the entries'
-// server IDs (a Table cell holds one JSONPath result: the IDs, not "id=version" pairs).
+// printerColumns are the columns kubectl shows; tableCells fills them.
 func printerColumns() []apiextensionsv1.CustomResourceColumnDefinition {
 	return []apiextensionsv1.CustomResourceColumnDefinition{
 		{Name: "CommonEncodingVersion", Type: "string", JSONPath: ".status.commonEncodingVersion",
 			Description: "The encoding version every API server uses, if they agree."},
-		{Name: "StorageVersions", Type: "string", JSONPath: ".status.storageVersions[*].encodingVersion",
-			Description: "The encoding version the API servers report (first reporting server)."},
+		{Name: "StorageVersions", Type: "string", JSONPath: ".status.storageVersions",
+			Description: "The encoding version each API server reports, as id=version (the first three, then how many more)."},
 		{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp",
 			Description: "CreationTimestamp is a timestamp representing the server time when this object was created."},
 	}
@@ -278,4 +279,33 @@ func fromUnstructured(obj *unstructured.Unstructured) (*apiserverinternalv1alpha
 		return nil, fmt.Errorf("StorageVersion %q: %w", obj.GetName(), err)
 	}
 	return sv, nil
+}
+
+// tableCells renders COMMONENCODINGVERSION (<unset> while servers disagree),
+// STORAGEVERSIONS (id=encodingVersion for the first three entries, then "+ N more...")
+// and AGE.
+func tableCells(obj *unstructured.Unstructured) []interface{} {
+	common, found, _ := unstructured.NestedString(obj.Object, "status", "commonEncodingVersion")
+	if !found || common == "" {
+		common = "<unset>"
+	}
+	entries, _, _ := unstructured.NestedSlice(obj.Object, "status", "storageVersions")
+	var parts []string
+	for i, e := range entries {
+		if i == 3 {
+			break
+		}
+		m, _ := e.(map[string]interface{})
+		id, _ := m["apiServerID"].(string)
+		enc, _ := m["encodingVersion"].(string)
+		parts = append(parts, id+"="+enc)
+	}
+	list := strings.Join(parts, ",")
+	switch {
+	case len(entries) == 0:
+		list = "<unset>"
+	case len(entries) > 3:
+		list += fmt.Sprintf(" + %d more...", len(entries)-3)
+	}
+	return []interface{}{common, list, metatable.ConvertToHumanReadableDateType(obj.GetCreationTimestamp())}
 }

@@ -217,8 +217,14 @@ func TestStorageVersionObjects(t *testing.T) {
 	if !slices.Equal(cols, []string{"NAME", "COMMONENCODINGVERSION", "STORAGEVERSIONS", "AGE"}) {
 		t.Errorf("Table columns %v", cols)
 	}
-	if cells := tableCells(t, table, "core.configmaps"); cells["CommonEncodingVersion"] != "v1" {
+	cells := tableCells(t, table, "core.configmaps")
+	if cells["CommonEncodingVersion"] != "v1" {
 		t.Errorf("core.configmaps row: %v", cells)
+	}
+	for _, s := range []*harness.Server{s0, s1} {
+		if got, _ := cells["StorageVersions"].(string); !strings.Contains(got, s.ServerID+"=v1") {
+			t.Errorf("STORAGEVERSIONS %q lacks %s=v1", got, s.ServerID)
+		}
 	}
 
 	// Health and metrics.
