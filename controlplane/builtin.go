@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/migration"
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storageversion"
@@ -30,6 +31,13 @@ func builtinResources(compat *compatibility.Config) ([]*registry.Resource, error
 	res, err := compat.Resources(builtinHooks())
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range res {
+		if r.GroupResource() == migration.StorageVersionMigrations.GroupResource() {
+			if err := migration.ExtendStorageVersionMigration(r); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, r := range res {
 		if r.GroupResource() == storageversion.GroupResource {

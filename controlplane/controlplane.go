@@ -19,6 +19,7 @@ import (
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/migration"
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/openapi"
 	"github.com/concordproject/concord/registry"
@@ -334,6 +335,14 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	}()
 	bootstrap.Done()
 	go namespace.NewController(inst.Registry, inst.Store).Run(ctx, 2)
+	if !o.DisableStorageMigration {
+		// Leader-elected among the servers: one of them triggers and runs migrations.
+		go func() {
+			if err := migration.Run(ctx, migration.Config{RESTConfig: inst.LoopbackConfig(), Metrics: inst.Metrics}); err != nil {
+				logger.Error(err, "Storage migration controllers stopped")
+			}
+		}()
+	}
 	if err := auth.WriteKubeconfig(inst.KubeconfigPath, inst.URL, inst.CACert, inst.AdminToken, ""); err != nil {
 		return nil, fmt.Errorf("writing the admin kubeconfig: %w", err)
 	}

@@ -47,6 +47,10 @@ type Options struct {
 	// version entries. IdentityLeaseRenewInterval is how often it is renewed.
 	IdentityLeaseDuration      time.Duration
 	IdentityLeaseRenewInterval time.Duration
+	// DisableStorageMigration keeps the storage-migration controllers (trigger and
+	// migrator) from running in this server; run `concord controller-manager` instead,
+	// or nothing.
+	DisableStorageMigration bool
 	// LogFormat is "text" or "json".
 	LogFormat string
 	// Compatibility holds the KEP-4330 flags: the API catalog, binary, emulation and
@@ -90,6 +94,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How long the server's identity lease (kube-system) lasts after each renewal, in whole seconds. Peers collect a server's storage version entries once its lease expired.")
 	fs.DurationVar(&o.IdentityLeaseRenewInterval, "identity-lease-renew-interval", o.IdentityLeaseRenewInterval,
 		"How often the server renews its identity lease; shorter than --identity-lease-duration.")
+	fs.BoolVar(&o.DisableStorageMigration, "disable-storage-migration", o.DisableStorageMigration, "Do not run the storage-migration controllers in this server.")
 	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
 	o.Compatibility.AddFlags(fs)
 }

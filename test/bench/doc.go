@@ -29,6 +29,8 @@
 // dir, with its embedded etcd and against the external one.
 //
 // The package measures the binary from outside, as clients do: it must not import
-// Concord's packages, and it is the only place that knows the benchmark's shape. The
+// Concord's server packages (the migration benchmark uses the client-side migrator,
+// migration/migrator, as any client would), and it is the only place that knows the
+// benchmark's shape. The
 // figures and how to read them are in docs/benchmarks.md.
 package bench

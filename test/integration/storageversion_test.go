@@ -803,10 +803,19 @@ func TestStorageVersionKeptTrue(t *testing.T) {
 	}
 	t.Logf("identity lease recreated in %v", took)
 	svWait(t, loop, name, "entries intact", func(sv *apiserverinternalv1alpha1.StorageVersion) bool { return svAgreeOn(sv, "v1", ids...) })
-	if code, _, _, body := svHTTP(t, s1.Config(), http.MethodPost, "/api/v1/namespaces/default/configmaps",
-		map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": "after-lease"}}); code != http.StatusCreated {
-		t.Errorf("write after the lease was recreated: %d %s", code, body)
+	// The server re-checks every entry before it reopens writes (a 503 with Retry-After
+	// meanwhile, which clients retry).
+	var lastCode int
+	var lastBody string
+	took, ok = svPoll(t, 2*time.Second, func() (bool, error) {
+		lastCode, _, _, lastBody = svHTTP(t, s1.Config(), http.MethodPost, "/api/v1/namespaces/default/configmaps",
+			map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": "after-lease"}})
+		return lastCode == http.StatusCreated, nil
+	})
+	if !ok {
+		t.Errorf("write after the lease was recreated: %d %s", lastCode, lastBody)
 	}
+	t.Logf("writes accepted again %v after the lease was recreated", took)
 
 	// Graceful shutdown: entries and lease gone when Stop returns.
 	s1.Stop(t)

@@ -1,0 +1,238 @@
+package migration
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The resources the controllers read and write.
+var (
+	// StorageStates is migration.k8s.io/v1alpha1 storagestates (a CRD, see crds).
+	StorageStates = schema.GroupVersionResource{Group: "migration.k8s.io", Version: "v1alpha1", Resource: "storagestates"}
+	// StorageVersionMigrations is storagemigration.k8s.io/v1 storageversionmigrations:
+	// built into Concord and Kubernetes 1.37+, a CRD elsewhere (see crds).
+	StorageVersionMigrations = storagemigrationv1.SchemeGroupVersion.WithResource("storageversionmigrations")
+	// StorageVersions is internal.apiserver.k8s.io/v1alpha1 storageversions, which the
+	// API servers maintain when the StorageVersionAPI feature is on.
+	StorageVersions = schema.GroupVersionResource{Group: "internal.apiserver.k8s.io", Version: "v1alpha1", Resource: "storageversions"}
+	// CustomResourceDefinitions is apiextensions.k8s.io/v1 customresourcedefinitions.
+	CustomResourceDefinitions = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
+
+// Unknown is the storage version hash that stands for "any version may be present":
+// a StorageState starts with it, and returns to it when its heartbeat goes stale.
+// CurrentStorageVersionHash is Unknown while the API servers disagree.
+const Unknown = "Unknown"
+
+// The conditions of a StorageVersionMigration (k8s.io/api/storagemigration/v1) and the
+// reasons Concord gives them.
+const (
+	ConditionRunning   = string(storagemigrationv1.MigrationRunning)
+	ConditionSucceeded = string(storagemigrationv1.MigrationSucceeded)
+	ConditionFailed    = string(storagemigrationv1.MigrationFailed)
+
+	// ReasonMigrationRunning: the migrator is rewriting objects.
+	ReasonMigrationRunning = "MigrationRunning"
+	// ReasonMigrationCompleted: every object was rewritten or was already current.
+	ReasonMigrationCompleted = "MigrationCompleted"
+	// ReasonObjectsFailed: the migration went through every object, but some could not
+	// be rewritten (status.progress.failures says which and why); they may still be
+	// encoded in an older version.
+	ReasonObjectsFailed = "ObjectsFailed"
+	// ReasonMigrationError: the migration stopped, e.g. the resource cannot be listed.
+	ReasonMigrationError = "MigrationError"
+	// ReasonStorageVersionsDisagree: the trigger aborted the migration because the API
+	// servers no longer agree on an encoding version (a rolling upgrade or rollback is
+	// in progress).
+	ReasonStorageVersionsDisagree = "StorageVersionsDisagree"
+	// ReasonStorageVersionChanged: the trigger aborted the migration because the
+	// resource's StorageVersion, or its storage version hash, changed after the
+	// migration was started; a new migration replaces it.
+	ReasonStorageVersionChanged = "StorageVersionChanged"
+)
+
+// Annotations the trigger puts on the migrations it creates.
+const (
+	// AnnotationStorageVersionHash is the storage version hash the migration was
+	// started for.
+	AnnotationStorageVersionHash = "migration.concord.io/storage-version-hash"
+	// AnnotationStorageVersionResourceVersion is the resourceVersion of the resource's
+	// StorageVersion object when the trigger started the migration (absent when the
+	// trigger polls discovery). A migration that ends while the object is at another
+	// resourceVersion does not count as complete.
+	AnnotationStorageVersionResourceVersion = "migration.concord.io/storage-version-resource-version"
+	// AnnotationEncodingVersion is the common encoding version of the servers when the
+	// migration was started ("apps/v1"), for people; absent when polling discovery.
+	AnnotationEncodingVersion = "migration.concord.io/encoding-version"
+)
+
+// The values of Progress.Path.
+const (
+	// PathServer: the API server rewrote pages itself (Concord's fast path).
+	PathServer = "server"
+	// PathClient: the migrator read every object and wrote it back.
+	PathClient = "client"
+)
+
+// StorageState is migration.k8s.io/v1alpha1 StorageState.
+type StorageState struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              StorageStateSpec   `json:"spec,omitempty"`
+	Status            StorageStateStatus `json:"status,omitempty"`
+}
+
+// StorageStateSpec names the resource.
+type StorageStateSpec struct {
+	Resource metav1.GroupResource `json:"resource"`
+}
+
+// StorageStateStatus is what the trigger knows of the resource's encodings.
+type StorageStateStatus struct {
+	// PersistedStorageVersionHashes are the hashes objects may be encoded in; Unknown
+	// means any.
+	PersistedStorageVersionHashes []string `json:"persistedStorageVersionHashes,omitempty"`
+	// CurrentStorageVersionHash is the hash objects are written in now; Unknown while
+	// the servers disagree.
+	CurrentStorageVersionHash string `json:"currentStorageVersionHash,omitempty"`
+	// LastHeartbeatTime is when the trigger last confirmed the state.
+	LastHeartbeatTime metav1.Time `json:"lastHeartbeatTime,omitempty"`
+}
+
+// StorageVersionMigration is storagemigration.k8s.io/v1 StorageVersionMigration with
+// Concord's status.progress.
+type StorageVersionMigration struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              storagemigrationv1.StorageVersionMigrationSpec `json:"spec,omitempty"`
+	Status            MigrationStatus                                `json:"status,omitempty"`
+}
+
+// MigrationStatus is storagemigrationv1.StorageVersionMigrationStatus plus Progress.
+type MigrationStatus struct {
+	Conditions      []metav1.Condition `json:"conditions,omitempty"`
+	ResourceVersion string             `json:"resourceVersion,omitempty"`
+	Progress        *Progress          `json:"progress,omitempty"`
+}
+
+// Progress is Concord's progress report of a migration, and its checkpoint.
+type Progress struct {
+	Path               string          `json:"path,omitempty"`
+	StorageVersionHash string          `json:"storageVersionHash,omitempty"`
+	Total              *int64          `json:"total,omitempty"`
+	Migrated           int64           `json:"migrated"`
+	Skipped            int64           `json:"skipped"`
+	Failed             int64           `json:"failed"`
+	Failures           []ObjectFailure `json:"failures,omitempty"`
+	Continue           string          `json:"continue,omitempty"`
+	StartTime          *metav1.Time    `json:"startTime,omitempty"`
+	CompletionTime     *metav1.Time    `json:"completionTime,omitempty"`
+}
+
+// ObjectFailure is one object a migration could not rewrite.
+type ObjectFailure struct {
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Reason    string `json:"reason"`
+}
+
+// StorageStateName returns the name of the StorageState of gr: "<resource>.<group>",
+// or "<resource>" for the legacy core group.
+func StorageStateName(gr schema.GroupResource) string {
+	if gr.Group == "" {
+		return gr.Resource
+	}
+	return gr.Resource + "." + gr.Group
+}
+
+// storageVersionName returns the name of the StorageVersion of gr:
+// "<group>.<resource>", the legacy core group written "core".
+func storageVersionName(gr schema.GroupResource) string {
+	g := gr.Group
+	if g == "" {
+		g = "core"
+	}
+	return g + "." + gr.Resource
+}
+
+// StorageVersionHash returns the hash discovery publishes for objects of kind stored
+// in group/version: the first 8 bytes of the SHA-256 of "group/version/kind", base64.
+// Only equality of hashes means anything.
+func StorageVersionHash(group, version, kind string) string {
+	sum := sha256.Sum256([]byte(group + "/" + version + "/" + kind))
+	return base64.StdEncoding.EncodeToString(sum[:8])
+}
+
+// Phase summarises the conditions of a migration: "Pending" (no condition yet),
+// "Running", "Succeeded" or "Failed".
+func (m *StorageVersionMigration) Phase() string {
+	switch {
+	case conditionTrue(m.Status.Conditions, ConditionSucceeded):
+		return ConditionSucceeded
+	case conditionTrue(m.Status.Conditions, ConditionFailed):
+		return ConditionFailed
+	case conditionTrue(m.Status.Conditions, ConditionRunning):
+		return ConditionRunning
+	}
+	return "Pending"
+}
+
+// Terminal reports whether the migration has ended (Succeeded or Failed).
+func (m *StorageVersionMigration) Terminal() bool {
+	p := m.Phase()
+	return p == ConditionSucceeded || p == ConditionFailed
+}
+
+func conditionTrue(conds []metav1.Condition, t string) bool {
+	for _, c := range conds {
+		if c.Type == t {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// fromUnstructured decodes u into out (a *StorageState or *StorageVersionMigration).
+func fromUnstructured(u *unstructured.Unstructured, out interface{}) error {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		return fmt.Errorf("decoding %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return nil
+}
+
+// toUnstructured encodes in (a *StorageState or *StorageVersionMigration).
+func toUnstructured(in interface{}) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(in)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// migrationFrom decodes an unstructured StorageVersionMigration.
+func migrationFrom(u *unstructured.Unstructured) (*StorageVersionMigration, error) {
+	m := &StorageVersionMigration{}
+	return m, fromUnstructured(u, m)
+}
+
+// stateFrom decodes an unstructured StorageState.
+func stateFrom(u *unstructured.Unstructured) (*StorageState, error) {
+	s := &StorageState{}
+	return s, fromUnstructured(u, s)
+}

@@ -1,0 +1,167 @@
+package migration
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/concordproject/concord/migration/migrator"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+)
+
+// Options are the flags of `concord controller-manager` that shape a Config.
+type Options struct {
+	// Kubeconfig is the file to connect with ("" means $KUBECONFIG, then
+	// ~/.kube/config, then in-cluster).
+	Kubeconfig string
+	// MetricsBindAddress serves /metrics there over plain HTTP ("" disables it).
+	MetricsBindAddress string
+	// Config holds every other setting.
+	Config Config
+	// leaderElect mirrors !Config.LeaderElection.Disabled for the flag.
+	leaderElect bool
+	mode        string
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	d := Config{}.withDefaults()
+	m := migrator.Options{}
+	m.Mode = migrator.ModeAuto
+	d.Migrator = m
+	d.LeaderElection.Identity = ""
+	return &Options{Config: d, leaderElect: true, mode: string(migrator.ModeAuto)}
+}
+
+// AddFlags binds the options to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	c := &o.Config
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of the API server to migrate (default: $KUBECONFIG, ~/.kube/config, or in-cluster).")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Serve Prometheus /metrics on this host:port over HTTP (empty: off).")
+	fs.StringVar(&o.mode, "rewrite", o.mode, "How objects are rewritten: auto (on the server when it is Concord, else by the client), client, or server.")
+	fs.IntVar(&c.Migrator.Concurrency, "concurrency", 8, "Objects written at once by the client-side path.")
+	fs.Float32Var(&c.Migrator.QPS, "qps", 0, "Requests per second of the migrator (one per object on the client path, one per page on the server path); 0: no limit.")
+	fs.IntVar(&c.Migrator.Burst, "burst", 0, "Requests the migrator may send at once above --qps (default: --qps).")
+	fs.Int64Var(&c.Migrator.PageSize, "page-size", 500, "Objects per page (a list, or a server-side rewrite call); each page is a checkpoint.")
+	fs.IntVar(&c.Migrator.MaxAttempts, "max-attempts", 5, "Attempts per request that fails transiently (429, 5xx, timeouts) before the object is reported as failed.")
+	fs.IntVar(&c.Migrations, "migrations", c.Migrations, "Migrations run at once.")
+	fs.DurationVar(&c.PollInterval, "poll-interval", c.PollInterval, "How often discovery is read and storage states' heartbeats renewed (StorageVersion objects are watched).")
+	fs.DurationVar(&c.StalenessWindow, "staleness-window", 0, "Heartbeat age after which a storage state is reset to Unknown and its resource migrated again (default: 10m, or twice --poll-interval if longer).")
+	fs.DurationVar(&c.RetryFailedAfter, "retry-failed-after", c.RetryFailedAfter, "Wait before a failed migration is started again (doubling per consecutive failure, up to 6h).")
+	fs.IntVar(&c.HistoryLimit, "history-limit", c.HistoryLimit, "Ended migrations kept per resource.")
+	fs.BoolVar(&c.DisableTrigger, "disable-trigger", c.DisableTrigger, "Only run migrations created by others; start none.")
+	fs.BoolVar(&c.SkipCRDs, "skip-crds", c.SkipCRDs, "Do not install the StorageState and StorageVersionMigration definitions.")
+	le := &c.LeaderElection
+	fs.BoolVar(&o.leaderElect, "leader-elect", o.leaderElect, "Elect one active controller-manager over a Lease.")
+	fs.StringVar(&le.Namespace, "leader-elect-resource-namespace", le.Namespace, "Namespace of the leader election Lease.")
+	fs.StringVar(&le.Name, "leader-elect-resource-name", le.Name, "Name of the leader election Lease.")
+	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", le.LeaseDuration, "How long a leader's lease lasts without renewal.")
+	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", le.RenewDeadline, "How long the leader tries to renew before it gives up leading.")
+	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "Wait between attempts to acquire or renew the lease.")
+}
+
+// Complete returns the Config the options describe for rc, metrics going to reg.
+func (o *Options) Complete(rc *rest.Config, reg prometheus.Registerer) (Config, error) {
+	c := o.Config
+	c.RESTConfig, c.Metrics = rc, reg
+	c.Migrator.Mode = migrator.Mode(o.mode)
+	c.LeaderElection.Disabled = !o.leaderElect
+	return c, c.Validate()
+}
+
+// restConfig loads the kubeconfig.
+func restConfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// NewCommand returns `concord controller-manager`: the storage-migration trigger and
+// migrator, leader-elected, against the server of --kubeconfig (Concord or
+// Kubernetes).
+func NewCommand() *cobra.Command {
+	o := NewOptions()
+	cmd := &cobra.Command{
+		Use:   "controller-manager",
+		Short: "Run the storage-migration controllers against an API server",
+		Long: `Run the storage-version migration controllers: the trigger, which keeps a
+StorageState per resource and starts a StorageVersionMigration whenever the API servers
+agree on a new storage version (watching StorageVersion objects where they are served,
+polling discovery elsewhere), and the migrator, which rewrites every object of the
+resource in that version (on the server in batches when it is Concord, by reading and
+writing back each object otherwise).
+
+concord server runs the same controllers in-process; use this command for Kubernetes
+clusters or to run them apart. Several instances elect one leader.`,
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rc, err := restConfig(o.Kubeconfig)
+			if err != nil {
+				return err
+			}
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			cfg, err := o.Complete(rc, reg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			ctx = klog.NewContext(ctx, klog.Background())
+			if o.MetricsBindAddress != "" {
+				stopMetrics, err := serveMetrics(ctx, o.MetricsBindAddress, reg)
+				if err != nil {
+					return err
+				}
+				defer stopMetrics()
+				fmt.Fprintf(cmd.OutOrStdout(), "metrics on http://%s/metrics\n", o.MetricsBindAddress)
+			}
+			return Run(ctx, cfg)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(gofs)
+	cmd.Flags().AddGoFlag(gofs.Lookup("v"))
+	return cmd
+}
+
+// serveMetrics serves reg on addr until the returned function is called.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-bind-address: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "Metrics server stopped")
+		}
+	}()
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
+}

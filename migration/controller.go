@@ -1,0 +1,525 @@
+package migration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/concordproject/concord/migration/migrator"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// errAborted means the migration ended (or vanished) under the migrator: someone else
+// marked it terminal or deleted it.
+var errAborted = errors.New("the migration was ended by someone else")
+
+// maxFailureEvents bounds the Events emitted per migration for failed objects.
+const maxFailureEvents = 10
+
+// controller runs StorageVersionMigrations: every migration that is not terminal is
+// run to its end by one worker, its progress and checkpoint written to its status
+// after every page. A migration marked terminal or deleted while it runs is stopped.
+type controller struct {
+	dyn      dynamic.Interface
+	res      *resources
+	mig      *migrator.Migrator
+	informer cache.SharedIndexInformer
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder events.EventRecorder
+	metrics  *metrics
+	workers  int
+
+	mu      sync.Mutex
+	running map[string]running
+}
+
+type running struct {
+	uid    types.UID
+	cancel context.CancelCauseFunc
+}
+
+func newController(dyn dynamic.Interface, res *resources, mig *migrator.Migrator, informer cache.SharedIndexInformer,
+	recorder events.EventRecorder, m *metrics, workers int) (*controller, error) {
+	c := &controller{
+		dyn: dyn, res: res, mig: mig, informer: informer, recorder: recorder, metrics: m, workers: workers,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "storage-version-migrations"}),
+		running: map[string]running{},
+	}
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { c.observe(obj) },
+		UpdateFunc: func(_, obj interface{}) { c.observe(obj) },
+		DeleteFunc: func(obj interface{}) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				c.stop(u.GetName(), "", fmt.Errorf("%w: deleted", errAborted))
+			}
+		},
+	})
+	return c, err
+}
+
+// observe queues a migration, and stops it if it runs here and has become terminal
+// or was replaced by another object of the same name.
+func (c *controller) observe(obj interface{}) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	m, err := migrationFrom(u)
+	if err != nil {
+		return
+	}
+	if m.Terminal() {
+		c.stop(m.Name, "", fmt.Errorf("%w: %s", errAborted, m.Phase()))
+		return
+	}
+	c.stop(m.Name, m.UID, fmt.Errorf("%w: replaced", errAborted))
+	c.queue.Add(m.Name)
+}
+
+// stop cancels the run of migration name, unless it runs for the object keep.
+func (c *controller) stop(name string, keep types.UID, cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.running[name]; ok && (keep == "" || r.uid != keep) {
+		r.cancel(cause)
+	}
+}
+
+// run processes migrations with c.workers workers until ctx is done, and returns
+// once every worker has stopped.
+func (c *controller) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i := 0; i < c.workers; i++ {
+		wg.Go(func() {
+			for c.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+func (c *controller) processNext(ctx context.Context) bool {
+	name, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(name)
+	if err := c.sync(ctx, name); err != nil {
+		klog.FromContext(ctx).Error(err, "Migration interrupted; it resumes from its checkpoint", "migration", name)
+		c.queue.AddRateLimited(name)
+		return true
+	}
+	c.queue.Forget(name)
+	return true
+}
+
+// sync runs migration name if it has not ended. An error means it stopped for a
+// reason that may pass (it is retried from its checkpoint).
+func (c *controller) sync(ctx context.Context, name string) error {
+	obj, exists, err := c.informer.GetIndexer().GetByKey(name)
+	if err != nil || !exists {
+		return err
+	}
+	u := obj.(*unstructured.Unstructured).DeepCopy()
+	m, err := migrationFrom(u)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Ignoring an undecodable migration", "migration", name)
+		return nil
+	}
+	if m.Terminal() || ctx.Err() != nil {
+		return nil
+	}
+	return c.migrate(ctx, u, m)
+}
+
+// migrate runs one migration to its end.
+func (c *controller) migrate(ctx context.Context, u *unstructured.Unstructured, m *StorageVersionMigration) error {
+	gr := schema.GroupResource{Group: m.Spec.Resource.Group, Resource: m.Spec.Resource.Resource}
+	label := StorageStateName(gr)
+	logger := klog.FromContext(ctx).WithValues("migration", m.Name, "resource", label)
+	parent := klog.NewContext(ctx, logger)
+	// ctx is cancelled when the migration ends under the migrator; parent carries the
+	// writes that end it (which cancel ctx as soon as the informer sees them).
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	c.mu.Lock()
+	c.running[m.Name] = running{uid: m.UID, cancel: cancel}
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		if r, ok := c.running[m.Name]; ok && r.uid == m.UID {
+			delete(c.running, m.Name)
+		}
+		c.mu.Unlock()
+	}()
+
+	w := &statusWriter{dyn: c.dyn, obj: u, uid: m.UID}
+	info, ok, err := c.res.lookup(ctx, gr, time.Minute)
+	if err != nil {
+		return err
+	}
+	switch {
+	case gr.Resource == "":
+		return c.end(ctx, w, m, nil, ReasonMigrationError, "spec.resource.resource is empty")
+	case !ok:
+		return c.end(ctx, w, m, nil, ReasonMigrationError, fmt.Sprintf("the server does not serve %s", gr))
+	case !info.Migratable:
+		return c.end(ctx, w, m, nil, ReasonMigrationError, fmt.Sprintf("%s cannot be listed and updated", gr))
+	}
+
+	p := m.Status.Progress
+	if p == nil {
+		p = &Progress{}
+	}
+	if p.StorageVersionHash == "" {
+		p.StorageVersionHash = m.Annotations[AnnotationStorageVersionHash]
+		if p.StorageVersionHash == "" {
+			p.StorageVersionHash = info.Hash
+		}
+	}
+	if p.StartTime == nil {
+		now := metav1.Now()
+		p.StartTime = &now
+	}
+	cp := checkpointFrom(p, m.Status.ResourceVersion)
+	if cp.Path == "" {
+		logger.Info("Migration started", "version", info.GVR.Version)
+	} else {
+		logger.Info("Migration resumed", "path", cp.Path, "migrated", cp.Migrated, "skipped", cp.Skipped, "failed", cp.Failed)
+	}
+	if err := w.update(ctx, func(st *MigrationStatus) { st.Progress = p; setRunning(st, m.Generation, cp) }); err != nil {
+		return c.interrupted(ctx, err)
+	}
+	failureEvents := 0
+	target := migrator.Resource{GroupVersionResource: info.GVR, Namespaced: info.Namespaced}
+	final, err := c.mig.Migrate(ctx, target, cp, func(ctx context.Context, r migrator.PageReport) error {
+		c.metrics.migrated.WithLabelValues(label).Add(float64(r.Page.Migrated))
+		c.metrics.skipped.WithLabelValues(label).Add(float64(r.Page.Skipped))
+		c.metrics.failed.WithLabelValues(label).Add(float64(r.Page.Failed))
+		c.metrics.remaining.WithLabelValues(label).Set(float64(r.Checkpoint.Remaining()))
+		for _, f := range r.Failures {
+			if failureEvents++; failureEvents <= maxFailureEvents {
+				c.recorder.Eventf(w.obj, nil, "Warning", EventObjectFailed, "Migrate",
+					"%s could not be rewritten in the storage version: %s", objectName(f.Namespace, f.Name), f.Reason)
+			}
+		}
+		return w.update(ctx, func(st *MigrationStatus) {
+			progressInto(p, r.Checkpoint)
+			st.Progress = p
+			if st.ResourceVersion == "" {
+				st.ResourceVersion = r.Checkpoint.ResourceVersion
+			}
+			setRunning(st, m.Generation, r.Checkpoint)
+		})
+	})
+	c.metrics.remaining.WithLabelValues(label).Set(0)
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, errAborted) {
+			return c.interrupted(ctx, err)
+		}
+		if transientError(err) {
+			return err
+		}
+		return c.end(ctx, w, m, p, ReasonMigrationError, err.Error())
+	}
+	progressInto(p, final)
+	if rv := m.Annotations[AnnotationStorageVersionResourceVersion]; rv != "" {
+		sv, err := c.dyn.Resource(StorageVersions).Get(parent, storageVersionName(gr), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return c.end(parent, w, m, p, ReasonStorageVersionChanged, "The resource's StorageVersion object was deleted during the migration.")
+		case err != nil:
+			return err
+		case sv.GetResourceVersion() != rv:
+			return c.end(parent, w, m, p, ReasonStorageVersionChanged, fmt.Sprintf(
+				"The resource's StorageVersion object changed during the migration (resourceVersion %s, then %s): the migration does not count; a new one replaces it.",
+				rv, sv.GetResourceVersion()))
+		}
+	}
+	if final.Failed > 0 {
+		return c.end(parent, w, m, p, ReasonObjectsFailed, failedMessage(final))
+	}
+	// Trimmed before Succeeded is written, so that whoever sees Succeeded sees the
+	// definition trimmed too.
+	if err := c.trimStoredVersions(ctx, gr, p.StorageVersionHash, w.obj); err != nil {
+		if ctx.Err() != nil {
+			return c.interrupted(ctx, err)
+		}
+		logger.Error(err, "Could not trim the definition's status.storedVersions")
+	}
+	return c.end(parent, w, m, p, ReasonMigrationCompleted, "")
+}
+
+// interrupted ends a run stopped by ctx or by someone ending the migration: nothing
+// to retry.
+func (c *controller) interrupted(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	if cause == nil {
+		cause = err
+	}
+	if errors.Is(err, errAborted) || errors.Is(cause, errAborted) || ctx.Err() != nil {
+		klog.FromContext(ctx).Info("Migration stopped", "reason", cause)
+		return nil
+	}
+	return err
+}
+
+// end writes the terminal conditions: Succeeded for ReasonMigrationCompleted, Failed
+// with reason and message otherwise. It emits an Event and records the metrics.
+func (c *controller) end(ctx context.Context, w *statusWriter, m *StorageVersionMigration, p *Progress, reason, message string) error {
+	now := metav1.Now()
+	succeeded := reason == ReasonMigrationCompleted
+	if p != nil {
+		p.Continue = ""
+		p.CompletionTime = &now
+		if succeeded {
+			message = fmt.Sprintf("%d objects migrated, %d already current or changed meanwhile", p.Migrated, p.Skipped)
+		}
+	}
+	err := w.update(ctx, func(st *MigrationStatus) {
+		if p != nil {
+			st.Progress = p
+		}
+		runningMsg := "The migration has ended."
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionRunning, Status: metav1.ConditionFalse,
+			Reason: reason, Message: runningMsg, ObservedGeneration: m.Generation})
+		cond := metav1.Condition{Type: ConditionFailed, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: m.Generation}
+		if succeeded {
+			cond.Type = ConditionSucceeded
+		}
+		meta.SetStatusCondition(&st.Conditions, cond)
+	})
+	if err != nil {
+		return c.interrupted(ctx, err)
+	}
+	label := StorageStateName(schema.GroupResource{Group: m.Spec.Resource.Group, Resource: m.Spec.Resource.Resource})
+	result := "failed"
+	switch {
+	case succeeded:
+		result = "succeeded"
+		c.recorder.Eventf(w.obj, nil, "Normal", EventMigrationSucceeded, "Migrate", "%s", message)
+	case reason == ReasonStorageVersionChanged:
+		result = "aborted"
+		c.recorder.Eventf(w.obj, nil, "Warning", EventMigrationFailed, "Migrate", "%s", message)
+	default:
+		c.recorder.Eventf(w.obj, nil, "Warning", EventMigrationFailed, "Migrate", "%s", message)
+	}
+	c.metrics.migrations.WithLabelValues(label, result).Inc()
+	if p != nil && p.StartTime != nil {
+		c.metrics.duration.WithLabelValues(label, result).Observe(now.Sub(p.StartTime.Time).Seconds())
+	}
+	klog.FromContext(ctx).Info("Migration ended", "result", result, "reason", reason, "message", message)
+	return nil
+}
+
+// trimStoredVersions sets status.storedVersions of the definition of gr, if it is a
+// custom resource, to its storage version alone, provided that is still the version
+// the migration rewrote objects in (hash).
+func (c *controller) trimStoredVersions(ctx context.Context, gr schema.GroupResource, hash string, regarding runtime.Object) error {
+	if gr.Group == "" || hash == "" {
+		return nil
+	}
+	crds := c.dyn.Resource(CustomResourceDefinitions)
+	name := gr.Resource + "." + gr.Group
+	var trimmed []string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+			return err
+		}
+		storage := ""
+		for _, v := range crd.Spec.Versions {
+			if v.Storage {
+				storage = v.Name
+			}
+		}
+		if storage == "" || StorageVersionHash(gr.Group, storage, crd.Spec.Names.Kind) != hash {
+			klog.FromContext(ctx).Info("The definition's storage version changed during the migration; status.storedVersions kept", "crd", name)
+			return nil
+		}
+		if slices.Equal(crd.Status.StoredVersions, []string{storage}) {
+			return nil
+		}
+		if err := unstructured.SetNestedStringSlice(u.Object, []string{storage}, "status", "storedVersions"); err != nil {
+			return err
+		}
+		if _, err := crds.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: componentName}); err != nil {
+			return err
+		}
+		trimmed = crd.Status.StoredVersions
+		return nil
+	})
+	if err == nil && trimmed != nil {
+		c.recorder.Eventf(regarding, nil, "Normal", EventStoredVersions, "Migrate",
+			"status.storedVersions of %s trimmed from %v to its storage version", name, trimmed)
+	}
+	return err
+}
+
+// transientError reports whether a migration stopped by err may succeed later
+// (retries exhausted on throttling or server errors, a status write that failed).
+func transientError(err error) bool {
+	if errors.Is(err, migrator.ErrGaveUp) {
+		return true
+	}
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		code := st.Status().Code
+		return code == 429 || code >= 500
+	}
+	return false
+}
+
+// statusWriter writes the status of one migration, starting from the object last
+// read or written.
+type statusWriter struct {
+	dyn dynamic.Interface
+	obj *unstructured.Unstructured
+	uid types.UID
+}
+
+// update applies change to the migration's status and writes it. It returns an
+// error wrapping errAborted if the migration ended or was deleted meanwhile. Fields
+// of the status this package does not know are kept.
+func (w *statusWriter) update(ctx context.Context, change func(*MigrationStatus)) error {
+	client := w.dyn.Resource(StorageVersionMigrations)
+	for attempt := 0; ; attempt++ {
+		m, err := migrationFrom(w.obj)
+		if err != nil {
+			return err
+		}
+		if m.Terminal() {
+			return fmt.Errorf("%w: %s", errAborted, m.Phase())
+		}
+		change(&m.Status)
+		st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&m.Status)
+		if err != nil {
+			return err
+		}
+		next := w.obj.DeepCopy()
+		for _, f := range []string{"conditions", "resourceVersion", "progress"} {
+			if v, ok := st[f]; ok {
+				_ = unstructured.SetNestedField(next.Object, v, "status", f)
+			}
+		}
+		out, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: componentName})
+		switch {
+		case err == nil:
+			w.obj = out
+			return nil
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("%w: deleted", errAborted)
+		case apierrors.IsConflict(err) && attempt < 10:
+			fresh, gerr := client.Get(ctx, w.obj.GetName(), metav1.GetOptions{})
+			if apierrors.IsNotFound(gerr) {
+				return fmt.Errorf("%w: deleted", errAborted)
+			}
+			if gerr != nil {
+				return gerr
+			}
+			if fresh.GetUID() != w.uid {
+				return fmt.Errorf("%w: replaced", errAborted)
+			}
+			w.obj = fresh
+		default:
+			return err
+		}
+	}
+}
+
+// setRunning sets the Running condition, its message mirroring the progress (it
+// survives where status.progress is pruned: Kubernetes' own API).
+func setRunning(st *MigrationStatus, generation int64, cp migrator.Checkpoint) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionRunning, Status: metav1.ConditionTrue,
+		Reason: ReasonMigrationRunning, Message: progressMessage(cp), ObservedGeneration: generation})
+}
+
+// progressMessage describes a checkpoint in one sentence.
+func progressMessage(cp migrator.Checkpoint) string {
+	of := ""
+	if cp.Total != nil {
+		of = fmt.Sprintf(" of about %d", *cp.Total)
+	}
+	path := ""
+	if cp.Path != "" {
+		path = fmt.Sprintf(" (%s path)", cp.Path)
+	}
+	return fmt.Sprintf("%d objects migrated, %d skipped, %d failed%s%s", cp.Migrated, cp.Skipped, cp.Failed, of, path)
+}
+
+// failedMessage is the Failed condition's message of a migration with failed objects.
+func failedMessage(cp migrator.Checkpoint) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d objects could not be rewritten and may still be encoded in an older version (%d migrated, %d skipped)", cp.Failed, cp.Migrated, cp.Skipped)
+	for i, f := range cp.Failures {
+		if i == 3 {
+			b.WriteString("; ...")
+			break
+		}
+		fmt.Fprintf(&b, "; %s: %s", objectName(f.Namespace, f.Name), f.Reason)
+	}
+	return b.String()
+}
+
+func objectName(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// checkpointFrom reads a migrator checkpoint from a migration's progress.
+func checkpointFrom(p *Progress, rv string) migrator.Checkpoint {
+	cp := migrator.Checkpoint{
+		Path:            p.Path,
+		Continue:        p.Continue,
+		ResourceVersion: rv,
+		Total:           p.Total,
+		Counts:          migrator.Counts{Migrated: p.Migrated, Skipped: p.Skipped, Failed: p.Failed},
+	}
+	for _, f := range p.Failures {
+		cp.Failures = append(cp.Failures, migrator.Failure{Namespace: f.Namespace, Name: f.Name, Reason: f.Reason})
+	}
+	return cp
+}
+
+// progressInto copies a checkpoint into a migration's progress.
+func progressInto(p *Progress, cp migrator.Checkpoint) {
+	p.Path, p.Continue, p.Total = cp.Path, cp.Continue, cp.Total
+	p.Migrated, p.Skipped, p.Failed = cp.Migrated, cp.Skipped, cp.Failed
+	p.Failures = p.Failures[:0]
+	for _, f := range cp.Failures {
+		p.Failures = append(p.Failures, ObjectFailure{Namespace: f.Namespace, Name: f.Name, Reason: f.Reason})
+	}
+}

@@ -1,0 +1,229 @@
+package migration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/concordproject/concord/migration/crds"
+	"github.com/concordproject/concord/registry"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+)
+
+// ErrNotEstablished means a definition EnsureCRDs installed was not served in time,
+// or its names were refused.
+var ErrNotEstablished = errors.New("definition not established")
+
+// establishTimeout bounds each wait for a definition to be established, then served.
+const establishTimeout = time.Minute
+
+// EnsureCRDs installs the StorageState definition, and the StorageVersionMigration
+// definition unless the server serves storagemigration.k8s.io/v1
+// storageversionmigrations itself, and returns once they are established and the
+// server of cfg serves them. It is
+// idempotent and safe when several callers run it at once: a missing definition is
+// created (AlreadyExists means another caller won), one that differs from the
+// embedded manifest is updated under optimistic concurrency (conflicts are read
+// again and retried), one that matches is left alone.
+func EnsureCRDs(ctx context.Context, cfg *rest.Config) error {
+	cs, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	want := []*apiextensionsv1.CustomResourceDefinition{crds.StorageState()}
+	svm := crds.StorageVersionMigration()
+	_, err = cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, svm.Name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		want = append(want, svm) // ours: keep it current
+	case apierrors.IsNotFound(err):
+		builtin, err := servesMigrations(cfg)
+		if err != nil {
+			return err
+		}
+		if !builtin {
+			want = append(want, svm)
+		}
+	default:
+		return err
+	}
+	for _, crd := range want {
+		if err := ensureCRD(ctx, cs, dyn, crd); err != nil {
+			return fmt.Errorf("installing %s: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
+
+// servesMigrations reports whether the server serves storagemigration.k8s.io/v1
+// storageversionmigrations.
+func servesMigrations(cfg *rest.Config) (bool, error) {
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	list, err := disc.ServerResourcesForGroupVersion(StorageVersionMigrations.GroupVersion().String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, r := range list.APIResources {
+		if r.Name == StorageVersionMigrations.Resource {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ensureCRD creates or updates one definition and waits until it is established.
+func ensureCRD(ctx context.Context, cs apiextensionsclient.Interface, dyn dynamic.Interface, want *apiextensionsv1.CustomResourceDefinition) error {
+	client := cs.ApiextensionsV1().CustomResourceDefinitions()
+	defaulted := want.DeepCopy()
+	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(defaulted)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := client.Get(ctx, want.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = client.Create(ctx, want, metav1.CreateOptions{FieldManager: componentName})
+			if apierrors.IsAlreadyExists(err) {
+				// Another caller created it meanwhile: compare with theirs.
+				return apierrors.NewConflict(CustomResourceDefinitions.GroupResource(), want.Name, err)
+			}
+			if err == nil {
+				klog.FromContext(ctx).Info("Definition installed", "crd", want.Name)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if equality.Semantic.DeepEqual(cur.Spec, defaulted.Spec) && annotationsContain(cur.Annotations, want.Annotations) {
+			return nil
+		}
+		next := cur.DeepCopy()
+		next.Spec = want.Spec
+		if next.Annotations == nil {
+			next.Annotations = map[string]string{}
+		}
+		for k, v := range want.Annotations {
+			next.Annotations[k] = v
+		}
+		if _, err := client.Update(ctx, next, metav1.UpdateOptions{FieldManager: componentName}); err != nil {
+			return err
+		}
+		klog.FromContext(ctx).Info("Definition updated", "crd", want.Name)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var last string
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, establishTimeout, true, func(ctx context.Context) (bool, error) {
+		cur, err := client.Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range cur.Status.Conditions {
+			switch {
+			case c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue:
+				return true, nil
+			case c.Type == apiextensionsv1.NamesAccepted && c.Status == apiextensionsv1.ConditionFalse:
+				return false, fmt.Errorf("%w: names not accepted: %s", ErrNotEstablished, c.Message)
+			}
+		}
+		last = fmt.Sprint(cur.Status.Conditions)
+		return false, nil
+	})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotEstablished) {
+		return fmt.Errorf("%w within %v (conditions %s): %w", ErrNotEstablished, establishTimeout, last, err)
+	}
+	if err != nil {
+		return err
+	}
+	// Established is written by one server; this one may take a moment more to serve
+	// the resource.
+	v := want.Spec.Versions[0].Name
+	for _, ver := range want.Spec.Versions {
+		if ver.Storage {
+			v = ver.Name
+		}
+	}
+	gvr := schema.GroupVersionResource{Group: want.Spec.Group, Version: v, Resource: want.Spec.Names.Plural}
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, establishTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+}
+
+func annotationsContain(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrNotStorageVersionMigrations is returned by ExtendStorageVersionMigration for any
+// other resource.
+var ErrNotStorageVersionMigrations = errors.New("not storagemigration.k8s.io storageversionmigrations")
+
+// ExtendStorageVersionMigration adds Concord's status.progress (and printer columns
+// showing it) to every version of res, the built-in storagemigration.k8s.io
+// storageversionmigrations resource whose schemas come from the API catalog, so that
+// the server keeps the progress the controllers write instead of pruning it. The
+// fields are those of the StorageVersionMigration manifest in package crds, the one
+// definition of them. Call it before the resource is put into a registry; calling it
+// twice changes nothing more.
+func ExtendStorageVersionMigration(res *registry.Resource) error {
+	if res.GroupResource() != StorageVersionMigrations.GroupResource() {
+		return fmt.Errorf("%w: %s", ErrNotStorageVersionMigrations, res.GroupResource())
+	}
+	v := crds.StorageVersionMigration().Spec.Versions[0]
+	progress := v.Schema.OpenAPIV3Schema.Properties["status"].Properties["progress"]
+	done := map[*apiextensionsv1.JSONSchemaProps]bool{}
+	for i := range res.Versions {
+		rv := &res.Versions[i]
+		if rv.Schema == nil {
+			continue // schemaless: nothing is pruned
+		}
+		if !done[rv.Schema] {
+			done[rv.Schema] = true
+			status, ok := rv.Schema.Properties["status"]
+			if !ok {
+				status = apiextensionsv1.JSONSchemaProps{Type: "object"}
+			}
+			if status.Properties == nil {
+				status.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
+			}
+			status.Properties["progress"] = *progress.DeepCopy()
+			rv.Schema.Properties["status"] = status
+		}
+		if len(rv.PrinterColumns) == 0 {
+			for _, c := range v.AdditionalPrinterColumns {
+				rv.PrinterColumns = append(rv.PrinterColumns, *c.DeepCopy())
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,261 @@
+package migration
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// observation is what the trigger knows of how one resource is written now.
+type observation struct {
+	// Agreed is true when every server writes the same version (always true when the
+	// hash comes from discovery, which speaks for one server).
+	Agreed bool
+	// Current is the hash of that version when Agreed.
+	Current string
+	// Reported are the hashes the servers report (just Current from discovery).
+	Reported []string
+	// EncodingVersion is the common encoding version ("apps/v1"), when known.
+	EncodingVersion string
+	// ResourceVersion is the resource's StorageVersion object's resourceVersion; ""
+	// when the hash comes from discovery.
+	ResourceVersion string
+}
+
+// migrationSummary is what the trigger needs of one StorageVersionMigration.
+type migrationSummary struct {
+	Name string
+	// Sequence orders the trigger's migrations of a resource (the number ending the
+	// name); 0 for migrations the trigger did not create.
+	Sequence int
+	// Triggered is true for migrations the trigger created (they carry its
+	// annotations).
+	Triggered bool
+	// Hash and StorageVersionRV are the trigger's annotations.
+	Hash, StorageVersionRV string
+	// Phase is Pending, Running, Succeeded or Failed.
+	Phase string
+	// Aborted is true for a migration the trigger stopped (its Failed condition has
+	// one of the trigger's reasons).
+	Aborted bool
+	// Finished is when it became Succeeded or Failed.
+	Finished time.Time
+}
+
+func (m *migrationSummary) terminal() bool {
+	return m.Phase == ConditionSucceeded || m.Phase == ConditionFailed
+}
+
+// lifecycleInput is everything the life-cycle of one StorageState depends on.
+type lifecycleInput struct {
+	Now time.Time
+	// State is the stored status, nil if there is no StorageState.
+	State    *StorageStateStatus
+	Observed observation
+	// Latest is the trigger's latest migration of the resource, nil if none.
+	Latest *migrationSummary
+	// ConsecutiveFailures counts the trigger's latest migrations of the resource
+	// that failed (not aborted) one after the other, Latest included.
+	ConsecutiveFailures int
+	// Active are the resource's migrations that have not ended, the trigger's or not.
+	Active []migrationSummary
+}
+
+// lifecycleConfig are the trigger's timings.
+type lifecycleConfig struct {
+	// Heartbeat is how often lastHeartbeatTime is renewed.
+	Heartbeat time.Duration
+	// Staleness is the age of lastHeartbeatTime beyond which the state is reset.
+	Staleness time.Duration
+	// RetryFailed is the wait before a failed migration is started again; it doubles
+	// with each consecutive failure, up to maxRetryDelay.
+	RetryFailed time.Duration
+}
+
+const maxRetryDelay = 6 * time.Hour
+
+// abort is a migration to stop, and why.
+type abort struct {
+	Name, Reason, Message string
+}
+
+// lifecycleOutput is what the trigger must do for one resource.
+type lifecycleOutput struct {
+	// Status is the StorageState status to store; WriteStatus says whether it differs
+	// from the stored one (or there is none).
+	Status      StorageStateStatus
+	WriteStatus bool
+	// Reset is true when the state was created or found stale.
+	Reset bool
+	// Launch asks for a new migration to Observed.Current.
+	Launch bool
+	// Abort lists the migrations to stop.
+	Abort []abort
+	// RequeueAfter, if positive, is when to look again (a failed migration's retry).
+	RequeueAfter time.Duration
+}
+
+// plan applies the StorageState life-cycle of the storage-version migration KEP,
+// with the HA rules Concord adds, to one resource:
+//
+//   - a missing state is created with persisted ["Unknown"] (and current set); a
+//     state whose heartbeat is older than the staleness window is reset to the same
+//     (objects written while nobody watched may be in any version);
+//   - while the servers disagree (no common encoding version) every reported hash is
+//     added to persisted, current becomes "Unknown", no migration starts and running
+//     ones are aborted;
+//   - when they agree on a hash that is not current, it is appended to persisted and
+//     becomes current, and a migration is launched;
+//   - while persisted is not just current, the trigger's latest migration must be for
+//     current, started at the StorageVersion resourceVersion now observed: if it is
+//     running, wait; if it succeeded, persisted becomes [current]; if it failed, it is
+//     launched again after a delay; otherwise (none, another hash, another
+//     resourceVersion, aborted) a new one is launched and the others aborted.
+//
+// After a reset, a migration started before the reset counts only if it carries the
+// StorageVersion resourceVersion still observed: from discovery nothing proves what
+// happened meanwhile, so a new migration is launched.
+func plan(in lifecycleInput, cfg lifecycleConfig) lifecycleOutput {
+	var out lifecycleOutput
+	var st StorageStateStatus
+	if in.State != nil {
+		st = *in.State
+		st.PersistedStorageVersionHashes = slices.Clone(in.State.PersistedStorageVersionHashes)
+	}
+	stale := in.State != nil && in.Now.Sub(in.State.LastHeartbeatTime.Time) > cfg.Staleness
+	out.Reset = in.State == nil || stale
+	if out.Reset {
+		st.PersistedStorageVersionHashes = []string{Unknown}
+		st.CurrentStorageVersionHash = ""
+	}
+	obs := in.Observed
+	if !obs.Agreed {
+		for _, h := range obs.Reported {
+			st.PersistedStorageVersionHashes = appendMissing(st.PersistedStorageVersionHashes, h)
+		}
+		st.CurrentStorageVersionHash = Unknown
+		for _, m := range in.Active {
+			out.Abort = append(out.Abort, abort{Name: m.Name, Reason: ReasonStorageVersionsDisagree,
+				Message: "The API servers no longer agree on an encoding version; a migration starts once they do."})
+		}
+		return finish(in, st, out, cfg)
+	}
+	h := obs.Current
+	if st.CurrentStorageVersionHash != h {
+		if !out.Reset { // a reset state already covers every version with Unknown
+			st.PersistedStorageVersionHashes = appendMissing(st.PersistedStorageVersionHashes, h)
+		}
+		st.CurrentStorageVersionHash = h
+	}
+	var keep string // the migration to let run
+	if !slices.Equal(st.PersistedStorageVersionHashes, []string{h}) {
+		latest := in.Latest
+		if out.Reset && obs.ResourceVersion == "" {
+			latest = nil
+		}
+		matches := latest != nil && latest.Hash == h && (obs.ResourceVersion == "" || latest.StorageVersionRV == obs.ResourceVersion)
+		switch {
+		case matches && !latest.terminal():
+			keep = latest.Name
+		case matches && latest.Phase == ConditionSucceeded:
+			st.PersistedStorageVersionHashes = []string{h}
+		case matches && !latest.Aborted:
+			wait := retryDelay(cfg.RetryFailed, in.ConsecutiveFailures)
+			if elapsed := in.Now.Sub(latest.Finished); elapsed < wait {
+				out.RequeueAfter = wait - elapsed
+			} else {
+				out.Launch = true
+			}
+		default:
+			out.Launch = true
+		}
+	}
+	for _, m := range in.Active {
+		if m.Triggered && m.Name != keep {
+			out.Abort = append(out.Abort, abort{Name: m.Name, Reason: ReasonStorageVersionChanged,
+				Message: "The storage version, or the StorageVersion object, changed after this migration started; a new migration replaces it."})
+		}
+	}
+	return finish(in, st, out, cfg)
+}
+
+// finish renews the heartbeat when due or when anything changes.
+func finish(in lifecycleInput, st StorageStateStatus, out lifecycleOutput, cfg lifecycleConfig) lifecycleOutput {
+	changed := in.State == nil ||
+		!slices.Equal(st.PersistedStorageVersionHashes, in.State.PersistedStorageVersionHashes) ||
+		st.CurrentStorageVersionHash != in.State.CurrentStorageVersionHash
+	if changed || in.Now.Sub(st.LastHeartbeatTime.Time) >= cfg.Heartbeat {
+		st.LastHeartbeatTime = metav1.NewTime(in.Now)
+		out.WriteStatus = true
+	}
+	out.Status = st
+	return out
+}
+
+// retryDelay is the wait before retrying after n consecutive failures.
+func retryDelay(base time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < maxRetryDelay; i++ {
+		d *= 2
+	}
+	return min(d, maxRetryDelay)
+}
+
+func appendMissing(list []string, h string) []string {
+	if h == "" || slices.Contains(list, h) {
+		return list
+	}
+	return append(list, h)
+}
+
+// summarize extracts what the trigger needs of m.
+func summarize(m *StorageVersionMigration) migrationSummary {
+	s := migrationSummary{
+		Name:             m.Name,
+		Hash:             m.Annotations[AnnotationStorageVersionHash],
+		StorageVersionRV: m.Annotations[AnnotationStorageVersionResourceVersion],
+		Phase:            m.Phase(),
+	}
+	if _, ok := m.Annotations[AnnotationStorageVersionHash]; ok {
+		s.Triggered = true
+		s.Sequence = sequenceOf(m.Name)
+	}
+	if s.terminal() {
+		if c := findCondition(m.Status.Conditions, s.Phase); c != nil {
+			s.Finished = c.LastTransitionTime.Time
+			s.Aborted = s.Phase == ConditionFailed &&
+				(c.Reason == ReasonStorageVersionsDisagree || c.Reason == ReasonStorageVersionChanged)
+		}
+	}
+	return s
+}
+
+// migrationName is the name of the trigger's n-th migration of the resource whose
+// StorageState is named state.
+func migrationName(state string, n int) string {
+	suffix := fmt.Sprintf("-%d", n)
+	const maxName = 253
+	if len(state)+len(suffix) > maxName {
+		state = strings.TrimRight(state[:maxName-len(suffix)], ".-")
+	}
+	return state + suffix
+}
+
+// sequenceOf returns n of a name made by migrationName (0 if there is none).
+func sequenceOf(name string) int {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 {
+		return 0
+	}
+	n := 0
+	for _, c := range name[i+1:] {
+		if c < '0' || c > '9' || n > 1<<30 {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}

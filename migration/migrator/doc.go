@@ -1,0 +1,50 @@
+// Package migrator rewrites every object of one resource so that the API server
+// encodes it again in the resource's current storage version: the work of one storage
+// version migration, without deciding when one is needed (the trigger in package
+// migration does) or recording it in an API object (the migration controller does,
+// from the Checkpoints this package reports).
+//
+// # Two paths, same results
+//
+// The client path works against any Kubernetes-style API server: it lists the
+// resource in pages (limit and continue) and writes each object back unchanged with a
+// PUT carrying the resourceVersion it read. A server re-encodes such a no-op write
+// only if the stored bytes differ from what it would write now, so the resourceVersion
+// moves exactly for the objects that needed it; that move is the proof of work the
+// migrator counts as migrated.
+//
+//   - 409 Conflict: the object changed since it was listed; the write that changed it
+//     encoded it in the current version. Skipped.
+//   - 404 Not Found: deleted meanwhile. Skipped.
+//   - 429, 5xx, timeouts and broken connections: retried with exponential backoff
+//     (honouring Retry-After) up to Options.MaxAttempts, then reported as failed.
+//   - anything else (422 no longer valid, 403, 400, ...): reported as failed at once.
+//
+// Failed objects are skipped and reported (Failure: namespace, name, reason), never
+// retried for ever: one bad object does not hold up the others.
+//
+// The server path is Concord's fast path, POST /concord/v1/rewrite/<group>/<resource>
+// (registry.Store.Rewrite): the server reads a page, re-encodes what needs it and
+// writes it back in batches of etcd transactions under the same preconditions, and
+// answers with the same counts. The migrator uses it when the server answers it (Mode
+// Auto) and falls back to the client path when the server does not know it.
+//
+// # Checkpoints
+//
+// After every page Migrate reports a Checkpoint: the counts so far, the first
+// failures and where the next page starts. A caller that saves it and passes it back
+// to Migrate after a crash resumes after the last reported page; objects of the page
+// in flight are seen again and, already rewritten, counted as skipped.
+//
+// # Usage
+//
+//	m, err := migrator.New(restConfig, migrator.Options{Concurrency: 16})
+//	cp, err := m.Migrate(ctx, migrator.Resource{GroupVersionResource: gvr, Namespaced: true},
+//		migrator.Checkpoint{}, func(ctx context.Context, p migrator.PageReport) error {
+//			return save(ctx, p.Checkpoint) // an error stops the migration
+//		})
+//
+// The package only talks to the API server through its REST API; it must not import
+// the server's packages. The fast path's answer has the JSON shape of
+// registry.RewriteResult, which a test of this package checks.
+package migrator

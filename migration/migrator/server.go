@@ -1,0 +1,102 @@
+package migrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+)
+
+// RewritePath is the prefix of Concord's rewrite endpoint:
+// POST <RewritePath><group or "core">/<resource>?limit=N&continue=TOKEN.
+const RewritePath = "/concord/v1/rewrite/"
+
+// rewriteResult is the endpoint's answer (the JSON of registry.RewriteResult).
+type rewriteResult struct {
+	Scanned   int `json:"scanned"`
+	Rewritten int `json:"rewritten"`
+	Skipped   int `json:"skipped"`
+	Failed    []struct {
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+		Reason    string `json:"reason"`
+	} `json:"failed"`
+	Continue string `json:"continue"`
+}
+
+// serverPath migrates with the rewrite endpoint. ok is false, with no error, if the
+// server answered the first call as a server without the endpoint does (404, 403,
+// 405): the caller then takes the client path.
+func (m *Migrator) serverPath(ctx context.Context, res Resource, cp Checkpoint, report ReportFunc) (_ Checkpoint, ok bool, err error) {
+	logger := klog.FromContext(ctx)
+	first := true
+	for {
+		r, err := m.serverRewrite(ctx, res, cp.Continue)
+		if first && unavailable(err) {
+			logger.V(2).Info("No server-side rewrite; using the client path", "answer", err)
+			return cp, false, nil
+		}
+		first = false
+		if err != nil {
+			return cp, true, fmt.Errorf("rewriting %s on the server: %w", res.GroupResource(), err)
+		}
+		page := Counts{Migrated: int64(r.Rewritten), Skipped: int64(r.Skipped), Failed: int64(len(r.Failed))}
+		failures := make([]Failure, 0, len(r.Failed))
+		for _, f := range r.Failed {
+			failures = append(failures, Failure{Namespace: f.Namespace, Name: f.Name, Reason: f.Reason})
+		}
+		if err := m.apply(ctx, &cp, PathServer, r.Continue, page, failures, report); err != nil {
+			return cp, true, err
+		}
+		if r.Continue == "" {
+			logger.V(2).Info("Server-side migration done", "migrated", cp.Migrated, "skipped", cp.Skipped, "failed", cp.Failed)
+			return cp, true, nil
+		}
+	}
+}
+
+// serverRewrite asks the server to rewrite the page after token, with retries.
+func (m *Migrator) serverRewrite(ctx context.Context, res Resource, token string) (*rewriteResult, error) {
+	group := res.Group
+	if group == "" {
+		group = "core"
+	}
+	out := &rewriteResult{}
+	err := m.retry(ctx, func(ctx context.Context) error {
+		req := m.client.Post().AbsPath(RewritePath+group+"/"+res.Resource).
+			Param("limit", strconv.FormatInt(m.opts.PageSize, 10)).MaxRetries(0)
+		if token != "" {
+			req = req.Param("continue", token)
+		}
+		data, err := send(ctx, req)
+		if err != nil {
+			return err
+		}
+		*out = rewriteResult{}
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("decoding the rewrite result: %w", err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// unavailable reports whether err is how a server without the rewrite endpoint (or
+// one that does not let this user call it, or does not rewrite this resource)
+// answers.
+func unavailable(err error) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return false
+	}
+	switch st.Status().Code {
+	case http.StatusNotFound, http.StatusForbidden, http.StatusMethodNotAllowed:
+		return true
+	}
+	return false
+}

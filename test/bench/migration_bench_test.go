@@ -1,0 +1,405 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/concordproject/concord/migration/migrator"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+var migrationSizes = flag.String("concord.migration-sizes", "10000,100000",
+	"comma-separated numbers of objects BenchmarkMigration migrates on each path")
+
+// The resource BenchmarkMigration migrates: a custom resource with versions v1 and
+// v2 of the same shape (None conversion), stored in v2. Its objects are written
+// straight into etcd encoded in v1, as a server of the previous release would have
+// left them, so that the server (and any migration controller it runs) never sees a
+// storage version change: only the migrator under measurement rewrites them.
+const (
+	benchGroup     = "bench.example.com"
+	benchNamespace = "bench-migrate"
+	seedBatch      = 100
+)
+
+var benchWidgets = schema.GroupVersionResource{Group: benchGroup, Version: "v2", Resource: "widgets"}
+
+func widgetKey(name string) string {
+	return etcdPrefix + "/" + benchGroup + "/widgets/" + benchNamespace + "/" + name
+}
+
+// migrationBench holds what the sub-benchmarks of BenchmarkMigration share.
+type migrationBench struct {
+	cl       *cluster
+	rest     *rest.Config
+	template valueTemplate // a stored widget, encoded in v1, objectSize bytes
+	rates    map[string]float64
+	mu       sync.Mutex
+}
+
+// BenchmarkMigration measures storage migration throughput, in objects rewritten per
+// second, through the client-side path (list, then PUT each object back, at
+// concurrency 1 and 16) and the server-side fast path (Concord's rewrite endpoint),
+// for each of -concord.migration-sizes objects of 1 KiB, next to raw etcd
+// transaction throughput measured in the same run: conditional updates of 1 KiB
+// values, If(ModRevision == rev).Then(Put), one per transaction, at concurrency 1 and
+// 16. Run it with -benchtime 1x (each iteration reseeds and migrates every object):
+//
+//	go test ./test/bench -run '^$' -bench Migration -benchtime 1x -timeout 60m
+func BenchmarkMigration(b *testing.B) {
+	s := newSuite(b)
+	mb := &migrationBench{rates: map[string]float64{}}
+	setup := sync.OnceValue(func() error {
+		return mb.setup(b.Context(), s.cluster(b), filepath.Join(s.dir, "server", "admin.kubeconfig"))
+	})
+	var sizes []int
+	for _, f := range strings.Split(*migrationSizes, ",") {
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil || n <= 0 {
+			b.Fatalf("-concord.migration-sizes: %q is not a positive number", f)
+		}
+		sizes = append(sizes, n)
+	}
+	for _, c := range []int{1, 16} {
+		b.Run(fmt.Sprintf("etcd-txn/c=%d", c), func(b *testing.B) {
+			if err := setup(); err != nil {
+				b.Fatal(err)
+			}
+			mb.benchTxn(b, c)
+		})
+	}
+	for _, n := range sizes {
+		for _, p := range []struct {
+			name string
+			opts migrator.Options
+		}{
+			{"client/c=1", migrator.Options{Mode: migrator.ModeClient, Concurrency: 1}},
+			{"client/c=16", migrator.Options{Mode: migrator.ModeClient, Concurrency: 16}},
+			{"server", migrator.Options{Mode: migrator.ModeServer, PageSize: 1000}},
+		} {
+			b.Run(fmt.Sprintf("%s/n=%d", p.name, n), func(b *testing.B) {
+				if err := setup(); err != nil {
+					b.Fatal(err)
+				}
+				mb.benchMigrate(b, p.name, p.opts, n)
+			})
+		}
+	}
+	mb.writeTable(sizes)
+}
+
+// setup defines the resource and sizes its objects.
+func (mb *migrationBench) setup(ctx context.Context, cl *cluster, kubeconfig string) error {
+	mb.cl = cl
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	rc.QPS = -1
+	mb.rest = rc
+	if _, err := cl.clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}},
+		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	crds, err := apiextensionsclient.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	schema := &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+		Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"payload": {Type: "string"}}},
+		}}}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + benchGroup},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: benchGroup, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
+				{Name: "v1", Served: true, Schema: schema},
+				{Name: "v2", Served: true, Storage: true, Schema: schema},
+			},
+		},
+	}
+	if _, err := crds.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	widgets := dyn.Resource(benchWidgets).Namespace(benchNamespace)
+	probe := func(name string, payload int) ([]byte, error) {
+		obj := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": benchWidgets.GroupVersion().String(), "kind": "Widget",
+			"metadata": map[string]interface{}{"name": name},
+			"spec":     map[string]interface{}{"payload": strings.Repeat("x", payload)},
+		}}
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			_, err := widgets.Create(ctx, obj, metav1.CreateOptions{})
+			if err == nil {
+				break
+			}
+			if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
+				return nil, err
+			}
+			time.Sleep(50 * time.Millisecond) // the definition is not served yet
+		}
+		return cl.rawGet(ctx, widgetKey(name))
+	}
+	const small = 256
+	stored, err := probe(objectName('s', 0), small)
+	if err != nil {
+		return err
+	}
+	// Size the payload on a v2 object; its v1 form has the same length.
+	stored, err = probe(objectName('s', 1), small+objectSize-len(stored))
+	if err != nil {
+		return err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(stored, &obj); err != nil {
+		return err
+	}
+	obj["apiVersion"] = benchGroup + "/v1"
+	meta := obj["metadata"].(map[string]any)
+	meta["name"] = "#-########"
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	mb.template = valueTemplate{data: data, nameOff: strings.Index(string(data), "#-########")}
+	if len(data) != objectSize {
+		return fmt.Errorf("sized for %d bytes, the v1 widget has %d", objectSize, len(data))
+	}
+	return nil
+}
+
+// seed replaces the seeded widgets with n objects encoded in v1, written straight into
+// etcd, seedBatch per transaction from 4 goroutines.
+func (mb *migrationBench) seed(ctx context.Context, n int) error {
+	kv := mb.cl.kv
+	if _, err := kv.Delete(ctx, widgetKey("m-"), clientv3.WithPrefix()); err != nil {
+		return err
+	}
+	var next atomic.Int64
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				start := next.Add(seedBatch) - seedBatch
+				if start >= int64(n) {
+					return
+				}
+				var ops []clientv3.Op
+				for i := start; i < min(start+seedBatch, int64(n)); i++ {
+					name := objectName('m', i)
+					ops = append(ops, clientv3.OpPut(widgetKey(name), mb.template.value(name)))
+				}
+				if _, err := kv.Txn(ctx).Then(ops...).Commit(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// benchMigrate reseeds and migrates n objects b.N times, timing the migrations only.
+func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.Options, n int) {
+	ctx := b.Context()
+	m, err := migrator.New(mb.rest, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res := migrator.Resource{GroupVersionResource: benchWidgets, Namespaced: true}
+	var elapsed time.Duration
+	var used cpu
+	for b.Loop() {
+		b.StopTimer()
+		if err := mb.seed(ctx, n); err != nil {
+			b.Fatal(err)
+		}
+		before, err := mb.cl.cpu()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		cp, err := m.Migrate(ctx, res, migrator.Checkpoint{}, nil)
+		elapsed += time.Since(start)
+		b.StopTimer()
+		after, cerr := mb.cl.cpu()
+		if cerr != nil {
+			b.Fatal(cerr)
+		}
+		used = used.plus(after.minus(before))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if cp.Migrated != int64(n) || cp.Failed != 0 {
+			b.Fatalf("migrated %+v, want all %d rewritten", cp.Counts, n)
+		}
+		if err := mb.checkEncoded(ctx, n); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	objects := float64(n * b.N)
+	rate := objects / elapsed.Seconds()
+	b.ReportMetric(rate, "objects/s")
+	b.ReportMetric(float64(used.server.Microseconds())/objects, "server-µs/object")
+	b.ReportMetric(float64(used.etcd.Microseconds())/objects, "etcd-µs/object")
+	b.ReportMetric(float64(used.self.Microseconds())/objects, "client-µs/object")
+	b.ReportMetric(0, "ns/op")
+	mb.mu.Lock()
+	mb.rates[fmt.Sprintf("%s/n=%d", path, n)] = rate
+	mb.mu.Unlock()
+}
+
+// checkEncoded reads etcd and checks that every widget is encoded in v2.
+func (mb *migrationBench) checkEncoded(ctx context.Context, n int) error {
+	resp, err := mb.cl.kv.Get(ctx, widgetKey("m-"), clientv3.WithPrefix())
+	if err != nil {
+		return err
+	}
+	v2 := 0
+	for _, kv := range resp.Kvs {
+		var head struct{ APIVersion string }
+		if err := json.Unmarshal(kv.Value, &head); err != nil {
+			return err
+		}
+		if head.APIVersion == benchGroup+"/v2" {
+			v2++
+		}
+	}
+	if v2 != n || len(resp.Kvs) != n {
+		return fmt.Errorf("after the migration etcd holds %d widgets, %d in v2; want all %d in v2", len(resp.Kvs), v2, n)
+	}
+	return nil
+}
+
+// txnBatch is the number of conditional updates one iteration of the etcd-txn
+// sub-benchmarks performs, so that -benchtime 1x still measures a steady rate.
+const txnBatch = 5000
+
+// benchTxn measures conditional updates of 1 KiB values, txnBatch per iteration, over
+// c goroutines, each on its own keys, each update conditioned on the revision the
+// previous one of that key returned.
+func (mb *migrationBench) benchTxn(b *testing.B, c int) {
+	ctx := b.Context()
+	kv := mb.cl.kv
+	const keysPer = 64
+	type slot struct {
+		key, value string
+		rev        int64
+	}
+	slots := make([][]slot, c)
+	for g := range c {
+		for k := range keysPer {
+			name := objectName('u', int64(g*keysPer+k))
+			key := etcdPrefix + "/bench-txn-update/" + name
+			v := mb.template.value(name)
+			resp, err := kv.Put(ctx, key, v)
+			if err != nil {
+				b.Fatal(err)
+			}
+			slots[g] = append(slots[g], slot{key: key, value: v, rev: resp.Header.Revision})
+		}
+	}
+	var elapsed time.Duration
+	ops := 0
+	for b.Loop() {
+		var next atomic.Int64
+		errs := make(chan error, c)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for g := range c {
+			wg.Go(func() {
+				for i := 0; next.Add(1) <= txnBatch; i++ {
+					s := &slots[g][i%keysPer]
+					resp, err := kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(s.key), "=", s.rev)).
+						Then(clientv3.OpPut(s.key, s.value)).Commit()
+					if err == nil && !resp.Succeeded {
+						err = fmt.Errorf("%s moved", s.key)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					s.rev = resp.Header.Revision
+				}
+			})
+		}
+		wg.Wait()
+		elapsed += time.Since(start)
+		ops += txnBatch
+		close(errs)
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	rate := float64(ops) / elapsed.Seconds()
+	b.ReportMetric(rate, "txn/s")
+	b.ReportMetric(0, "ns/op")
+	mb.mu.Lock()
+	mb.rates[fmt.Sprintf("etcd-txn/c=%d", c)] = rate
+	mb.mu.Unlock()
+}
+
+// writeTable prints the migration rates next to raw etcd transaction throughput.
+func (mb *migrationBench) writeTable(sizes []int) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	txn1, txn16 := mb.rates["etcd-txn/c=1"], mb.rates["etcd-txn/c=16"]
+	if txn1 == 0 && txn16 == 0 {
+		return
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "\nraw etcd conditional updates:\t%.0f txn/s at c=1\t%.0f txn/s at c=16\t\n", txn1, txn16)
+	fmt.Fprintln(w, "migration\tobjects/s\t/ etcd-txn c=1\t/ etcd-txn c=16\t")
+	for _, n := range sizes {
+		for _, p := range []string{"client/c=1", "client/c=16", "server"} {
+			rate, ok := mb.rates[fmt.Sprintf("%s/n=%d", p, n)]
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(w, "%s n=%d\t%.0f\t%.2f\t%.2f\t\n", p, n, rate, ratioOf(rate, txn1), ratioOf(rate, txn16))
+		}
+	}
+	_ = w.Flush()
+}
+
+func ratioOf(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func (c cpu) plus(o cpu) cpu {
+	return cpu{server: c.server + o.server, etcd: c.etcd + o.etcd, self: c.self + o.self, machine: c.machine + o.machine}
+}
