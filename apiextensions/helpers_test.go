@@ -1,10 +1,9 @@
 package apiextensions
 
 import (
-	"path/filepath"
+	"github.com/concordproject/concord/etcd/etcdtest"
 	"testing"
 
-	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -16,17 +15,7 @@ import (
 // newStorage starts an embedded etcd for the test and returns a raw store on it.
 func newStorage(t *testing.T) *storage.Store {
 	t.Helper()
-	m, err := etcd.StartLoopback(t.Context(), filepath.Join(t.TempDir(), "etcd"), etcd.WithUnsafeNoFsync())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	cli, err := m.NewClient(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	return storage.New(cli, "/registry")
+	return storage.New(etcdtest.Start(t), "/registry")
 }
 
 // newRegistry returns a registry holding only the CRD resource, and a store over st.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/concordproject/concord/etcd/etcdtest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -45,7 +46,7 @@ func readFile(t *testing.T, path string) []byte {
 }
 
 func TestEnsureClusterCredentialsSharedByConcurrentServers(t *testing.T) {
-	client := startEtcd(t)
+	client := etcdtest.Start(t)
 	const servers = 6
 	dirs := make([]string, servers)
 	got := make([]*ClusterCredentials, servers)
@@ -121,7 +122,7 @@ func TestEnsureClusterCredentialsSharedByConcurrentServers(t *testing.T) {
 }
 
 func TestEnsureClusterCredentialsUsesCertDirCA(t *testing.T) {
-	client := startEtcd(t)
+	client := etcdtest.Start(t)
 	own := newTestCredentials(t)
 	dir := t.TempDir()
 	writeCA(t, dir, own)
@@ -151,7 +152,7 @@ func TestEnsureClusterCredentialsUsesCertDirCA(t *testing.T) {
 }
 
 func TestEnsureClusterCredentialsErrors(t *testing.T) {
-	client := startEtcd(t)
+	client := etcdtest.Start(t)
 	creds := newTestCredentials(t)
 
 	t.Run("certificate without key", func(t *testing.T) {

@@ -3,11 +3,10 @@ package registry_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
+	"github.com/concordproject/concord/etcd/etcdtest"
 	"strings"
 	"testing"
 
-	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -18,17 +17,7 @@ import (
 
 func newStore(t *testing.T) *registry.Store {
 	t.Helper()
-	m, err := etcd.StartLoopback(t.Context(), filepath.Join(t.TempDir(), "etcd"), etcd.WithUnsafeNoFsync())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	cli, err := m.NewClient(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	return registry.NewStore(storage.New(cli, "/registry"))
+	return registry.NewStore(storage.New(etcdtest.Start(t), "/registry"))
 }
 
 // widgets is a cluster-scoped resource with versions v1 and v2, stored in storage.

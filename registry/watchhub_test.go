@@ -2,12 +2,11 @@ package registry
 
 import (
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/concordproject/concord/etcd"
+	"github.com/concordproject/concord/etcd/etcdtest"
 	"github.com/concordproject/concord/storage"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,16 +16,7 @@ import (
 
 func hubStore(t *testing.T) (*Store, *Resource) {
 	t.Helper()
-	m, err := etcd.StartLoopback(t.Context(), filepath.Join(t.TempDir(), "etcd"), etcd.WithUnsafeNoFsync())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	cli, err := m.NewClient(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
+	cli := etcdtest.Start(t)
 	res := &Resource{
 		Group: "example.com", Namespaced: true, StorageVersion: "v1",
 		Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList"},

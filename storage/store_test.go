@@ -3,27 +3,16 @@ package storage_test
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
+	"github.com/concordproject/concord/etcd/etcdtest"
 	"testing"
 	"time"
 
-	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/storage"
 )
 
 func newStore(t *testing.T) *storage.Store {
 	t.Helper()
-	m, err := etcd.StartLoopback(t.Context(), filepath.Join(t.TempDir(), "etcd"), etcd.WithUnsafeNoFsync())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	cli, err := m.NewClient(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	return storage.New(cli, "/test")
+	return storage.New(etcdtest.Start(t), "/test")
 }
 
 func TestCreateUpdateDelete(t *testing.T) {
