@@ -119,8 +119,10 @@ func TestGenerateNameDryRunAndPreconditions(t *testing.T) {
 	}
 }
 
-// contended is a retry budget for heavy write contention on one object.
-var contended = wait.Backoff{Steps: 200, Duration: 2 * time.Millisecond, Factor: 1.3, Jitter: 1, Cap: 100 * time.Millisecond}
+// contended retries conflicts under heavy write contention on one object: a writer may
+// lose many races in a row on a loaded machine, so the budget is time (about a
+// minute), not a handful of attempts.
+var contended = wait.Backoff{Steps: 1200, Duration: 2 * time.Millisecond, Factor: 1.3, Jitter: 1, Cap: 50 * time.Millisecond}
 
 // Many writers on one object through three servers: every increment survives.
 func TestManyWritersNoLostUpdate(t *testing.T) {
