@@ -46,8 +46,5 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, q *request)
 		writeError(w, r, err)
 		return
 	}
-	for _, msg := range warnings {
-		addWarning(w, msg)
-	}
-	s.writeObject(w, r, q, http.StatusCreated, created)
+	s.writeWritten(w, r, q, created, true, warnings)
 }

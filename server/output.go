@@ -31,6 +31,19 @@ func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, q *request,
 	}
 }
 
+// writeWritten answers a successful write: the decoding warnings as Warning headers,
+// then the object, 201 if the write created it and 200 otherwise.
+func (s *Server) writeWritten(w http.ResponseWriter, r *http.Request, q *request, obj *unstructured.Unstructured, created bool, warnings []string) {
+	for _, msg := range warnings {
+		addWarning(w, msg)
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	s.writeObject(w, r, q, code, obj)
+}
+
 // toPartial returns obj's metadata as a PartialObjectMetadata.
 func toPartial(obj *unstructured.Unstructured) *metav1.PartialObjectMetadata {
 	p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}}

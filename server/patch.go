@@ -122,14 +122,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *request) 
 		writeError(w, r, err)
 		return
 	}
-	for _, msg := range warnings {
-		addWarning(w, msg)
-	}
-	code := http.StatusOK
-	if created {
-		code = http.StatusCreated
-	}
-	s.writeObject(w, r, q, code, result)
+	s.writeWritten(w, r, q, result, created, warnings)
 }
 
 // applyPatch applies a JSON, merge or strategic merge patch to a JSON document.
