@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
@@ -107,14 +108,43 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 }
 
 func (o *Options) complete(logger klog.Logger) (*Config, error) {
+	a, errs := o.resolveAPIs(logger)
+	if a == nil {
+		return nil, errors.Join(errs...)
+	}
+	servedResources := map[schema.GroupResource]bool{}
+	for gvr := range a.served {
+		servedResources[gvr.GroupResource()] = true
+	}
+	storage, storageErrs := storageVersions(a.catalog, a.versions, servedResources)
+	errs = append(errs, storageErrs...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &Config{Catalog: a.catalog, Versions: a.versions, gate: a.gate, served: a.served, storage: storage}, nil
+}
+
+// resolvedAPIs is what the options make of a server before storage versions are chosen:
+// its catalog, versions, feature gate and served group-version-resources.
+type resolvedAPIs struct {
+	catalog  *catalog.Catalog
+	versions Versions
+	gate     featuregate.MutableVersionedFeatureGate
+	served   sets.Set[schema.GroupVersionResource]
+}
+
+// resolveAPIs resolves everything Complete does but the storage versions, and reports
+// every problem found on the way, in flag order: versions, feature gates,
+// runtime-config, then what API enablement makes of them. It returns nil when a problem
+// leaves the served APIs undecidable; otherwise the served set is enablement's decision
+// even if errs is not empty (a server with errs does not start).
+func (o *Options) resolveAPIs(logger klog.Logger) (*resolvedAPIs, []error) {
 	cat, errs := o.catalog()
 	if cat == nil {
 		_, featureErrs := parseFeatureGates(o.FeatureGates)
-		return nil, errors.Join(append(errs, featureErrs...)...)
+		return nil, append(errs, featureErrs...)
 	}
 
-	// Reported in flag order: versions, feature gates, runtime-config, then what the
-	// APIs and storage make of them.
 	v, versionsOK, versionErrs := resolveVersions(cat, o.EmulationVersion, o.MinCompatibilityVersion)
 	errs = append(errs, versionErrs...)
 	if versionsOK && v.Emulation.EqualTo(v.Binary) {
@@ -136,21 +166,12 @@ func (o *Options) complete(logger klog.Logger) (*Config, error) {
 	rc, rcErrs := parseRuntimeConfig(cat, o.RuntimeConfig)
 	errs = append(errs, rcErrs...)
 	if gate == nil || len(rcErrs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, errs
 	}
 
 	served, apiErrs := enablement(cat, v, gate, rc, o.EmulationForwardCompatible, o.RuntimeConfigEmulationForwardCompatible)
 	errs = append(errs, apiErrs...)
-	servedResources := map[schema.GroupResource]bool{}
-	for gvr := range served {
-		servedResources[gvr.GroupResource()] = true
-	}
-	storage, storageErrs := storageVersions(cat, v, servedResources)
-	errs = append(errs, storageErrs...)
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return &Config{Catalog: cat, Versions: v, gate: gate, served: served, storage: storage}, nil
+	return &resolvedAPIs{catalog: cat, versions: v, gate: gate, served: served}, errs
 }
 
 // catalog returns the catalog the options select, truncated to --binary-version.

@@ -57,7 +57,9 @@ type operation struct {
 	objects int
 	// events marks operations counted as delivered watch events.
 	events bool
-	run    func(b *testing.B, cl *cluster, c int) (sample, error)
+	// floor marks operations served by the transport floor rather than the server.
+	floor bool
+	run   func(b *testing.B, cl *cluster, c int) (sample, error)
 }
 
 var operations = []operation{
@@ -97,6 +99,17 @@ var operations = []operation{
 			return err
 		})
 	}},
+	{name: "floor-create", floor: true, run: func(b *testing.B, cl *cluster, c int) (sample, error) {
+		cs, err := cl.floor()
+		if err != nil {
+			return sample{}, err
+		}
+		cms := cs.CoreV1().ConfigMaps(nsCreate)
+		return runOps(b, cl, c, func(ctx context.Context, _ int) error {
+			_, err := cms.Create(ctx, newConfigMap(objectName('f', cl.seq.Add(1)), cl.payload), metav1.CreateOptions{})
+			return err
+		})
+	}},
 	{name: "etcd-get", run: func(b *testing.B, cl *cluster, c int) (sample, error) {
 		return runOps(b, cl, c, func(ctx context.Context, i int) error {
 			key := configMapKey(nsRead, objectName('r', int64(i%listSize)))
@@ -109,6 +122,17 @@ var operations = []operation{
 	}},
 	{name: "get", run: func(b *testing.B, cl *cluster, c int) (sample, error) {
 		cms := cl.clientset.CoreV1().ConfigMaps(nsRead)
+		return runOps(b, cl, c, func(ctx context.Context, i int) error {
+			_, err := cms.Get(ctx, objectName('r', int64(i%listSize)), metav1.GetOptions{})
+			return err
+		})
+	}},
+	{name: "floor-get", floor: true, run: func(b *testing.B, cl *cluster, c int) (sample, error) {
+		cs, err := cl.floor()
+		if err != nil {
+			return sample{}, err
+		}
+		cms := cs.CoreV1().ConfigMaps(nsRead)
 		return runOps(b, cl, c, func(ctx context.Context, i int) error {
 			_, err := cms.Get(ctx, objectName('r', int64(i%listSize)), metav1.GetOptions{})
 			return err
@@ -327,14 +351,18 @@ func (s *suite) report(b *testing.B, op operation, c int, sm sample) {
 		b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
 		b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
 	}
-	b.ReportMetric(perOp(sm.cpu.server), "server-cpu-µs/op")
+	server := sm.cpu.server
+	if op.floor {
+		server = sm.cpu.floor
+	}
+	b.ReportMetric(perOp(server), "server-cpu-µs/op")
 	b.ReportMetric(perOp(sm.cpu.etcd), "etcd-cpu-µs/op")
 	b.ReportMetric(perOp(sm.cpu.self), "client-cpu-µs/op")
 	others := sm.cpu.others().Seconds() / (sm.elapsed.Seconds() * float64(runtime.NumCPU()))
 	b.ReportMetric(100*others, "others-cpu-%")
 	s.results.put(op.name, c, result{
 		opsPerSec:   rate,
-		serverCPUOp: time.Duration(float64(sm.cpu.server) / float64(sm.ops)),
+		serverCPUOp: time.Duration(float64(server) / float64(sm.ops)),
 		othersCPU:   others,
 	})
 }

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -85,13 +86,66 @@ func (s *suite) cluster(b *testing.B) *cluster {
 }
 
 // build compiles cmd/concord into the suite's directory.
+// With -concord.binary it uses that binary as it is.
 func (s *suite) build() (string, error) {
+	if *concordBinary != "" {
+		return *concordBinary, nil
+	}
 	bin := filepath.Join(s.dir, "concord")
 	cmd := exec.CommandContext(s.parent.Context(), "go", "build", "-o", bin, "github.com/concordproject/concord/cmd/concord")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// startFloor builds and starts the transport floor (see test/bench/floor) on the
+// suite's etcd with the server's serving certificate, waits until it answers, and
+// returns a clientset of it made from the server's client configuration.
+func (s *suite) startFloor(cl *cluster, server *rest.Config, pki string) (*kubernetes.Clientset, error) {
+	ctx := s.parent.Context()
+	bin := filepath.Join(s.dir, "floor")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/concordproject/concord/test/bench/floor")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build floor: %w\n%s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	p, err := startProcess("floor", filepath.Join(s.dir, "floor.log"), bin, "--etcd", cl.etcdURL,
+		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--value-size", fmt.Sprint(objectSize),
+		"--tls-cert-file", filepath.Join(pki, "serving.crt"), "--tls-private-key-file", filepath.Join(pki, "serving.key"))
+	if err != nil {
+		return nil, err
+	}
+	s.parent.Cleanup(func() {
+		if err := p.stop(); err != nil {
+			s.parent.Error(err)
+		}
+	})
+	cfg := rest.CopyConfig(server)
+	cfg.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		_, err := cs.CoreV1().ConfigMaps(nsRead).Get(ctx, objectName('r', 0), metav1.GetOptions{})
+		if err == nil {
+			break
+		}
+		if e := p.exited(); e != nil {
+			return nil, e
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cl.floorProcess.Store(p)
+	return cs, nil
 }
 
 // startProcess starts a process that lives until BenchmarkConcord ends.
@@ -130,6 +184,11 @@ type cluster struct {
 	stored []byte
 	// seq numbers the objects of all series, so no two creations share a name.
 	seq atomic.Int64
+
+	// floor starts, on first use, the transport floor (test/bench/floor) and returns a
+	// clientset of it; floorProcess is that process once started.
+	floor        func() (*kubernetes.Clientset, error)
+	floorProcess atomic.Pointer[process]
 }
 
 func (s *suite) startCluster() (*cluster, error) {
@@ -175,6 +234,9 @@ func (s *suite) startCluster() (*cluster, error) {
 	if cl.clientset, err = kubernetes.NewForConfig(restConfig); err != nil {
 		return nil, err
 	}
+	cl.floor = sync.OnceValues(func() (*kubernetes.Clientset, error) {
+		return s.startFloor(cl, restConfig, filepath.Join(dataDir, "pki"))
+	})
 	if cl.kv, err = clientv3.New(clientv3.Config{Endpoints: []string{cl.etcdURL}, DialTimeout: 10 * time.Second}); err != nil {
 		return nil, err
 	}
@@ -282,16 +344,20 @@ func (t valueTemplate) value(name string) string {
 	return string(v)
 }
 
-// cpu is the CPU time used so far by the server, etcd, this process and the whole
-// machine.
-type cpu struct{ server, etcd, self, machine time.Duration }
+// cpu is the CPU time used so far by the server, the floor server (zero until it
+// starts), etcd, this process and the whole machine.
+type cpu struct{ server, floor, etcd, self, machine time.Duration }
 
 func (c cpu) minus(o cpu) cpu {
-	return cpu{server: c.server - o.server, etcd: c.etcd - o.etcd, self: c.self - o.self, machine: c.machine - o.machine}
+	return cpu{server: c.server - o.server, floor: c.floor - o.floor, etcd: c.etcd - o.etcd,
+		self: c.self - o.self, machine: c.machine - o.machine}
 }
 
-// others returns the CPU time of the machine that none of the three used.
-func (c cpu) others() time.Duration { return max(0, c.machine-c.server-c.etcd-c.self) }
+// others returns the CPU time of the machine that none of the measured processes
+// used.
+func (c cpu) others() time.Duration {
+	return max(0, c.machine-c.server-c.floor-c.etcd-c.self)
+}
 
 func (cl *cluster) cpu() (cpu, error) {
 	var c cpu
@@ -301,6 +367,11 @@ func (cl *cluster) cpu() (cpu, error) {
 	}
 	if c.etcd, err = cpuTime(cl.etcd.pid()); err != nil {
 		return c, err
+	}
+	if f := cl.floorProcess.Load(); f != nil {
+		if c.floor, err = cpuTime(f.pid()); err != nil {
+			return c, err
+		}
 	}
 	if c.self, err = cpuTime(os.Getpid()); err != nil {
 		return c, err

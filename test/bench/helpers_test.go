@@ -21,6 +21,9 @@ import (
 	"time"
 )
 
+var concordBinary = flag.String("concord.binary", "",
+	"run this concord binary instead of building cmd/concord (e.g. to keep its symbols for perf report)")
+
 var unsafeNoFsync = flag.Bool("concord.etcd-unsafe-no-fsync", false,
 	"start `concord etcd` with --unsafe-no-fsync (the default measures with fsync, as production runs)")
 
@@ -306,6 +309,8 @@ var ratios = []ratio{
 	{"create", "etcd-put", nil},
 	{"get", "etcd-txn", map[int]float64{1: 0.57, 8: 0.40, 32: 0.28}},
 	{"get", "etcd-get", nil},
+	{"floor-create", "etcd-txn", nil},
+	{"floor-get", "etcd-txn", nil},
 	{"list", "etcd-range", nil},
 	{"watch", "etcd-watch", nil},
 }
