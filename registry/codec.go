@@ -1,15 +1,14 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/concordproject/concord/objectjson"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/json"
 )
 
 // ErrNotDecodable means that a stored object is in a version this server cannot decode (written
@@ -33,24 +32,18 @@ func (r *Resource) Encode(ctx context.Context, obj *unstructured.Unstructured) (
 		unstructured.RemoveNestedField(out.Object, "metadata", "resourceVersion")
 		out.SetKind(r.Names.Kind)
 	}
-	var buf bytes.Buffer
-	buf.Grow(1024)
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out.Object); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return objectjson.Marshal(out.Object)
 }
 
 // Decode parses a stored value written at revision rev. The object keeps the version
 // it was stored in, and gets resourceVersion = rev. A version this server cannot decode
 // is ErrNotDecodable, with a message naming the stored and the decodable versions.
 func (r *Resource) Decode(data []byte, rev int64) (*unstructured.Unstructured, error) {
-	obj := &unstructured.Unstructured{}
-	if err := json.Unmarshal(data, &obj.Object); err != nil {
+	m, err := objectjson.UnmarshalObject(data)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
+	obj := &unstructured.Unstructured{Object: m}
 	if obj.Object == nil {
 		return nil, fmt.Errorf("%w: not an object", ErrCorrupt)
 	}

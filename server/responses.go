@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/concordproject/concord/objectjson"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -99,16 +99,13 @@ func jsonValue(v interface{}) interface{} {
 
 // writeJSON writes v with code, as JSON (or YAML if asked).
 func writeJSON(w http.ResponseWriter, r *http.Request, code int, v interface{}) {
-	v = jsonValue(v)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	body, err := objectjson.Append(make([]byte, 0, 2048), jsonValue(v))
+	if err != nil {
 		writeError(w, r, apierrors.NewInternalError(fmt.Errorf("encoding the response: %w", err)))
 		return
 	}
+	body = append(body, '\n')
 	ctype := "application/json"
-	body := buf.Bytes()
 	if n, err := negotiate(r); err == nil && n.yaml {
 		if y, err := yaml.JSONToYAML(body); err == nil {
 			ctype, body = "application/yaml", y

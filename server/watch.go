@@ -2,11 +2,12 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"math/rand/v2"
 	"net/http"
 	"time"
 
+	"github.com/concordproject/concord/objectjson"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,8 +60,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *request) 
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
+	var buf []byte
 	columnsSent := false
 	for {
 		select {
@@ -75,7 +75,11 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *request) 
 				st := ErrorToStatus(err)
 				ev, obj = watch.Event{Type: watch.Error}, st
 			}
-			if err := enc.Encode(watchEvent{Type: ev.Type, Object: jsonValue(obj)}); err != nil {
+			buf, err = appendWatchEvent(buf[:0], ev.Type, obj)
+			if err != nil {
+				buf, _ = appendWatchEvent(buf[:0], watch.Error, ErrorToStatus(apierrors.NewInternalError(err)))
+			}
+			if _, err := w.Write(buf); err != nil {
 				return
 			}
 			sent.Inc()
@@ -89,11 +93,14 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *request) 
 	}
 }
 
-// watchEvent is the wire form of a watch event (metav1.WatchEvent with the object
-// inline).
-type watchEvent struct {
-	Type   watch.EventType `json:"type"`
-	Object interface{}     `json:"object"`
+// appendWatchEvent appends the wire form of a watch event, metav1.WatchEvent with the
+// object inline, and a newline.
+func appendWatchEvent(dst []byte, t watch.EventType, obj interface{}) ([]byte, error) {
+	dst = append(dst, `{"type":`...)
+	dst, _ = objectjson.Append(dst, string(t))
+	dst = append(dst, `,"object":`...)
+	dst, err := objectjson.Append(dst, jsonValue(obj))
+	return append(dst, "}\n"...), err
 }
 
 // watchObject renders an event's object in the negotiated representation.
