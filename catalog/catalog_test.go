@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,8 +41,49 @@ func TestDefault(t *testing.T) {
 	for _, r := range c.Resources() {
 		order = append(order, r.GroupResource().String())
 	}
-	if order[0] != "configmaps" || order[1] != "namespaces" || order[2] != "mutatingadmissionpolicies.admissionregistration.k8s.io" {
-		t.Errorf("resource order starts %v", order[:3])
+	if want := []string{"configmaps", "events", "namespaces", "mutatingadmissionpolicies.admissionregistration.k8s.io"}; !slices.Equal(order[:len(want)], want) {
+		t.Errorf("resource order starts %v, want %v", order[:len(want)], want)
+	}
+	// Events are two resources of one kind in two groups, each with its own storage.
+	core, ev := c.Resource("", "events"), c.Resource("events.k8s.io", "events")
+	if core == nil || ev == nil {
+		t.Fatalf("events missing: core %v, events.k8s.io %v", core, ev)
+	}
+	for _, r := range []*Resource{core, ev} {
+		if r.Names.Kind != "Event" || !r.Namespaced || !slices.Equal(r.Names.ShortNames, []string{"ev"}) || r.Subresources != nil {
+			t.Errorf("%s = %+v", r.GroupResource(), r.Names)
+		}
+		var cols []string
+		for _, col := range r.PrinterColumns {
+			cols = append(cols, col.Name)
+		}
+		if want := []string{"Last Seen", "Type", "Reason", "Object", "Message"}; !slices.Equal(cols, want) {
+			t.Errorf("%s printer columns %v, want kubectl's %v", r.GroupResource(), cols, want)
+		}
+	}
+	// The groups name the same facts differently (regarding is involvedObject, note is
+	// message); each schema has its own group's names only.
+	for _, tc := range []struct {
+		r          *Resource
+		has, lacks []string
+	}{
+		{core, []string{"involvedObject", "message", "source", "firstTimestamp", "lastTimestamp", "count", "reportingComponent", "eventTime", "series"},
+			[]string{"regarding", "note", "deprecatedSource", "reportingController"}},
+		{ev, []string{"regarding", "note", "deprecatedSource", "deprecatedFirstTimestamp", "deprecatedLastTimestamp", "deprecatedCount", "reportingController", "eventTime", "series"},
+			[]string{"involvedObject", "message", "source", "reportingComponent"}},
+	} {
+		for _, v := range tc.r.Versions {
+			for _, f := range tc.has {
+				if _, ok := v.Schema.Properties[f]; !ok {
+					t.Errorf("%s %s has no %s", tc.r.GroupResource(), v.Name, f)
+				}
+			}
+			for _, f := range tc.lacks {
+				if _, ok := v.Schema.Properties[f]; ok {
+					t.Errorf("%s %s has %s, a field of the other group", tc.r.GroupResource(), v.Name, f)
+				}
+			}
+		}
 	}
 	if r := c.Resource("autoscaling", "horizontalpodautoscalers"); r == nil || r.Names.Kind != "HorizontalPodAutoscaler" || !r.Namespaced ||
 		r.Names.ListKind != "HorizontalPodAutoscalerList" || r.Names.Singular != "horizontalpodautoscaler" || r.Subresources == nil || r.Subresources.Status == nil {
@@ -103,6 +145,11 @@ func TestDefaultHistory(t *testing.T) {
 		{"storagemigration.k8s.io", "storageversionmigrations", "v1", "1.37", "", "", ""},
 		{"internal.apiserver.k8s.io", "storageversions", "v1alpha1", "1.20", "", "", ""},
 		{"", "namespaces", "v1", "1.0", "", "", ""},
+		{"", "events", "v1", "1.0", "", "", ""},
+		{"events.k8s.io", "events", "v1", "1.19", "", "", ""},
+		// k8s.io/api records no replacement for events.k8s.io/v1beta1, and kube-apiserver
+		// names none in its warning.
+		{"events.k8s.io", "events", "v1beta1", "1.8", "1.22", "1.25", ""},
 	} {
 		r := c.Resource(tc.group, tc.plural)
 		if r == nil {

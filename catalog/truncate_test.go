@@ -53,6 +53,11 @@ func TestTruncate(t *testing.T) {
 		{"1.25", "autoscaling", "horizontalpodautoscalers", []string{"v2:1.23:::", "v1:1.2:::", "v2beta2:1.12:1.23:1.26:v2", "v2beta1:1.8:1.22:1.25:v2beta2"}},
 		// Removed by 1.25, and still known (for decoding).
 		{"1.25", "batch", "cronjobs", []string{"v1:1.21:::", "v1beta1:1.8:1.21:1.25:v1"}},
+		// events.k8s.io/v1beta1: its deprecation in 1.22 is not known at 1.21; at 1.22
+		// it brings the removal in 1.25. Core events are the same at every release.
+		{"1.21", "events.k8s.io", "events", []string{"v1:1.19:::", "v1beta1:1.8:::"}},
+		{"1.22", "events.k8s.io", "events", []string{"v1:1.19:::", "v1beta1:1.8:1.22:1.25:"}},
+		{"1.20", "", "events", []string{"v1:1.0:::"}},
 		// Introduced after 1.25: the whole resource is gone.
 		{"1.25", "networking.k8s.io", "servicecidrs", nil},
 		// The v1alpha1 deprecation (1.33) and removal (1.35) are not known yet at 1.31.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	"github.com/concordproject/concord/catalog"
 )
@@ -174,6 +175,7 @@ func TestAPIAvailabilityForwardCompatible(t *testing.T) {
 func TestDefaultAPIs(t *testing.T) {
 	want := []string{
 		"v1/configmaps",
+		"v1/events",
 		"v1/namespaces",
 		"admissionregistration.k8s.io/v1/mutatingadmissionpolicies",
 		"admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings",
@@ -183,6 +185,7 @@ func TestDefaultAPIs(t *testing.T) {
 		"autoscaling/v2/horizontalpodautoscalers",
 		"batch/v1/cronjobs",
 		"coordination.k8s.io/v1/leases",
+		"events.k8s.io/v1/events",
 		"flowcontrol.apiserver.k8s.io/v1/flowschemas",
 		"flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
 		"internal.apiserver.k8s.io/v1alpha1/storageversions", // brought by StorageVersionAPI
@@ -218,6 +221,57 @@ func TestDefaultAPIs(t *testing.T) {
 	}
 	if !slices.Equal(got, wantErrs) {
 		t.Errorf("errors = %q, want %q", got, wantErrs)
+	}
+}
+
+// TestEventsByRelease checks which Events a build of every release the catalog
+// describes serves by default, and where it stores them: core v1 Events in every
+// release, events.k8s.io/v1 in every release (it came in 1.19), and events.k8s.io/v1beta1
+// (a beta from before 1.24, so on by default) until its removal in 1.25. Each group
+// stores its Events in its own GA version.
+func TestEventsByRelease(t *testing.T) {
+	core := schema.GroupResource{Resource: "events"}
+	ev := schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
+	for _, r := range defaultCatalog(t).Releases() {
+		t.Run(r.String(), func(t *testing.T) {
+			cfg := complete(t, &Options{BinaryVersion: r.String()})
+			var got []string
+			for _, gvr := range cfg.ServedResources() {
+				if gr := gvr.GroupResource(); gr == core || gr == ev {
+					got = append(got, gvrString(gvr))
+				}
+			}
+			want := []string{"v1/events", "events.k8s.io/v1/events"}
+			if r.LessThan(rel("1.25")) {
+				want = append(want, "events.k8s.io/v1beta1/events")
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("served %v, want %v", got, want)
+			}
+			for _, gr := range []schema.GroupResource{core, ev} {
+				if sv, ok := cfg.StorageVersion(gr); !ok || sv != "v1" {
+					t.Errorf("%s stored in %q (%v), want v1", gr, sv, ok)
+				}
+			}
+			// v1beta1 is served with kube-apiserver's warning once deprecated.
+			rs, err := cfg.Resources(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, res := range rs {
+				if res.GroupResource() != ev {
+					continue
+				}
+				v := res.Version("v1beta1")
+				wantWarning := ""
+				if !r.LessThan(rel("1.22")) {
+					wantWarning = "events.k8s.io/v1beta1 Event is deprecated in v1.22+, unavailable in v1.25+"
+				}
+				if got := ptr.Deref(v.DeprecationWarning, ""); v.Deprecated != (wantWarning != "") || got != wantWarning {
+					t.Errorf("v1beta1 deprecated %v, warning %q; want %q", v.Deprecated, got, wantWarning)
+				}
+			}
+		})
 	}
 }
 

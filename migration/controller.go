@@ -223,14 +223,17 @@ func (c *controller) migrate(ctx context.Context, u *unstructured.Unstructured, 
 		c.metrics.remaining.WithLabelValues(label).Set(float64(r.Checkpoint.Remaining()))
 		for _, f := range r.Failures {
 			if failureEvents++; failureEvents <= maxFailureEvents {
-				c.recorder.Eventf(w.obj, nil, "Warning", EventObjectFailed, "Migrate",
+				// The object is the Event's related object: Events that differ only
+				// in their note would otherwise be merged into one series.
+				c.recorder.Eventf(w.obj, failedObject(info, f), "Warning", EventObjectFailed, "Migrate",
 					"%s could not be rewritten in the storage version: %s", objectName(f.Namespace, f.Name), f.Reason)
 			}
 		}
 		return w.update(ctx, func(st *MigrationStatus) {
 			progressInto(p, r.Checkpoint)
 			st.Progress = p
-			if st.ResourceVersion == "" {
+			// Set once, and only to what the server accepts: it never changes after.
+			if st.ResourceVersion == "" && wellFormedResourceVersion(r.Checkpoint.ResourceVersion) {
 				st.ResourceVersion = r.Checkpoint.ResourceVersion
 			}
 			setRunning(st, m.Generation, r.Checkpoint)
@@ -288,8 +291,10 @@ func (c *controller) interrupted(ctx context.Context, err error) error {
 	return err
 }
 
-// end writes the terminal conditions: Succeeded for ReasonMigrationCompleted, Failed
-// with reason and message otherwise. It emits an Event and records the metrics.
+// end writes the terminal conditions in one status write: Running False, and
+// Succeeded for ReasonMigrationCompleted or Failed with reason and message otherwise
+// (the API refuses Running True beside either). The message is cut to the length the
+// API accepts. It emits an Event and records the metrics.
 func (c *controller) end(ctx context.Context, w *statusWriter, m *StorageVersionMigration, p *Progress, reason, message string) error {
 	now := metav1.Now()
 	succeeded := reason == ReasonMigrationCompleted
@@ -300,6 +305,7 @@ func (c *controller) end(ctx context.Context, w *statusWriter, m *StorageVersion
 			message = fmt.Sprintf("%d objects migrated, %d already current or changed meanwhile", p.Migrated, p.Skipped)
 		}
 	}
+	message = conditionMessage(message)
 	err := w.update(ctx, func(st *MigrationStatus) {
 		if p != nil {
 			st.Progress = p
@@ -522,4 +528,13 @@ func progressInto(p *Progress, cp migrator.Checkpoint) {
 	for _, f := range cp.Failures {
 		p.Failures = append(p.Failures, ObjectFailure{Namespace: f.Namespace, Name: f.Name, Reason: f.Reason})
 	}
+}
+
+// failedObject is a reference to the object f names, for an Event's related object.
+func failedObject(info resourceInfo, f migrator.Failure) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(info.GVR.GroupVersion().WithKind(info.Kind))
+	u.SetNamespace(f.Namespace)
+	u.SetName(f.Name)
+	return u
 }

@@ -193,12 +193,24 @@ var ErrNotStorageVersionMigrations = errors.New("not storagemigration.k8s.io sto
 // storageversionmigrations resource whose schemas come from the API catalog, so that
 // the server keeps the progress the controllers write instead of pruning it. The
 // fields are those of the StorageVersionMigration manifest in package crds, the one
-// definition of them. Call it before the resource is put into a registry; calling it
-// twice changes nothing more.
+// definition of them.
+//
+// It also gives res Kubernetes' validation of the API, which the catalog's schemas do
+// not carry: on create, spec.resource.resource is required (a DNS-1035 label) and
+// spec.resource.group a DNS-1123 subdomain; on update, spec is immutable; a status
+// write keeps status.resourceVersion once set (and well formed), keeps a True
+// Succeeded or Failed condition True, never has both True, and never has Running
+// True beside either. Violations are 422 Invalid with one cause per rule, the field
+// paths and messages of Kubernetes. The rules run after any Validate and
+// ValidateUpdate hooks res already has, which are kept (res.Hooks is replaced by a
+// copy, never changed in place).
+//
+// Call it once, before the resource is put into a registry.
 func ExtendStorageVersionMigration(res *registry.Resource) error {
 	if res.GroupResource() != StorageVersionMigrations.GroupResource() {
 		return fmt.Errorf("%w: %s", ErrNotStorageVersionMigrations, res.GroupResource())
 	}
+	res.Hooks = withValidation(res.Hooks)
 	v := crds.StorageVersionMigration().Spec.Versions[0]
 	progress := v.Schema.OpenAPIV3Schema.Properties["status"].Properties["progress"]
 	done := map[*apiextensionsv1.JSONSchemaProps]bool{}

@@ -10,8 +10,10 @@
 //     StorageVersionMigration, the request to rewrite one resource, with Concord's
 //     status.progress (counts, the first failures with names and reasons, the
 //     checkpoint). EnsureCRDs installs the definitions on Concord and Kubernetes;
-//     ExtendStorageVersionMigration adds status.progress to Concord's built-in
-//     StorageVersionMigration.
+//     ExtendStorageVersionMigration adds status.progress, and Kubernetes' validation
+//     (required and immutable spec, write-once status.resourceVersion, final
+//     Succeeded and Failed conditions), to Concord's built-in
+//     StorageVersionMigration. The controllers' own status writes obey it.
 //   - The trigger: it keeps every StorageState as the storage-version migration KEP's
 //     life-cycle says (created ["Unknown"]; a new hash appended and a migration
 //     started; persisted set to the current hash when a migration succeeds; reset to

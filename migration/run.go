@@ -252,7 +252,7 @@ func runControllers(ctx context.Context, cfg Config, m *metrics) error {
 	if err != nil {
 		return err
 	}
-	recorder, stopRecorder := newRecorder(ctx, cs, res.served(eventsServed))
+	recorder, stopRecorder := newRecorder(ctx, cs, res.served)
 	defer stopRecorder()
 
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)

@@ -13,6 +13,8 @@ import (
 	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	eventsv1beta1 "k8s.io/api/events/v1beta1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	flowcontrolv1beta1 "k8s.io/api/flowcontrol/v1beta1"
 	flowcontrolv1beta2 "k8s.io/api/flowcontrol/v1beta2"
@@ -71,6 +73,21 @@ var resources = []resourceSpec{
 	{
 		group: "", plural: "configmaps", namespaced: true, shortNames: []string{"cm"},
 		versions: []versionSpec{{name: "v1", obj: &corev1.ConfigMap{}}},
+	},
+	// Events of both groups, each stored on its own: Kubernetes keeps them in one
+	// place, as one resource with renamed fields, which the registry cannot express.
+	{
+		group: "", plural: "events", namespaced: true, shortNames: []string{"ev"},
+		columns:  eventColumns(".lastTimestamp", ".involvedObject.name", ".message"),
+		versions: []versionSpec{{name: "v1", obj: &corev1.Event{}}},
+	},
+	{
+		group: "events.k8s.io", plural: "events", namespaced: true, shortNames: []string{"ev"},
+		columns: eventColumns(".eventTime", ".regarding.name", ".note"),
+		versions: []versionSpec{
+			{name: "v1", obj: &eventsv1.Event{}},
+			{name: "v1beta1", obj: &eventsv1beta1.Event{}},
+		},
 	},
 	{
 		group: "coordination.k8s.io", plural: "leases", namespaced: true,
@@ -211,4 +228,18 @@ var resources = []resourceSpec{
 			}},
 		},
 	},
+}
+
+// eventColumns are the Table columns kubectl shows for Events: LAST SEEN, TYPE, REASON,
+// OBJECT and MESSAGE, with the JSONPaths that come closest in a group that calls its
+// fields lastSeen, object and message. Servers compute LAST SEEN and OBJECT as kubectl
+// does (the newest of several timestamps; kind/name) with a Go hook.
+func eventColumns(lastSeen, object, message string) []apiextensionsv1.CustomResourceColumnDefinition {
+	return []apiextensionsv1.CustomResourceColumnDefinition{
+		{Name: "Last Seen", Type: "date", JSONPath: lastSeen},
+		{Name: "Type", Type: "string", JSONPath: ".type"},
+		{Name: "Reason", Type: "string", JSONPath: ".reason"},
+		{Name: "Object", Type: "string", JSONPath: object},
+		{Name: "Message", Type: "string", JSONPath: message},
+	}
 }
