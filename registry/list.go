@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 
 	"github.com/concordproject/concord/storage"
@@ -83,6 +84,7 @@ func (s *Store) List(ctx context.Context, res *Resource, version, ns string, opt
 		out.SetKind(res.Names.Kind + "List")
 	}
 	var objs []*Object
+	var unreadable []unreadableObject
 	// Keep reading pages until limit matches are found: selectors filter after the read.
 	pageSize := opts.Limit
 	for {
@@ -107,7 +109,11 @@ func (s *Store) List(ctx context.Context, res *Resource, version, ns string, opt
 		for i, kv := range page.Items {
 			obj, err := res.Decode(kv.Value, kv.Revision)
 			if err != nil {
-				return nil, s.internalError(res, err)
+				unreadable = append(unreadable, unreadableObject{key: s.storage.Prefix() + "/" + kv.Key, err: err})
+				if len(unreadable) == maxUnreadable {
+					return nil, s.unreadableError(res, prefix, unreadable, true)
+				}
+				continue
 			}
 			if !pred.Matches(obj) {
 				continue
@@ -125,18 +131,24 @@ func (s *Store) List(ctx context.Context, res *Resource, version, ns string, opt
 						out.SetRemainingItemCount(&remaining)
 					}
 				}
-				return s.finishList(ctx, res, version, out, objs, rev)
+				return s.finishList(ctx, res, version, out, objs, rev, prefix, unreadable)
 			}
 		}
 		if !page.More || len(page.Items) == 0 {
-			return s.finishList(ctx, res, version, out, objs, rev)
+			return s.finishList(ctx, res, version, out, objs, rev, prefix, unreadable)
 		}
 		start = page.Items[len(page.Items)-1].Key + "\x00"
 		pageSize *= 2
 	}
 }
 
-func (s *Store) finishList(ctx context.Context, res *Resource, version string, out *unstructured.UnstructuredList, objs []*Object, rev int64) (*unstructured.UnstructuredList, error) {
+// finishList converts and defaults the objects read into out, or, if some objects could
+// not be read, fails the whole list naming them.
+func (s *Store) finishList(ctx context.Context, res *Resource, version string, out *unstructured.UnstructuredList,
+	objs []*Object, rev int64, prefix string, unreadable []unreadableObject) (*unstructured.UnstructuredList, error) {
+	if len(unreadable) > 0 {
+		return nil, s.unreadableError(res, prefix, unreadable, false)
+	}
 	if err := res.Convert(ctx, objs, version); err != nil {
 		return nil, s.conversionError(res, err)
 	}
@@ -160,4 +172,43 @@ func expiredContinue(prefix, start string) error {
 		err.ErrStatus.Continue = token
 	}
 	return err
+}
+
+// maxUnreadable is how many unreadable objects a list names before it stops reading.
+const maxUnreadable = 100
+
+// unreadableObject is a stored object a list could not decode.
+type unreadableObject struct {
+	key string // the etcd key
+	err error
+}
+
+// unreadableError is the answer to a list that met objects it cannot decode (stored in
+// a version this server does not know, or not JSON): like Kubernetes, the whole list
+// fails, with 500 and reason StorageReadError, and names every such object read (up
+// to maxUnreadable; stopped says the read stopped there) by its etcd key in a cause,
+// so that an operator or a migrator knows which objects to deal with. A list never
+// leaves objects out silently: clients would take them for deleted.
+func (s *Store) unreadableError(res *Resource, prefix string, objs []unreadableObject, stopped bool) error {
+	gr := res.GroupResource()
+	causes := make([]metav1.StatusCause, 0, len(objs)+1)
+	for _, o := range objs {
+		causes = append(causes, metav1.StatusCause{Type: metav1.CauseTypeUnexpectedServerResponse, Field: o.key, Message: o.err.Error()})
+	}
+	msg := fmt.Sprintf("%d stored %s could not be read: %v", len(objs), gr, objs[0].err)
+	if len(objs) > 1 {
+		msg += fmt.Sprintf(" (and %d more, named in the causes)", len(objs)-1)
+	}
+	if stopped {
+		msg += fmt.Sprintf("; reading stopped after %d", maxUnreadable)
+		causes = append(causes, metav1.StatusCause{Type: metav1.CauseTypeTooMany,
+			Message: fmt.Sprintf("reading stopped after %d unreadable objects", maxUnreadable)})
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusInternalServerError,
+		Reason:  metav1.StatusReasonStoreReadError,
+		Message: msg,
+		Details: &metav1.StatusDetails{Group: gr.Group, Kind: gr.Resource, Name: s.storage.Prefix() + "/" + prefix, Causes: causes},
+	}}
 }

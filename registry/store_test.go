@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"github.com/concordproject/concord/etcd/etcdtest"
 	"strings"
 	"testing"
@@ -149,9 +150,32 @@ func TestUndecodableVersionIsAClearInternalError(t *testing.T) {
 			t.Fatalf("message %q does not name %q", msg, want)
 		}
 	}
-	// Lists fail the same way rather than dropping the object.
-	if _, err := s.List(ctx, older, "v2", "", metav1.ListOptions{}); !apierrors.IsInternalError(err) {
-		t.Fatalf("list: got %v, want a 500", err)
+	// A list fails rather than dropping the object, and names every object it could
+	// not read by its etcd key (Kubernetes' StorageReadError).
+	if _, err := s.Create(ctx, newer, "v3", "", widget("v3", "also-from-the-future"), registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, older, "v2", "", widget("v2", "readable"), registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.List(ctx, older, "v2", "", metav1.ListOptions{})
+	var st apierrors.APIStatus
+	if !apierrors.IsStoreReadError(err) || !errors.As(err, &st) || st.Status().Code != 500 {
+		t.Fatalf("list: got %v, want a 500 StorageReadError", err)
+	}
+	details := st.Status().Details
+	if details == nil || len(details.Causes) != 2 || details.Group != "example.com" || details.Kind != "widgets" {
+		t.Fatalf("list: details %+v, want the two unreadable widgets", details)
+	}
+	for i, name := range []string{"also-from-the-future", "from-the-future"} {
+		c := details.Causes[i]
+		if c.Type != metav1.CauseTypeUnexpectedServerResponse || !strings.HasSuffix(c.Field, "/example.com/widgets/"+name) ||
+			!strings.Contains(c.Message, "example.com/v3") {
+			t.Errorf("cause %d = %+v, want %s's key and stored version", i, c, name)
+		}
+	}
+	if msg := st.Status().Message; !strings.Contains(msg, "2 stored widgets.example.com could not be read") {
+		t.Errorf("list: message %q does not say how many objects could not be read", msg)
 	}
 }
 

@@ -41,7 +41,11 @@ func (m *Migrator) clientPath(ctx context.Context, res Resource, cp Checkpoint, 
 			return cp, context.Cause(ctx)
 		}
 		if l.err != nil {
-			return cp, fmt.Errorf("listing %s: %w", res.GroupResource(), l.err)
+			err := m.unreadable(ctx, &cp, res, l.err, report)
+			if !errors.Is(err, ErrUnreadable) {
+				err = fmt.Errorf("listing %s: %w", res.GroupResource(), err)
+			}
+			return cp, err
 		}
 		token := l.page.Metadata.Continue
 		if token != "" {

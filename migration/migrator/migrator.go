@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -41,6 +42,12 @@ var ErrNoServerPath = errors.New("the server does not offer the rewrite endpoint
 // ErrGaveUp wraps the last error of a request that failed transiently
 // Options.MaxAttempts times.
 var ErrGaveUp = errors.New("gave up")
+
+// ErrUnreadable means that the server could not read some stored objects of the
+// resource (a list answered 500 StorageReadError): they are reported as failed objects
+// by name, and the migration cannot get past them on the client path, because a
+// Kubernetes list is all or nothing. The server path skips them.
+var ErrUnreadable = errors.New("objects the server cannot read")
 
 // Options tune a Migrator. Zero values take the defaults.
 type Options struct {
@@ -244,10 +251,15 @@ func (m *Migrator) Migrate(ctx context.Context, res Resource, from Checkpoint, r
 	ctx = klog.NewContext(ctx, logger)
 	if cp.Total == nil && cp.Path == "" {
 		total, rv, err := m.count(ctx, res)
-		if err != nil {
+		switch {
+		case apierrors.IsStoreReadError(err):
+			// The total stays unknown; the pages say which objects cannot be read.
+			logger.Info("Some stored objects cannot be read", "err", err)
+		case err != nil:
 			return cp, err
+		default:
+			cp.Total, cp.ResourceVersion = total, rv
 		}
-		cp.Total, cp.ResourceVersion = total, rv
 	}
 	if m.opts.Mode != ModeClient && cp.Path != PathClient {
 		next, ok, err := m.serverPath(ctx, res, cp, report)
@@ -263,6 +275,35 @@ func (m *Migrator) Migrate(ctx context.Context, res Resource, from Checkpoint, r
 		}
 	}
 	return m.clientPath(ctx, res, cp, report)
+}
+
+// unreadable returns err, the error of a list. If it is a StorageReadError, it first
+// reports the objects it names as failed (cp stays where it was: the page was not
+// read) and wraps ErrUnreadable.
+func (m *Migrator) unreadable(ctx context.Context, cp *Checkpoint, res Resource, err error, report ReportFunc) error {
+	var st apierrors.APIStatus
+	if !apierrors.IsStoreReadError(err) || !errors.As(err, &st) || st.Status().Details == nil {
+		return err
+	}
+	var failures []Failure
+	for _, c := range st.Status().Details.Causes {
+		if c.Field == "" {
+			continue
+		}
+		parts := strings.Split(c.Field, "/")
+		f := Failure{Name: parts[len(parts)-1], Reason: "the server cannot read it: " + c.Message}
+		if res.Namespaced && len(parts) >= 2 {
+			f.Namespace = parts[len(parts)-2]
+		}
+		failures = append(failures, f)
+	}
+	if len(failures) == 0 {
+		return err
+	}
+	if rerr := m.apply(ctx, cp, cp.Path, cp.Continue, Counts{Failed: int64(len(failures))}, failures, report); rerr != nil {
+		return rerr
+	}
+	return fmt.Errorf("listing %s: %d %w: %w", res.GroupResource(), len(failures), ErrUnreadable, err)
 }
 
 // apply adds a page's results to cp and reports them.

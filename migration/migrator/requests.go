@@ -71,6 +71,9 @@ func transient(ctx context.Context, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
+	if apierrors.IsStoreReadError(err) {
+		return false // stored objects the server cannot read stay so
+	}
 	var st apierrors.APIStatus
 	if errors.As(err, &st) {
 		code := st.Status().Code

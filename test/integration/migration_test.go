@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -374,6 +375,23 @@ func TestStorageMigrationEndToEnd(t *testing.T) {
 	if cm := getState(t, dyn, schema.GroupResource{Resource: "configmaps"}); cm == nil {
 		t.Error("no storage state for configmaps")
 	}
+
+	// The controller told what it did in events.k8s.io/v1 Events regarding the
+	// migration: storedVersions trimmed, the migration succeeded.
+	waitFor(t, "the migration's Events", func() (bool, error) {
+		evs, err := s.Clientset(t).EventsV1().Events("default").List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		var reasons []string
+		for _, ev := range evs.Items {
+			if ev.Regarding.Kind == "StorageVersionMigration" && ev.Regarding.Name == m.Name && ev.ReportingController == "concord-storage-migrator" && ev.Type == "Normal" {
+				reasons = append(reasons, ev.Reason)
+			}
+		}
+		slices.Sort(reasons)
+		return slices.Equal(reasons, []string{migration.EventMigrationSucceeded, migration.EventStoredVersions}), nil
+	})
 
 	// The operator's view.
 	var out bytes.Buffer
@@ -1022,5 +1040,69 @@ func TestStorageMigrationInProcess(t *testing.T) {
 	ms := migrationsOf(t, c.Servers[0].Dynamic(t), e.gr)
 	if len(ms) == 0 || findMigrationCondition(ms[len(ms)-1], "Succeeded").Status != metav1.ConditionTrue {
 		t.Fatalf("no succeeded StorageVersionMigration for %s: %d migrations", e.gr, len(ms))
+	}
+}
+
+// Objects stored in a version no server can decode (written by a newer release, say)
+// fail a Kubernetes list as a whole (500 StorageReadError naming them). The server path
+// reads etcd itself and skips them; the client path reports them by name as failed
+// objects and stops with ErrUnreadable instead of retrying a list that cannot succeed.
+func TestStorageMigrationUnreadableObjects(t *testing.T) {
+	c := startMigrationCluster(t, 1)
+	s := c.Servers[0]
+	const good = 20
+	unreadable := []string{"from-the-future-1", "from-the-future-2"}
+	for _, mode := range []migrator.Mode{migrator.ModeAuto, migrator.ModeClient} {
+		e := newMigrationEnv(t, c, string(mode)+".unreadable.example.com", "v1")
+		e.seed("good", "v1", good, 1)
+		for _, name := range unreadable {
+			value := fmt.Sprintf(`{"apiVersion":"%s/v9","kind":"Widget","metadata":{"name":%q,"namespace":"default","uid":"u-%s"},"spec":{"size":1}}`,
+				e.gr.Group, name, name)
+			if _, err := c.EtcdClient.Put(t.Context(), "/registry/"+e.gr.Group+"/widgets/default/"+name, value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.flip("v2")
+
+		// What any client sees: the list fails and names both objects.
+		_, err := s.Dynamic(t).Resource(e.gvr("v2")).Namespace("default").List(t.Context(), metav1.ListOptions{})
+		var st apierrors.APIStatus
+		if !apierrors.IsStoreReadError(err) || !errors.As(err, &st) || st.Status().Details == nil || len(st.Status().Details.Causes) != 2 {
+			t.Fatalf("%s: list: %v, want a StorageReadError naming 2 objects", mode, err)
+		}
+
+		m, err := migrator.New(s.Config(), migrator.Options{Mode: mode, PageSize: 8, Concurrency: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reported []migrator.Failure
+		cp, err := m.Migrate(t.Context(), migrator.Resource{GroupVersionResource: e.gvr("v2"), Namespaced: true}, migrator.Checkpoint{},
+			func(_ context.Context, r migrator.PageReport) error {
+				reported = append(reported, r.Failures...)
+				return nil
+			})
+		var names []string
+		for _, f := range cp.Failures {
+			names = append(names, f.Namespace+"/"+f.Name)
+			if !strings.Contains(f.Reason, e.gr.Group+"/v9") {
+				t.Errorf("%s: reason %q does not name the stored version", mode, f.Reason)
+			}
+		}
+		if want := "[default/from-the-future-1 default/from-the-future-2]"; fmt.Sprint(names) != want || len(reported) != 2 || cp.Failed != 2 {
+			t.Errorf("%s: failures %v (reported %d, counted %d), want %s", mode, names, len(reported), cp.Failed, want)
+		}
+		switch mode {
+		case migrator.ModeAuto:
+			if err != nil || cp.Migrated != good || !cp.Finished() {
+				t.Errorf("server path: %+v, %v; want the %d readable objects migrated", cp.Counts, err, good)
+			}
+			if got := e.encodings(); got[e.gr.Group+"/v2"] != good || got[e.gr.Group+"/v9"] != 2 {
+				t.Errorf("server path: etcd holds %v", got)
+			}
+		case migrator.ModeClient:
+			if !errors.Is(err, migrator.ErrUnreadable) || cp.Finished() {
+				t.Errorf("client path: %v (finished %v), want ErrUnreadable", err, cp.Finished())
+			}
+		}
 	}
 }
