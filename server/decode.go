@@ -94,7 +94,7 @@ func decodeObject(data []byte, res *registry.Resource, version string, fv fieldV
 	if obj.Object == nil {
 		return nil, nil, apierrors.NewBadRequest("the body is not a valid JSON object: null")
 	}
-	return admitObject(obj, strictErrs, res, version, fv)
+	return admitObject(obj, strictErrs, false, res, version, fv)
 }
 
 // decodeRequestObject decodes the object in a create or update body: JSON and YAML as
@@ -106,7 +106,7 @@ func decodeRequestObject(r *http.Request, body []byte, res *registry.Resource, v
 		if err != nil {
 			return nil, nil, err
 		}
-		return admitObject(&unstructured.Unstructured{Object: m}, nil, res, version, fv)
+		return admitObject(&unstructured.Unstructured{Object: m}, nil, true, res, version, fv)
 	}
 	data, err := bodyToJSON(r, body)
 	if err != nil {
@@ -117,7 +117,9 @@ func decodeRequestObject(r *http.Request, body []byte, res *registry.Resource, v
 
 // admitObject checks a decoded object against the endpoint (apiVersion, kind), prunes
 // unknown fields and applies defaults, reporting problems as fieldValidation says.
-func admitObject(obj *unstructured.Unstructured, strictErrs []error, res *registry.Resource, version string, fv fieldValidation) (*unstructured.Unstructured, []string, error) {
+// typedMeta says that metadata was made from a metav1.ObjectMeta (a protobuf body), so
+// it cannot hold what ObjectMeta lacks and needs no normalizing.
+func admitObject(obj *unstructured.Unstructured, strictErrs []error, typedMeta bool, res *registry.Resource, version string, fv fieldValidation) (*unstructured.Unstructured, []string, error) {
 	wantAV := res.GroupVersion(version).String()
 	switch av := obj.GetAPIVersion(); {
 	case av == "":
@@ -135,9 +137,12 @@ func admitObject(obj *unstructured.Unstructured, strictErrs []error, res *regist
 	for _, e := range strictErrs {
 		problems = append(problems, e.Error())
 	}
-	unknown, err := normalizeMetadata(obj)
-	if err != nil {
-		return nil, nil, err
+	var unknown []string
+	if !typedMeta {
+		var err error
+		if unknown, err = normalizeMetadata(obj); err != nil {
+			return nil, nil, err
+		}
 	}
 	unknown = append(unknown, res.Schema(version).Prune(obj.Object)...)
 	for _, f := range unknown {
