@@ -67,10 +67,12 @@ func (s *Store) Create(ctx context.Context, res *Resource, version, ns string, o
 	if opts.DryRun {
 		return obj, nil
 	}
-	rev, err := s.storage.Create(ctx, res.Key(ns, obj.GetName()), data)
+	key := res.Key(ns, obj.GetName())
+	rev, err := s.storage.Create(ctx, key, data)
 	if err != nil {
 		return nil, s.storageError(res, obj.GetName(), err)
 	}
+	s.recent.wrote(key, data, rev)
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil
 }

@@ -58,6 +58,7 @@ func (s *Store) Delete(ctx context.Context, res *Resource, version, ns, name str
 			rev, werr = s.storage.Delete(ctx, key, kv.Revision)
 		}
 		if werr == nil {
+			s.recent.forget(key)
 			if !deleted {
 				current.SetResourceVersion(strconv.FormatInt(rev, 10))
 			}

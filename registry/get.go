@@ -20,7 +20,7 @@ func (s *Store) Get(ctx context.Context, res *Resource, version, ns, name string
 		}
 		min = n
 	}
-	kv, err := s.storage.Get(ctx, res.Key(ns, name))
+	kv, err := s.getFresh(ctx, res.Key(ns, name))
 	if err != nil {
 		if min > 0 && errors.Is(err, storage.ErrNotFound) {
 			if cur, cerr := s.storage.CurrentRevision(ctx); cerr == nil {

@@ -115,6 +115,7 @@ func (s *Store) List(ctx context.Context, res *Resource, version, ns string, opt
 				}
 				continue
 			}
+			s.recent.saw(kv)
 			if !pred.Matches(obj) {
 				continue
 			}

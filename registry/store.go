@@ -33,13 +33,15 @@ type Store struct {
 
 	hubsMu sync.Mutex
 	hubs   map[string]*hub // shared watches, by resource prefix
+
+	recent *recentObjects
 }
 
 // NewStore returns a Store over st. Creations of namespaced objects are checked against
 // the namespaces stored in st (core/namespaces), as Kubernetes' NamespaceLifecycle
 // admission does; call Start to keep the namespace cache warm.
 func NewStore(st *storage.Store) *Store {
-	s := &Store{storage: st, BookmarkInterval: 30 * time.Second, now: time.Now, hubs: map[string]*hub{}}
+	s := &Store{storage: st, BookmarkInterval: 30 * time.Second, now: time.Now, hubs: map[string]*hub{}, recent: newRecentObjects()}
 	s.namespaces = newNamespaceCache(st)
 	return s
 }

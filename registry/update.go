@@ -41,7 +41,12 @@ type UpdateOptions struct {
 // finalizer is removed is deleted.
 func (s *Store) Update(ctx context.Context, res *Resource, version, ns, name string, fn UpdateFunc, opts UpdateOptions) (*Object, bool, error) {
 	key := res.Key(ns, name)
-	kv, err := s.storage.Get(ctx, key)
+	// Start from the state this server last saw, if any: see recentObjects.
+	kv, err := s.recent.get(key), error(nil)
+	remembered := kv != nil
+	if !remembered {
+		kv, err = s.getFresh(ctx, key)
+	}
 	for attempt := 0; ; attempt++ {
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return nil, false, s.storageError(res, name, err)
@@ -60,12 +65,19 @@ func (s *Store) Update(ctx context.Context, res *Resource, version, ns, name str
 			obj.SetResourceVersion("")
 			created, cerr := s.Create(ctx, res, version, ns, obj, opts.WriteOptions)
 			if apierrors.IsAlreadyExists(cerr) && attempt < 5 {
-				kv, err = s.storage.Get(ctx, key)
+				kv, err = s.getFresh(ctx, key)
 				continue
 			}
 			return created, cerr == nil, cerr
 		}
-		obj, done, uerr := s.tryUpdate(ctx, res, version, ns, name, kv, fn, opts)
+		obj, written, done, uerr := s.tryUpdate(ctx, res, version, ns, name, kv, fn, opts)
+		if remembered && !written {
+			// Only a write conditional on the remembered revision proves it was
+			// current; anything else is decided again on a fresh read.
+			remembered = false
+			kv, err = s.getFresh(ctx, key)
+			continue
+		}
 		if uerr == nil || done {
 			return obj, false, uerr
 		}
@@ -81,63 +93,76 @@ func (s *Store) Update(ctx context.Context, res *Resource, version, ns, name str
 	}
 }
 
-// tryUpdate makes one attempt against the stored kv. done reports that err (or the
-// result) is final; otherwise err is a storage conflict worth retrying.
-func (s *Store) tryUpdate(ctx context.Context, res *Resource, version, ns, name string, kv *storage.KeyValue, fn UpdateFunc, opts UpdateOptions) (_ *Object, done bool, _ error) {
+// tryUpdate makes one attempt against the stored kv. written reports that a write
+// conditional on kv.Revision succeeded (so kv was current); done reports that err (or
+// the result) is final; otherwise err is a storage conflict worth retrying.
+func (s *Store) tryUpdate(ctx context.Context, res *Resource, version, ns, name string, kv *storage.KeyValue, fn UpdateFunc, opts UpdateOptions) (_ *Object, written, done bool, _ error) {
 	current, err := s.decodeAs(ctx, res, kv, version)
 	if err != nil {
-		return nil, true, err
+		return nil, false, true, err
 	}
 	if err := checkPreconditions(res, name, current, opts.Preconditions); err != nil {
-		return nil, true, err
+		return nil, false, true, err
 	}
 	obj, err := fn(ctx, current.DeepCopy())
 	if err != nil {
-		return nil, true, err
+		return nil, false, true, err
 	}
 	if rv := obj.GetResourceVersion(); rv != "" && rv != current.GetResourceVersion() {
-		return nil, true, apierrors.NewConflict(res.GroupResource(), name,
+		return nil, false, true, apierrors.NewConflict(res.GroupResource(), name,
 			fmt.Errorf("resourceVersion %s is stale, the object is now at %s: read it again and reapply the change", rv, current.GetResourceVersion()))
 	}
 	if obj.GetName() != name || (res.Namespaced && obj.GetNamespace() != ns && obj.GetNamespace() != "") {
-		return nil, true, apierrors.NewBadRequest(fmt.Sprintf("the name or namespace of the object (%s/%s) does not match the URL (%s/%s)", obj.GetNamespace(), obj.GetName(), ns, name))
+		return nil, false, true, apierrors.NewBadRequest(fmt.Sprintf("the name or namespace of the object (%s/%s) does not match the URL (%s/%s)", obj.GetNamespace(), obj.GetName(), ns, name))
 	}
 	s.carryOver(res, version, obj, current, opts.Subresource)
 	if res.Hooks != nil && res.Hooks.PrepareForUpdate != nil {
 		res.Hooks.PrepareForUpdate(ctx, obj, current)
 	}
 	if err := res.validateUpdate(ctx, version, obj, current); err != nil {
-		return nil, true, err
+		return nil, false, true, err
 	}
+	key := res.Key(ns, name)
 	if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !pendingByHook(res, obj) {
 		// The last finalizer is gone: the deletion completes now.
 		if opts.DryRun {
-			return obj, true, nil
+			return obj, false, true, nil
 		}
-		rev, err := s.storage.Delete(ctx, res.Key(ns, name), kv.Revision)
+		rev, err := s.storage.Delete(ctx, key, kv.Revision)
 		if err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
+		s.recent.forget(key)
 		obj.SetResourceVersion(strconv.FormatInt(rev, 10))
-		return obj, true, nil
+		return obj, true, true, nil
 	}
 	data, err := res.Encode(ctx, obj)
 	if err != nil {
-		return nil, true, s.conversionError(res, err)
+		return nil, false, true, s.conversionError(res, err)
 	}
 	if bytes.Equal(data, kv.Value) {
 		// Nothing changed: Kubernetes writes nothing and keeps the resourceVersion.
-		return current, true, nil
+		return current, false, true, nil
 	}
 	if opts.DryRun {
-		return obj, true, nil
+		return obj, false, true, nil
 	}
-	rev, err := s.storage.Update(ctx, res.Key(ns, name), data, kv.Revision)
+	rev, err := s.storage.Update(ctx, key, data, kv.Revision)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
+	s.recent.wrote(key, data, rev)
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
-	return obj, true, nil
+	return obj, true, true, nil
+}
+
+// getFresh reads key from etcd and remembers what it read.
+func (s *Store) getFresh(ctx context.Context, key string) (*storage.KeyValue, error) {
+	kv, err := s.storage.Get(ctx, key)
+	if err == nil {
+		s.recent.saw(kv)
+	}
+	return kv, err
 }
 
 // carryOver keeps what an update may not change: system metadata from current, the

@@ -1,0 +1,69 @@
+package registry
+
+import (
+	"sync"
+
+	"github.com/concordproject/concord/storage"
+	"k8s.io/utils/lru"
+)
+
+const (
+	// recentObjectsSize is how many objects recentObjects remembers.
+	recentObjectsSize = 16384
+	// recentMaxValue is the largest stored value it keeps; larger objects are read
+	// again when updated.
+	recentMaxValue = 128 << 10
+)
+
+// recentObjects remembers the stored bytes and revision of objects this server has
+// lately read or written, so that an update can start from them instead of reading
+// etcd first: a client that lists or gets objects and then writes them back (a
+// storage migrator, kubectl edit) costs one etcd round trip per write instead of two.
+//
+// An entry may be stale: another server may have written the object since. Update
+// therefore trusts an entry only for a write conditional on the entry's revision
+// (which fails if the object moved on); any other outcome computed from an entry (no
+// change to write, a conflict, a failed precondition) is computed again from a fresh
+// read. Entries are immutable: callers never change a returned KeyValue.
+type recentObjects struct {
+	mu    sync.Mutex
+	cache *lru.Cache
+}
+
+func newRecentObjects() *recentObjects {
+	return &recentObjects{cache: lru.New(recentObjectsSize)}
+}
+
+// get returns the remembered state of key, or nil.
+func (r *recentObjects) get(key string) *storage.KeyValue {
+	if v, ok := r.cache.Get(key); ok {
+		return v.(*storage.KeyValue)
+	}
+	return nil
+}
+
+// saw remembers kv, the state of kv.Key at kv.Revision, unless a newer one is known.
+func (r *recentObjects) saw(kv *storage.KeyValue) {
+	if len(kv.Value) > recentMaxValue {
+		r.forget(kv.Key)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v, ok := r.cache.Get(kv.Key); ok && v.(*storage.KeyValue).Revision >= kv.Revision {
+		return
+	}
+	r.cache.Add(kv.Key, kv)
+}
+
+// wrote remembers that key now holds value at revision rev.
+func (r *recentObjects) wrote(key string, value []byte, rev int64) {
+	r.saw(&storage.KeyValue{Key: key, Value: value, Revision: rev})
+}
+
+// forget drops what is known of key (it was deleted).
+func (r *recentObjects) forget(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cache.Remove(key)
+}

@@ -1,0 +1,80 @@
+package registry_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/concordproject/concord/etcd/etcdtest"
+	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Two servers share one etcd. Server a updates from the state it remembers of an
+// object; when server b has written since, every outcome must be what a fresh read
+// gives: a write based on the stale state must not happen, a client's current
+// resourceVersion is no conflict, a no-op answers the current object, and a stale
+// resourceVersion is still a conflict.
+func TestUpdatesFromRememberedStateAreNeverStale(t *testing.T) {
+	ctx := t.Context()
+	cli := etcdtest.Start(t)
+	a := registry.NewStore(storage.New(cli, "/registry"))
+	b := registry.NewStore(storage.New(cli, "/registry"))
+	res := widgets(t, "v1")
+
+	created, err := a.Create(ctx, res, "v1", "", widget("v1", "w"), registry.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setSize := func(size int64, rv string) registry.UpdateFunc {
+		return func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+			_ = unstructured.SetNestedField(cur.Object, size, "spec", "size")
+			cur.SetResourceVersion(rv)
+			return cur, nil
+		}
+	}
+	size := func(o *unstructured.Unstructured) int64 {
+		n, _, _ := unstructured.NestedInt64(o.Object, "spec", "size")
+		return n
+	}
+
+	// b moves the object on; a still remembers its own create.
+	moved, _, err := b.Update(ctx, res, "v1", "", "w", setSize(4, created.GetResourceVersion()), registry.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A client that read from b writes through a with b's resourceVersion.
+	got, _, err := a.Update(ctx, res, "v1", "", "w", setSize(5, moved.GetResourceVersion()), registry.UpdateOptions{})
+	if err != nil || size(got) != 5 || got.GetResourceVersion() == moved.GetResourceVersion() {
+		t.Fatalf("update through a with the current resourceVersion: %v, %v", got, err)
+	}
+
+	// b moves it on again; a no-op through a answers the current state, not a's.
+	again, _, err := b.Update(ctx, res, "v1", "", "w", setSize(6, got.GetResourceVersion()), registry.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noop, _, err := a.Update(ctx, res, "v1", "", "w", setSize(6, again.GetResourceVersion()), registry.UpdateOptions{})
+	if err != nil || size(noop) != 6 || noop.GetResourceVersion() != again.GetResourceVersion() {
+		t.Fatalf("no-op through a: %v at %s, %v; want size 6 at %s", size(noop), noop.GetResourceVersion(), err, again.GetResourceVersion())
+	}
+
+	// A stale resourceVersion is a conflict whatever a remembers.
+	if _, _, err := a.Update(ctx, res, "v1", "", "w", setSize(7, moved.GetResourceVersion()), registry.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Fatalf("stale resourceVersion through a: %v, want a conflict", err)
+	}
+
+	// Deleted through b: a's update finds it gone.
+	if _, _, err := b.Delete(ctx, res, "v1", "", "w", registry.WriteOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Update(ctx, res, "v1", "", "w", setSize(8, again.GetResourceVersion()), registry.UpdateOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("update through a after deletion through b: %v, want NotFound", err)
+	}
+	if _, err := a.Get(ctx, res, "v1", "", "w", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("get through a: %v", err)
+	}
+}
