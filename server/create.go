@@ -40,7 +40,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, q *request)
 		writeError(w, r, err)
 		return
 	}
-	obj = fm.track(nil, obj, manager)
+	obj = fm.trackCreate(obj, manager)
 	created, err := s.cfg.Store.Create(ctx, q.res, q.version.Name, q.info.Namespace, obj, registry.WriteOptions{DryRun: dry})
 	if err != nil {
 		writeError(w, r, err)
