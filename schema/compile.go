@@ -42,6 +42,8 @@ type Schema struct {
 	// hasDefaults tells whether any node has a default, so that reads of objects of
 	// schemas without them skip defaulting.
 	hasDefaults bool
+	// typesOnly tells whether value validation is a type check (see typecheck.go).
+	typesOnly bool
 }
 
 // openapiV3Types are the values `type` may take in a structural schema.
@@ -108,6 +110,7 @@ func Compile(ctx context.Context, props *apiextensionsv1.JSONSchemaProps, fldPat
 		structural: ss,
 		values:     validate.NewSchemaValidator(valueSchema, nil, "", strfmt.Default),
 		rules:      cel.NewValidator(ss, true, celconfig.PerCallLimit),
+		typesOnly:  typesOnly(ss),
 	}
 	walkStructural(ss, func(n *structuralschema.Structural) {
 		if n != ss && n.XEmbeddedResource {

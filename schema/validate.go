@@ -48,7 +48,10 @@ func (s *Schema) ValidateUpdate(ctx context.Context, obj, old map[string]interfa
 
 // validateValues runs the OpenAPI value validation and the embedded-resource checks.
 func (s *Schema) validateValues(ctx context.Context, obj map[string]interface{}) field.ErrorList {
-	errs := apiservervalidation.ValidateCustomResource(nil, obj, valueValidator{s.values})
+	var errs field.ErrorList
+	if !s.typesOnly || !typeValid(s.structural, obj) {
+		errs = apiservervalidation.ValidateCustomResource(nil, obj, valueValidator{s.values})
+	}
 	if s.hasEmbedded {
 		errs = append(errs, objectmeta.Validate(ctx, nil, obj, s.structural, false)...)
 	}

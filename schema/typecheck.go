@@ -1,0 +1,134 @@
+package schema
+
+import (
+	"reflect"
+
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
+)
+
+// Most schemas constrain values by type alone (every schema of the API catalog does:
+// types and a few formats), and most objects written satisfy them. For those, value
+// validation is a walk that checks types, done without kube-openapi's validators; only
+// an object the walk cannot vouch for is handed to kube-openapi, which then finds and
+// words the errors. The walk is never more lenient than kube-openapi: whatever it
+// accepts, kube-openapi accepts (a property test checks it); it may refer objects to
+// kube-openapi that turn out valid.
+
+// typesOnly reports whether n and every node below it constrain values by type, by
+// nullability and by the formats typeValid knows only.
+func typesOnly(n *structuralschema.Structural) bool {
+	if n == nil {
+		return true
+	}
+	if v := n.ValueValidation; v != nil {
+		if !reflect.DeepEqual(*v, structuralschema.ValueValidation{Format: v.Format}) || !knownFormat(n.Type, v.Format) {
+			return false
+		}
+	}
+	for k := range n.Properties {
+		p := n.Properties[k]
+		if !typesOnly(&p) {
+			return false
+		}
+	}
+	if n.AdditionalProperties != nil && n.AdditionalProperties.Structural != nil && !typesOnly(n.AdditionalProperties.Structural) {
+		return false
+	}
+	return typesOnly(n.Items)
+}
+
+// knownFormat reports whether typeValid checks format f of type t as kube-openapi does.
+func knownFormat(t, f string) bool {
+	switch t {
+	case "string":
+		return f == "" || f == "byte" || f == "date-time"
+	case "integer":
+		return f == "" || f == "int32" || f == "int64"
+	case "number":
+		return f == "" || f == "double" || f == "float"
+	default:
+		return f == ""
+	}
+}
+
+// typeValid reports whether v certainly satisfies n, a typesOnly schema. False means
+// "not certain": kube-openapi decides.
+func typeValid(n *structuralschema.Structural, v interface{}) bool {
+	if v == nil {
+		return n.Nullable
+	}
+	if n.XIntOrString {
+		switch v.(type) {
+		case string, int64:
+			return true
+		}
+		return false
+	}
+	switch n.Type {
+	case "":
+		return n.XPreserveUnknownFields && n.Properties == nil && n.AdditionalProperties == nil && n.Items == nil
+	case "string":
+		s, ok := v.(string)
+		if !ok {
+			return false
+		}
+		if n.ValueValidation != nil && n.ValueValidation.Format != "" {
+			return strfmt.Default.Validates(n.ValueValidation.Format, s)
+		}
+		return true
+	case "integer":
+		i, ok := v.(int64)
+		if ok && n.ValueValidation != nil && n.ValueValidation.Format == "int32" {
+			return i >= -1<<31 && i < 1<<31
+		}
+		return ok
+	case "number":
+		switch v.(type) {
+		case int64, float64:
+			return true
+		}
+		return false
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	case "array":
+		a, ok := v.([]interface{})
+		if !ok {
+			return false
+		}
+		for _, e := range a {
+			if n.Items == nil || !typeValid(n.Items, e) {
+				return false
+			}
+		}
+		return true
+	case "object":
+		m, ok := v.(map[string]interface{})
+		if !ok {
+			return false
+		}
+		for k, e := range m {
+			if p, ok := n.Properties[k]; ok {
+				if !typeValid(&p, e) {
+					return false
+				}
+				continue
+			}
+			if ap := n.AdditionalProperties; ap != nil && ap.Structural != nil {
+				if !typeValid(ap.Structural, e) {
+					return false
+				}
+				continue
+			}
+			if !n.XPreserveUnknownFields && (n.AdditionalProperties == nil || !n.AdditionalProperties.Bool) && len(n.Properties) > 0 {
+				// An unknown field of a closed object: pruning removes them before
+				// validation, so this is unexpected; let kube-openapi judge.
+				return false
+			}
+		}
+		return true
+	default:
+		return false
+	}
+}
