@@ -12,6 +12,7 @@ import (
 	"github.com/concordproject/concord/objectjson"
 	"github.com/concordproject/concord/openapi"
 	"github.com/concordproject/concord/registry"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -152,7 +153,28 @@ func (s *Server) fieldManager(res *registry.Resource, version, subresource strin
 // track records in next's managedFields that manager set what changed since current
 // (nil on create). Failures to track are not the client's fault and never fail the
 // write (the Kubernetes behaviour): managedFields are then reset.
+//
+// An update that changes nothing a manager can own (a storage migration's rewrite, a
+// controller writing back what it read) keeps current's entries without running the
+// field manager, which would keep them too. The one thing skipped is the field
+// manager's reconciliation of entries recorded under an older schema of the resource,
+// which then happens at the next update that changes something.
 func (f *fieldManager) track(current, next *unstructured.Unstructured, manager string) *unstructured.Unstructured {
+	if current != nil && ownershipUnchanged(current, next) {
+		// Nothing a manager can own changed, and next brings no managedFields of its
+		// own: the field manager would keep current's entries as they are.
+		if mf, ok := nestedManagedFields(current); ok {
+			_ = unstructured.SetNestedField(next.Object, runtime.DeepCopyJSONValue(mf), "metadata", "managedFields")
+		} else {
+			unstructured.RemoveNestedField(next.Object, "metadata", "managedFields")
+		}
+		return next
+	}
+	return f.trackWithFieldManager(current, next, manager)
+}
+
+// trackWithFieldManager is track done by apimachinery's field manager.
+func (f *fieldManager) trackWithFieldManager(current, next *unstructured.Unstructured, manager string) *unstructured.Unstructured {
 	live := current
 	if live == nil {
 		live = &unstructured.Unstructured{Object: map[string]interface{}{}}
@@ -163,6 +185,91 @@ func (f *fieldManager) track(current, next *unstructured.Unstructured, manager s
 		return u
 	}
 	return next
+}
+
+// maxUpdateManagers is the number of Update entries the field manager keeps before it
+// merges the oldest (apimachinery's DefaultMaxUpdateManagers).
+const maxUpdateManagers = 10
+
+// ownershipUnchanged reports whether an update from current to next leaves the managed
+// fields exactly as they are: every field a manager can own (all but the stripped
+// metadata) is equal, next carries either no managedFields or current's, and current's
+// entries are within the field manager's cap (which an update would otherwise apply).
+func ownershipUnchanged(current, next *unstructured.Unstructured) bool {
+	curMF, curHas := nestedManagedFields(current)
+	nextMF, nextHas := nestedManagedFields(next)
+	if nextHas && (!curHas || !equality.Semantic.DeepEqual(curMF, nextMF)) {
+		return false
+	}
+	updates := 0
+	for _, e := range curMF {
+		if m, ok := e.(map[string]interface{}); ok && m["operation"] == string(metav1.ManagedFieldsOperationUpdate) {
+			updates++
+		}
+	}
+	if updates > maxUpdateManagers {
+		return false
+	}
+	if len(current.Object) != len(next.Object) {
+		return false
+	}
+	for k, v := range next.Object {
+		cv, ok := current.Object[k]
+		if !ok {
+			return false
+		}
+		switch k {
+		case "apiVersion", "kind":
+			continue // stripped
+		case "metadata":
+			cm, ok1 := cv.(map[string]interface{})
+			nm, ok2 := v.(map[string]interface{})
+			if !ok1 || !ok2 || !equalExcept(cm, nm, strippedMetadata) {
+				return false
+			}
+		default:
+			if !equality.Semantic.DeepEqual(cv, v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// strippedMetadata are the metadata fields no manager owns.
+var strippedMetadata = map[string]bool{"name": true, "namespace": true, "creationTimestamp": true, "selfLink": true,
+	"uid": true, "clusterName": true, "generation": true, "managedFields": true, "resourceVersion": true}
+
+// equalExcept reports whether a and b are equal outside the keys in skip.
+func equalExcept(a, b map[string]interface{}, skip map[string]bool) bool {
+	for k, v := range a {
+		if skip[k] {
+			continue
+		}
+		if w, ok := b[k]; !ok || !equality.Semantic.DeepEqual(v, w) {
+			return false
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok && !skip[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// nestedManagedFields returns obj's metadata.managedFields and whether it has the key.
+func nestedManagedFields(obj *unstructured.Unstructured) ([]interface{}, bool) {
+	meta, ok := obj.Object["metadata"].(map[string]interface{})
+	if !ok {
+		return nil, false
+	}
+	v, ok := meta["managedFields"]
+	if !ok {
+		return nil, false
+	}
+	l, _ := v.([]interface{})
+	return l, true
 }
 
 // stripFromManaged are the fields no manager owns (apimachinery's stripMetaManager).

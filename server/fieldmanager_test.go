@@ -162,3 +162,100 @@ func BenchmarkTrackCreate(b *testing.B) {
 		}
 	})
 }
+
+// An update that changes nothing a manager can own keeps the managedFields as the field
+// manager keeps them, and any other update goes to the field manager.
+func TestTrackUnchangedUpdateIsTheFieldManagersUpdate(t *testing.T) {
+	cfg, err := compatibility.NewOptions().Complete(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtins, err := cfg.Resources(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res *registry.Resource
+	for _, r := range builtins {
+		if r.GroupResource() == (schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}) {
+			res = r
+		}
+	}
+	version := res.PreferredVersion()
+	fm, err := (&Server{}).fieldManager(res, version, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := func() *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": res.GroupVersion(version).String(), "kind": "HorizontalPodAutoscaler",
+			"metadata": map[string]interface{}{"name": "h", "namespace": "default", "labels": map[string]interface{}{"a": "b"}},
+			"spec": map[string]interface{}{"maxReplicas": int64(3),
+				"scaleTargetRef": map[string]interface{}{"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}},
+		}}
+	}
+	created := fm.trackCreate(base(), "creator")
+	created.SetUID("u")
+	created.SetResourceVersion("5")
+	created.SetCreationTimestamp(created.GetCreationTimestamp())
+	untracked := base()
+	untracked.SetUID("u")
+
+	cases := []struct {
+		name          string
+		current, next func() *unstructured.Unstructured
+		fast          bool
+	}{
+		{"same object", created.DeepCopy, created.DeepCopy, true},
+		{"without managedFields in the body", created.DeepCopy, func() *unstructured.Unstructured {
+			n := created.DeepCopy()
+			unstructured.RemoveNestedField(n.Object, "metadata", "managedFields")
+			n.SetResourceVersion("")
+			return n
+		}, true},
+		{"stripped metadata differs", created.DeepCopy, func() *unstructured.Unstructured {
+			n := created.DeepCopy()
+			n.SetGeneration(7)
+			n.SetUID("other")
+			return n
+		}, true},
+		{"nothing tracked yet", untracked.DeepCopy, untracked.DeepCopy, true},
+		{"a label changes", created.DeepCopy, func() *unstructured.Unstructured {
+			n := created.DeepCopy()
+			n.SetLabels(map[string]string{"a": "c"})
+			return n
+		}, false},
+		{"the spec changes", created.DeepCopy, func() *unstructured.Unstructured {
+			n := created.DeepCopy()
+			_ = unstructured.SetNestedField(n.Object, int64(4), "spec", "maxReplicas")
+			return n
+		}, false},
+		{"the body resets managedFields", created.DeepCopy, func() *unstructured.Unstructured {
+			n := created.DeepCopy()
+			_ = unstructured.SetNestedSlice(n.Object, []interface{}{map[string]interface{}{}}, "metadata", "managedFields")
+			return n
+		}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ownershipUnchanged(c.current(), c.next()); got != c.fast {
+				t.Fatalf("ownershipUnchanged = %v, want %v", got, c.fast)
+			}
+			want := fm.trackWithFieldManager(c.current(), c.next(), "updater")
+			got := fm.track(c.current(), c.next(), "updater")
+			if !c.fast {
+				// Both went to the field manager, whose new entry's time may tick in between.
+				for _, o := range []*unstructured.Unstructured{want, got} {
+					mf, _ := nestedManagedFields(o)
+					for _, e := range mf {
+						if m := e.(map[string]interface{}); m["manager"] == "updater" {
+							delete(m, "time")
+						}
+					}
+				}
+			}
+			if !reflect.DeepEqual(got.Object, want.Object) {
+				t.Errorf("track:\n%v\nthe field manager:\n%v", got.Object, want.Object)
+			}
+		})
+	}
+}

@@ -191,7 +191,36 @@ func (mb *migrationBench) setup(ctx context.Context, cl *cluster, kubeconfig str
 	if len(data) != objectSize {
 		return fmt.Errorf("sized for %d bytes, the v1 widget has %d", objectSize, len(data))
 	}
-	return nil
+	// The server's own migration controllers migrate every resource they see for the
+	// first time: wait until they are done with the widgets, or that migration would
+	// rewrite the seeded objects under the one measured.
+	return waitMigrated(ctx, dyn, 2*time.Minute)
+}
+
+// waitMigrated waits until a StorageVersionMigration of the widgets has succeeded.
+func waitMigrated(ctx context.Context, dyn dynamic.Interface, timeout time.Duration) error {
+	svms := dyn.Resource(schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1", Resource: "storageversionmigrations"})
+	for deadline := time.Now().Add(timeout); ; {
+		list, err := svms.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, m := range list.Items {
+			group, _, _ := unstructured.NestedString(m.Object, "spec", "resource", "group")
+			resource, _, _ := unstructured.NestedString(m.Object, "spec", "resource", "resource")
+			conds, _, _ := unstructured.NestedSlice(m.Object, "status", "conditions")
+			for _, c := range conds {
+				c, _ := c.(map[string]any)
+				if group == benchGroup && resource == "widgets" && c["type"] == "Succeeded" && c["status"] == "True" {
+					return nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the server's migration of the widgets did not succeed within %s", timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // seed replaces the seeded widgets with n objects encoded in v1, written straight into
