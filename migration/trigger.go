@@ -262,6 +262,14 @@ func (t *trigger) sync(ctx context.Context, gr schema.GroupResource) (time.Durat
 	}
 	info, known := t.res.get(gr)
 	svObj := t.storageVersionObject(gr)
+	if !known && svObj != nil {
+		// Servers report a resource that discovery did not list when last read (a
+		// definition created since): read discovery again now rather than at the next
+		// poll, up to a minute away.
+		if info, known, err = t.res.lookup(ctx, gr, time.Second); err != nil {
+			return 0, err
+		}
+	}
 	if !known || !info.Migratable || (svObj == nil && info.Hash == "") {
 		logger.V(4).Info("Not migrated", "served", known, "migratable", info.Migratable, "storageVersionHash", info.Hash, "storageVersionObject", svObj != nil)
 		// Not served, not persisted, or not migratable: nothing to keep a state for.
