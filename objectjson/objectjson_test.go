@@ -109,7 +109,7 @@ func TestMarshalAgreesWithEncodingJSON(t *testing.T) {
 	for _, v := range []interface{}{
 		nil, map[string]interface{}(nil), []interface{}(nil), map[string]interface{}{}, []interface{}{},
 		"a\x00b\x1fc<d>e&f\u2028", "\xff", int64(math.MinInt64), int(42), int32(-7), uint64(math.MaxUint64),
-		math.NaN(), math.Inf(1), math.Inf(-1), math.MaxFloat64, math.SmallestNonzeroFloat64, -0.0,
+		math.NaN(), math.Inf(1), math.Inf(-1), math.MaxFloat64, math.SmallestNonzeroFloat64, math.Copysign(0, -1),
 		float32(0.1), float32(1e-7), float32(1e21), float32(3.4e38), float32(math.Inf(1)),
 		json.Number("12.5"), json.Number(""), json.Number("x"),
 		map[string]interface{}{"b": 1.5, "a": []interface{}{"x", nil, true}, "": map[string]interface{}{"\xff": 1}},
