@@ -14,6 +14,7 @@ import (
 	"github.com/concordproject/concord/registry"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -187,6 +188,9 @@ func (c *Controller) enqueueGroup(obj interface{}) {
 	}
 }
 
+// conflictRetry is when a definition whose status write lost a race is looked at again.
+const conflictRetry = 50 * time.Millisecond
+
 func (c *Controller) processNext(ctx context.Context) bool {
 	name, quit := c.queue.Get()
 	if quit {
@@ -195,6 +199,14 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	defer c.queue.Done(name)
 	if err := c.reconcile(ctx, name); err != nil {
 		klog.FromContext(ctx).V(2).Info("CustomResourceDefinition not reconciled, will retry", "crd", name, "err", err)
+		if apierrors.IsConflict(err) {
+			// Another server wrote the definition first: the informer brings the newer
+			// object (and queues it) shortly. Conflicts are the normal traffic of
+			// several servers, not a failure to back off from exponentially.
+			c.queue.Forget(name)
+			c.queue.AddAfter(name, conflictRetry)
+			return true
+		}
 		c.queue.AddRateLimited(name)
 		return true
 	}
