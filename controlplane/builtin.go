@@ -1,6 +1,8 @@
 package controlplane
 
 import (
+	"time"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -90,10 +92,15 @@ func eventTableCells(f eventFields) func(obj *unstructured.Unstructured) []inter
 }
 
 // builtinResources are the resources of the catalog the server serves.
-func builtinResources(compat *compatibility.Config) ([]*registry.Resource, error) {
+func builtinResources(compat *compatibility.Config, eventTTL time.Duration) ([]*registry.Resource, error) {
 	res, err := compat.Resources(builtinHooks())
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range res {
+		if gr := r.GroupResource(); gr == coreEventsGR || gr == eventsGR {
+			r.TTL = eventTTL // Events expire, as in Kubernetes
+		}
 	}
 	for _, r := range res {
 		if r.GroupResource() == migration.StorageVersionMigrations.GroupResource() {

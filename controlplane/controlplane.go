@@ -194,7 +194,7 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 		return nil, err
 	}
 	inst.Compatibility = compat
-	builtins, err := builtinResources(compat)
+	builtins, err := builtinResources(compat, o.EventTTL)
 	if err != nil {
 		return nil, err
 	}

@@ -51,6 +51,9 @@ type Options struct {
 	// migrator) from running in this server; run `concord controller-manager` instead,
 	// or nothing.
 	DisableStorageMigration bool
+	// EventTTL is how long Events (core and events.k8s.io) live after their last
+	// write (default 1h, as kube-apiserver's --event-ttl).
+	EventTTL time.Duration
 	// LogFormat is "text" or "json".
 	LogFormat string
 	// Compatibility holds the KEP-4330 flags: the API catalog, binary, emulation and
@@ -67,6 +70,7 @@ func NewOptions() *Options {
 		EtcdPrefix:                 "/registry",
 		LogFormat:                  "text",
 		WatchBookmarkInterval:      30 * time.Second,
+		EventTTL:                   time.Hour,
 		IdentityLeaseDuration:      identity.DefaultLeaseDuration,
 		IdentityLeaseRenewInterval: identity.DefaultRenewInterval,
 		Compatibility:              *compatibility.NewOptions(),
@@ -95,6 +99,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.IdentityLeaseRenewInterval, "identity-lease-renew-interval", o.IdentityLeaseRenewInterval,
 		"How often the server renews its identity lease; shorter than --identity-lease-duration.")
 	fs.BoolVar(&o.DisableStorageMigration, "disable-storage-migration", o.DisableStorageMigration, "Do not run the storage-migration controllers in this server.")
+	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long Events are kept after their last write; etcd then deletes them.")
 	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
 	o.Compatibility.AddFlags(fs)
 }
@@ -128,6 +133,9 @@ func (o *Options) Validate() error {
 				errs = append(errs, fmt.Errorf("%s %q cannot be read: %w", f.flag, f.path, err))
 			}
 		}
+	}
+	if o.EventTTL < time.Second {
+		errs = append(errs, fmt.Errorf("--event-ttl %s must be at least 1s", o.EventTTL))
 	}
 	if o.IdentityLeaseDuration < time.Second || o.IdentityLeaseDuration%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("--identity-lease-duration %s must be a whole number of seconds, at least 1s", o.IdentityLeaseDuration))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -68,7 +69,7 @@ func (s *Store) Create(ctx context.Context, res *Resource, version, ns string, o
 		return obj, nil
 	}
 	key := res.Key(ns, obj.GetName())
-	rev, err := s.storage.Create(ctx, key, data)
+	rev, err := s.storage.Create(ctx, key, data, storage.WithTTL(res.TTL))
 	if err != nil {
 		return nil, s.storageError(res, obj.GetName(), err)
 	}

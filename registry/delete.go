@@ -49,7 +49,7 @@ func (s *Store) Delete(ctx context.Context, res *Resource, version, ns, name str
 			if eerr != nil {
 				return nil, false, s.conversionError(res, eerr)
 			}
-			rev, werr = s.storage.Update(ctx, key, data, kv.Revision)
+			rev, werr = s.storage.Update(ctx, key, data, kv.Revision, storage.WithTTL(res.TTL))
 		} else {
 			if opts.DryRun {
 				return current, true, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -41,6 +42,10 @@ type Resource struct {
 	Converter Converter
 	// Hooks add behaviour for the few resources that need it. Nil means none.
 	Hooks *Hooks
+	// TTL, if positive, makes every write of an object set it to expire that long
+	// after (etcd removes it; watchers see a deletion), as Kubernetes does for Events
+	// (--event-ttl). Storage-migration rewrites keep an object's expiry.
+	TTL time.Duration
 	// Owner, if set, is the object that defines the resource (a CRD); it is reported
 	// as owner of the resource's StorageVersion object.
 	Owner *OwnerRef

@@ -147,7 +147,7 @@ func (s *Store) tryUpdate(ctx context.Context, res *Resource, version, ns, name 
 	if opts.DryRun {
 		return obj, false, true, nil
 	}
-	rev, err := s.storage.Update(ctx, key, data, kv.Revision)
+	rev, err := s.storage.Update(ctx, key, data, kv.Revision, storage.WithTTL(res.TTL))
 	if err != nil {
 		return nil, false, false, err
 	}

@@ -44,9 +44,22 @@ func RequestInfoFrom(ctx context.Context) (*RequestInfo, bool) {
 //	/apis/<group>/<version>/... (the same below the version)
 //
 // plus the legacy /api/v1/watch/... form. GET of a collection is list (watch with
-// ?watch=true), DELETE of a collection is deletecollection.
+// ?watch=true), DELETE of a collection is deletecollection. A POST to
+// RewritePath<group>/<resource> is the verb "rewrite" on that resource.
 func ParseRequestInfo(r *http.Request) *RequestInfo {
 	info := &RequestInfo{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
+	if rest, ok := strings.CutPrefix(r.URL.Path, RewritePath); ok {
+		// A storage-migration rewrite writes objects of one resource: it is a resource
+		// request (verb "rewrite"), held like any write by the filters that guard the
+		// resource, such as the storage version barrier.
+		if parts := strings.Split(strings.Trim(rest, "/"), "/"); len(parts) == 2 && parts[0] != "" && parts[1] != "" && r.Method == http.MethodPost {
+			info.IsResourceRequest, info.Verb, info.Resource = true, "rewrite", parts[1]
+			if parts[0] != "core" {
+				info.APIGroup = parts[0]
+			}
+		}
+		return info
+	}
 	parts := splitPath(r.URL.Path)
 	if len(parts) < 2 || (parts[0] != "api" && parts[0] != "apis") {
 		return info

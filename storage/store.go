@@ -67,12 +67,13 @@ type Store struct {
 	client  *clientv3.Client
 	prefix  string
 	metrics *Metrics
+	leases  *leases
 }
 
 // New returns a Store over client whose keys all live under prefix (e.g. "/registry").
 // The prefix is normalised to have no trailing slash.
 func New(client *clientv3.Client, prefix string) *Store {
-	return &Store{client: client, prefix: strings.TrimSuffix(prefix, "/")}
+	return &Store{client: client, prefix: strings.TrimSuffix(prefix, "/"), leases: &leases{client: client}}
 }
 
 // Client returns the underlying etcd client.

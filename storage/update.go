@@ -11,12 +11,16 @@ import (
 // transaction, and returns the new revision. If the key moved or vanished it returns a
 // *ConflictError carrying the current value (nil if gone), which matches ErrConflict
 // (or ErrNotFound) under errors.Is.
-func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, error) {
+func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64, opts ...WriteOption) (int64, error) {
 	k := s.abs(key)
 	defer s.observe("update", key, time.Now())
+	put, err := s.putOp(ctx, k, value, opts)
+	if err != nil {
+		return 0, err
+	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(k), "=", expected)).
-		Then(clientv3.OpPut(k, string(value))).
+		Then(put).
 		Else(clientv3.OpGet(k)).
 		Commit()
 	if err != nil {
@@ -68,7 +72,8 @@ func (s *Store) WriteBatch(ctx context.Context, writes []Write) ([]int64, []erro
 			if w.Value == nil {
 				ops[i] = clientv3.OpDelete(k)
 			} else {
-				ops[i] = clientv3.OpPut(k, string(w.Value))
+				// A rewrite keeps the key's lease: an expiring object still expires.
+				ops[i] = clientv3.OpPut(k, string(w.Value), clientv3.WithIgnoreLease())
 			}
 		}
 		resp, err := s.client.Txn(ctx).If(cmps...).Then(ops...).Commit()

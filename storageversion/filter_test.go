@@ -79,6 +79,9 @@ func TestBarrier(t *testing.T) {
 		{http.MethodDelete, "/api/v1/namespaces/default/configmaps/x", admin, false},
 		{http.MethodDelete, "/api/v1/namespaces/default/configmaps", admin, false},
 		{http.MethodPost, "/api/v1/namespaces/default/configmaps", loopback, false},
+		// A storage-migration rewrite writes the resource's objects.
+		{http.MethodPost, "/concord/v1/rewrite/core/configmaps", admin, false},
+		{http.MethodPost, "/concord/v1/rewrite/example.com/gadgets", admin, true}, // not tracked
 	} {
 		w, reached := request(t, m.Filter, tc.method, tc.path, tc.user)
 		if reached != tc.pass {

@@ -138,6 +138,7 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--tls-cert-file", "/nonexistent"}, "must be given together"},
 		{[]string{"server", "--etcd-servers", "ftp://x"}, "--etcd-servers"},
 		{[]string{"server", "--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"server", "--event-ttl", "0s"}, "--event-ttl 0s must be at least 1s"},
 		{[]string{"etcd", "--listen-client-urls", "::bad"}, "--listen-client-urls"},
 		// Compatibility versions (KEP-4330).
 		{[]string{"server", "--emulation-version", "1.38"}, "emulation version 1.38 is not between [1.34, 1.37]"},

@@ -365,3 +365,57 @@ func TestStorageMigrationFailuresAreEvents(t *testing.T) {
 		})
 	}
 }
+
+// Events expire --event-ttl after their last write, in both groups, and watchers see
+// them go; other objects stay.
+func TestEventsExpire(t *testing.T) {
+	const ttl = 2 * time.Second
+	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
+		o.EventTTL = ttl
+		o.DisableStorageMigration = true // no Events of its own
+	}))
+	cs := c.Servers[0].Clientset(t)
+	ctx := t.Context()
+	w, err := cs.CoreV1().Events("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	created := time.Now()
+	if _, err := cs.CoreV1().Events("default").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "short-lived"},
+		InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: "default", Name: "cm"},
+		Reason:         "Tested", Message: "gone soon", Type: corev1.EventTypeNormal,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.EventsV1().Events("default").Create(ctx, &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "short-lived-too"},
+		EventTime:  metav1.NowMicro(), ReportingController: "example.com/test", ReportingInstance: "i",
+		Action: "Test", Reason: "Tested", Type: corev1.EventTypeNormal,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stays"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := false
+	for !deleted {
+		select {
+		case ev := <-w.ResultChan():
+			deleted = ev.Type == "DELETED"
+		case <-time.After(10 * time.Second):
+			t.Fatal("no deletion watched within 10s")
+		}
+	}
+	if gone := time.Since(created); gone < ttl {
+		t.Fatalf("the Event went after %s, before its TTL %s", gone, ttl)
+	}
+	waitFor(t, "the events.k8s.io Event to expire", func() (bool, error) {
+		_, err := cs.EventsV1().Events("default").Get(ctx, "short-lived-too", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "stays", metav1.GetOptions{}); err != nil {
+		t.Fatalf("a ConfigMap written with the Events went too: %v", err)
+	}
+}

@@ -835,7 +835,9 @@ func TestStorageVersionKeptTrue(t *testing.T) {
 // version its server did not report at that moment (checked against etcd's history);
 // a second CRD is not held up; deleting the CRD deletes its StorageVersion.
 func TestStorageVersionCustomResources(t *testing.T) {
-	c := harness.Start(t, 3)
+	// The writers' label names the server that wrote each object, which a storage
+	// migration's rewrite (done by the migration leader) would belie: no migrations here.
+	c := harness.Start(t, 3, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.DisableStorageMigration = true }))
 	cs := svClient(t, c.Servers[0].Config())
 	crds := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions()
 	ids := svIDs(c.Servers...)
