@@ -14,6 +14,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
@@ -185,15 +186,30 @@ var operations = []operation{
 				return nil, err
 			}
 			return func(n int) error {
-				defer w.Stop()
-				for got := 0; got < n; got++ {
+				defer func() { w.Stop() }()
+				last := from
+				for got, resumed := 0, 0; got < n; {
 					ev, ok := <-w.ResultChan()
 					if !ok {
-						return fmt.Errorf("watch closed after %d of %d events", got, n)
+						// The server ends a watch that falls too far behind, as Kubernetes
+						// does; like an informer, watch again from the last event seen.
+						if resumed++; resumed > 100 {
+							return fmt.Errorf("watch closed after %d of %d events, %d times", got, n, resumed)
+						}
+						if w, err = cms.Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(last, 10)}); err != nil {
+							return err
+						}
+						continue
 					}
 					if ev.Type != watch.Added {
 						return fmt.Errorf("watch event %d is %s, not ADDED: %v", got, ev.Type, ev.Object)
 					}
+					if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
+						if rv, err := strconv.ParseInt(cm.ResourceVersion, 10, 64); err == nil {
+							last = rv
+						}
+					}
+					got++
 				}
 				return nil
 			}, nil
