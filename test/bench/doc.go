@@ -19,7 +19,10 @@
 //     objects, and the server's list of that namespace;
 //   - etcd-watch, watch: c watchers, raw on etcd or through the server, receiving the
 //     same creations, written straight to etcd 100 per transaction so that the writer
-//     is not the limit (an op is one delivered event).
+//     is not the limit (an op is one delivered event);
+//   - floor-create, floor-get: the create and get through test/bench/floor, the least
+//     a Go HTTPS server must do to answer them (the etcd request and nothing else):
+//     the ceiling of the server's ratios on the machine they run on.
 //
 // Every sub-benchmark reports ops/s, p50 and p99 latency, and the CPU that the server,
 // etcd and the benchmark process itself spent per operation, read from
@@ -27,6 +30,9 @@
 // ratios of server to raw etcd throughput per concurrency. The ready sub-benchmarks
 // time `concord server` from exec to the first 200 from /readyz on an existing data
 // dir, with its embedded etcd and against the external one.
+//
+// -concord.binary runs a given binary instead of building one (to keep its symbols
+// for perf report); -concord.etcd-unsafe-no-fsync starts etcd without fsync.
 //
 // The package measures the binary from outside, as clients do: it must not import
 // Concord's server packages (the migration benchmark uses the client-side migrator,
