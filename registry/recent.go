@@ -16,9 +16,10 @@ const (
 )
 
 // recentObjects remembers the stored bytes and revision of objects this server has
-// lately read or written, so that an update can start from them instead of reading
-// etcd first: a client that lists or gets objects and then writes them back (a
-// storage migrator, kubectl edit) costs one etcd round trip per write instead of two.
+// lately read, written or seen change in a shared watch, so that an update can start
+// from them instead of reading etcd first: a client that lists, gets or watches
+// objects and then writes them back (a storage migrator, kubectl edit, a controller
+// fed by an informer) costs one etcd round trip per write instead of two.
 //
 // An entry may be stale: another server may have written the object since. Update
 // therefore trusts an entry only for a write conditional on the entry's revision

@@ -212,6 +212,14 @@ func (h *hub) detach() {
 
 func (h *hub) run(ctx context.Context, events <-chan storage.Event) {
 	for ev := range events {
+		// What watchers see is what their clients will write back (an informer's
+		// controller): updates can start from it (see recentObjects).
+		switch ev.Type {
+		case storage.Put:
+			h.store.recent.saw(ev.KV)
+		case storage.Deleted:
+			h.store.recent.forget(ev.KV.Key)
+		}
 		h.mu.Lock()
 		e := &hubEvent{typ: ev.Type, rev: ev.Revision, kv: ev.KV, prev: ev.Prev, res: h.res, err: ev.Err}
 		if ev.Type == storage.Put || ev.Type == storage.Deleted {
