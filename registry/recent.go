@@ -2,6 +2,7 @@ package registry
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/concordproject/concord/storage"
 	"k8s.io/utils/lru"
@@ -10,6 +11,9 @@ import (
 const (
 	// recentObjectsSize is how many objects recentObjects remembers.
 	recentObjectsSize = 16384
+	// recentObjectsBytes bounds the stored bytes it keeps; the least recently used
+	// objects go first.
+	recentObjectsBytes = 64 << 20
 	// recentMaxValue is the largest stored value it keeps; larger objects are read
 	// again when updated.
 	recentMaxValue = 128 << 10
@@ -29,10 +33,17 @@ const (
 type recentObjects struct {
 	mu    sync.Mutex
 	cache *lru.Cache
+	// bytes is the size of the values held; the cache's eviction callback, which
+	// runs under the cache's own lock, lowers it.
+	bytes atomic.Int64
 }
 
 func newRecentObjects() *recentObjects {
-	return &recentObjects{cache: lru.New(recentObjectsSize)}
+	r := &recentObjects{}
+	r.cache = lru.NewWithEvictionFunc(recentObjectsSize, func(_ lru.Key, v interface{}) {
+		r.bytes.Add(-int64(len(v.(*storage.KeyValue).Value)))
+	})
+	return r
 }
 
 // get returns the remembered state of key, or nil.
@@ -51,10 +62,18 @@ func (r *recentObjects) saw(kv *storage.KeyValue) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if v, ok := r.cache.Get(kv.Key); ok && v.(*storage.KeyValue).Revision >= kv.Revision {
-		return
+	if v, ok := r.cache.Get(kv.Key); ok {
+		old := v.(*storage.KeyValue)
+		if old.Revision >= kv.Revision {
+			return
+		}
+		r.bytes.Add(-int64(len(old.Value))) // replaced below, which evicts nothing
 	}
 	r.cache.Add(kv.Key, kv)
+	r.bytes.Add(int64(len(kv.Value)))
+	for r.bytes.Load() > recentObjectsBytes && r.cache.Len() > 0 {
+		r.cache.RemoveOldest()
+	}
 }
 
 // wrote remembers that key now holds value at revision rev.
