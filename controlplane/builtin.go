@@ -1,11 +1,10 @@
 package controlplane
 
 import (
-	"time"
-
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/migration"
@@ -37,6 +36,13 @@ func builtinHooks() map[schema.GroupResource]*registry.Hooks {
 		coreEventsGR: {TableCells: eventTableCells(coreEventFields)},
 		eventsGR:     {TableCells: eventTableCells(eventsEventFields)},
 	}
+}
+
+// coreEventSelectableFields are the fields of core Events usable in field selectors.
+var coreEventSelectableFields = []string{
+	"involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
+	"involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
+	"reason", "reportingComponent", "type",
 }
 
 // eventColumns are the printer columns eventTableCells fills, those of the catalog.
@@ -100,6 +106,15 @@ func builtinResources(compat *compatibility.Config, eventTTL time.Duration) ([]*
 	for _, r := range res {
 		if gr := r.GroupResource(); gr == coreEventsGR || gr == eventsGR {
 			r.TTL = eventTTL // Events expire, as in Kubernetes
+		}
+		if r.GroupResource() == coreEventsGR {
+			// The field selectors of Kubernetes' core Events (kubectl describe lists
+			// an object's Events with them), but source, which names source.component.
+			for i := range r.Versions {
+				for _, f := range coreEventSelectableFields {
+					r.Versions[i].SelectableFields = append(r.Versions[i].SelectableFields, apiextensionsv1.SelectableField{JSONPath: "." + f})
+				}
+			}
 		}
 	}
 	for _, r := range res {

@@ -15,6 +15,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -417,5 +418,46 @@ func TestEventsExpire(t *testing.T) {
 	})
 	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "stays", metav1.GetOptions{}); err != nil {
 		t.Fatalf("a ConfigMap written with the Events went too: %v", err)
+	}
+}
+
+// Core Events answer the field selectors kubectl describe lists an object's Events
+// with; unknown fields are refused as Kubernetes refuses them.
+func TestEventFieldSelectors(t *testing.T) {
+	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.DisableStorageMigration = true }))
+	cs := c.Servers[0].Clientset(t)
+	ctx := t.Context()
+	for _, e := range []struct{ name, kind, object, typ string }{
+		{"e1", "ConfigMap", "cm1", corev1.EventTypeNormal},
+		{"e2", "ConfigMap", "cm2", corev1.EventTypeWarning},
+		{"e3", "Secret", "cm1", corev1.EventTypeNormal},
+	} {
+		if _, err := cs.CoreV1().Events("default").Create(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: e.name},
+			InvolvedObject: corev1.ObjectReference{Kind: e.kind, Namespace: "default", Name: e.object, UID: types.UID("uid-" + e.object)},
+			Reason:         "Tested", Message: "m", Type: e.typ,
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for sel, want := range map[string]string{
+		"involvedObject.name=cm1,involvedObject.namespace=default,involvedObject.kind=ConfigMap,involvedObject.uid=uid-cm1": "e1",
+		"type=Warning": "e2",
+		"involvedObject.kind!=ConfigMap,reason=Tested": "e3",
+	} {
+		list, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			t.Fatalf("%s: %v", sel, err)
+		}
+		var names []string
+		for _, e := range list.Items {
+			names = append(names, e.Name)
+		}
+		if strings.Join(names, ",") != want {
+			t.Errorf("%s: listed %v, want %s", sel, names, want)
+		}
+	}
+	if _, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "message=m"}); !apierrors.IsBadRequest(err) {
+		t.Errorf("an unsupported field: %v, want 400", err)
 	}
 }
