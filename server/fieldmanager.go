@@ -119,10 +119,12 @@ type fieldManager struct {
 	fm  *managedfields.FieldManager
 	res *registry.Resource
 
-	// For trackCreate: the type converter, the version's apiVersion, the fields the
-	// manager may not own (resetFields), and the subresource.
+	// For trackCreate: the type converter, the kind and its empty object as a typed
+	// value (nil if the converter refuses it), the fields the manager may not own
+	// (resetFields), and the subresource.
 	tc          managedfields.TypeConverter
-	apiVersion  fieldpath.APIVersion
+	gvk         schema.GroupVersionKind
+	emptyLive   *smdtyped.TypedValue
 	reset       fieldpath.Filter
 	subresource string
 }
@@ -141,8 +143,14 @@ func (s *Server) fieldManager(res *registry.Resource, version, subresource strin
 		if err != nil {
 			return nil, err
 		}
-		apiVersion := fieldpath.APIVersion(gvk.GroupVersion().String())
-		return &fieldManager{fm: fm, res: res, tc: tc, apiVersion: apiVersion, reset: resetFields[apiVersion], subresource: subresource}, nil
+		empty := &unstructured.Unstructured{Object: map[string]interface{}{}}
+		empty.SetGroupVersionKind(gvk)
+		emptyLive, err := tc.ObjectToTyped(empty, smdtyped.AllowDuplicates)
+		if err != nil {
+			emptyLive = nil // trackCreate then leaves creates to the field manager
+		}
+		return &fieldManager{fm: fm, res: res, tc: tc, gvk: gvk, emptyLive: emptyLive,
+			reset: resetFields[fieldpath.APIVersion(gvk.GroupVersion().String())], subresource: subresource}, nil
 	})
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("field manager for %s: %w", res.GroupResource(), err))
@@ -236,9 +244,19 @@ func ownershipUnchanged(current, next *unstructured.Unstructured) bool {
 	return true
 }
 
-// strippedMetadata are the metadata fields no manager owns.
-var strippedMetadata = map[string]bool{"name": true, "namespace": true, "creationTimestamp": true, "selfLink": true,
-	"uid": true, "clusterName": true, "generation": true, "managedFields": true, "resourceVersion": true}
+// strippedMetadataFields are the metadata fields no manager owns (with apiVersion,
+// kind and metadata itself: apimachinery's stripMetaManager).
+var strippedMetadataFields = []string{"name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName",
+	"generation", "managedFields", "resourceVersion"}
+
+// strippedMetadata is strippedMetadataFields as a set.
+var strippedMetadata = func() map[string]bool {
+	m := map[string]bool{}
+	for _, f := range strippedMetadataFields {
+		m[f] = true
+	}
+	return m
+}()
 
 // equalExcept reports whether a and b are equal outside the keys in skip.
 func equalExcept(a, b map[string]interface{}, skip map[string]bool) bool {
@@ -272,21 +290,14 @@ func nestedManagedFields(obj *unstructured.Unstructured) ([]interface{}, bool) {
 	return l, true
 }
 
-// stripFromManaged are the fields no manager owns (apimachinery's stripMetaManager).
-var stripFromManaged = fieldpath.NewSet(
-	fieldpath.MakePathOrDie("apiVersion"),
-	fieldpath.MakePathOrDie("kind"),
-	fieldpath.MakePathOrDie("metadata"),
-	fieldpath.MakePathOrDie("metadata", "name"),
-	fieldpath.MakePathOrDie("metadata", "namespace"),
-	fieldpath.MakePathOrDie("metadata", "creationTimestamp"),
-	fieldpath.MakePathOrDie("metadata", "selfLink"),
-	fieldpath.MakePathOrDie("metadata", "uid"),
-	fieldpath.MakePathOrDie("metadata", "clusterName"),
-	fieldpath.MakePathOrDie("metadata", "generation"),
-	fieldpath.MakePathOrDie("metadata", "managedFields"),
-	fieldpath.MakePathOrDie("metadata", "resourceVersion"),
-)
+// stripFromManaged are the fields no manager owns, as field paths.
+var stripFromManaged = func() *fieldpath.Set {
+	set := fieldpath.NewSet(fieldpath.MakePathOrDie("apiVersion"), fieldpath.MakePathOrDie("kind"), fieldpath.MakePathOrDie("metadata"))
+	for _, f := range strippedMetadataFields {
+		set.Insert(fieldpath.MakePathOrDie("metadata", f))
+	}
+	return set
+}()
 
 // trackCreate is track for a create (no current object): the one entry it records is
 // computed directly, without the field manager's round trips through typed
@@ -299,22 +310,16 @@ func (f *fieldManager) trackCreate(obj *unstructured.Unstructured, manager strin
 	if !ok {
 		return f.track(nil, obj, manager)
 	}
-	if _, has := meta["managedFields"]; has {
+	if _, has := meta["managedFields"]; has || f.emptyLive == nil || obj.GroupVersionKind() != f.gvk {
 		return f.track(nil, obj, manager)
 	}
 	// What the field manager's updater does against the empty live object: the
 	// manager owns what the comparison finds added (or changed).
-	empty := &unstructured.Unstructured{Object: map[string]interface{}{}}
-	empty.SetGroupVersionKind(obj.GroupVersionKind())
-	live, err := f.tc.ObjectToTyped(empty, smdtyped.AllowDuplicates)
-	if err != nil {
-		return f.track(nil, obj, manager)
-	}
 	typed, err := f.tc.ObjectToTyped(obj, smdtyped.AllowDuplicates)
 	if err != nil {
 		return f.track(nil, obj, manager)
 	}
-	cmp, err := live.Compare(typed)
+	cmp, err := f.emptyLive.Compare(typed)
 	if err != nil {
 		return f.track(nil, obj, manager)
 	}
@@ -337,7 +342,7 @@ func (f *fieldManager) trackCreate(obj *unstructured.Unstructured, manager strin
 	entry := map[string]interface{}{
 		"manager":    manager,
 		"operation":  string(metav1.ManagedFieldsOperationUpdate),
-		"apiVersion": string(f.apiVersion),
+		"apiVersion": f.gvk.GroupVersion().String(),
 		"time":       metav1.Now().UTC().Format(time.RFC3339),
 		"fieldsType": "FieldsV1",
 		"fieldsV1":   fieldsV1,

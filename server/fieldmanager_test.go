@@ -16,18 +16,7 @@ import (
 // resource may not own, schemaless resources, objects that own nothing, objects that
 // bring their own managedFields.
 func TestTrackCreateIsTheFieldManagersCreate(t *testing.T) {
-	cfg, err := compatibility.NewOptions().Complete(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	builtins, err := cfg.Resources(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byGR := map[schema.GroupResource]*registry.Resource{}
-	for _, r := range builtins {
-		byGR[r.GroupResource()] = r
-	}
+	byGR := builtinResources(t)
 	schemaless := &registry.Resource{
 		Group:          "example.com",
 		Names:          apiextensionsv1.CustomResourceDefinitionNames{Plural: "things", Kind: "Thing", ListKind: "ThingList"},
@@ -130,20 +119,7 @@ func TestTrackCreateIsTheFieldManagersCreate(t *testing.T) {
 }
 
 func BenchmarkTrackCreate(b *testing.B) {
-	cfg, err := compatibility.NewOptions().Complete(b.Context())
-	if err != nil {
-		b.Fatal(err)
-	}
-	builtins, err := cfg.Resources(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var res *registry.Resource
-	for _, r := range builtins {
-		if r.GroupResource() == (schema.GroupResource{Resource: "configmaps"}) {
-			res = r
-		}
-	}
+	res := builtinResources(b)[schema.GroupResource{Resource: "configmaps"}]
 	fm, err := (&Server{}).fieldManager(res, "v1", "")
 	if err != nil {
 		b.Fatal(err)
@@ -166,20 +142,7 @@ func BenchmarkTrackCreate(b *testing.B) {
 // An update that changes nothing a manager can own keeps the managedFields as the field
 // manager keeps them, and any other update goes to the field manager.
 func TestTrackUnchangedUpdateIsTheFieldManagersUpdate(t *testing.T) {
-	cfg, err := compatibility.NewOptions().Complete(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	builtins, err := cfg.Resources(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res *registry.Resource
-	for _, r := range builtins {
-		if r.GroupResource() == (schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}) {
-			res = r
-		}
-	}
+	res := builtinResources(t)[schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}]
 	version := res.PreferredVersion()
 	fm, err := (&Server{}).fieldManager(res, version, "")
 	if err != nil {
@@ -258,4 +221,22 @@ func TestTrackUnchangedUpdateIsTheFieldManagersUpdate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// builtinResources returns the resources of the default API catalog by group-resource.
+func builtinResources(tb testing.TB) map[schema.GroupResource]*registry.Resource {
+	tb.Helper()
+	cfg, err := compatibility.NewOptions().Complete(tb.Context())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	builtins, err := cfg.Resources(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	byGR := map[schema.GroupResource]*registry.Resource{}
+	for _, r := range builtins {
+		byGR[r.GroupResource()] = r
+	}
+	return byGR
 }

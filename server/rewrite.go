@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,16 +25,13 @@ func (s *Server) serveRewrite(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "rewrite"}, r.Method))
 		return
 	}
-	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, RewritePath), "/"), "/")
-	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+	// ParseRequestInfo has read the group and resource from the path.
+	info, ok := RequestInfoFrom(r.Context())
+	if !ok || !info.IsResourceRequest {
 		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("want %s<group>/<resource> (group \"core\" for the legacy group)", RewritePath)))
 		return
 	}
-	group := parts[0]
-	if group == "core" {
-		group = ""
-	}
-	gr := schema.GroupResource{Group: group, Resource: parts[1]}
+	gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
 	res := s.cfg.Registry.Get(gr)
 	if res == nil {
 		writeError(w, r, apierrors.NewNotFound(gr, ""))
