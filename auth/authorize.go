@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,15 +31,21 @@ type Attributes struct {
 // readVerbs are the verbs every authenticated user may use on resources.
 var readVerbs = map[string]bool{"get": true, "list": true, "watch": true}
 
+// debugPath is where the server's profiles are served (--profiling).
+const debugPath = "/debug"
+
 // Authorize decides a request. Members of GroupMasters may do anything. Others may read:
 // users in GroupAuthenticated may get, list and watch any resource, and anyone may get or
-// head a non-resource path (WithAuthentication lets anonymous users reach only public
-// paths). Everything else is denied, and reason says why, for Forbidden and the log.
+// head a non-resource path but those under /debug, the profiles (WithAuthentication lets
+// anonymous users reach only public paths). Everything else is denied, and reason says
+// why, for Forbidden and the log.
 func Authorize(a Attributes) (allowed bool, reason string) {
 	u := a.User
 	switch {
 	case u.IsMaster():
 		return true, ""
+	case !a.ResourceRequest && (a.Path == debugPath || strings.HasPrefix(a.Path, debugPath+"/")):
+		return false, fmt.Sprintf("only members of group %q may read the server's profiles", GroupMasters)
 	case !a.ResourceRequest:
 		if a.Verb == "get" || a.Verb == "head" {
 			return true, ""

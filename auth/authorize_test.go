@@ -43,6 +43,10 @@ func TestAuthorize(t *testing.T) {
 		{"user posts non-resource", with(nonResource, alice, "post"), false, "non-resource"},
 		{"anonymous gets non-resource", with(nonResource, nobody, "get"), true, ""},
 		{"anonymous heads non-resource", with(nonResource, nobody, "head"), true, ""},
+		{"master gets a profile", Attributes{User: master, Verb: "get", Path: "/debug/pprof/profile"}, true, ""},
+		{"user gets a profile", Attributes{User: alice, Verb: "get", Path: "/debug/pprof/heap"}, false, "profiles"},
+		{"user gets /debug", Attributes{User: alice, Verb: "get", Path: "/debug"}, false, "profiles"},
+		{"user gets /debugger", Attributes{User: alice, Verb: "get", Path: "/debugger"}, true, ""},
 		{"anonymous gets resource", with(podsGet, nobody, "get"), false, "anonymous"},
 		{"anonymous lists resource", with(podsGet, nobody, "list"), false, "anonymous"},
 	}

@@ -252,6 +252,7 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 		Authenticator: authn,
 		Health:        checks,
 		Metrics:       inst.Metrics,
+		Profiling:     o.Profiling,
 		Version:       compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
 		Filters:       filters,
 		TLS:           &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}},

@@ -54,6 +54,9 @@ type Options struct {
 	// EventTTL is how long Events (core and events.k8s.io) live after their last
 	// write (default 1h, as kube-apiserver's --event-ttl).
 	EventTTL time.Duration
+	// Profiling serves Go's profiles at /debug/pprof/ (default true, as
+	// kube-apiserver's --profiling).
+	Profiling bool
 	// LogFormat is "text" or "json".
 	LogFormat string
 	// Compatibility holds the KEP-4330 flags: the API catalog, binary, emulation and
@@ -71,6 +74,7 @@ func NewOptions() *Options {
 		LogFormat:                  "text",
 		WatchBookmarkInterval:      30 * time.Second,
 		EventTTL:                   time.Hour,
+		Profiling:                  true,
 		IdentityLeaseDuration:      identity.DefaultLeaseDuration,
 		IdentityLeaseRenewInterval: identity.DefaultRenewInterval,
 		Compatibility:              *compatibility.NewOptions(),
@@ -100,6 +104,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How often the server renews its identity lease; shorter than --identity-lease-duration.")
 	fs.BoolVar(&o.DisableStorageMigration, "disable-storage-migration", o.DisableStorageMigration, "Do not run the storage-migration controllers in this server.")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long Events are kept after their last write; etcd then deletes them.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's CPU, heap, goroutine and execution-trace profiles at /debug/pprof/ to authorized clients.")
 	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
 	o.Compatibility.AddFlags(fs)
 }

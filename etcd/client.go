@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // Client tuning. The keep-alive settings are kube-apiserver's.
@@ -140,6 +141,10 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*clientv3.Client, error) 
 		DialKeepAliveTime:    keepAliveTime,
 		DialKeepAliveTimeout: keepAliveTimeout,
 		Logger:               logger,
+		DialOptions: []grpc.DialOption{
+			grpc.WithStaticStreamWindowSize(staticWindow),
+			grpc.WithStaticConnWindowSize(staticWindow),
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: connecting to %s: %w", ErrUnreachable, endpoints, err)
@@ -156,3 +161,12 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*clientv3.Client, error) 
 	}
 	return client, nil
 }
+
+// staticWindow is the flow-control window of the client's gRPC connection and of
+// each of its streams, fixed, as large as gRPC's dynamic windows ever grow (its BDP
+// estimator stops at 16 MiB), so that large ranges and watch bursts are never held
+// back by flow control. Fixed windows spare every answer the bandwidth probe (a ping
+// to etcd and its acknowledgement) that dynamic windows send whenever data arrives:
+// measured on the storage-migration client path at concurrency 1, 60 µs less etcd CPU
+// per write and about 4% more writes per second (docs/benchmarks.md).
+const staticWindow = 16 << 20

@@ -12,6 +12,10 @@ import (
 // one JSON value of the accepted kind.
 var ErrSyntax = errors.New("invalid JSON")
 
+// ErrDuplicateKey is wrapped by the error of UnmarshalObjectStrict when an object in
+// the data repeats a key.
+var ErrDuplicateKey = errors.New("duplicate key")
+
 // maxDepth is how deeply arrays and objects may nest, as in encoding/json.
 const maxDepth = 10000
 
@@ -24,6 +28,11 @@ func UnmarshalObject(data []byte) (map[string]interface{}, error) {
 	if err != nil {
 		return nil, err
 	}
+	return asObject(v)
+}
+
+// asObject returns v, a decoded top-level value, as an object: null gives a nil map.
+func asObject(v interface{}) (map[string]interface{}, error) {
 	switch v := v.(type) {
 	case nil:
 		return nil, nil
@@ -34,12 +43,34 @@ func UnmarshalObject(data []byte) (map[string]interface{}, error) {
 	}
 }
 
+// UnmarshalObjectStrict is UnmarshalObject for callers that refuse repeated keys: if
+// any object in data, at any depth, has a key twice, it returns an error wrapping
+// ErrDuplicateKey (and no map). Finding out costs nothing beyond UnmarshalObject's
+// own work. The error does not say which key: a caller that must name it decodes again
+// with a decoder that reports paths (sigs.k8s.io/json's UnmarshalStrict, for one).
+func UnmarshalObjectStrict(data []byte) (map[string]interface{}, error) {
+	d := decoder{data: data}
+	v, err := d.top()
+	if err != nil {
+		return nil, err
+	}
+	if d.duplicate {
+		return nil, ErrDuplicateKey
+	}
+	return asObject(v)
+}
+
 // Unmarshal parses data, one JSON value with optional white space around it, into
 // the value k8s.io/apimachinery/pkg/util/json.Unmarshal gives into an interface{}:
 // nil, bool, string, int64 (an integer literal without '.' that fits), float64 (any
 // other number), []interface{} or map[string]interface{}.
 func Unmarshal(data []byte) (interface{}, error) {
 	d := decoder{data: data}
+	return d.top()
+}
+
+// top parses all of d.data as one value with optional white space around it.
+func (d *decoder) top() (interface{}, error) {
 	d.skipSpace()
 	v, err := d.value()
 	if err != nil {
@@ -56,6 +87,8 @@ type decoder struct {
 	data  []byte
 	pos   int
 	depth int
+	// duplicate records that some object repeated a key (the last value won).
+	duplicate bool
 }
 
 func (d *decoder) errorf(format string, args ...interface{}) error {
@@ -143,7 +176,11 @@ func (d *decoder) object() (interface{}, error) {
 		if err != nil {
 			return nil, err
 		}
+		n := len(m)
 		m[k] = v
+		if len(m) == n {
+			d.duplicate = true
+		}
 		d.skipSpace()
 		if d.pos >= len(d.data) {
 			return nil, d.errorf("unexpected end of input in an object")

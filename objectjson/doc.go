@@ -10,7 +10,9 @@
 //   - Unmarshal parses like k8s.io/apimachinery/pkg/util/json.Unmarshal into a
 //     map[string]interface{}: integers that fit become int64, other numbers float64,
 //     strings are unescaped with invalid UTF-8 replaced by U+FFFD, the last of
-//     duplicate keys wins, nesting is limited to 10000 levels;
+//     duplicate keys wins, nesting is limited to 10000 levels; UnmarshalObjectStrict
+//     refuses duplicate keys instead (ErrDuplicateKey), exactly where
+//     sigs.k8s.io/json's UnmarshalStrict with DisallowDuplicateFields reports them;
 //   - Append and Marshal encode like an encoding/json Encoder with SetEscapeHTML(false),
 //     without the trailing newline: object keys sorted, nil maps and slices as null,
 //     floats formatted as encoding/json formats them. Values of other types than the

@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	kjson "sigs.k8s.io/json"
 )
 
 // documents are JSON texts, valid and not, that the tests and the fuzzers' seed corpora
@@ -21,6 +22,7 @@ var documents = []string{
 	`{}`, `[]`, `null`, `true`, `false`, `0`, `-0`, `1`, `-1`, `""`,
 	` {"a" : 1 , "b":[ 1 , 2 ] } `, "\t\n\r{}\n",
 	`{"a":1,"a":2}`, // the last duplicate wins
+	`{"a":{"b":1,"c":{"b":2}},"b":[{"x":1},{"x":1,"x":1}]}`, `{"a":1,"A":2}`, `{"\u0061":1,"a":2}`,
 	`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":{"a":"b"}},"data":{"k":"v"}}`,
 	`[1,2.5,-3e2,4E+2,5e-3,0.1,1e21,1e-7,123456789012345678901234567890,9223372036854775807,9223372036854775808,-9223372036854775808,-9223372036854775809]`,
 	`1.0`, `1e0`, `1E400`, `-1e400`, `1e-400`, `0.000001`, `0.0000001`, `100000000000000000000`, `1e20`,
@@ -62,6 +64,23 @@ func compareUnmarshal(t *testing.T, data []byte) {
 	gotMap, err := UnmarshalObject(data)
 	if (err != nil) != (wantErr != nil) || err == nil && !reflect.DeepEqual(gotMap, wantMap) {
 		t.Fatalf("UnmarshalObject(%q) = %#v, %v; apimachinery gives %#v, %v", data, gotMap, err, wantMap, wantErr)
+	}
+	// UnmarshalObjectStrict refuses exactly what the server's strict decoder reports
+	// as duplicate fields, and otherwise agrees with UnmarshalObject.
+	var strictMap map[string]interface{}
+	strictErrs, wantErr := kjson.UnmarshalStrict(data, &strictMap, kjson.DisallowDuplicateFields)
+	gotMap, err = UnmarshalObjectStrict(data)
+	switch {
+	case wantErr != nil:
+		if err == nil || errors.Is(err, ErrDuplicateKey) {
+			t.Fatalf("UnmarshalObjectStrict(%q) = %v, want a syntax error like %v", data, err, wantErr)
+		}
+	case len(strictErrs) > 0:
+		if !errors.Is(err, ErrDuplicateKey) || gotMap != nil {
+			t.Fatalf("UnmarshalObjectStrict(%q) = %#v, %v; want ErrDuplicateKey for %v", data, gotMap, err, strictErrs)
+		}
+	case err != nil || !reflect.DeepEqual(gotMap, strictMap):
+		t.Fatalf("UnmarshalObjectStrict(%q) = %#v, %v; sigs.k8s.io/json gives %#v", data, gotMap, err, strictMap)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/concordproject/concord/objectjson"
 	"github.com/concordproject/concord/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,9 +88,17 @@ func parseFieldValidation(r *http.Request) (fieldValidation, error) {
 // applied. The warnings are returned for the Warning header.
 func decodeObject(data []byte, res *registry.Resource, version string, fv fieldValidation) (*unstructured.Unstructured, []string, error) {
 	obj := &unstructured.Unstructured{}
-	strictErrs, err := kjson.UnmarshalStrict(data, &obj.Object, kjson.DisallowDuplicateFields)
-	if err != nil {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid JSON object: %v", err))
+	var strictErrs []error
+	m, err := objectjson.UnmarshalObjectStrict(data)
+	if err == nil {
+		obj.Object = m
+	} else {
+		// A duplicate key or a syntax error: sigs.k8s.io/json decodes again, to name the
+		// duplicated fields' paths and to word syntax errors as Kubernetes does.
+		strictErrs, err = kjson.UnmarshalStrict(data, &obj.Object, kjson.DisallowDuplicateFields)
+		if err != nil {
+			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid JSON object: %v", err))
+		}
 	}
 	if obj.Object == nil {
 		return nil, nil, apierrors.NewBadRequest("the body is not a valid JSON object: null")
@@ -171,6 +180,9 @@ func normalizeMetadata(obj *unstructured.Unstructured) ([]string, error) {
 	m, ok := raw.(map[string]interface{})
 	if !ok {
 		return nil, apierrors.NewBadRequest("metadata must be an object")
+	}
+	if objectMetaValid(m) {
+		return nil, nil // the round trip below would change nothing and find nothing
 	}
 	data, err := kjsonMarshal(m)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,9 @@ type Config struct {
 	Health *health.Endpoints
 	// Metrics registers the server's metrics and serves /metrics.
 	Metrics *prometheus.Registry
+	// Profiling serves Go's profiles under /debug/pprof/ (as kube-apiserver's
+	// --profiling), to authenticated and authorized clients only.
+	Profiling bool
 	// Version is served at /version.
 	Version version.Info
 	// TLS is the serving configuration (certificates).
@@ -117,6 +121,13 @@ func (s *Server) install() {
 	s.mux.Handle("/version/", http.HandlerFunc(s.serveVersion))
 	if s.cfg.Metrics != nil {
 		s.mux.Handle("/metrics", promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}))
+	}
+	if s.cfg.Profiling {
+		s.mux.HandleFunc("/debug/pprof/", pprof.Index)
+		s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	var api http.Handler = http.HandlerFunc(s.serveAPI)
 	for i := len(s.cfg.Filters) - 1; i >= 0; i-- {

@@ -59,6 +59,9 @@ func TestHealthVersionMetrics(t *testing.T) {
 	if _, err := c.Servers[0].Clientset(t).CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if code, body := get(t, cfg, "/debug/pprof/"); code != 200 || !strings.Contains(body, "goroutine") {
+		t.Fatalf("/debug/pprof/: %d %q", code, body)
+	}
 	code, body = get(t, cfg, "/metrics")
 	for _, want := range []string{
 		`apiserver_request_total{code="200",group="",resource="namespaces",subresource="",verb="list",version="v1"}`,
@@ -79,7 +82,10 @@ func TestReadersMayReadButNotWrite(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("reader-token,reader,1001,\"dev,ops\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.TokenAuthFile = tokens }))
+	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
+		o.TokenAuthFile = tokens
+		o.Profiling = false
+	}))
 	cfg := rest.CopyConfig(c.Servers[0].Config())
 	cfg.BearerToken = "reader-token"
 	cs := kubernetes.NewForConfigOrDie(cfg)
@@ -92,5 +98,12 @@ func TestReadersMayReadButNotWrite(t *testing.T) {
 	}
 	if code, _ := get(t, cfg, "/api/v1/namespaces"); code != http.StatusOK {
 		t.Fatalf("reader raw list: %d", code)
+	}
+	// Profiles are for administrators, and --profiling=false serves none.
+	if code, body := get(t, cfg, "/debug/pprof/"); code != http.StatusForbidden || !strings.Contains(body, "profiles") {
+		t.Fatalf("reader /debug/pprof/: %d %s, want 403", code, body)
+	}
+	if code, _ := get(t, c.Servers[0].Config(), "/debug/pprof/"); code != http.StatusNotFound {
+		t.Fatalf("admin /debug/pprof/ with --profiling=false: %d, want 404", code)
 	}
 }
