@@ -8,6 +8,7 @@ import (
 	"github.com/concordproject/concord/schema"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -83,7 +84,7 @@ func (r *Resource) nameFunc() apimachineryvalidation.ValidateNameFunc {
 
 // validateCreate runs metadata, schema and hook validation of a new object in version.
 func (r *Resource) validateCreate(ctx context.Context, version string, obj *Object) error {
-	errs := apimachineryvalidation.ValidateObjectMetaAccessor(obj, r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
+	errs := apimachineryvalidation.ValidateObjectMetaAccessor(convertedOnce(obj), r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
 	errs = append(errs, r.Schema(version).Validate(ctx, obj.Object)...)
 	if r.Hooks != nil && r.Hooks.Validate != nil {
 		errs = append(errs, r.Hooks.Validate(ctx, obj)...)
@@ -97,8 +98,9 @@ func (r *Resource) validateCreate(ctx context.Context, version string, obj *Obje
 // validateUpdate runs metadata (including immutability), schema and hook validation
 // of an update in version.
 func (r *Resource) validateUpdate(ctx context.Context, version string, obj, old *Object) error {
-	errs := apimachineryvalidation.ValidateObjectMetaAccessor(obj, r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
-	errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(obj, old, field.NewPath("metadata"))...)
+	meta := convertedOnce(obj)
+	errs := apimachineryvalidation.ValidateObjectMetaAccessor(meta, r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
+	errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(meta, old, field.NewPath("metadata"))...)
 	errs = append(errs, r.Schema(version).ValidateUpdate(ctx, obj.Object, old.Object)...)
 	if r.Hooks != nil && r.Hooks.ValidateUpdate != nil {
 		errs = append(errs, r.Hooks.ValidateUpdate(ctx, obj, old)...)
@@ -108,3 +110,18 @@ func (r *Resource) validateUpdate(ctx context.Context, version string, obj, old 
 	}
 	return nil
 }
+
+// managedOnce is an object as metadata validation reads it, its managedFields
+// converted to metav1.ManagedFieldsEntry once: apimachinery's validation asks for them
+// three times per update, and each conversion from the map is a reflective one.
+type managedOnce struct {
+	*Object
+	managed []metav1.ManagedFieldsEntry
+}
+
+func convertedOnce(obj *Object) managedOnce {
+	return managedOnce{Object: obj, managed: obj.GetManagedFields()}
+}
+
+// GetManagedFields returns the entries converted once; callers must not modify them.
+func (m managedOnce) GetManagedFields() []metav1.ManagedFieldsEntry { return m.managed }

@@ -9,7 +9,7 @@ import (
 // What the external tests of the type walk need (typecheck.go).
 
 func (s *Schema) TypesOnly() bool                                 { return s.typesOnly }
-func (s *Schema) TypeValid(obj map[string]interface{}) bool       { return typeValid(s.structural, obj) }
+func (s *Schema) TypeValid(obj map[string]interface{}) bool       { return objectValid(s.structural, obj) }
 func (s *Schema) StructuralForTest() *structuralschema.Structural { return s.structural }
 func (s *Schema) OpenAPIErrors(obj map[string]interface{}) field.ErrorList {
 	return apiservervalidation.ValidateCustomResource(nil, obj, valueValidator{s.values})

@@ -109,21 +109,7 @@ func typeValid(n *structuralschema.Structural, v interface{}) bool {
 			return false
 		}
 		for k, e := range m {
-			if p, ok := n.Properties[k]; ok {
-				if !typeValid(&p, e) {
-					return false
-				}
-				continue
-			}
-			if ap := n.AdditionalProperties; ap != nil && ap.Structural != nil {
-				if !typeValid(ap.Structural, e) {
-					return false
-				}
-				continue
-			}
-			if !n.XPreserveUnknownFields && (n.AdditionalProperties == nil || !n.AdditionalProperties.Bool) && len(n.Properties) > 0 {
-				// An unknown field of a closed object: pruning removes them before
-				// validation, so this is unexpected; let kube-openapi judge.
+			if !memberValid(n, k, e) {
 				return false
 			}
 		}
@@ -131,4 +117,41 @@ func typeValid(n *structuralschema.Structural, v interface{}) bool {
 	default:
 		return false
 	}
+}
+
+// memberValid reports whether e certainly satisfies what n, an object schema, says of
+// its member k.
+func memberValid(n *structuralschema.Structural, k string, e interface{}) bool {
+	if p, ok := n.Properties[k]; ok {
+		return typeValid(&p, e)
+	}
+	if ap := n.AdditionalProperties; ap != nil && ap.Structural != nil {
+		return typeValid(ap.Structural, e)
+	}
+	// An unknown field of a closed object: pruning removes them before validation, so
+	// this is unexpected; let kube-openapi judge.
+	return n.XPreserveUnknownFields || (n.AdditionalProperties != nil && n.AdditionalProperties.Bool) || len(n.Properties) == 0
+}
+
+// objectValid is typeValid for a whole object under its resource's root schema n:
+// apiVersion, kind and metadata, which every object carries and a schema may leave
+// undeclared, are not unknown fields there (pruning keeps them, and kube-openapi
+// accepts members a schema does not declare unless additionalProperties is false,
+// which a structural schema cannot say). Declared, they are checked as declared.
+func objectValid(n *structuralschema.Structural, obj map[string]interface{}) bool {
+	if n.Type != "object" || n.XIntOrString {
+		return typeValid(n, obj)
+	}
+	for k, e := range obj {
+		switch k {
+		case "apiVersion", "kind", "metadata":
+			if _, declared := n.Properties[k]; !declared {
+				continue
+			}
+		}
+		if !memberValid(n, k, e) {
+			return false
+		}
+	}
+	return true
 }

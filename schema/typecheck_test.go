@@ -15,7 +15,8 @@ import (
 
 // The type walk may only accept what kube-openapi accepts. Random objects, mostly
 // valid and some with a wrong type, a null, a float integer, an out-of-range int32, a
-// bad date or base64 string or an unknown field here and there, are generated for
+// bad date or base64 string or an unknown field here and there, with or without the
+// apiVersion, kind and metadata of every object, are generated for
 // every version of every catalog resource and for a CRD-like schema; whenever the walk
 // accepts one, kube-openapi must find no error.
 func TestTypeWalkIsNeverMoreLenientThanOpenAPI(t *testing.T) {
@@ -55,9 +56,19 @@ func TestTypeWalkIsNeverMoreLenientThanOpenAPI(t *testing.T) {
 		}
 		for range 300 {
 			g := &generator{rng: rng, spoil: rng.Float64() < 0.5}
-			obj, _ := g.value(s.StructuralForTest(), 0).(map[string]interface{})
+			root := s.StructuralForTest()
+			obj, _ := g.value(root, 0).(map[string]interface{})
 			if obj == nil {
 				continue
+			}
+			// What every object carries, where its schema does not declare it.
+			for k, v := range map[string]interface{}{
+				"apiVersion": "example.com/v1", "kind": "Widget",
+				"metadata": map[string]interface{}{"name": "w", "labels": map[string]interface{}{"a": "b"}},
+			} {
+				if _, declared := root.Properties[k]; !declared && rng.IntN(4) > 0 {
+					obj[k] = v
+				}
 			}
 			total++
 			if !s.TypeValid(obj) {

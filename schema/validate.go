@@ -49,7 +49,7 @@ func (s *Schema) ValidateUpdate(ctx context.Context, obj, old map[string]interfa
 // validateValues runs the OpenAPI value validation and the embedded-resource checks.
 func (s *Schema) validateValues(ctx context.Context, obj map[string]interface{}) field.ErrorList {
 	var errs field.ErrorList
-	if !s.typesOnly || !typeValid(s.structural, obj) {
+	if !s.typesOnly || !objectValid(s.structural, obj) {
 		errs = apiservervalidation.ValidateCustomResource(nil, obj, valueValidator{s.values})
 	}
 	if s.hasEmbedded {
