@@ -141,27 +141,34 @@ func (s *Store) subscribe(ctx context.Context, res *Resource, from int64) (*hubW
 	s.hubsMu.Lock()
 	h := s.hubs[prefix]
 	if h != nil && !h.join(res, w, from) {
-		h = nil // too far behind the shared hub: a private one below
+		// Too far behind the shared hub: a private one.
 		s.hubsMu.Unlock()
-		p := s.startHub(ctx, prefix, res, from, false)
-		p.join(res, w, from)
+		p := s.startHub(ctx, prefix, res, from, false, w)
 		return w, func() { p.leave(w) }
 	}
 	if h == nil {
-		h = s.startHub(ctx, prefix, res, from, true)
+		h = s.startHub(ctx, prefix, res, from, true, w)
 		s.hubs[prefix] = h
-		h.join(res, w, from)
 	}
 	s.hubsMu.Unlock()
 	return w, func() { h.leave(w) }
 }
 
-// startHub starts a hub whose history is complete after revision from.
-func (s *Store) startHub(ctx context.Context, prefix string, res *Resource, from int64, shared bool) *hub {
+// testHookHubStarted, if set, is called by startHub once the hub runs.
+var testHookHubStarted func(*hub)
+
+// startHub starts a hub whose history is complete after revision from, with first as
+// its first watch. first is in before the hub's first change arrives: joining after
+// could come too late, when a replay from an old revision has already pushed more
+// than hubBufferSize changes through it, and join would refuse it.
+func (s *Store) startHub(ctx context.Context, prefix string, res *Resource, from int64, shared bool, first *hubWatcher) *hub {
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h := &hub{store: s, prefix: prefix, shared: shared, res: res, watchers: map[*hubWatcher]struct{}{}, complete: from, cancel: cancel}
+	h := &hub{store: s, prefix: prefix, shared: shared, res: res, watchers: map[*hubWatcher]struct{}{first: {}}, complete: from, cancel: cancel}
 	events := s.storage.Watch(hctx, prefix, from, storage.WatchOptions{ProgressInterval: s.BookmarkInterval})
 	go h.run(klog.NewContext(hctx, klog.FromContext(ctx).WithValues("watchHub", strings.TrimSuffix(prefix, "/"))), events)
+	if testHookHubStarted != nil {
+		testHookHubStarted(h)
+	}
 	return h
 }
 

@@ -222,3 +222,53 @@ func waitHubs(t *testing.T, s *Store, n int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A watch from a revision further back than a hub's buffer gets every change even when
+// the hub's replay runs through more than the buffer before the watch could have
+// joined: the watch is the hub's from the start.
+func TestLongReplayMissesNothing(t *testing.T) {
+	ctx := t.Context()
+	s, res := hubStore(t)
+	first, err := s.Create(ctx, res, "v1", "a", gadget("a", "r-0", 0), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = hubBufferSize + 200
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := g; i < n; i += 8 {
+				if _, err := s.Create(ctx, res, "v1", "a", gadget("a", fmt.Sprint("r-", i+1), i), WriteOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Hold the watch back until its hub has replayed past its buffer.
+	testHookHubStarted = func(h *hub) {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			h.mu.Lock()
+			overflowed := h.complete > mustRV(t, first)
+			h.mu.Unlock()
+			if overflowed {
+				return
+			}
+		}
+		t.Error("the hub did not replay past its buffer")
+	}
+	t.Cleanup(func() { testHookHubStarted = nil })
+	w, err := s.Watch(ctx, res, "v1", "", metav1.ListOptions{ResourceVersion: first.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	seen := map[string]bool{}
+	for _, ev := range collect(t, w, n) {
+		seen[ev.Object.(*unstructured.Unstructured).GetName()] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct objects of %d", len(seen), n)
+	}
+}

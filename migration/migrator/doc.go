@@ -23,6 +23,12 @@
 // Failed objects are skipped and reported (Failure: namespace, name, reason), never
 // retried for ever: one bad object does not hold up the others.
 //
+// Each worker writes over its own HTTP/1.1 connection (up to 25 workers; more share
+// HTTP/2 connections): an exchange on a connection of its own crosses fewer goroutines
+// at both ends than one multiplexed on HTTP/2, and every write of the client path is
+// such an exchange. The next page is listed, and its items read, while the current one
+// is written.
+//
 // The server path is Concord's fast path, POST /concord/v1/rewrite/<group>/<resource>
 // (registry.Store.Rewrite): the server reads a page, re-encodes what needs it and
 // writes it back in batches of etcd transactions under the same preconditions, and
@@ -45,6 +51,7 @@
 //		})
 //
 // The package only talks to the API server through its REST API; it must not import
-// the server's packages. The fast path's answer has the JSON shape of
+// the server's packages (objectjson, a JSON codec that knows nothing of the server,
+// is not one). The fast path's answer has the JSON shape of
 // registry.RewriteResult, which a test of this package checks.
 package migrator
