@@ -231,7 +231,7 @@ func New(cfg *rest.Config, opts Options) (*Migrator, error) {
 		// goroutines on both ends than on a multiplexed HTTP/2 connection, which
 		// shortens every write (measured on the client path: +15% objects per second at
 		// concurrency 1, see docs/benchmarks.md).
-		c.TLSClientConfig.NextProtos = []string{"http/1.1"}
+		c.NextProtos = []string{"http/1.1"}
 	}
 	if opts.QPS > 0 {
 		c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(opts.QPS, opts.Burst)

@@ -370,3 +370,39 @@ func TestOptionsValidate(t *testing.T) {
 		t.Errorf("defaults %+v", got)
 	}
 }
+
+// Up to 25 workers write over HTTP/1.1 connections of their own, more over HTTP/2,
+// against a TLS server that offers both.
+func TestWorkersProtocol(t *testing.T) {
+	for _, tc := range []struct {
+		workers int
+		proto   string
+	}{{1, "HTTP/1.1"}, {16, "HTTP/1.1"}, {26, "HTTP/2.0"}} {
+		f := &fakeServer{names: []string{"ok-1", "ok-2", "ok-3"}, attempts: map[string]int{}, bodies: map[string]map[string]interface{}{}}
+		var mu sync.Mutex
+		protos := map[string]int{}
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPut {
+				mu.Lock()
+				protos[r.Proto]++
+				mu.Unlock()
+			}
+			f.ServeHTTP(w, r)
+		}))
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		m, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{Concurrency: tc.workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Migrate(t.Context(), widgets, Checkpoint{}, func(context.Context, PageReport) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if protos[tc.proto] != 3 || len(protos) != 1 {
+			t.Errorf("%d workers: PUTs by protocol %v, want 3 over %s", tc.workers, protos, tc.proto)
+		}
+		mu.Unlock()
+	}
+}
