@@ -246,7 +246,8 @@ func TestLongReplayMissesNothing(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// Hold the watch back until its hub has replayed past its buffer.
+	// Hold the watch back until its hub has replayed past its buffer. (The hook is
+	// package-wide: no test of this package runs in parallel with this one.)
 	testHookHubStarted = func(h *hub) {
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 			h.mu.Lock()

@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -261,6 +262,10 @@ func (m *Migrator) Migrate(ctx context.Context, res Resource, from Checkpoint, r
 	}
 	logger := klog.FromContext(ctx).WithValues("resource", res.String())
 	ctx = klog.NewContext(ctx, logger)
+	// A migration is a burst of requests: the connections it opened are not left idle
+	// after it (one a worker dialled and never used would hold up the server's graceful
+	// shutdown for seconds).
+	defer utilnet.CloseIdleConnectionsFor(m.client.Client.Transport)
 	if cp.Total == nil && cp.Path == "" {
 		total, rv, err := m.count(ctx, res)
 		switch {
