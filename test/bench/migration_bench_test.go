@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -303,6 +304,7 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 	b.ReportMetric(float64(used.server.Microseconds())/objects, "server-µs/object")
 	b.ReportMetric(float64(used.etcd.Microseconds())/objects, "etcd-µs/object")
 	b.ReportMetric(float64(used.self.Microseconds())/objects, "client-µs/object")
+	b.ReportMetric(100*used.others().Seconds()/(elapsed.Seconds()*float64(runtime.NumCPU())), "others-cpu-%")
 	b.ReportMetric(0, "ns/op")
 	mb.mu.Lock()
 	mb.rates[fmt.Sprintf("%s/n=%d", path, n)] = rate
