@@ -55,6 +55,10 @@ type migrationBench struct {
 	rest     *rest.Config
 	template valueTemplate // a stored widget, encoded in v1, objectSize bytes
 	rates    map[string]float64
+	// adjacent holds, per migration sub-benchmark, the raw conditional-update rate
+	// measured next to it (adjacentTxns before and after each migration).
+	adjacent map[string]float64
+	slots    map[int][][]txnSlot
 	mu       sync.Mutex
 }
 
@@ -64,12 +68,13 @@ type migrationBench struct {
 // for each of -concord.migration-sizes objects of 1 KiB, next to raw etcd
 // transaction throughput measured in the same run: conditional updates of 1 KiB
 // values, If(ModRevision == rev).Then(Put), one per transaction, at concurrency 1 and
-// 16. Run it with -benchtime 1x (each iteration reseeds and migrates every object):
+// 16, once at the start and again next to each migration (adjacentTxns before and
+// after it, at its concurrency), since the machine's speed can drift over a run. Run it with -benchtime 1x (each iteration reseeds and migrates every object):
 //
 //	go test ./test/bench -run '^$' -bench Migration -benchtime 1x -timeout 60m
 func BenchmarkMigration(b *testing.B) {
 	s := newSuite(b)
-	mb := &migrationBench{rates: map[string]float64{}}
+	mb := &migrationBench{rates: map[string]float64{}, adjacent: map[string]float64{}, slots: map[int][][]txnSlot{}}
 	setup := sync.OnceValue(func() error {
 		return mb.setup(b.Context(), s.cluster(b), filepath.Join(s.dir, "server", "admin.kubeconfig"))
 	})
@@ -266,13 +271,29 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 		b.Fatal(err)
 	}
 	res := migrator.Resource{GroupVersionResource: benchWidgets, Namespaced: true}
-	var elapsed time.Duration
+	var elapsed, txnElapsed time.Duration
+	txns := 0
+	// The baseline next to a migration: raw updates at its concurrency (the fast path's
+	// is compared with c=16, as in the table).
+	txnC := opts.Concurrency
+	if opts.Mode == migrator.ModeServer {
+		txnC = 16
+	}
+	adjacent := func() {
+		d, err := mb.runTxns(ctx, txnC, adjacentTxns)
+		if err != nil {
+			b.Fatal(err)
+		}
+		txnElapsed += d
+		txns += adjacentTxns
+	}
 	var used cpu
 	for b.Loop() {
 		b.StopTimer()
 		if err := mb.seed(ctx, n); err != nil {
 			b.Fatal(err)
 		}
+		adjacent()
 		before, err := mb.cl.cpu()
 		if err != nil {
 			b.Fatal(err)
@@ -296,6 +317,7 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 		if err := mb.checkEncoded(ctx, n); err != nil {
 			b.Fatal(err)
 		}
+		adjacent()
 		b.StartTimer()
 	}
 	objects := float64(n * b.N)
@@ -305,9 +327,12 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 	b.ReportMetric(float64(used.etcd.Microseconds())/objects, "etcd-µs/object")
 	b.ReportMetric(float64(used.self.Microseconds())/objects, "client-µs/object")
 	b.ReportMetric(100*used.others().Seconds()/(elapsed.Seconds()*float64(runtime.NumCPU())), "others-cpu-%")
+	txnRate := float64(txns) / txnElapsed.Seconds()
+	b.ReportMetric(txnRate, "adjacent-txn/s")
 	b.ReportMetric(0, "ns/op")
 	mb.mu.Lock()
 	mb.rates[fmt.Sprintf("%s/n=%d", path, n)] = rate
+	mb.adjacent[fmt.Sprintf("%s/n=%d", path, n)] = txnRate
 	mb.mu.Unlock()
 }
 
@@ -342,56 +367,15 @@ const txnBatch = 5000
 // previous one of that key returned.
 func (mb *migrationBench) benchTxn(b *testing.B, c int) {
 	ctx := b.Context()
-	kv := mb.cl.kv
-	const keysPer = 64
-	type slot struct {
-		key, value string
-		rev        int64
-	}
-	slots := make([][]slot, c)
-	for g := range c {
-		for k := range keysPer {
-			name := objectName('u', int64(g*keysPer+k))
-			key := etcdPrefix + "/bench-txn-update/" + name
-			v := mb.template.value(name)
-			resp, err := kv.Put(ctx, key, v)
-			if err != nil {
-				b.Fatal(err)
-			}
-			slots[g] = append(slots[g], slot{key: key, value: v, rev: resp.Header.Revision})
-		}
-	}
 	var elapsed time.Duration
 	ops := 0
 	for b.Loop() {
-		var next atomic.Int64
-		errs := make(chan error, c)
-		start := time.Now()
-		var wg sync.WaitGroup
-		for g := range c {
-			wg.Go(func() {
-				for i := 0; next.Add(1) <= txnBatch; i++ {
-					s := &slots[g][i%keysPer]
-					resp, err := kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(s.key), "=", s.rev)).
-						Then(clientv3.OpPut(s.key, s.value)).Commit()
-					if err == nil && !resp.Succeeded {
-						err = fmt.Errorf("%s moved", s.key)
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-					s.rev = resp.Header.Revision
-				}
-			})
-		}
-		wg.Wait()
-		elapsed += time.Since(start)
-		ops += txnBatch
-		close(errs)
-		if err := <-errs; err != nil {
+		d, err := mb.runTxns(ctx, c, txnBatch)
+		if err != nil {
 			b.Fatal(err)
 		}
+		elapsed += d
+		ops += txnBatch
 	}
 	rate := float64(ops) / elapsed.Seconds()
 	b.ReportMetric(rate, "txn/s")
@@ -400,6 +384,70 @@ func (mb *migrationBench) benchTxn(b *testing.B, c int) {
 	mb.rates[fmt.Sprintf("etcd-txn/c=%d", c)] = rate
 	mb.mu.Unlock()
 }
+
+// txnSlot is one key that raw conditional updates rewrite, with its last revision.
+type txnSlot struct {
+	key, value string
+	rev        int64
+}
+
+// runTxns makes n raw conditional updates over c goroutines, each on its own 64 keys
+// (written once, on first use for c), and returns how long they took.
+func (mb *migrationBench) runTxns(ctx context.Context, c, n int) (time.Duration, error) {
+	const keysPer = 64
+	kv := mb.cl.kv
+	mb.mu.Lock()
+	slots := mb.slots[c]
+	mb.mu.Unlock()
+	if slots == nil {
+		slots = make([][]txnSlot, c)
+		for g := range c {
+			for k := range keysPer {
+				name := objectName('u', int64(c*1000+g*keysPer+k))
+				key := etcdPrefix + "/bench-txn-update/" + name
+				v := mb.template.value(name)
+				resp, err := kv.Put(ctx, key, v)
+				if err != nil {
+					return 0, err
+				}
+				slots[g] = append(slots[g], txnSlot{key: key, value: v, rev: resp.Header.Revision})
+			}
+		}
+		mb.mu.Lock()
+		mb.slots[c] = slots
+		mb.mu.Unlock()
+	}
+	var next atomic.Int64
+	errs := make(chan error, c)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range c {
+		wg.Go(func() {
+			for i := 0; next.Add(1) <= int64(n); i++ {
+				s := &slots[g][i%keysPer]
+				resp, err := kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(s.key), "=", s.rev)).
+					Then(clientv3.OpPut(s.key, s.value)).Commit()
+				if err == nil && !resp.Succeeded {
+					err = fmt.Errorf("%s moved", s.key)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				s.rev = resp.Header.Revision
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	return elapsed, <-errs
+}
+
+// adjacentTxns is how many raw conditional updates measure the baseline next to each
+// migration (before and after it), so that its ratio compares two rates of the same
+// phase of the machine.
+const adjacentTxns = 2000
 
 // writeTable prints the migration rates next to raw etcd transaction throughput.
 func (mb *migrationBench) writeTable(sizes []int) {
@@ -411,14 +459,16 @@ func (mb *migrationBench) writeTable(sizes []int) {
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "\nraw etcd conditional updates:\t%.0f txn/s at c=1\t%.0f txn/s at c=16\t\n", txn1, txn16)
-	fmt.Fprintln(w, "migration\tobjects/s\t/ etcd-txn c=1\t/ etcd-txn c=16\t")
+	fmt.Fprintln(w, "migration\tobjects/s\t/ etcd-txn c=1\t/ etcd-txn c=16\tetcd-txn/s next to it\tratio to it\t")
 	for _, n := range sizes {
 		for _, p := range []string{"client/c=1", "client/c=16", "server"} {
-			rate, ok := mb.rates[fmt.Sprintf("%s/n=%d", p, n)]
+			key := fmt.Sprintf("%s/n=%d", p, n)
+			rate, ok := mb.rates[key]
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(w, "%s n=%d\t%.0f\t%.2f\t%.2f\t\n", p, n, rate, ratioOf(rate, txn1), ratioOf(rate, txn16))
+			adj := mb.adjacent[key]
+			fmt.Fprintf(w, "%s n=%d\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t\n", p, n, rate, ratioOf(rate, txn1), ratioOf(rate, txn16), adj, ratioOf(rate, adj))
 		}
 	}
 	_ = w.Flush()
