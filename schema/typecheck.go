@@ -105,15 +105,7 @@ func typeValid(n *structuralschema.Structural, v interface{}) bool {
 		return true
 	case "object":
 		m, ok := v.(map[string]interface{})
-		if !ok {
-			return false
-		}
-		for k, e := range m {
-			if !memberValid(n, k, e) {
-				return false
-			}
-		}
-		return true
+		return ok && membersValid(n, m, false)
 	default:
 		return false
 	}
@@ -142,9 +134,14 @@ func objectValid(n *structuralschema.Structural, obj map[string]interface{}) boo
 	if n.Type != "object" || n.XIntOrString {
 		return typeValid(n, obj)
 	}
-	for k, e := range obj {
-		switch k {
-		case "apiVersion", "kind", "metadata":
+	return membersValid(n, obj, true)
+}
+
+// membersValid reports whether every member of m certainly satisfies n, an object
+// schema; at an object's root, undeclared apiVersion, kind and metadata pass.
+func membersValid(n *structuralschema.Structural, m map[string]interface{}, root bool) bool {
+	for k, e := range m {
+		if root && (k == "apiVersion" || k == "kind" || k == "metadata") {
 			if _, declared := n.Properties[k]; !declared {
 				continue
 			}

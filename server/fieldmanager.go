@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	smdtyped "sigs.k8s.io/structured-merge-diff/v6/typed"
 )
@@ -250,18 +251,12 @@ var strippedMetadataFields = []string{"name", "namespace", "creationTimestamp", 
 	"generation", "managedFields", "resourceVersion"}
 
 // strippedMetadata is strippedMetadataFields as a set.
-var strippedMetadata = func() map[string]bool {
-	m := map[string]bool{}
-	for _, f := range strippedMetadataFields {
-		m[f] = true
-	}
-	return m
-}()
+var strippedMetadata = sets.New(strippedMetadataFields...)
 
 // equalExcept reports whether a and b are equal outside the keys in skip.
-func equalExcept(a, b map[string]interface{}, skip map[string]bool) bool {
+func equalExcept(a, b map[string]interface{}, skip sets.Set[string]) bool {
 	for k, v := range a {
-		if skip[k] {
+		if skip.Has(k) {
 			continue
 		}
 		if w, ok := b[k]; !ok || !equality.Semantic.DeepEqual(v, w) {
@@ -269,7 +264,7 @@ func equalExcept(a, b map[string]interface{}, skip map[string]bool) bool {
 		}
 	}
 	for k := range b {
-		if _, ok := a[k]; !ok && !skip[k] {
+		if _, ok := a[k]; !ok && !skip.Has(k) {
 			return false
 		}
 	}
