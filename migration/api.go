@@ -1,8 +1,6 @@
 package migration
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
@@ -150,24 +148,6 @@ func StorageStateName(gr schema.GroupResource) string {
 		return gr.Resource
 	}
 	return gr.Resource + "." + gr.Group
-}
-
-// storageVersionName returns the name of the StorageVersion of gr:
-// "<group>.<resource>", the legacy core group written "core".
-func storageVersionName(gr schema.GroupResource) string {
-	g := gr.Group
-	if g == "" {
-		g = "core"
-	}
-	return g + "." + gr.Resource
-}
-
-// StorageVersionHash returns the hash discovery publishes for objects of kind stored
-// in group/version: the first 8 bytes of the SHA-256 of "group/version/kind", base64.
-// Only equality of hashes means anything.
-func StorageVersionHash(group, version, kind string) string {
-	sum := sha256.Sum256([]byte(group + "/" + version + "/" + kind))
-	return base64.StdEncoding.EncodeToString(sum[:8])
 }
 
 // Phase summarises the conditions of a migration: "Pending" (no condition yet),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/migration/migrator"
+	"github.com/concordproject/concord/wire"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -251,7 +252,7 @@ func (c *controller) migrate(ctx context.Context, u *unstructured.Unstructured, 
 	}
 	progressInto(p, final)
 	if rv := m.Annotations[AnnotationStorageVersionResourceVersion]; rv != "" {
-		sv, err := c.dyn.Resource(StorageVersions).Get(parent, storageVersionName(gr), metav1.GetOptions{})
+		sv, err := c.dyn.Resource(StorageVersions).Get(parent, wire.StorageVersionName(gr), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return c.end(parent, w, m, p, ReasonStorageVersionChanged, "The resource's StorageVersion object was deleted during the migration.")
@@ -370,7 +371,7 @@ func (c *controller) trimStoredVersions(ctx context.Context, gr schema.GroupReso
 				storage = v.Name
 			}
 		}
-		if storage == "" || StorageVersionHash(gr.Group, storage, crd.Spec.Names.Kind) != hash {
+		if storage == "" || wire.StorageVersionHash(gr.Group, storage, crd.Spec.Names.Kind) != hash {
 			klog.FromContext(ctx).Info("The definition's storage version changed during the migration; status.storedVersions kept", "crd", name)
 			return nil
 		}

@@ -264,15 +264,3 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("a migration without the trigger's annotations: %+v", user)
 	}
 }
-
-func TestStorageVersionHash(t *testing.T) {
-	// Values published by kube-apiserver's discovery.
-	for _, tc := range []struct{ group, version, kind, want string }{
-		{"", "v1", "ConfigMap", "qFsyl6wFWjQ="},
-		{"apps", "v1", "Deployment", "8aSe+NMegvE="},
-	} {
-		if got := StorageVersionHash(tc.group, tc.version, tc.kind); got != tc.want {
-			t.Errorf("StorageVersionHash(%q, %q, %q) = %s, want %s", tc.group, tc.version, tc.kind, got, tc.want)
-		}
-	}
-}

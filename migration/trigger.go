@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/concordproject/concord/wire"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -127,17 +128,7 @@ func (t *trigger) handler(key func(*unstructured.Unstructured) (schema.GroupReso
 
 // storageVersionKey returns the resource a StorageVersion object is about.
 func storageVersionKey(u *unstructured.Unstructured) (schema.GroupResource, bool) {
-	name := u.GetName()
-	for i := len(name) - 1; i > 0; i-- {
-		if name[i] == '.' {
-			g := name[:i]
-			if g == "core" {
-				g = ""
-			}
-			return schema.GroupResource{Group: g, Resource: name[i+1:]}, i < len(name)-1
-		}
-	}
-	return schema.GroupResource{}, false
+	return wire.ParseStorageVersionName(u.GetName())
 }
 
 // run polls discovery and processes resources until ctx is done.
@@ -359,7 +350,7 @@ func observe(info resourceInfo, sv *unstructured.Unstructured) (observation, err
 		if err != nil {
 			return "", err
 		}
-		return StorageVersionHash(gv.Group, gv.Version, info.Kind), nil
+		return wire.StorageVersionHash(gv.Group, gv.Version, info.Kind), nil
 	}
 	obs := observation{ResourceVersion: sv.GetResourceVersion()}
 	for _, e := range obj.Status.StorageVersions {
@@ -412,7 +403,7 @@ func (t *trigger) storageVersionObject(gr schema.GroupResource) *unstructured.Un
 	if v == nil {
 		return nil
 	}
-	obj, ok, err := v.GetStore().GetByKey(storageVersionName(gr))
+	obj, ok, err := v.GetStore().GetByKey(wire.StorageVersionName(gr))
 	if err != nil || !ok {
 		return nil
 	}

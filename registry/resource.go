@@ -2,13 +2,12 @@ package registry
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/concordproject/concord/wire"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -253,6 +252,5 @@ func (r *Resource) versionOf(apiVersion string) (string, error) {
 // kind that discovery publishes (the first 8 bytes of its SHA-256, base64). Clients
 // compare hashes for equality only: a change means objects may need migration.
 func (r *Resource) StorageVersionHash() string {
-	sum := sha256.Sum256([]byte(r.Group + "/" + r.StorageVersion + "/" + r.Names.Kind))
-	return base64.StdEncoding.EncodeToString(sum[:8])
+	return wire.StorageVersionHash(r.Group, r.StorageVersion, r.Names.Kind)
 }

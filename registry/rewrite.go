@@ -8,32 +8,9 @@ import (
 	"strings"
 
 	"github.com/concordproject/concord/storage"
+	"github.com/concordproject/concord/wire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
-
-// RewriteResult reports one page of a Rewrite.
-type RewriteResult struct {
-	// Scanned counts the objects read.
-	Scanned int `json:"scanned"`
-	// Rewritten counts the objects written again in the storage version: their
-	// resourceVersion moved.
-	Rewritten int `json:"rewritten"`
-	// Skipped counts objects already encoded in the storage version, or changed or
-	// deleted by someone else since they were read (a change re-encodes them anyway).
-	Skipped int `json:"skipped"`
-	// Failed lists the objects that cannot be rewritten and why (undecodable,
-	// unconvertible, no longer valid).
-	Failed []RewriteFailure `json:"failed,omitempty"`
-	// Continue resumes the rewrite after this page; empty when the resource is done.
-	Continue string `json:"continue,omitempty"`
-}
-
-// RewriteFailure is one object a Rewrite could not rewrite.
-type RewriteFailure struct {
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-	Reason    string `json:"reason"`
-}
 
 // Rewrite re-encodes up to limit objects of res (all namespaces), starting where
 // continueToken points, in the current storage version: the server-side form of a
@@ -51,7 +28,7 @@ type RewriteFailure struct {
 // The writes of a page go to etcd in as few transactions as etcd allows. Pages read
 // the current state (not a snapshot), so objects created during a rewrite are already
 // current. The error is a StatusError; per-object failures are in the result.
-func (s *Store) Rewrite(ctx context.Context, res *Resource, continueToken string, limit int64) (*RewriteResult, error) {
+func (s *Store) Rewrite(ctx context.Context, res *Resource, continueToken string, limit int64) (*wire.RewriteResult, error) {
 	prefix := res.Prefix("")
 	start := ""
 	if continueToken != "" {
@@ -68,14 +45,14 @@ func (s *Store) Rewrite(ctx context.Context, res *Resource, continueToken string
 	if err != nil {
 		return nil, s.storageError(res, "", err)
 	}
-	out := &RewriteResult{Scanned: len(page.Items)}
+	out := &wire.RewriteResult{Scanned: len(page.Items)}
 	var writes []storage.Write
 	var names [][2]string
 	for _, kv := range page.Items {
 		data, ns, name, err := s.reencode(ctx, res, kv)
 		switch {
 		case err != nil:
-			out.Failed = append(out.Failed, RewriteFailure{Namespace: ns, Name: name, Reason: err.Error()})
+			out.Failed = append(out.Failed, wire.RewriteFailure{Namespace: ns, Name: name, Reason: err.Error()})
 		case bytes.Equal(data, kv.Value):
 			out.Skipped++
 		default:
@@ -94,7 +71,7 @@ func (s *Store) Rewrite(ctx context.Context, res *Resource, continueToken string
 			if ctx.Err() != nil {
 				return nil, s.storageError(res, "", err)
 			}
-			out.Failed = append(out.Failed, RewriteFailure{Namespace: names[i][0], Name: names[i][1], Reason: err.Error()})
+			out.Failed = append(out.Failed, wire.RewriteFailure{Namespace: names[i][0], Name: names[i][1], Reason: err.Error()})
 		}
 	}
 	if page.More && len(page.Items) > 0 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/wire"
 )
 
 func TestRewriteReencodesInTheStorageVersion(t *testing.T) {
@@ -22,7 +23,7 @@ func TestRewriteReencodesInTheStorageVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	v2 := widgets(t, "v2")
-	total := registry.RewriteResult{}
+	total := wire.RewriteResult{}
 	token := ""
 	pages := 0
 	for {

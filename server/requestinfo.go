@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"strings"
+
+	"github.com/concordproject/concord/wire"
 )
 
 // RequestInfo is what the URL and method of a request say about it.
@@ -48,7 +50,7 @@ func RequestInfoFrom(ctx context.Context) (*RequestInfo, bool) {
 // RewritePath<group>/<resource> is the verb "rewrite" on that resource.
 func ParseRequestInfo(r *http.Request) *RequestInfo {
 	info := &RequestInfo{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
-	if rest, ok := strings.CutPrefix(r.URL.Path, RewritePath); ok {
+	if rest, ok := strings.CutPrefix(r.URL.Path, wire.RewritePath); ok {
 		// A storage-migration rewrite writes objects of one resource: it is a resource
 		// request (verb "rewrite"), held like any write by the filters that guard the
 		// resource, such as the storage version barrier.

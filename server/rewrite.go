@@ -5,21 +5,16 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/concordproject/concord/wire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// RewritePath is the prefix of the storage-migration fast path:
-//
-//	POST /concord/v1/rewrite/<group>/<resource>?limit=N&continue=TOKEN
-//
-// (<group> is "core" for the legacy group). Each call re-encodes one page of the
-// resource's objects in the current storage version on the server, in batches of etcd
-// transactions, with the preconditions and results of a client-side read-and-write-back
-// (see registry.Store.Rewrite), and answers with a registry.RewriteResult as JSON. Only
-// writers (system:masters) may call it.
-const RewritePath = "/concord/v1/rewrite/"
-
+// serveRewrite serves the storage-migration fast path (see wire.RewritePath): it
+// re-encodes one page of a resource's objects in the current storage version with the
+// preconditions and results of a client-side read-and-write-back (see
+// registry.Store.Rewrite). It is a write of the resource: only writers may call it,
+// and the storage version barrier holds it like any other write.
 func (s *Server) serveRewrite(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "rewrite"}, r.Method))
@@ -28,7 +23,7 @@ func (s *Server) serveRewrite(w http.ResponseWriter, r *http.Request) {
 	// ParseRequestInfo has read the group and resource from the path.
 	info, ok := RequestInfoFrom(r.Context())
 	if !ok || !info.IsResourceRequest {
-		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("want %s<group>/<resource> (group \"core\" for the legacy group)", RewritePath)))
+		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("want %s<group>/<resource> (group \"core\" for the legacy group)", wire.RewritePath)))
 		return
 	}
 	gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}

@@ -15,6 +15,7 @@ import (
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -137,7 +138,7 @@ func (s *Server) install() {
 	s.mux.Handle("/api/", api)
 	s.mux.Handle("/apis", api)
 	s.mux.Handle("/apis/", api)
-	s.mux.Handle(RewritePath, http.HandlerFunc(s.serveRewrite))
+	s.mux.Handle(wire.RewritePath, http.HandlerFunc(s.serveRewrite))
 	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, apierrors.NewNotFound(schemaGR(""), r.URL.Path))
 	}))

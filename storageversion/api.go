@@ -35,35 +35,9 @@ const (
 	MessageCommonEncodingVersionUnset = "Common encoding version unset"
 )
 
-// coreGroupName is how the legacy core group is written in StorageVersion names.
-const coreGroupName = "core"
-
 // ErrNotServer is the reason any user but an API server is refused writes to
 // StorageVersions.
 var ErrNotServer = errors.New("only the API servers write StorageVersions: each reports what it encodes objects in, under its own identity")
-
-// Name returns the name of the StorageVersion object of gr: "<group>.<resource>", the
-// legacy core group written "core" (core.configmaps, apps.deployments).
-func Name(gr schema.GroupResource) string {
-	g := gr.Group
-	if g == "" {
-		g = coreGroupName
-	}
-	return g + "." + gr.Resource
-}
-
-// ParseName is the inverse of Name. ok is false for a name not of that form.
-func ParseName(name string) (gr schema.GroupResource, ok bool) {
-	i := strings.LastIndex(name, ".")
-	if i <= 0 || i == len(name)-1 {
-		return schema.GroupResource{}, false
-	}
-	gr = schema.GroupResource{Group: name[:i], Resource: name[i+1:]}
-	if gr.Group == coreGroupName {
-		gr.Group = ""
-	}
-	return gr, true
-}
 
 // Configure gives the storageversions resource its behaviour: only the servers' own
 // loopback identity may write (everyone else, even members of system:masters, gets

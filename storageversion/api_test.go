@@ -11,33 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 )
-
-func TestNames(t *testing.T) {
-	for _, tc := range []struct {
-		gr   schema.GroupResource
-		name string
-	}{
-		{schema.GroupResource{Resource: "configmaps"}, "core.configmaps"},
-		{schema.GroupResource{Group: "apps", Resource: "deployments"}, "apps.deployments"},
-		{schema.GroupResource{Group: "stable.example.com", Resource: "crontabs"}, "stable.example.com.crontabs"},
-	} {
-		if got := Name(tc.gr); got != tc.name {
-			t.Errorf("Name(%v) = %q, want %q", tc.gr, got, tc.name)
-		}
-		if gr, ok := ParseName(tc.name); !ok || gr != tc.gr {
-			t.Errorf("ParseName(%q) = %v, %v; want %v", tc.name, gr, ok, tc.gr)
-		}
-	}
-	for _, bad := range []string{"widgets", ".widgets", "apps."} {
-		if _, ok := ParseName(bad); ok {
-			t.Errorf("ParseName(%q) accepted", bad)
-		}
-	}
-}
 
 func TestValidateName(t *testing.T) {
 	for _, tc := range []struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -215,7 +216,7 @@ func (m *Manager) WaitFirstRound(ctx context.Context) error {
 
 // trackLocked adds a tracked resource with a closed gate. m.mu must be held.
 func (m *Manager) trackLocked(gr schema.GroupResource, custom bool) *tracked {
-	t := &tracked{gr: gr, name: Name(gr), custom: custom, gate: newGate()}
+	t := &tracked{gr: gr, name: wire.StorageVersionName(gr), custom: custom, gate: newGate()}
 	m.tracked[gr] = t
 	m.byName[t.name] = t
 	return t
@@ -291,7 +292,7 @@ func (m *Manager) sync(ctx context.Context, gr schema.GroupResource) error {
 // withdraw removes this server's entry for a resource it no longer serves, and the
 // object itself if it belongs to a CustomResourceDefinition that is gone.
 func (m *Manager) withdraw(ctx context.Context, gr schema.GroupResource) error {
-	name := Name(gr)
+	name := wire.StorageVersionName(gr)
 	removed, deleted, err := m.objs.removeEntries(ctx, name, m.isSelf, m.countRetry)
 	if err != nil {
 		return err
@@ -348,7 +349,7 @@ func (m *Manager) attempted(t *tracked, err error) {
 	var msgs []string
 	for gr, e := range m.builtinFailing {
 		if e != nil {
-			msgs = append(msgs, fmt.Sprintf("%s: %v", Name(gr), e))
+			msgs = append(msgs, fmt.Sprintf("%s: %v", wire.StorageVersionName(gr), e))
 		}
 	}
 	slices.Sort(msgs)
@@ -565,7 +566,7 @@ func (m *Manager) ResourcesSynced(ctx context.Context) error {
 	}
 	for i := range list.Items {
 		u := &list.Items[i]
-		gr, ok := ParseName(u.GetName())
+		gr, ok := wire.ParseStorageVersionName(u.GetName())
 		if !ok || m.lookup(gr) != nil {
 			continue
 		}

@@ -52,6 +52,6 @@
 //
 // The package only talks to the API server through its REST API; it must not import
 // the server's packages (objectjson, a JSON codec that knows nothing of the server,
-// is not one). The fast path's answer has the JSON shape of
-// registry.RewriteResult, which a test of this package checks.
+// is not one). The fast path's request and answer are the contract of package wire,
+// which the server implements.
 package migrator

@@ -14,8 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordproject/concord/registry"
-	"github.com/concordproject/concord/server"
+	"github.com/concordproject/concord/wire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -51,7 +50,7 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.list(w, r)
 	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/apis/example.com/v1/namespaces/ns/widgets/"):
 		f.put(w, r, strings.TrimPrefix(r.URL.Path, "/apis/example.com/v1/namespaces/ns/widgets/"))
-	case r.Method == http.MethodPost && r.URL.Path == RewritePath+"example.com/widgets" && f.rewrite:
+	case r.Method == http.MethodPost && r.URL.Path == wire.RewritePath+"example.com/widgets" && f.rewrite:
 		f.serverRewrite(w, r)
 	default:
 		status(w, http.StatusNotFound, "NotFound", "the server could not find the requested resource", 0)
@@ -124,11 +123,11 @@ func (f *fakeServer) serverRewrite(w http.ResponseWriter, r *http.Request) {
 	start, _ := strconv.Atoi(r.URL.Query().Get("continue"))
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 	end := min(start+limit, len(f.names))
-	res := registry.RewriteResult{Scanned: end - start}
+	res := wire.RewriteResult{Scanned: end - start}
 	for _, n := range f.names[start:end] {
 		switch {
 		case n == "invalid":
-			res.Failed = append(res.Failed, registry.RewriteFailure{Namespace: "ns", Name: n, Reason: "spec.size: Invalid value: -1"})
+			res.Failed = append(res.Failed, wire.RewriteFailure{Namespace: "ns", Name: n, Reason: "spec.size: Invalid value: -1"})
 		case strings.HasPrefix(n, "current-"), n == "conflict", n == "gone":
 			res.Skipped++
 		default:
@@ -310,27 +309,6 @@ func TestPathDetection(t *testing.T) {
 				t.Errorf("counts %+v", cp.Counts)
 			}
 		})
-	}
-}
-
-// The rewrite endpoint's answer decodes as the server encodes it.
-func TestRewriteResultContract(t *testing.T) {
-	if RewritePath != server.RewritePath {
-		t.Fatalf("RewritePath %q, the server serves %q", RewritePath, server.RewritePath)
-	}
-	in := registry.RewriteResult{Scanned: 5, Rewritten: 2, Skipped: 2, Continue: "tok",
-		Failed: []registry.RewriteFailure{{Namespace: "ns", Name: "x", Reason: "bad"}}}
-	data, err := json.Marshal(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out rewriteResult
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
-	if out.Scanned != 5 || out.Rewritten != 2 || out.Skipped != 2 || out.Continue != "tok" || len(out.Failed) != 1 ||
-		out.Failed[0].Namespace != "ns" || out.Failed[0].Name != "x" || out.Failed[0].Reason != "bad" {
-		t.Errorf("decoded %+v from %s", out, data)
 	}
 }
 

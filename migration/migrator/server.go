@@ -8,26 +8,10 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/concordproject/concord/wire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 )
-
-// RewritePath is the prefix of Concord's rewrite endpoint:
-// POST <RewritePath><group or "core">/<resource>?limit=N&continue=TOKEN.
-const RewritePath = "/concord/v1/rewrite/"
-
-// rewriteResult is the endpoint's answer (the JSON of registry.RewriteResult).
-type rewriteResult struct {
-	Scanned   int `json:"scanned"`
-	Rewritten int `json:"rewritten"`
-	Skipped   int `json:"skipped"`
-	Failed    []struct {
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
-		Reason    string `json:"reason"`
-	} `json:"failed"`
-	Continue string `json:"continue"`
-}
 
 // serverPath migrates with the rewrite endpoint. ok is false, with no error, if the
 // server answered the first call as a server without the endpoint does (404, 403,
@@ -61,14 +45,10 @@ func (m *Migrator) serverPath(ctx context.Context, res Resource, cp Checkpoint, 
 }
 
 // serverRewrite asks the server to rewrite the page after token, with retries.
-func (m *Migrator) serverRewrite(ctx context.Context, res Resource, token string) (*rewriteResult, error) {
-	group := res.Group
-	if group == "" {
-		group = "core"
-	}
-	out := &rewriteResult{}
+func (m *Migrator) serverRewrite(ctx context.Context, res Resource, token string) (*wire.RewriteResult, error) {
+	out := &wire.RewriteResult{}
 	err := m.retry(ctx, func(ctx context.Context) error {
-		req := m.client.Post().AbsPath(RewritePath+group+"/"+res.Resource).
+		req := m.client.Post().AbsPath(wire.RewriteURL(res.GroupResource())).
 			Param("limit", strconv.FormatInt(m.opts.PageSize, 10)).MaxRetries(0)
 		if token != "" {
 			req = req.Param("continue", token)
@@ -77,7 +57,7 @@ func (m *Migrator) serverRewrite(ctx context.Context, res Resource, token string
 		if err != nil {
 			return err
 		}
-		*out = rewriteResult{}
+		*out = wire.RewriteResult{}
 		if err := json.Unmarshal(data, out); err != nil {
 			return fmt.Errorf("decoding the rewrite result: %w", err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/concordproject/concord/migration"
 	"github.com/concordproject/concord/migration/migrator"
 	"github.com/concordproject/concord/storageversion"
+	"github.com/concordproject/concord/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
@@ -113,7 +114,7 @@ func (e *migrationEnv) gvr(v string) schema.GroupVersionResource { return e.gr.W
 
 // hash is the storage version hash of version v.
 func (e *migrationEnv) hash(v string) string {
-	return migration.StorageVersionHash(e.gr.Group, v, "Widget")
+	return wire.StorageVersionHash(e.gr.Group, v, "Widget")
 }
 
 // waitStorage waits until every running server encodes widgets in v.
@@ -996,7 +997,7 @@ func TestStorageMigrationRealKubernetes(t *testing.T) {
 	cfg.LeaderElection.Disabled = true
 	runControllers(t, cfg)
 	gr := gvr.GroupResource()
-	waitPersisted(t, dyn, gr, migration.StorageVersionHash(group, "v2", "Widget"), migration.StorageVersionHash(group, "v2", "Widget"))
+	waitPersisted(t, dyn, gr, wire.StorageVersionHash(group, "v2", "Widget"), wire.StorageVersionHash(group, "v2", "Widget"))
 	migs := migrationsOf(t, dyn, gr)
 	last := migs[len(migs)-1]
 	if last.Phase() != migration.ConditionSucceeded {

@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/concordproject/concord/harness"
-	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/wire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 )
 
-func rewrite(t *testing.T, cfg *rest.Config, path string) (int, *registry.RewriteResult) {
+func rewrite(t *testing.T, cfg *rest.Config, path string) (int, *wire.RewriteResult) {
 	t.Helper()
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -25,7 +25,7 @@ func rewrite(t *testing.T, cfg *rest.Config, path string) (int, *registry.Rewrit
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	var r registry.RewriteResult
+	var r wire.RewriteResult
 	if resp.StatusCode == http.StatusOK {
 		if err := json.Unmarshal(body, &r); err != nil {
 			t.Fatal(err)

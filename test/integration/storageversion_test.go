@@ -24,6 +24,7 @@ import (
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/storageversion"
+	"github.com/concordproject/concord/wire"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -520,7 +521,7 @@ func TestStorageVersionRollingUpgrade(t *testing.T) {
 	cs := svClient(t, c.Servers[0].Config())
 	ids := svIDs(c.Servers...)
 	for gr, v := range changed {
-		svWait(t, cs, storageversion.Name(gr), "agreement on "+v[0], func(sv *apiserverinternalv1alpha1.StorageVersion) bool {
+		svWait(t, cs, wire.StorageVersionName(gr), "agreement on "+v[0], func(sv *apiserverinternalv1alpha1.StorageVersion) bool {
 			return svAgreeOn(sv, v[0], ids...)
 		})
 	}
@@ -530,7 +531,7 @@ func TestStorageVersionRollingUpgrade(t *testing.T) {
 		ready := time.Now()
 		cs = svClient(t, s.Config())
 		for gr, v := range changed {
-			name := storageversion.Name(gr)
+			name := wire.StorageVersionName(gr)
 			if i < len(c.Servers)-1 {
 				sv, _ := svWait(t, cs, name, "disagreement", func(sv *apiserverinternalv1alpha1.StorageVersion) bool {
 					return sv != nil && len(sv.Status.StorageVersions) == 3 && sv.Status.CommonEncodingVersion == nil
@@ -1088,7 +1089,7 @@ func BenchmarkAgreementAfterRollingUpgrade(b *testing.B) {
 		}
 		_, ok := svPoll(b, 20*time.Second, func() (bool, error) {
 			for gr, v := range changed {
-				sv, err := svGet(context.Background(), cs, storageversion.Name(gr))
+				sv, err := svGet(context.Background(), cs, wire.StorageVersionName(gr))
 				if err != nil || !svAgreeOn(sv, v[1], ids...) {
 					return false, err
 				}
@@ -1317,7 +1318,7 @@ func svNames(s *harness.Server) map[schema.GroupResource]string {
 	out := map[schema.GroupResource]string{}
 	for _, res := range s.Registry.Resources() {
 		if res.Owner == nil {
-			out[res.GroupResource()] = storageversion.Name(res.GroupResource())
+			out[res.GroupResource()] = wire.StorageVersionName(res.GroupResource())
 		}
 	}
 	return out

@@ -1,0 +1,73 @@
+package wire
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// RewritePath is the prefix of the storage-migration fast path:
+//
+//	POST /concord/v1/rewrite/<group>/<resource>?limit=N&continue=TOKEN
+//
+// (<group> is "core" for the legacy group). Each call re-encodes one page of the
+// resource's objects in the current storage version on the server and answers with a
+// RewriteResult as JSON. It is a write of the resource (verb "rewrite"): it passes the
+// whole handler chain, the storage version barrier included.
+const RewritePath = "/concord/v1/rewrite/"
+
+// RewriteVerb is the verb a rewrite request has in request info and authorization.
+const RewriteVerb = "rewrite"
+
+// coreGroup is how the legacy core group is written in paths and names.
+const coreGroup = "core"
+
+// RewriteURL returns the path that rewrites gr.
+func RewriteURL(gr schema.GroupResource) string {
+	g := gr.Group
+	if g == "" {
+		g = coreGroup
+	}
+	return RewritePath + g + "/" + gr.Resource
+}
+
+// ParseRewritePath returns the resource a path below RewritePath names; ok is false
+// for any other path.
+func ParseRewritePath(path string) (gr schema.GroupResource, ok bool) {
+	rest, found := strings.CutPrefix(path, RewritePath)
+	if !found {
+		return schema.GroupResource{}, false
+	}
+	group, resource, found := strings.Cut(rest, "/")
+	if !found || group == "" || resource == "" || strings.Contains(resource, "/") {
+		return schema.GroupResource{}, false
+	}
+	if group == coreGroup {
+		group = ""
+	}
+	return schema.GroupResource{Group: group, Resource: resource}, true
+}
+
+// RewriteResult reports one page of a rewrite.
+type RewriteResult struct {
+	// Scanned counts the objects read.
+	Scanned int `json:"scanned"`
+	// Rewritten counts the objects written again in the storage version: their
+	// resourceVersion moved.
+	Rewritten int `json:"rewritten"`
+	// Skipped counts objects already encoded in the storage version, or changed or
+	// deleted by someone else since they were read (a change re-encodes them anyway).
+	Skipped int `json:"skipped"`
+	// Failed lists the objects that cannot be rewritten and why (undecodable,
+	// unconvertible, no longer valid).
+	Failed []RewriteFailure `json:"failed,omitempty"`
+	// Continue resumes the rewrite after this page; empty when the resource is done.
+	Continue string `json:"continue,omitempty"`
+}
+
+// RewriteFailure is one object a rewrite could not rewrite.
+type RewriteFailure struct {
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Reason    string `json:"reason"`
+}
