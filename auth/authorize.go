@@ -12,7 +12,7 @@ import (
 // Attributes describe one request for Authorize: who asks to do what to which object or
 // path. The server's request-info step fills them in.
 type Attributes struct {
-	// User is the caller, as WithAuthentication put it into the context.
+	// User is the caller, as authentication put it into the context.
 	User User
 	// Verb is the Kubernetes verb of a resource request (get, list, watch, create, update,
 	// patch, delete, deletecollection, ...) or the lower-case HTTP method of a non-resource
@@ -36,7 +36,7 @@ const debugPath = "/debug"
 
 // Authorize decides a request. Members of GroupMasters may do anything. Others may read:
 // users in GroupAuthenticated may get, list and watch any resource, and anyone may get or
-// head a non-resource path but those under /debug, the profiles (WithAuthentication lets
+// head a non-resource path but those under /debug, the profiles (authentication lets
 // anonymous users reach only public paths). Everything else is denied, and reason says
 // why, for Forbidden and the log.
 func Authorize(a Attributes) (allowed bool, reason string) {

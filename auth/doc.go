@@ -28,7 +28,7 @@
 //	fileTokens, err := auth.LoadTokenFile(tokenFile) // optional
 //	loopback := auth.NewLoopbackToken()
 //	authn, err := auth.NewTokenAuthenticator(fileTokens, creds.AdminToken, loopback)
-//	handler = auth.WithAuthentication(handler, authn, isPublicPath)
+//	user, ok := authn.AuthenticateRequest(r) // the chain's authentication filter
 //	// later in the chain, once the request's attributes are known:
 //	if ok, reason := auth.Authorize(attrs); !ok {
 //		// write auth.Forbidden(attrs, reason) as a Status

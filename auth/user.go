@@ -41,6 +41,9 @@ func (u User) inGroup(group string) bool { return slices.Contains(u.Groups, grou
 // anonymous is the user of unauthenticated requests to public paths.
 var anonymous = User{Name: AnonymousUser, Groups: []string{GroupUnauthenticated}}
 
+// Anonymous returns the user of unauthenticated requests to public paths.
+func Anonymous() User { return anonymous }
+
 type userKey struct{}
 
 // WithUser returns a copy of ctx carrying u; UserFrom reads it back.
@@ -49,7 +52,7 @@ func WithUser(ctx context.Context, u User) context.Context {
 }
 
 // UserFrom returns the user WithUser put into ctx, and false if there is none. Behind
-// WithAuthentication every request's context has one.
+// the handler chain's authentication every request's context has one.
 func UserFrom(ctx context.Context) (User, bool) {
 	u, ok := ctx.Value(userKey{}).(User)
 	return u, ok

@@ -222,7 +222,6 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	if err != nil {
 		return nil, err
 	}
-	filters := []func(http.Handler) http.Handler{skew}
 	checks := health.New(inst.Metrics)
 	etcdCheck := health.NamedCheck("etcd", func(r *http.Request) error {
 		cctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -239,7 +238,6 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	}
 	if svm != nil {
 		hooks = append(hooks, svm.PostStartHook())
-		filters = append(filters, svm.Filter)
 	}
 	for _, add := range []func(...health.Checker) error{checks.AddHealthz, checks.AddLivez, checks.AddReadyz} {
 		if err := add(hooks...); err != nil {
@@ -247,16 +245,17 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 		}
 	}
 	inst.Server, err = server.New(server.Config{
-		Registry:      inst.Registry,
-		Store:         inst.Store,
-		Authenticator: authn,
-		Health:        checks,
-		Metrics:       inst.Metrics,
-		Profiling:     o.Profiling,
-		Version:       compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
-		Filters:       filters,
-		TLS:           &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}},
-		Listener:      ln,
+		Registry:              inst.Registry,
+		Store:                 inst.Store,
+		Authenticator:         authn,
+		Health:                checks,
+		Metrics:               inst.Metrics,
+		Profiling:             o.Profiling,
+		Version:               compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
+		ClientSkew:            skew,
+		StorageVersionBarrier: barrier(svm),
+		TLS:                   &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}},
+		Listener:              ln,
 	})
 	if err != nil {
 		return nil, err
@@ -400,6 +399,14 @@ func newIdentity(inst *Instance, o *Options, compat *compatibility.Config, start
 		return nil, nil, err
 	}
 	return lease, svm, nil
+}
+
+// barrier returns the storage version barrier of svm, nil without one.
+func barrier(svm *storageversion.Manager) func(http.Handler) http.Handler {
+	if svm == nil {
+		return nil
+	}
+	return svm.Filter
 }
 
 // withdraw is the identity part of a graceful shutdown, done while the server still

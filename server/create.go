@@ -4,46 +4,47 @@ import (
 	"net/http"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, q *request) {
+func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, q *apiRequest) {
 	ctx := r.Context()
 	if q.info.Name != "" {
-		writeError(w, r, apierrors.NewMethodNotSupported(q.gr(), "create with a name in the URL"))
+		respond.Error(w, r, apierrors.NewMethodNotSupported(q.gr(), "create with a name in the URL"))
 		return
 	}
 	wr, err := parseWrite(r)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	dry, fv, body := wr.dryRun, wr.validation, wr.body
 	obj, warnings, err := decodeRequestObject(r, body, q.res, q.version.Name, fv)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	if q.res.Namespaced {
 		if ns := obj.GetNamespace(); ns != "" && ns != q.info.Namespace {
-			writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+			respond.Error(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
 			return
 		}
 	}
 	fm, err := s.fieldManager(q.res, q.version.Name, "")
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	manager, err := fieldManagerName(r, false)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	obj = fm.trackCreate(obj, manager)
 	created, err := s.cfg.Store.Create(ctx, q.res, q.version.Name, q.info.Namespace, obj, registry.WriteOptions{DryRun: dry})
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	s.writeWritten(w, r, q, created, true, warnings)

@@ -4,20 +4,21 @@ import (
 	"net/http"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, q *request) {
+func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, q *apiRequest) {
 	opts, dry, err := parseDelete(r)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	obj, _, err := s.cfg.Store.Delete(r.Context(), q.res, q.version.Name, q.info.Namespace, q.info.Name,
 		registry.WriteOptions{DryRun: dry}, opts.Preconditions)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	s.writeObject(w, r, q, http.StatusOK, obj)
@@ -26,22 +27,22 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, q *request)
 // serveDeleteCollection deletes every object of the collection that matches the list
 // options, one by one, and answers with the Status of success. Objects deleted
 // concurrently by someone else are not errors.
-func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q *request) {
+func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q *apiRequest) {
 	opts, dry, err := parseDelete(r)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	lopts, err := listOptions(r)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	lopts.Limit, lopts.Continue = 500, ""
 	for {
 		list, err := s.cfg.Store.List(r.Context(), q.res, q.version.Name, q.info.Namespace, lopts)
 		if err != nil {
-			writeError(w, r, err)
+			respond.Error(w, r, err)
 			return
 		}
 		for i := range list.Items {
@@ -49,7 +50,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q
 			_, _, err := s.cfg.Store.Delete(r.Context(), q.res, q.version.Name, item.GetNamespace(), item.GetName(),
 				registry.WriteOptions{DryRun: dry}, opts.Preconditions)
 			if err != nil && !apierrors.IsNotFound(err) {
-				writeError(w, r, err)
+				respond.Error(w, r, err)
 				return
 			}
 		}
@@ -58,7 +59,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q
 		}
 		lopts.Continue, lopts.ResourceVersion = list.GetContinue(), ""
 	}
-	writeJSON(w, r, http.StatusOK, &metav1.Status{
+	respond.Object(w, r, http.StatusOK, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess,
 		Details:  &metav1.StatusDetails{Group: q.res.Group, Kind: q.res.Names.Plural},

@@ -10,9 +10,12 @@ import (
 	"strings"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/server/respond"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 var resourceVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
@@ -20,9 +23,9 @@ var resourceVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", 
 // serveDiscovery answers /api, /api/v1, /apis, /apis/<group> and
 // /apis/<group>/<version> from the registry as it is now, and aggregated discovery
 // (apidiscovery.k8s.io v2 or v2beta1) on /api and /apis when Accept asks for it.
-func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, info *RequestInfo) {
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, info *request.Info) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeError(w, r, apierrors.NewMethodNotSupported(schemaGR(""), r.Method))
+		respond.Error(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{}, r.Method))
 		return
 	}
 	parts := splitPath(r.URL.Path)
@@ -34,7 +37,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, info *Re
 			return
 		}
 		if parts[0] == "api" {
-			writeJSON(w, r, http.StatusOK, &metav1.APIVersions{
+			respond.Object(w, r, http.StatusOK, &metav1.APIVersions{
 				TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
 				Versions: []string{"v1"},
 				ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{
@@ -49,16 +52,16 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, info *Re
 				list.Groups = append(list.Groups, g)
 			}
 		}
-		writeJSON(w, r, http.StatusOK, list)
+		respond.Object(w, r, http.StatusOK, list)
 	case parts[0] == "apis" && len(parts) == 2:
 		for _, g := range groups(resources) {
 			if g.Name == parts[1] && g.Name != "" {
 				g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
-				writeJSON(w, r, http.StatusOK, &g)
+				respond.Object(w, r, http.StatusOK, &g)
 				return
 			}
 		}
-		writeError(w, r, notFoundPath(info))
+		respond.Error(w, r, notFoundPath(info))
 	default:
 		group, version := info.APIGroup, info.APIVersion
 		list := &metav1.APIResourceList{
@@ -71,10 +74,10 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, info *Re
 			}
 		}
 		if list.APIResources == nil {
-			writeError(w, r, notFoundPath(info))
+			respond.Error(w, r, notFoundPath(info))
 			return
 		}
-		writeJSON(w, r, http.StatusOK, list)
+		respond.Object(w, r, http.StatusOK, list)
 	}
 }
 
@@ -207,7 +210,7 @@ func (s *Server) serveAggregated(w http.ResponseWriter, r *http.Request, core bo
 	}
 	body, err := json.Marshal(list)
 	if err != nil {
-		writeError(w, r, apierrors.NewInternalError(err))
+		respond.Error(w, r, apierrors.NewInternalError(err))
 		return
 	}
 	sum := sha256.Sum256(body)

@@ -3,28 +3,29 @@ package server
 import (
 	"net/http"
 
+	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, q *request) {
+func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, q *apiRequest) {
 	var opts metav1.GetOptions
 	if err := parameterCodec.DecodeParameters(r.URL.Query(), optionsGV, &opts); err != nil {
-		writeError(w, r, apierrors.NewBadRequest(err.Error()))
+		respond.Error(w, r, apierrors.NewBadRequest(err.Error()))
 		return
 	}
 	obj, err := s.cfg.Store.Get(r.Context(), q.res, q.version.Name, q.info.Namespace, q.info.Name, opts)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	if q.subresource == "scale" {
 		scale, err := toScale(q, obj)
 		if err != nil {
-			writeError(w, r, err)
+			respond.Error(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, scale)
+		respond.Object(w, r, http.StatusOK, scale)
 		return
 	}
 	s.writeObject(w, r, q, http.StatusOK, obj)

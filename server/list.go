@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -15,10 +16,10 @@ func listOptions(r *http.Request) (metav1.ListOptions, error) {
 	return opts, nil
 }
 
-func (s *Server) serveList(w http.ResponseWriter, r *http.Request, q *request) {
+func (s *Server) serveList(w http.ResponseWriter, r *http.Request, q *apiRequest) {
 	opts, err := listOptions(r)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	if opts.Watch {
@@ -27,20 +28,20 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, q *request) {
 	}
 	list, err := s.cfg.Store.List(r.Context(), q.res, q.version.Name, q.info.Namespace, opts)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
-	switch q.out.output {
-	case OutputTable:
+	switch q.out.Output {
+	case respond.OutputTable:
 		t, err := s.table(r, q, list.Items, ptrTo(listMeta(list)))
 		if err != nil {
-			writeError(w, r, err)
+			respond.Error(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, t)
-	case OutputMetadata:
-		writeJSON(w, r, http.StatusOK, toPartialList(list))
+		respond.Object(w, r, http.StatusOK, t)
+	case respond.OutputMetadata:
+		respond.Object(w, r, http.StatusOK, toPartialList(list))
 	default:
-		writeJSON(w, r, http.StatusOK, list)
+		respond.Object(w, r, http.StatusOK, list)
 	}
 }

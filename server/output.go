@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/server/respond"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,25 +16,25 @@ import (
 )
 
 // writeObject writes one object in the representation the client negotiated.
-func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, q *request, code int, obj *unstructured.Unstructured) {
-	switch q.out.output {
-	case OutputTable:
+func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, q *apiRequest, code int, obj *unstructured.Unstructured) {
+	switch q.out.Output {
+	case respond.OutputTable:
 		t, err := s.table(r, q, []unstructured.Unstructured{*obj}, &metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()})
 		if err != nil {
-			writeError(w, r, err)
+			respond.Error(w, r, err)
 			return
 		}
-		writeJSON(w, r, code, t)
-	case OutputMetadata:
-		writeJSON(w, r, code, toPartial(obj))
+		respond.Object(w, r, code, t)
+	case respond.OutputMetadata:
+		respond.Object(w, r, code, toPartial(obj))
 	default:
-		writeJSON(w, r, code, obj)
+		respond.Object(w, r, code, obj)
 	}
 }
 
 // writeWritten answers a successful write: the decoding warnings as Warning headers,
 // then the object, 201 if the write created it and 200 otherwise.
-func (s *Server) writeWritten(w http.ResponseWriter, r *http.Request, q *request, obj *unstructured.Unstructured, created bool, warnings []string) {
+func (s *Server) writeWritten(w http.ResponseWriter, r *http.Request, q *apiRequest, obj *unstructured.Unstructured, created bool, warnings []string) {
 	for _, msg := range warnings {
 		addWarning(w, msg)
 	}
@@ -77,7 +78,7 @@ func listMeta(list *unstructured.UnstructuredList) metav1.ListMeta {
 
 // toScale renders the scale subresource of obj as autoscaling/v1 Scale, reading the
 // paths the version's scale subresource declares.
-func toScale(q *request, obj *unstructured.Unstructured) (*autoscalingv1.Scale, error) {
+func toScale(q *apiRequest, obj *unstructured.Unstructured) (*autoscalingv1.Scale, error) {
 	sc := q.version.Subresources.Scale
 	scale := &autoscalingv1.Scale{
 		TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
@@ -115,14 +116,14 @@ func toInt32(v interface{}) (int32, bool) {
 }
 
 // updateScale writes spec replicas from an autoscaling/v1 Scale.
-func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, q *request, data []byte, dry bool) {
+func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, q *apiRequest, data []byte, dry bool) {
 	s.writeScale(w, r, q, dry, func(*autoscalingv1.Scale) ([]byte, error) { return data, nil })
 }
 
 // patchScale applies a merge or JSON patch to the current Scale and writes the result.
-func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *request, pt types.PatchType, patch []byte, dry bool) {
+func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *apiRequest, pt types.PatchType, patch []byte, dry bool) {
 	if pt != types.MergePatchType && pt != types.JSONPatchType {
-		writeError(w, r, unsupportedMediaType(string(pt)))
+		respond.Error(w, r, unsupportedMediaType(string(pt)))
 		return
 	}
 	s.writeScale(w, r, q, dry, func(current *autoscalingv1.Scale) ([]byte, error) {
@@ -137,7 +138,7 @@ func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *request, 
 // writeScale computes the new Scale from the current one with next and writes its
 // spec.replicas into the object, with optimistic concurrency on the Scale's
 // resourceVersion.
-func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *request, dry bool, next func(*autoscalingv1.Scale) ([]byte, error)) {
+func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *apiRequest, dry bool, next func(*autoscalingv1.Scale) ([]byte, error)) {
 	path := jsonPathFields(q.version.Subresources.Scale.SpecReplicasPath)
 	obj, _, err := s.cfg.Store.Update(r.Context(), q.res, q.version.Name, q.info.Namespace, q.info.Name,
 		func(_ ctxT, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
@@ -166,13 +167,13 @@ func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *request, 
 			return cur, nil
 		}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dry}})
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	scale, err := toScale(q, obj)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
-	writeJSON(w, r, http.StatusOK, scale)
+	respond.Object(w, r, http.StatusOK, scale)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/server/respond"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,38 +20,38 @@ import (
 // servePatch handles JSON patch, JSON merge patch, strategic merge patch (for the
 // built-in kinds client-go knows, whose patch strategies come from their Go types) and
 // server-side apply.
-func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *request) {
+func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *apiRequest) {
 	ctx := r.Context()
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
-		writeError(w, r, unsupportedMediaType(r.Header.Get("Content-Type")))
+		respond.Error(w, r, unsupportedMediaType(r.Header.Get("Content-Type")))
 		return
 	}
 	pt := types.PatchType(mt)
 	switch pt {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
 	default:
-		writeError(w, r, unsupportedMediaType(mt))
+		respond.Error(w, r, unsupportedMediaType(mt))
 		return
 	}
 	if pt == types.ApplyCBORPatchType {
-		writeError(w, r, unsupportedMediaType(mt))
+		respond.Error(w, r, unsupportedMediaType(mt))
 		return
 	}
 	wr, err := parseWrite(r)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	dry, fv, body := wr.dryRun, wr.validation, wr.body
 	manager, err := fieldManagerName(r, pt == types.ApplyYAMLPatchType)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	force := r.URL.Query().Get("force") == "true"
 	if force && pt != types.ApplyYAMLPatchType {
-		writeError(w, r, apierrors.NewBadRequest("force is only allowed for apply patches"))
+		respond.Error(w, r, apierrors.NewBadRequest("force is only allowed for apply patches"))
 		return
 	}
 	var smpStruct interface{}
@@ -58,7 +59,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *request) 
 		gvk := q.res.GroupVersion(q.version.Name).WithKind(q.res.Names.Kind)
 		typed, err := typedScheme.New(gvk)
 		if err != nil {
-			writeError(w, r, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", q.gr(), q.info.Name,
+			respond.Error(w, r, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", q.gr(), q.info.Name,
 				fmt.Sprintf("strategic merge patch is not supported for %s: use a JSON merge patch, a JSON patch or server-side apply", gvk.GroupKind()), 0, false))
 			return
 		}
@@ -71,7 +72,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *request) 
 	sub := q.subresource
 	fm, err := s.fieldManager(q.res, q.version.Name, sub)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	if sub == "finalize" {
@@ -119,7 +120,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *request) 
 			return fm.track(current, next, manager), nil
 		}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dry, Subresource: sub}, AllowCreate: apply})
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	s.writeWritten(w, r, q, result, created, warnings)

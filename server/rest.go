@@ -4,41 +4,42 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// request is one resource request after routing: the resource, its served version and
+// apiRequest is one resource request after routing: the resource, its served version and
 // what the URL names.
-type request struct {
-	info    *RequestInfo
+type apiRequest struct {
+	info    *request.Info
 	res     *registry.Resource
 	version *registry.Version
 	// subresource is "", "status" or "scale".
 	subresource string
-	out         negotiation
+	out         respond.Negotiation
 }
 
-func (q *request) gr() schema.GroupResource { return q.res.GroupResource() }
+func (q *apiRequest) gr() schema.GroupResource { return q.res.GroupResource() }
 
 // serveAPI handles everything under /api and /apis: discovery and resources.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	info, _ := RequestInfoFrom(r.Context())
+	info, _ := request.InfoFrom(r.Context())
 	if !info.IsResourceRequest {
 		s.serveDiscovery(w, r, info)
 		return
 	}
 	if (info.APIPrefix == "api" && info.APIGroup != "") || (info.APIPrefix == "apis" && info.APIGroup == "") {
-		writeError(w, r, apierrors.NewNotFound(schemaGR(info.Resource), info.Name))
+		respond.Error(w, r, apierrors.NewNotFound(schema.GroupResource{Resource: info.Resource}, info.Name))
 		return
 	}
 	q, err := s.route(r, info)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	if v := q.version; v.Deprecated {
@@ -66,19 +67,19 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case "deletecollection":
 		s.serveDeleteCollection(w, r, q)
 	default:
-		writeError(w, r, apierrors.NewMethodNotSupported(q.gr(), r.Method))
+		respond.Error(w, r, apierrors.NewMethodNotSupported(q.gr(), r.Method))
 	}
 }
 
 // route finds the resource and checks that the URL fits it (scope, subresource,
 // verb).
-func (s *Server) route(r *http.Request, info *RequestInfo) (*request, error) {
+func (s *Server) route(r *http.Request, info *request.Info) (*apiRequest, error) {
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	res, ver := s.cfg.Registry.Lookup(gvr)
 	if res == nil {
 		return nil, notFoundPath(info)
 	}
-	q := &request{info: info, res: res, version: ver}
+	q := &apiRequest{info: info, res: res, version: ver}
 	if res.Namespaced {
 		if info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" {
 			return nil, notFoundPath(info)
@@ -113,7 +114,7 @@ func (s *Server) route(r *http.Request, info *RequestInfo) (*request, error) {
 			return nil, apierrors.NewMethodNotSupported(schema.GroupResource{Group: res.Group, Resource: res.Names.Plural + "/" + q.subresource}, info.Verb)
 		}
 	}
-	out, err := negotiate(r)
+	out, err := respond.Negotiate(r)
 	if err != nil {
 		return nil, err
 	}
@@ -134,13 +135,8 @@ func isWrite(v string) bool {
 	return false
 }
 
-func isWatchPath(p string) bool {
-	parts := splitPath(p)
-	return len(parts) > 3 && ((parts[0] == "api" && parts[2] == "watch") || (parts[0] == "apis" && len(parts) > 4 && parts[3] == "watch"))
-}
-
 // notFoundPath is Kubernetes' answer for a URL that names no resource.
-func notFoundPath(info *RequestInfo) error {
+func notFoundPath(info *request.Info) error {
 	err := apierrors.NewNotFound(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Name)
 	err.ErrStatus.Message = "the server could not find the requested resource"
 	err.ErrStatus.Details = &metav1.StatusDetails{}
@@ -164,4 +160,10 @@ func dryRun(r *http.Request) (bool, error) {
 	return len(vals) > 0, nil
 }
 
-func parseDuration(s string) (time.Duration, error) { return time.ParseDuration(s) }
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/server/respond"
 	"github.com/concordproject/concord/wire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,34 +19,34 @@ import (
 // and the storage version barrier holds it like any other write.
 func (s *Server) serveRewrite(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "rewrite"}, r.Method))
+		respond.Error(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "rewrite"}, r.Method))
 		return
 	}
 	// ParseRequestInfo has read the group and resource from the path.
-	info, ok := RequestInfoFrom(r.Context())
+	info, ok := request.InfoFrom(r.Context())
 	if !ok || !info.IsResourceRequest {
-		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("want %s<group>/<resource> (group \"core\" for the legacy group)", wire.RewritePath)))
+		respond.Error(w, r, apierrors.NewBadRequest(fmt.Sprintf("want %s<group>/<resource> (group \"core\" for the legacy group)", wire.RewritePath)))
 		return
 	}
 	gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
 	res := s.cfg.Registry.Get(gr)
 	if res == nil {
-		writeError(w, r, apierrors.NewNotFound(gr, ""))
+		respond.Error(w, r, apierrors.NewNotFound(gr, ""))
 		return
 	}
 	var limit int64
 	if l := r.URL.Query().Get("limit"); l != "" {
 		n, err := strconv.ParseInt(l, 10, 64)
 		if err != nil || n <= 0 {
-			writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid limit %q: want a positive integer", l)))
+			respond.Error(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid limit %q: want a positive integer", l)))
 			return
 		}
 		limit = n
 	}
 	result, err := s.cfg.Store.Rewrite(r.Context(), res, r.URL.Query().Get("continue"), limit)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
-	writeJSON(w, r, http.StatusOK, result)
+	respond.Object(w, r, http.StatusOK, result)
 }

@@ -8,17 +8,19 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/server/filters"
+	"github.com/concordproject/concord/server/respond"
 	"github.com/concordproject/concord/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/klog/v2"
 )
@@ -55,9 +57,13 @@ type Config struct {
 	MaxWatchTimeout time.Duration
 	// ShutdownTimeout bounds the graceful drain of requests and watches (default 30s).
 	ShutdownTimeout time.Duration
-	// Filters wrap the resource handlers, innermost last, after authentication and
-	// authorization (the storage-version write barrier is one).
-	Filters []func(http.Handler) http.Handler
+	// ClientSkew, if set, fills the chain's "client-skew" slot: it sees every
+	// authorized request (package compatibility's version skew detector).
+	ClientSkew func(http.Handler) http.Handler
+	// StorageVersionBarrier, if set, fills the chain's "storage-version-barrier" slot,
+	// the last before the handlers: it holds writes of a resource until this server's
+	// storage version for it is registered (package storageversion).
+	StorageVersionBarrier func(http.Handler) http.Handler
 }
 
 // Server is one Concord API server. Create it with New, then call Run.
@@ -65,7 +71,8 @@ type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
 	handler http.Handler
-	metrics *requestMetrics
+	chain   []filters.Filter
+	metrics *watchMetrics
 
 	mu        sync.Mutex
 	listener  net.Listener
@@ -76,6 +83,9 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil || cfg.Store == nil || cfg.Authenticator == nil {
 		return nil, errors.New("server: Registry, Store and Authenticator are required")
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry()
 	}
 	if cfg.Health == nil {
 		cfg.Health = health.New(cfg.Metrics)
@@ -93,9 +103,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), watchStop: make(chan struct{})}
-	s.metrics = newRequestMetrics(cfg.Metrics)
+	s.metrics = newWatchMetrics(cfg.Metrics)
 	s.install()
-	s.handler = s.buildChain()
+	s.chain = s.buildChain()
+	s.handler = filters.Build(s.mux, s.chain)
 	return s, nil
 }
 
@@ -103,26 +114,14 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Mux is where handlers outside the REST API (e.g. /openapi/v3) are installed; they
-// sit behind the whole filter chain. Install them before Run.
+// sit behind the whole handler chain, like every handler. Install them before Run.
 func (s *Server) Mux() *http.ServeMux { return s.mux }
-
-// publicPaths may be read without credentials.
-func publicPath(p string) bool {
-	for _, prefix := range []string{"/healthz", "/livez", "/readyz"} {
-		if p == prefix || strings.HasPrefix(p, prefix+"/") {
-			return true
-		}
-	}
-	return p == "/version" || p == "/version/"
-}
 
 func (s *Server) install() {
 	s.cfg.Health.Install(s.mux)
 	s.mux.Handle("/version", http.HandlerFunc(s.serveVersion))
 	s.mux.Handle("/version/", http.HandlerFunc(s.serveVersion))
-	if s.cfg.Metrics != nil {
-		s.mux.Handle("/metrics", promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}))
-	}
+	s.mux.Handle("/metrics", promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}))
 	if s.cfg.Profiling {
 		s.mux.HandleFunc("/debug/pprof/", pprof.Index)
 		s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -130,33 +129,15 @@ func (s *Server) install() {
 		s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	var api http.Handler = http.HandlerFunc(s.serveAPI)
-	for i := len(s.cfg.Filters) - 1; i >= 0; i-- {
-		api = s.cfg.Filters[i](api)
-	}
+	api := http.HandlerFunc(s.serveAPI)
 	s.mux.Handle("/api", api)
 	s.mux.Handle("/api/", api)
 	s.mux.Handle("/apis", api)
 	s.mux.Handle("/apis/", api)
 	s.mux.Handle(wire.RewritePath, http.HandlerFunc(s.serveRewrite))
 	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, apierrors.NewNotFound(schemaGR(""), r.URL.Path))
+		respond.Error(w, r, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
 	}))
-}
-
-// buildChain wraps the mux in the filters every request passes, outermost first:
-// panic recovery, request info, metrics, timeout, body limit, authentication,
-// authorization.
-func (s *Server) buildChain() http.Handler {
-	var h http.Handler = s.mux
-	h = s.withAuthorization(h)
-	h = auth.WithAuthentication(h, s.cfg.Authenticator, publicPath)
-	h = withBodyLimit(h, s.cfg.MaxRequestBodyBytes)
-	h = s.withTimeout(h)
-	h = s.metrics.instrument(h)
-	h = withRequestInfo(h)
-	h = withRecovery(h)
-	return h
 }
 
 // Run serves until ctx is done, then shuts down gracefully: /readyz fails, new

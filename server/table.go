@@ -58,7 +58,7 @@ var defaultAgeColumn = apiextensionsColumn("Age", "date", ".metadata.creationTim
 
 // table renders objs as a Table, with each row's object included as the client asked
 // (?includeObject=None|Metadata|Object; Metadata by default).
-func (s *Server) table(r *http.Request, q *request, objs []unstructured.Unstructured, lm *metav1.ListMeta) (*metav1.Table, error) {
+func (s *Server) table(r *http.Request, q *apiRequest, objs []unstructured.Unstructured, lm *metav1.ListMeta) (*metav1.Table, error) {
 	include := metav1.IncludeMetadata
 	switch v := metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject")); v {
 	case "":

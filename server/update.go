@@ -5,21 +5,22 @@ import (
 	"net/http"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, q *request) {
+func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, q *apiRequest) {
 	wr, err := parseWrite(r)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	dry, fv, body := wr.dryRun, wr.validation, wr.body
 	if q.subresource == "scale" {
 		data, err := bodyToJSON(r, body)
 		if err != nil {
-			writeError(w, r, err)
+			respond.Error(w, r, err)
 			return
 		}
 		s.updateScale(w, r, q, data, dry)
@@ -27,26 +28,26 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, q *request)
 	}
 	obj, warnings, err := decodeRequestObject(r, body, q.res, q.version.Name, fv)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	if obj.GetName() != q.info.Name {
-		writeError(w, r, apierrors.NewBadRequest("the name of the object ("+obj.GetName()+") does not match the name on the URL ("+q.info.Name+")"))
+		respond.Error(w, r, apierrors.NewBadRequest("the name of the object ("+obj.GetName()+") does not match the name on the URL ("+q.info.Name+")"))
 		return
 	}
 	if q.res.Namespaced && obj.GetNamespace() != "" && obj.GetNamespace() != q.info.Namespace {
-		writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+		respond.Error(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
 		return
 	}
 	sub := q.subresource
 	fm, err := s.fieldManager(q.res, q.version.Name, sub)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	manager, err := fieldManagerName(r, false)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	if sub == "finalize" {
@@ -61,7 +62,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, q *request)
 			return fm.track(current, next, manager), nil
 		}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dry, Subresource: sub}, AllowCreate: q.res.Hooks != nil && q.res.Hooks.AllowCreateOnUpdate})
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	s.writeWritten(w, r, q, result, created, warnings)

@@ -1,6 +1,10 @@
 package server
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/concordproject/concord/server/respond"
+)
 
 // serveVersion answers /version with the server's version.Info (pretty-printed, as
 // kube-apiserver does).
@@ -10,5 +14,5 @@ func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	writeJSON(w, r, http.StatusOK, s.cfg.Version)
+	respond.Object(w, r, http.StatusOK, s.cfg.Version)
 }

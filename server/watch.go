@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/objectjson"
+	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,10 +18,10 @@ import (
 // serveWatch streams watch events as newline-separated JSON WatchEvents. The watch
 // ends at timeoutSeconds (or the server's maximum, with jitter), when the client goes
 // away, or when the server shuts down.
-func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *request) {
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiRequest) {
 	opts, err := listOptions(r)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	timeout := time.Duration(float64(s.cfg.MaxWatchTimeout) * (1 + rand.Float64()))
@@ -46,7 +47,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *request) 
 	}
 	wi, err := s.cfg.Store.Watch(ctx, q.res, q.version.Name, q.info.Namespace, opts)
 	if err != nil {
-		writeError(w, r, err)
+		respond.Error(w, r, err)
 		return
 	}
 	defer wi.Stop()
@@ -72,12 +73,12 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *request) 
 			}
 			obj, err := s.watchObject(r, q, ev, &columnsSent)
 			if err != nil {
-				st := ErrorToStatus(err)
+				st := respond.ErrorToStatus(err)
 				ev, obj = watch.Event{Type: watch.Error}, st
 			}
 			buf, err = appendWatchEvent(buf[:0], ev.Type, obj)
 			if err != nil {
-				buf, _ = appendWatchEvent(buf[:0], watch.Error, ErrorToStatus(apierrors.NewInternalError(err)))
+				buf, _ = appendWatchEvent(buf[:0], watch.Error, respond.ErrorToStatus(apierrors.NewInternalError(err)))
 			}
 			if _, err := w.Write(buf); err != nil {
 				return
@@ -99,12 +100,12 @@ func appendWatchEvent(dst []byte, t watch.EventType, obj interface{}) ([]byte, e
 	dst = append(dst, `{"type":`...)
 	dst, _ = objectjson.Append(dst, string(t))
 	dst = append(dst, `,"object":`...)
-	dst, err := objectjson.Append(dst, jsonValue(obj))
+	dst, err := respond.AppendJSON(dst, obj)
 	return append(dst, "}\n"...), err
 }
 
 // watchObject renders an event's object in the negotiated representation.
-func (s *Server) watchObject(r *http.Request, q *request, ev watch.Event, columnsSent *bool) (runtime.Object, error) {
+func (s *Server) watchObject(r *http.Request, q *apiRequest, ev watch.Event, columnsSent *bool) (runtime.Object, error) {
 	if st, ok := ev.Object.(*metav1.Status); ok {
 		st.Kind, st.APIVersion = "Status", "v1"
 		return st, nil
@@ -113,8 +114,8 @@ func (s *Server) watchObject(r *http.Request, q *request, ev watch.Event, column
 	if !ok || ev.Type == watch.Error {
 		return ev.Object, nil
 	}
-	switch q.out.output {
-	case OutputTable:
+	switch q.out.Output {
+	case respond.OutputTable:
 		if ev.Type == watch.Bookmark {
 			return toPartial(u), nil
 		}
@@ -127,7 +128,7 @@ func (s *Server) watchObject(r *http.Request, q *request, ev watch.Event, column
 		}
 		*columnsSent = true
 		return t, nil
-	case OutputMetadata:
+	case respond.OutputMetadata:
 		return toPartial(u), nil
 	}
 	return u, nil

@@ -39,7 +39,7 @@
 //
 //	svm, _ := storageversion.NewManager(storageversion.Config{ServerID: id, Registry: reg,
 //		Store: store, LeaseValid: lease.Valid, Metrics: metrics, Started: started})
-//	// server.Config.Filters: append(filters, svm.Filter); health: svm.PostStartHook()
+//	// server.Config.StorageVersionBarrier: svm.Filter; health: svm.PostStartHook()
 //	// once serving, with the identity lease written:
 //	_ = svm.Start(ctx)
 //	crds.Publish = svm.Publish            // the CRD controller's put

@@ -1,14 +1,14 @@
 package storageversion
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/identity"
-	"github.com/concordproject/concord/server"
+	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,7 +35,7 @@ const customWait = 5 * time.Second
 // seconds. Subresources count as their resource; deletes are writes.
 func (m *Manager) Filter(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info, ok := server.RequestInfoFrom(r.Context())
+		info, ok := request.InfoFrom(r.Context())
 		if !ok || !info.IsResourceRequest || exempt(r, info) {
 			next.ServeHTTP(w, r)
 			return
@@ -47,7 +47,7 @@ func (m *Manager) Filter(next http.Handler) http.Handler {
 			return
 		}
 		if m.cfg.LeaseValid != nil && !m.cfg.LeaseValid(time.Now()) {
-			m.reject(w, gr, ErrLeaseLapsed)
+			m.reject(w, r, gr, ErrLeaseLapsed)
 			return
 		}
 		admitted, opened, reason := t.gate.enter()
@@ -62,7 +62,7 @@ func (m *Manager) Filter(next http.Handler) http.Handler {
 			timer.Stop()
 		}
 		if !admitted {
-			m.reject(w, gr, reason)
+			m.reject(w, r, gr, reason)
 			return
 		}
 		defer t.gate.leave()
@@ -72,7 +72,7 @@ func (m *Manager) Filter(next http.Handler) http.Handler {
 
 // exempt reports whether a resource request passes the barrier whatever the state of
 // its resource.
-func exempt(r *http.Request, info *server.RequestInfo) bool {
+func exempt(r *http.Request, info *request.Info) bool {
 	switch info.Verb {
 	case "get", "list", "watch":
 		return true
@@ -92,17 +92,10 @@ func exempt(r *http.Request, info *server.RequestInfo) bool {
 // reject answers 503 with Kubernetes' message, the last error seen for the resource
 // ("<nil>" while its first registration is under way) and Retry-After, which client-go
 // honours by retrying.
-func (m *Manager) reject(w http.ResponseWriter, gr schema.GroupResource, reason error) {
+func (m *Manager) reject(w http.ResponseWriter, r *http.Request, gr schema.GroupResource, reason error) {
 	m.metrics.rejections.WithLabelValues(gr.String()).Inc()
-	status := server.ErrorToStatus(apierrors.NewServiceUnavailable(
-		fmt.Sprintf("wait for storage version registration to complete for resource: %v, last seen error: %v", gr, reason)))
-	writeStatus(w, status)
-}
-
-func writeStatus(w http.ResponseWriter, status *metav1.Status) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Retry-After", "1")
-	w.WriteHeader(int(status.Code))
-	_ = json.NewEncoder(w).Encode(status)
+	err := apierrors.NewServiceUnavailable(
+		fmt.Sprintf("wait for storage version registration to complete for resource: %v, last seen error: %v", gr, reason))
+	err.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+	respond.Error(w, r, err)
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
-	"github.com/concordproject/concord/server"
+	"github.com/concordproject/concord/server/request"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -32,9 +32,9 @@ func newTestManager(t *testing.T) (*Manager, *tracked, *tracked) {
 	return m, cm, cr
 }
 
-// request runs one request through the barrier as user and returns the response and
+// serveBarrier runs one request through the barrier as user and returns the response and
 // whether the handler behind it ran.
-func request(t *testing.T, h func(http.Handler) http.Handler, method, path string, user auth.User) (*httptest.ResponseRecorder, bool) {
+func serveBarrier(t *testing.T, h func(http.Handler) http.Handler, method, path string, user auth.User) (*httptest.ResponseRecorder, bool) {
 	t.Helper()
 	var reached atomic.Bool
 	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -43,7 +43,7 @@ func request(t *testing.T, h func(http.Handler) http.Handler, method, path strin
 	})
 	r := httptest.NewRequest(method, path, nil)
 	ctx := auth.WithUser(r.Context(), user)
-	ctx = server.WithRequestInfo(ctx, server.ParseRequestInfo(r))
+	ctx = request.WithInfo(ctx, request.Parse(r))
 	w := httptest.NewRecorder()
 	h(next).ServeHTTP(w, r.WithContext(ctx))
 	return w, reached.Load()
@@ -83,7 +83,7 @@ func TestBarrier(t *testing.T) {
 		{http.MethodPost, "/concord/v1/rewrite/core/configmaps", admin, false},
 		{http.MethodPost, "/concord/v1/rewrite/example.com/gadgets", admin, true}, // not tracked
 	} {
-		w, reached := request(t, m.Filter, tc.method, tc.path, tc.user)
+		w, reached := serveBarrier(t, m.Filter, tc.method, tc.path, tc.user)
 		if reached != tc.pass {
 			t.Errorf("%s %s as %s: passed=%v, want %v", tc.method, tc.path, tc.user.Name, reached, tc.pass)
 			continue
@@ -102,11 +102,11 @@ func TestBarrier(t *testing.T) {
 		}
 	}
 	cm.gate.setOpen()
-	if _, reached := request(t, m.Filter, http.MethodPost, "/api/v1/namespaces/default/configmaps", admin); !reached {
+	if _, reached := serveBarrier(t, m.Filter, http.MethodPost, "/api/v1/namespaces/default/configmaps", admin); !reached {
 		t.Error("a write to a registered resource was refused")
 	}
 	m.cfg.LeaseValid = func(time.Time) bool { return false }
-	if w, reached := request(t, m.Filter, http.MethodPost, "/api/v1/namespaces/default/configmaps", admin); reached || w.Code != http.StatusServiceUnavailable {
+	if w, reached := serveBarrier(t, m.Filter, http.MethodPost, "/api/v1/namespaces/default/configmaps", admin); reached || w.Code != http.StatusServiceUnavailable {
 		t.Errorf("a write with a lapsed identity lease: %d, passed=%v", w.Code, reached)
 	}
 }
@@ -118,7 +118,7 @@ func TestBarrierCustomResourceWaits(t *testing.T) {
 	path := "/apis/example.com/v1/namespaces/default/widgets"
 	done := make(chan bool)
 	go func() {
-		_, reached := request(t, m.Filter, http.MethodPost, path, admin)
+		_, reached := serveBarrier(t, m.Filter, http.MethodPost, path, admin)
 		done <- reached
 	}()
 	time.Sleep(50 * time.Millisecond)

@@ -315,6 +315,9 @@ func TestStorageVersionBarrier(t *testing.T) {
 		{http.MethodDelete, "/api/v1/namespaces/default/configmaps/old", nil, "configmaps"},
 		{http.MethodPatch, "/api/v1/namespaces/default/configmaps/old", map[string]interface{}{"data": map[string]string{"a": "b"}}, "configmaps"},
 		{http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", svCRD("sprockets", "v1"), "customresourcedefinitions.apiextensions.k8s.io"},
+		// The storage-migration fast path writes configmaps too: the same barrier holds
+		// it (it once sat outside the handler chain).
+		{http.MethodPost, "/concord/v1/rewrite/core/configmaps", nil, "configmaps"},
 	} {
 		code, st, hdr, body := svHTTP(t, cfg, tc.method, tc.path, tc.body)
 		prefix := "wait for storage version registration to complete for resource: " + tc.resource + ", last seen error: "
@@ -353,9 +356,14 @@ func TestStorageVersionBarrier(t *testing.T) {
 		!strings.Contains(body, "[-]poststarthook/"+storageversion.UpdaterHook+" failed") {
 		t.Errorf("readyz: %d %s", code, body)
 	}
+	// The barrier's answer is negotiated like every error.
+	if code, hdr, body := svHTTPAccept(t, cfg, http.MethodPost, "/concord/v1/rewrite/core/configmaps", "application/yaml"); code != http.StatusServiceUnavailable ||
+		hdr.Get("Content-Type") != "application/yaml" || !strings.Contains(body, "reason: ServiceUnavailable") {
+		t.Errorf("a refused rewrite asking for YAML: %d %q %s", code, hdr.Get("Content-Type"), body)
+	}
 	_, _, _, metrics := svHTTP(t, cfg, http.MethodGet, "/metrics", nil)
-	if !strings.Contains(metrics, `apiserver_storage_version_barrier_rejections_total{resource="configmaps"} 3`) {
-		t.Errorf("/metrics does not count the 3 rejected configmap writes")
+	if !strings.Contains(metrics, `apiserver_storage_version_barrier_rejections_total{resource="configmaps"} 5`) {
+		t.Errorf("/metrics does not count the 5 rejected configmap writes")
 	}
 
 	// Repair: the server registers at once (it follows the objects) and lets writes
@@ -1302,6 +1310,27 @@ func svHTTP(t testing.TB, cfg *rest.Config, method, path string, body interface{
 		st = &probe
 	}
 	return resp.StatusCode, st, resp.Header, string(b)
+}
+
+// svHTTPAccept sends a request without a body, asking for accept.
+func svHTTPAccept(t testing.TB, cfg *rest.Config, method, path, accept string) (int, http.Header, string) {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, cfg.Host+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
 }
 
 // svPath is the REST path of a StorageVersion (or the collection, name "").

@@ -1,4 +1,4 @@
-package auth
+package filters_test
 
 import (
 	"encoding/json"
@@ -9,19 +9,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/server/filters"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// whoami answers with the user found in the request context and the Authorization header
-// it still sees.
+// whoami is what whoamiHandler answers: the user in the request context and the
+// Authorization header it still sees.
 type whoami struct {
-	User          User
+	User          auth.User
 	Authorization string
 }
 
 func whoamiHandler(t *testing.T) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, ok := UserFrom(r.Context())
+		u, ok := auth.UserFrom(r.Context())
 		if !ok {
 			t.Errorf("%s: no user in the request context", r.URL.Path)
 		}
@@ -29,28 +31,27 @@ func whoamiHandler(t *testing.T) http.Handler {
 	})
 }
 
-func TestWithAuthentication(t *testing.T) {
-	a, err := NewTokenAuthenticator(map[string]User{"alice-token": {Name: "alice"}}, "admin-token", "")
+func TestAuthentication(t *testing.T) {
+	a, err := auth.NewTokenAuthenticator(map[string]auth.User{"alice-token": {Name: "alice"}}, "admin-token", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	public := func(path string) bool { return path == "/healthz" || path == "/version" }
-	srv := httptest.NewServer(WithAuthentication(whoamiHandler(t), a, public))
+	srv := httptest.NewServer(filters.Build(whoamiHandler(t), []filters.Filter{filters.Authentication(a, public)}))
 	t.Cleanup(srv.Close)
 
-	tests := []struct {
+	for _, tt := range []struct {
 		name, path, token string
 		wantCode          int
-		wantUser          User
+		wantUser          auth.User
 	}{
-		{"token user", "/api/v1/pods", "alice-token", 200, User{Name: "alice", Groups: []string{GroupAuthenticated}}},
-		{"admin on public path", "/healthz", "admin-token", 200, User{Name: AdminUser, Groups: []string{GroupMasters, GroupAuthenticated}}},
-		{"anonymous on public path", "/version", "", 200, User{Name: AnonymousUser, Groups: []string{GroupUnauthenticated}}},
-		{"bad token on public path", "/healthz", "nope", 200, User{Name: AnonymousUser, Groups: []string{GroupUnauthenticated}}},
-		{"anonymous", "/api/v1/pods", "", 401, User{}},
-		{"bad token", "/api/v1/pods", "nope", 401, User{}},
-	}
-	for _, tt := range tests {
+		{"token user", "/api/v1/pods", "alice-token", 200, auth.User{Name: "alice", Groups: []string{auth.GroupAuthenticated}}},
+		{"admin on public path", "/healthz", "admin-token", 200, auth.User{Name: auth.AdminUser, Groups: []string{auth.GroupMasters, auth.GroupAuthenticated}}},
+		{"anonymous on public path", "/version", "", 200, auth.Anonymous()},
+		{"bad token on public path", "/healthz", "nope", 200, auth.Anonymous()},
+		{"anonymous", "/api/v1/pods", "", 401, auth.User{}},
+		{"bad token", "/api/v1/pods", "nope", 401, auth.User{}},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+tt.path, nil)
 			if err != nil {
@@ -82,7 +83,7 @@ func TestWithAuthentication(t *testing.T) {
 			if !reflect.DeepEqual(got.User, tt.wantUser) {
 				t.Errorf("got user %+v, want %+v", got.User, tt.wantUser)
 			}
-			if tt.wantUser.Name != AnonymousUser && got.Authorization != "" {
+			if tt.wantUser.Name != auth.AnonymousUser && got.Authorization != "" {
 				t.Error("the Authorization header reached the handler")
 			}
 		})
@@ -110,15 +111,5 @@ func checkUnauthorizedStatus(t *testing.T, resp *http.Response, body []byte) {
 	}
 	if strings.Contains(string(body), "nope") {
 		t.Error("the 401 body echoes the token")
-	}
-}
-
-func TestUserFromEmptyContext(t *testing.T) {
-	if u, ok := UserFrom(t.Context()); ok {
-		t.Errorf("got %+v from a context without a user", u)
-	}
-	u := User{Name: "alice"}
-	if got, ok := UserFrom(WithUser(t.Context(), u)); !ok || got.Name != "alice" {
-		t.Errorf("got %+v, %v", got, ok)
 	}
 }

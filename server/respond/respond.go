@@ -1,4 +1,4 @@
-package server
+package respond
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/concordproject/concord/objectjson"
@@ -29,19 +30,21 @@ const (
 	OutputMetadata
 )
 
-// negotiation is the outcome of reading the Accept header.
-type negotiation struct {
-	output Output
-	yaml   bool
+// Negotiation is the outcome of reading the Accept header.
+type Negotiation struct {
+	// Output is the representation asked for.
+	Output Output
+	// YAML is true when the client asked for application/yaml.
+	YAML bool
 }
 
-// negotiate reads Accept. Protobuf is not spoken: clients that offer JSON as well get
+// Negotiate reads Accept. Protobuf is not spoken: clients that offer JSON as well get
 // JSON (client-go decodes by the response Content-Type); a client that accepts only
 // protobuf gets 406.
-func negotiate(r *http.Request) (negotiation, error) {
+func Negotiate(r *http.Request) (Negotiation, error) {
 	accept := r.Header.Get("Accept")
 	if accept == "" {
-		return negotiation{}, nil
+		return Negotiation{}, nil
 	}
 	for _, part := range strings.Split(accept, ",") {
 		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
@@ -53,25 +56,25 @@ func negotiate(r *http.Request) (negotiation, error) {
 		default:
 			continue
 		}
-		n := negotiation{yaml: mt == "application/yaml"}
+		n := Negotiation{YAML: mt == "application/yaml"}
 		switch params["as"] {
 		case "":
 		case "Table":
 			if params["g"] != "meta.k8s.io" || (params["v"] != "v1" && params["v"] != "v1beta1") {
 				continue
 			}
-			n.output = OutputTable
+			n.Output = OutputTable
 		case "PartialObjectMetadata", "PartialObjectMetadataList":
 			if params["g"] != "meta.k8s.io" || (params["v"] != "v1" && params["v"] != "v1beta1") {
 				continue
 			}
-			n.output = OutputMetadata
+			n.Output = OutputMetadata
 		default:
 			continue // an unknown transformation: try the next type
 		}
 		return n, nil
 	}
-	return negotiation{}, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "",
+	return Negotiation{}, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "",
 		"only application/json and application/yaml are served (optionally as=Table or as=PartialObjectMetadata with g=meta.k8s.io, v=v1)", 0, false)
 }
 
@@ -97,16 +100,22 @@ func jsonValue(v interface{}) interface{} {
 	return v
 }
 
-// writeJSON writes v with code, as JSON (or YAML if asked).
-func writeJSON(w http.ResponseWriter, r *http.Request, code int, v interface{}) {
-	body, err := objectjson.Append(make([]byte, 0, 2048), jsonValue(v))
+// AppendJSON appends the JSON of v to dst: unstructured objects and lists from their
+// maps directly, everything else as encoding/json would.
+func AppendJSON(dst []byte, v interface{}) ([]byte, error) {
+	return objectjson.Append(dst, jsonValue(v))
+}
+
+// Object writes v with code, as JSON (or YAML if the client asked for it).
+func Object(w http.ResponseWriter, r *http.Request, code int, v interface{}) {
+	body, err := AppendJSON(make([]byte, 0, 2048), v)
 	if err != nil {
-		writeError(w, r, apierrors.NewInternalError(fmt.Errorf("encoding the response: %w", err)))
+		Error(w, r, apierrors.NewInternalError(fmt.Errorf("encoding the response: %w", err)))
 		return
 	}
 	body = append(body, '\n')
 	ctype := "application/json"
-	if n, err := negotiate(r); err == nil && n.yaml {
+	if n, err := Negotiate(r); err == nil && n.YAML {
 		if y, err := yaml.JSONToYAML(body); err == nil {
 			ctype, body = "application/yaml", y
 		}
@@ -117,20 +126,33 @@ func writeJSON(w http.ResponseWriter, r *http.Request, code int, v interface{}) 
 	_, _ = w.Write(body)
 }
 
-// writeError writes err as a metav1.Status. Errors that are not API errors are
-// internal errors (500); their text is kept for the client.
-func writeError(w http.ResponseWriter, r *http.Request, err error) {
+// Error writes err as a metav1.Status, in the representation the client negotiated
+// (JSON when it negotiated nothing this package writes). Errors that are not API
+// errors are internal errors (500); their text is kept for the client. A Status with
+// RetryAfterSeconds also gets the Retry-After header, which client-go honours.
+func Error(w http.ResponseWriter, r *http.Request, err error) {
 	status := ErrorToStatus(err)
-	if status.Code >= 500 {
+	if status.Code >= 500 && status.Code != http.StatusServiceUnavailable {
 		klog.FromContext(r.Context()).Error(err, "Request failed", "method", r.Method, "path", r.URL.Path, "code", status.Code)
 	}
 	if status.Details != nil && status.Details.RetryAfterSeconds > 0 {
-		w.Header().Set("Retry-After", fmt.Sprint(status.Details.RetryAfterSeconds))
+		w.Header().Set("Retry-After", strconv.Itoa(int(status.Details.RetryAfterSeconds)))
 	}
-	w.Header().Set("Content-Type", "application/json")
+	body, err := json.Marshal(status)
+	if err != nil {
+		body = []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the error could not be encoded","code":500}`)
+	}
+	body = append(body, '\n')
+	ctype := "application/json"
+	if n, nerr := Negotiate(r); nerr == nil && n.YAML {
+		if y, yerr := yaml.JSONToYAML(body); yerr == nil {
+			ctype, body = "application/yaml", y
+		}
+	}
+	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(int(status.Code))
-	_ = json.NewEncoder(w).Encode(status)
+	_, _ = w.Write(body)
 }
 
 // ErrorToStatus returns the Status for err, with kind and apiVersion set.

@@ -1,0 +1,39 @@
+package filters
+
+import (
+	"net/http"
+
+	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/server/respond"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+)
+
+// Authentication authenticates each request with a and puts the user into the request
+// context (auth.UserFrom).
+//
+// A request with a valid bearer token runs as the token's user, and its Authorization
+// header is removed so that nothing downstream can log or forward the token. Any other
+// request whose path public(path) accepts runs as auth.AnonymousUser in
+// auth.GroupUnauthenticated; the rest get 401 (reason Unauthorized). A nil public
+// accepts no path.
+func Authentication(a *auth.TokenAuthenticator, public func(path string) bool) Filter {
+	return Filter{Name: "authentication", Wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			u, ok := a.AuthenticateRequest(r)
+			switch {
+			case ok:
+				r.Header.Del("Authorization")
+			case public != nil && public(r.URL.Path):
+				u = auth.Anonymous()
+			default:
+				klog.FromContext(r.Context()).V(4).Info("Unauthorized request",
+					"method", r.Method, "path", r.URL.Path, "remoteAddr", r.RemoteAddr,
+					"hadAuthorizationHeader", r.Header.Get("Authorization") != "")
+				respond.Error(w, r, apierrors.NewUnauthorized("Unauthorized"))
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), u)))
+		})
+	}}
+}

@@ -1,0 +1,33 @@
+package filters
+
+import (
+	"net/http"
+
+	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/server/respond"
+)
+
+// Authorization asks auth.Authorize about every request, with the user authentication
+// found and the request info, and answers 403 when it says no.
+func Authorization() Filter {
+	return Filter{Name: "authorization", Wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			info, _ := request.InfoFrom(r.Context())
+			if info == nil {
+				info = request.Parse(r)
+			}
+			user, _ := auth.UserFrom(r.Context())
+			attrs := auth.Attributes{
+				User: user, Verb: info.Verb, APIGroup: info.APIGroup, Resource: info.Resource,
+				Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name,
+				ResourceRequest: info.IsResourceRequest, Path: r.URL.Path,
+			}
+			if ok, reason := auth.Authorize(attrs); !ok {
+				respond.Error(w, r, auth.Forbidden(attrs, reason))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}}
+}
