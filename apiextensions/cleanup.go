@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,13 +102,13 @@ func (c *Controller) deleteInstances(ctx context.Context, res *registry.Resource
 	remaining := 0
 	opts := metav1.ListOptions{Limit: 500}
 	for {
-		list, err := c.store.List(ctx, res, version, "", opts)
+		list, err := c.store.List(ctx, store.Ref{Resource: res, Version: version}, opts)
 		if err != nil {
 			return 0, fmt.Errorf("listing %s: %w", res.GroupResource(), err)
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			_, deleted, err := c.store.Delete(ctx, res, version, item.GetNamespace(), item.GetName(), registry.WriteOptions{}, nil)
+			_, deleted, err := c.store.Delete(ctx, store.Ref{Resource: res, Version: version, Namespace: item.GetNamespace(), Name: item.GetName()}, store.DeleteOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
 			case err != nil:
@@ -131,10 +132,10 @@ func (c *Controller) removeFinalizer(ctx context.Context, crd *apiextensionsv1.C
 		return errNotRegistered
 	}
 	uid := crd.UID
-	_, _, err := c.store.Update(ctx, res, "v1", "", crd.Name, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	_, _, err := c.store.Update(ctx, store.Ref{Resource: res, Version: "v1", Name: crd.Name}, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		cur.SetFinalizers(slices.DeleteFunc(cur.GetFinalizers(), func(f string) bool { return f == FinalizerCleanup }))
 		return cur, nil
-	}, registry.UpdateOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	}, store.UpdateOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

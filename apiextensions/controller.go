@@ -1,23 +1,23 @@
 package apiextensions
 
 import (
-	"time"
-
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -47,7 +47,7 @@ const groupIndex = "group"
 //     then removes the customresourcecleanup finalizer so that the deletion completes.
 type Controller struct {
 	reg      *registry.Registry
-	store    *registry.Store
+	store    *store.Store
 	queue    workqueue.TypedRateLimitingInterface[string]
 	informer cache.SharedIndexInformer
 	synced   atomic.Bool
@@ -71,11 +71,11 @@ type Controller struct {
 
 // NewController returns a controller serving the definitions stored through store
 // (apiextensions.k8s.io customresourcedefinitions, which must be in reg) into reg.
-func NewController(reg *registry.Registry, store *registry.Store) *Controller {
+func NewController(reg *registry.Registry, st *store.Store) *Controller {
 	c := &Controller{
 		syncedCh: make(chan struct{}),
 		reg:      reg,
-		store:    store,
+		store:    st,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "customresourcedefinitions"}),
@@ -87,14 +87,14 @@ func NewController(reg *registry.Registry, store *registry.Store) *Controller {
 			if res == nil {
 				return nil, errNotRegistered
 			}
-			return store.List(ctx, res, "v1", "", opts)
+			return st.List(ctx, store.Ref{Resource: res, Version: "v1"}, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			res := reg.Get(GroupResource)
 			if res == nil {
 				return nil, errNotRegistered
 			}
-			return store.Watch(ctx, res, "v1", "", opts)
+			return st.Watch(ctx, store.Ref{Resource: res, Version: "v1"}, opts)
 		},
 	}
 	c.informer = cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{
@@ -280,11 +280,11 @@ func (c *Controller) writeStatus(ctx context.Context, crd, want *apiextensionsv1
 		return nil, err
 	}
 	rv := crd.ResourceVersion
-	out, _, err := c.store.Update(ctx, res, "v1", "", crd.Name, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	out, _, err := c.store.Update(ctx, store.Ref{Resource: res, Version: "v1", Name: crd.Name}, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		cur.Object["status"] = status
 		return cur, nil
-	}, registry.UpdateOptions{
-		WriteOptions:  registry.WriteOptions{Subresource: "status"},
+	}, store.UpdateOptions{
+		WriteOptions:  store.WriteOptions{Subresource: "status"},
 		Preconditions: &metav1.Preconditions{ResourceVersion: &rv},
 	})
 	if err != nil {

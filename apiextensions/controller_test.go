@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storage"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -25,14 +26,14 @@ import (
 // own and a store, over storage shared with the other servers.
 type apiServer struct {
 	reg   *registry.Registry
-	store *registry.Store
+	store *store.Store
 	ctrl  *Controller
 }
 
-func startServer(t *testing.T, st *storage.Store) *apiServer {
+func startServer(t *testing.T, raw *storage.Store) *apiServer {
 	t.Helper()
-	reg, store := newRegistry(t, st)
-	s := &apiServer{reg: reg, store: store, ctrl: NewController(reg, store)}
+	reg, st := newRegistry(t, raw)
+	s := &apiServer{reg: reg, store: st, ctrl: NewController(reg, st)}
 	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))))
 	done := make(chan struct{})
 	go func() {
@@ -62,7 +63,7 @@ func eventually(t *testing.T, what string, within time.Duration, cond func() boo
 
 func (s *apiServer) crd(t *testing.T, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
 	t.Helper()
-	u, err := s.store.Get(t.Context(), s.reg.Get(GroupResource), "v1", "", name, metav1.GetOptions{})
+	u, err := s.store.Get(t.Context(), store.Ref{Resource: s.reg.Get(GroupResource), Version: "v1", Name: name}, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -71,12 +72,12 @@ func (s *apiServer) crd(t *testing.T, name string) (*apiextensionsv1.CustomResou
 
 func (s *apiServer) updateCRD(t *testing.T, name string, mutate func(*apiextensionsv1.CustomResourceDefinition)) {
 	t.Helper()
-	_, _, err := s.store.Update(t.Context(), s.reg.Get(GroupResource), "v1", "", name, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	_, _, err := s.store.Update(t.Context(), store.Ref{Resource: s.reg.Get(GroupResource), Version: "v1", Name: name}, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		crd := fromStore(t, cur)
 		mutate(crd)
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
 		return &unstructured.Unstructured{Object: m}, err
-	}, registry.UpdateOptions{})
+	}, store.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestControllersShareStorage(t *testing.T) {
 	a := servers[0]
 
 	start := time.Now()
-	if _, err := a.store.Create(ctx, a.reg.Get(GroupResource), "v1", "", toUnstructured(t, widgetsCRD()), registry.WriteOptions{}); err != nil {
+	if _, err := a.store.Create(ctx, store.Ref{Resource: a.reg.Get(GroupResource), Version: "v1"}, toUnstructured(t, widgetsCRD()), store.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for i, s := range servers {
@@ -131,7 +132,7 @@ func TestControllersShareStorage(t *testing.T) {
 		obj := &unstructured.Unstructured{Object: map[string]interface{}{
 			"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]interface{}{"name": fmt.Sprintf("w%d", i)},
 		}}
-		if _, err := s.store.Create(ctx, s.reg.Get(widgetsGR), "v1", "", obj, registry.WriteOptions{}); err != nil {
+		if _, err := s.store.Create(ctx, store.Ref{Resource: s.reg.Get(widgetsGR), Version: "v1"}, obj, store.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -153,10 +154,10 @@ func TestControllersShareStorage(t *testing.T) {
 		"apiVersion": "example.com/v2", "kind": "Widget",
 		"metadata": map[string]interface{}{"name": "held", "finalizers": []interface{}{"example.com/hold"}},
 	}}
-	if _, err := a.store.Create(ctx, a.reg.Get(widgetsGR), "v2", "", held, registry.WriteOptions{}); err != nil {
+	if _, err := a.store.Create(ctx, store.Ref{Resource: a.reg.Get(widgetsGR), Version: "v2"}, held, store.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, deleted, err := a.store.Delete(ctx, a.reg.Get(GroupResource), "v1", "", "widgets.example.com", registry.WriteOptions{}, nil); err != nil || deleted {
+	if _, deleted, err := a.store.Delete(ctx, store.Ref{Resource: a.reg.Get(GroupResource), Version: "v1", Name: "widgets.example.com"}, store.DeleteOptions{}); err != nil || deleted {
 		t.Fatalf("delete: deleted=%v err=%v, want it held by the cleanup finalizer", deleted, err)
 	}
 	eventually(t, "the cleanup to wait for the held object", 5*time.Second, func() bool {
@@ -170,14 +171,14 @@ func TestControllersShareStorage(t *testing.T) {
 		return r != nil && r.Hooks != nil && r.Hooks.AdmitCreate != nil
 	})
 	r := a.reg.Get(widgetsGR)
-	list, err := a.store.List(ctx, r, "v1", "", metav1.ListOptions{})
+	list, err := a.store.List(ctx, store.Ref{Resource: r, Version: "v1"}, metav1.ListOptions{})
 	if err != nil || len(list.Items) != 1 || list.Items[0].GetName() != "held" {
 		t.Fatalf("remaining objects: %v %v", err, list)
 	}
-	_, _, err = a.store.Update(ctx, r, "v1", "", "held", func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	_, _, err = a.store.Update(ctx, store.Ref{Resource: r, Version: "v1", Name: "held"}, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		cur.SetFinalizers(nil)
 		return cur, nil
-	}, registry.UpdateOptions{})
+	}, store.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestConcurrentConflictingDefinitions(t *testing.T) {
 			crd.Name = plural + ".example.com"
 			crd.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: "Widget"} // all want Widget
 			s := servers[i%2]
-			_, err := s.store.Create(ctx, s.reg.Get(GroupResource), "v1", "", toUnstructured(t, crd), registry.WriteOptions{})
+			_, err := s.store.Create(ctx, store.Ref{Resource: s.reg.Get(GroupResource), Version: "v1"}, toUnstructured(t, crd), store.WriteOptions{})
 			errs <- err
 		}()
 	}

@@ -1,10 +1,11 @@
 package apiextensions
 
 import (
-	"github.com/concordproject/concord/etcd/etcdtest"
 	"testing"
 
+	"github.com/concordproject/concord/etcd/etcdtest"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storage"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,13 +20,13 @@ func newStorage(t *testing.T) *storage.Store {
 }
 
 // newRegistry returns a registry holding only the CRD resource, and a store over st.
-func newRegistry(t *testing.T, st *storage.Store) (*registry.Registry, *registry.Store) {
+func newRegistry(t *testing.T, st *storage.Store) (*registry.Registry, *store.Store) {
 	t.Helper()
 	reg := registry.New()
 	if err := reg.Put(t.Context(), Resource()); err != nil {
 		t.Fatal(err)
 	}
-	return reg, registry.NewStore(st)
+	return reg, store.NewStore(st)
 }
 
 // widgetsCRD is a cluster-scoped definition of example.com widgets with versions v1

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,12 +14,12 @@ import (
 )
 
 func TestCreateDefaultsStatusAndFinalizer(t *testing.T) {
-	reg, store := newRegistry(t, newStorage(t))
+	reg, st := newRegistry(t, newStorage(t))
 	res := reg.Get(GroupResource)
 	in := toUnstructured(t, widgetsCRD())
 	in.Object["status"] = map[string]interface{}{"storedVersions": []interface{}{"v9"}}
 	in.Object["spec"].(map[string]interface{})["notAField"] = true
-	out, err := store.Create(t.Context(), res, "v1", "", in, registry.WriteOptions{})
+	out, err := st.Create(t.Context(), store.Ref{Resource: res, Version: "v1"}, in, store.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,18 +40,18 @@ func TestCreateDefaultsStatusAndFinalizer(t *testing.T) {
 
 func TestStoredVersions(t *testing.T) {
 	ctx := t.Context()
-	reg, store := newRegistry(t, newStorage(t))
+	reg, st := newRegistry(t, newStorage(t))
 	res := reg.Get(GroupResource)
-	if _, err := store.Create(ctx, res, "v1", "", toUnstructured(t, widgetsCRD()), registry.WriteOptions{}); err != nil {
+	if _, err := st.Create(ctx, store.Ref{Resource: res, Version: "v1"}, toUnstructured(t, widgetsCRD()), store.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	update := func(sub string, mutate func(*apiextensionsv1.CustomResourceDefinition)) (*apiextensionsv1.CustomResourceDefinition, error) {
-		out, _, err := store.Update(ctx, res, "v1", "", "widgets.example.com", func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		out, _, err := st.Update(ctx, store.Ref{Resource: res, Version: "v1", Name: "widgets.example.com"}, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 			crd := fromStore(t, cur)
 			mutate(crd)
 			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
 			return &unstructured.Unstructured{Object: m}, err
-		}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{Subresource: sub}})
+		}, store.UpdateOptions{WriteOptions: store.WriteOptions{Subresource: sub}})
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +109,7 @@ func TestStoredVersions(t *testing.T) {
 }
 
 func TestValidation(t *testing.T) {
-	reg, store := newRegistry(t, newStorage(t))
+	reg, st := newRegistry(t, newStorage(t))
 	res := reg.Get(GroupResource)
 	for _, tc := range []struct {
 		name         string
@@ -140,7 +140,7 @@ func TestValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			crd := widgetsCRD()
 			tc.mutate(crd)
-			_, err := store.Create(t.Context(), res, "v1", "", toUnstructured(t, crd), registry.WriteOptions{})
+			_, err := st.Create(t.Context(), store.Ref{Resource: res, Version: "v1"}, toUnstructured(t, crd), store.WriteOptions{})
 			if !apierrors.IsInvalid(err) {
 				t.Fatalf("got %v, want Invalid", err)
 			}
@@ -154,10 +154,10 @@ func TestValidation(t *testing.T) {
 		})
 	}
 	// A valid definition passes, and a second one cannot take the same name.
-	if _, err := store.Create(t.Context(), res, "v1", "", toUnstructured(t, widgetsCRD()), registry.WriteOptions{}); err != nil {
+	if _, err := st.Create(t.Context(), store.Ref{Resource: res, Version: "v1"}, toUnstructured(t, widgetsCRD()), store.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Create(t.Context(), res, "v1", "", toUnstructured(t, widgetsCRD()), registry.WriteOptions{}); !apierrors.IsAlreadyExists(err) {
+	if _, err := st.Create(t.Context(), store.Ref{Resource: res, Version: "v1"}, toUnstructured(t, widgetsCRD()), store.WriteOptions{}); !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("second create: %v", err)
 	}
 }

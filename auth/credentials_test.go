@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/concordproject/concord/etcd/etcdtest"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/concordproject/concord/etcd/etcdtest"
 )
 
 const credentialsKey = "/registry/concord/credentials"

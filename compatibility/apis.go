@@ -8,12 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/concordproject/concord/catalog"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/component-base/featuregate"
-
-	"github.com/concordproject/concord/catalog"
 )
 
 // betaOffByDefaultSince is the first release whose new beta API versions are not served

@@ -23,6 +23,7 @@ import (
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/openapi"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server"
 	"github.com/concordproject/concord/storage"
 	"github.com/concordproject/concord/storageversion"
@@ -51,7 +52,7 @@ type Instance struct {
 	KubeconfigPath string
 	// Registry, Store and Server are the assembled parts.
 	Registry *registry.Registry
-	Store    *registry.Store
+	Store    *store.Store
 	Server   *server.Server
 	// Metrics is the server's Prometheus registry.
 	Metrics *prometheus.Registry
@@ -207,7 +208,7 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	if err := inst.Registry.Put(ctx, apiextensions.Resource()); err != nil {
 		return nil, fmt.Errorf("registering %s: %w", apiextensions.GroupResource, err)
 	}
-	inst.Store = registry.NewStore(raw)
+	inst.Store = store.NewStore(raw)
 	if o.WatchBookmarkInterval > 0 {
 		inst.Store.BookmarkInterval = o.WatchBookmarkInterval
 	}
@@ -264,7 +265,7 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	docs.InstallV2(inst.Server.Mux())
 	docs.InstallV3(inst.Server.Mux())
 	go docs.Run(ctx)
-	inst.Store.Start(ctx)
+	go func() { _ = inst.Store.Run(ctx) }()
 	// The server serves until the identity work of a graceful shutdown is done (see
 	// withdraw), not only until ctx is done.
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
@@ -443,7 +444,7 @@ func bootstrapNamespaces(ctx context.Context, inst *Instance) error {
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace"}}
 		obj.SetName(name)
-		if _, err := inst.Store.Create(ctx, res, "v1", "", obj, registry.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := inst.Store.Create(ctx, store.Ref{Resource: res, Version: "v1"}, obj, store.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating namespace %s: %w", name, err)
 		}
 	}

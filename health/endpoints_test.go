@@ -13,12 +13,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/concordproject/concord/health"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
-
-	"github.com/concordproject/concord/health"
 )
 
 // errSecret stands for a failure whose detail must not reach an unauthenticated prober.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,7 +123,7 @@ type Lease struct {
 	cfg    Config
 	holder string
 	reg    *registry.Registry
-	store  *registry.Store
+	store  *store.Store
 
 	// validUntil is when the lease expires as last written (unix nanoseconds); 0 before
 	// the first renewal.
@@ -138,7 +139,7 @@ type Lease struct {
 }
 
 // NewLease returns the lease controller of a server; Start acquires the lease.
-func NewLease(reg *registry.Registry, store *registry.Store, cfg Config) (*Lease, error) {
+func NewLease(reg *registry.Registry, st *store.Store, cfg Config) (*Lease, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -146,7 +147,7 @@ func NewLease(reg *registry.Registry, store *registry.Store, cfg Config) (*Lease
 		cfg:      cfg,
 		holder:   cfg.ID + "_" + string(uuid.NewUUID()),
 		reg:      reg,
-		store:    store,
+		store:    st,
 		renewNow: make(chan struct{}, 1),
 	}, nil
 }
@@ -237,21 +238,20 @@ func (l *Lease) renew(ctx context.Context) error {
 	defer cancel()
 	now := time.Now()
 	var previousHolder string
-	obj, created, err := l.store.Update(cctx, res, leaseVersion, Namespace, l.cfg.ID,
-		func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-			previousHolder = ""
-			if cur == nil {
-				cur = &unstructured.Unstructured{Object: map[string]interface{}{}}
-				cur.SetAPIVersion(coordinationv1.SchemeGroupVersion.String())
-				cur.SetKind("Lease")
-				cur.SetName(l.cfg.ID)
-				cur.SetNamespace(Namespace)
-			} else {
-				previousHolder, _, _ = unstructured.NestedString(cur.Object, "spec", "holderIdentity")
-			}
-			l.fill(cur, now)
-			return cur, nil
-		}, registry.UpdateOptions{AllowCreate: true})
+	obj, created, err := l.store.Update(cctx, store.Ref{Resource: res, Version: leaseVersion, Namespace: Namespace, Name: l.cfg.ID}, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		previousHolder = ""
+		if cur == nil {
+			cur = &unstructured.Unstructured{Object: map[string]interface{}{}}
+			cur.SetAPIVersion(coordinationv1.SchemeGroupVersion.String())
+			cur.SetKind("Lease")
+			cur.SetName(l.cfg.ID)
+			cur.SetNamespace(Namespace)
+		} else {
+			previousHolder, _, _ = unstructured.NestedString(cur.Object, "spec", "holderIdentity")
+		}
+		l.fill(cur, now)
+		return cur, nil
+	}, store.UpdateOptions{AllowCreate: true})
 	if err != nil {
 		return err
 	}
@@ -332,7 +332,7 @@ func (l *Lease) watchOwn(ctx context.Context) {
 				return nil, ErrLeasesNotServed
 			}
 			opts.FieldSelector = selector
-			return l.store.List(ctx, res, leaseVersion, Namespace, opts)
+			return l.store.List(ctx, store.Ref{Resource: res, Version: leaseVersion, Namespace: Namespace}, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			res := l.reg.Get(GroupResource)
@@ -340,7 +340,7 @@ func (l *Lease) watchOwn(ctx context.Context) {
 				return nil, ErrLeasesNotServed
 			}
 			opts.FieldSelector = selector
-			return l.store.Watch(ctx, res, leaseVersion, Namespace, opts)
+			return l.store.Watch(ctx, store.Ref{Resource: res, Version: leaseVersion, Namespace: Namespace}, opts)
 		},
 	}
 	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
@@ -387,7 +387,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	if res == nil {
 		return ErrLeasesNotServed
 	}
-	cur, err := l.store.Get(ctx, res, leaseVersion, Namespace, l.cfg.ID, metav1.GetOptions{})
+	cur, err := l.store.Get(ctx, store.Ref{Resource: res, Version: leaseVersion, Namespace: Namespace, Name: l.cfg.ID}, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -398,8 +398,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		return fmt.Errorf("%w (%s): left in place", ErrNotHolder, h)
 	}
 	uid, rv := cur.GetUID(), cur.GetResourceVersion()
-	_, _, err = l.store.Delete(ctx, res, leaseVersion, Namespace, l.cfg.ID, registry.WriteOptions{},
-		&metav1.Preconditions{UID: &uid, ResourceVersion: &rv})
+	_, _, err = l.store.Delete(ctx, store.Ref{Resource: res, Version: leaseVersion, Namespace: Namespace, Name: l.cfg.ID}, store.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +22,7 @@ import (
 )
 
 // newStore returns a registry serving the built-in catalog's leases over a real etcd.
-func newStore(t *testing.T) (*registry.Registry, *registry.Store) {
+func newStore(t *testing.T) (*registry.Registry, *store.Store) {
 	t.Helper()
 	ctx := t.Context()
 	m, err := etcd.StartLoopback(ctx, filepath.Join(t.TempDir(), "etcd"), etcd.WithUnsafeNoFsync())
@@ -51,27 +52,27 @@ func newStore(t *testing.T) (*registry.Registry, *registry.Store) {
 			}
 		}
 	}
-	store := registry.NewStore(storage.New(client, "/registry"))
-	store.Start(ctx)
+	st := store.NewStore(storage.New(client, "/registry"))
+	go func() { _ = st.Run(ctx) }()
 	ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace"}}
 	ns.SetName(identity.Namespace)
-	if _, err := store.Create(ctx, reg.Get(namespaces), "v1", "", ns, registry.WriteOptions{}); err != nil {
+	if _, err := st.Create(ctx, store.Ref{Resource: reg.Get(namespaces), Version: "v1"}, ns, store.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return reg, store
+	return reg, st
 }
 
-func getLease(t *testing.T, reg *registry.Registry, store *registry.Store, name string) (*unstructured.Unstructured, error) {
+func getLease(t *testing.T, reg *registry.Registry, st *store.Store, name string) (*unstructured.Unstructured, error) {
 	t.Helper()
-	return store.Get(context.Background(), reg.Get(identity.GroupResource), "v1", identity.Namespace, name, metav1.GetOptions{})
+	return st.Get(context.Background(), store.Ref{Resource: reg.Get(identity.GroupResource), Version: "v1", Namespace: identity.Namespace, Name: name}, metav1.GetOptions{})
 }
 
 // The lease is written on Start with its labels, annotations, holder and timing;
 // renewed; recreated at once when deleted (reporting the lapse); deleted by Release.
 func TestLease(t *testing.T) {
-	reg, store := newStore(t)
+	reg, st := newStore(t)
 	var lapses atomic.Int32
-	l, err := identity.NewLease(reg, store, identity.Config{
+	l, err := identity.NewLease(reg, st, identity.Config{
 		ID: "apiserver-test", Hostname: "host-a", Duration: 2 * time.Second, RenewInterval: 100 * time.Millisecond,
 		BinaryVersion: "1.37", EmulationVersion: "1.36", MinCompatibilityVersion: "1.35",
 		Lapsed: func() { lapses.Add(1) },
@@ -90,7 +91,7 @@ func TestLease(t *testing.T) {
 	if !l.Valid(time.Now()) || l.Valid(time.Now().Add(3*time.Second)) {
 		t.Fatal("validity does not follow the lease duration")
 	}
-	lease, err := getLease(t, reg, store, "apiserver-test")
+	lease, err := getLease(t, reg, st, "apiserver-test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestLease(t *testing.T) {
 	first, _ := identity.ExpiresAt(lease)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		cur, err := getLease(t, reg, store, "apiserver-test")
+		cur, err := getLease(t, reg, st, "apiserver-test")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,12 +123,12 @@ func TestLease(t *testing.T) {
 	}
 
 	// Deleted: recreated within a second, the lapse reported.
-	if _, _, err := store.Delete(context.Background(), reg.Get(identity.GroupResource), "v1", identity.Namespace, "apiserver-test", registry.WriteOptions{}, nil); err != nil {
+	if _, _, err := st.Delete(context.Background(), store.Ref{Resource: reg.Get(identity.GroupResource), Version: "v1", Namespace: identity.Namespace, Name: "apiserver-test"}, store.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	deleted := time.Now()
 	for {
-		cur, err := getLease(t, reg, store, "apiserver-test")
+		cur, err := getLease(t, reg, st, "apiserver-test")
 		if err == nil && cur.GetUID() != lease.GetUID() {
 			break
 		}
@@ -144,7 +145,7 @@ func TestLease(t *testing.T) {
 	if err := l.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := getLease(t, reg, store, "apiserver-test"); !apierrors.IsNotFound(err) {
+	if _, err := getLease(t, reg, st, "apiserver-test"); !apierrors.IsNotFound(err) {
 		t.Fatalf("lease after Release: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,15 +29,15 @@ var errContentRemains = fmt.Errorf("namespace still has content")
 // idempotent and preconditioned).
 type Controller struct {
 	reg   *registry.Registry
-	store *registry.Store
+	store *store.Store
 	queue workqueue.TypedRateLimitingInterface[string]
 }
 
 // NewController returns a controller over the resources of reg stored in store.
-func NewController(reg *registry.Registry, store *registry.Store) *Controller {
+func NewController(reg *registry.Registry, st *store.Store) *Controller {
 	return &Controller{
 		reg:   reg,
-		store: store,
+		store: st,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace"}),
@@ -71,7 +72,7 @@ func (c *Controller) watch(ctx context.Context) error {
 	if res == nil {
 		return fmt.Errorf("namespaces are not registered")
 	}
-	w, err := c.store.Watch(ctx, res, "v1", "", metav1.ListOptions{})
+	w, err := c.store.Watch(ctx, store.Ref{Resource: res, Version: "v1"}, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if nsRes == nil {
 		return fmt.Errorf("namespaces are not registered")
 	}
-	ns, err := c.store.Get(ctx, nsRes, "v1", "", name, metav1.GetOptions{})
+	ns, err := c.store.Get(ctx, store.Ref{Resource: nsRes, Version: "v1", Name: name}, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -135,13 +136,13 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if remaining > 0 {
 		return fmt.Errorf("%w: %d objects", errContentRemains, remaining)
 	}
-	_, _, err = c.store.Update(ctx, nsRes, "v1", "", name, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	_, _, err = c.store.Update(ctx, store.Ref{Resource: nsRes, Version: "v1", Name: name}, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		fins := slices.DeleteFunc(specFinalizers(cur), func(f string) bool { return f == FinalizerKubernetes })
 		if err := unstructured.SetNestedStringSlice(cur.Object, fins, "spec", "finalizers"); err != nil {
 			return nil, err
 		}
 		return cur, nil
-	}, registry.UpdateOptions{Preconditions: &metav1.Preconditions{UID: ptr(ns.GetUID())}})
+	}, store.UpdateOptions{Preconditions: &metav1.Preconditions{UID: ptr(ns.GetUID())}})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -161,13 +162,13 @@ func (c *Controller) deleteAll(ctx context.Context, res *registry.Resource, ns s
 	remaining := 0
 	opts := metav1.ListOptions{Limit: 500}
 	for {
-		list, err := c.store.List(ctx, res, version, ns, opts)
+		list, err := c.store.List(ctx, store.Ref{Resource: res, Version: version, Namespace: ns}, opts)
 		if err != nil {
 			return 0, err
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			_, deleted, err := c.store.Delete(ctx, res, version, ns, item.GetName(), registry.WriteOptions{}, nil)
+			_, deleted, err := c.store.Delete(ctx, store.Ref{Resource: res, Version: version, Namespace: ns, Name: item.GetName()}, store.DeleteOptions{})
 			if apierrors.IsNotFound(err) {
 				continue
 			}

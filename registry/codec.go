@@ -24,7 +24,7 @@ var ErrCorrupt = errors.New("stored object is not valid JSON")
 // keys sorted), so equal objects encode to equal bytes.
 func (r *Resource) Encode(ctx context.Context, obj *unstructured.Unstructured) ([]byte, error) {
 	out := obj
-	if obj.GetAPIVersion() != r.apiVersion(r.StorageVersion) || obj.GetResourceVersion() != "" || obj.GetKind() != r.Names.Kind {
+	if obj.GetAPIVersion() != r.APIVersion(r.StorageVersion) || obj.GetResourceVersion() != "" || obj.GetKind() != r.Names.Kind {
 		out = obj.DeepCopy()
 		if err := r.Convert(ctx, []*unstructured.Unstructured{out}, r.StorageVersion); err != nil {
 			return nil, err
@@ -62,7 +62,7 @@ func (r *Resource) Decode(data []byte, rev int64) (*unstructured.Unstructured, e
 func (r *Resource) decodableAPIVersions() []string {
 	vs := r.DecodableVersions()
 	for i, v := range vs {
-		vs[i] = r.apiVersion(v)
+		vs[i] = r.APIVersion(v)
 	}
 	return vs
 }

@@ -37,7 +37,7 @@ func (r *Resource) converter() Converter {
 // Convert converts objs (each in any decodable version of r) to version in place,
 // calling the converter only for the objects not already there, in one batch.
 func (r *Resource) Convert(ctx context.Context, objs []*unstructured.Unstructured, version string) error {
-	want := r.apiVersion(version)
+	want := r.APIVersion(version)
 	var todo []*unstructured.Unstructured
 	for _, o := range objs {
 		if o.GetAPIVersion() != want {

@@ -222,6 +222,15 @@ func (r *Resource) Prefix(namespace string) string {
 	return p
 }
 
+// NamesOf is the inverse of Key: the namespace and name of the object stored at key.
+func (r *Resource) NamesOf(key string) (namespace, name string) {
+	rest := strings.TrimPrefix(key, r.Prefix(""))
+	if ns, n, ok := strings.Cut(rest, "/"); ok && r.Namespaced {
+		return ns, n
+	}
+	return "", rest
+}
+
 // SortVersions sorts version names newest first in Kubernetes-aware order
 // (v2 > v1 > v1beta2 > v1beta1 > v1alpha1 > other strings).
 func SortVersions(vs []string) {
@@ -230,8 +239,8 @@ func SortVersions(vs []string) {
 	})
 }
 
-// apiVersion returns the apiVersion string of version v of the resource.
-func (r *Resource) apiVersion(v string) string {
+// APIVersion returns the apiVersion string of version v of the resource.
+func (r *Resource) APIVersion(v string) string {
 	return r.GroupVersion(v).String()
 }
 

@@ -9,9 +9,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
+
+// Object is an object of any resource, as the registry and the store handle it.
+type Object = unstructured.Unstructured
 
 // prepared holds what a Resource compiles once: its versions' schemas.
 type prepared struct {
@@ -82,8 +86,8 @@ func (r *Resource) nameFunc() apimachineryvalidation.ValidateNameFunc {
 	return apimachineryvalidation.NameIsDNSSubdomain
 }
 
-// validateCreate runs metadata, schema and hook validation of a new object in version.
-func (r *Resource) validateCreate(ctx context.Context, version string, obj *Object) error {
+// ValidateCreate runs metadata, schema and hook validation of a new object in version.
+func (r *Resource) ValidateCreate(ctx context.Context, version string, obj *Object) error {
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(convertedOnce(obj), r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
 	errs = append(errs, r.Schema(version).Validate(ctx, obj.Object)...)
 	if r.Hooks != nil && r.Hooks.Validate != nil {
@@ -95,9 +99,9 @@ func (r *Resource) validateCreate(ctx context.Context, version string, obj *Obje
 	return nil
 }
 
-// validateUpdate runs metadata (including immutability), schema and hook validation
+// ValidateUpdate runs metadata (including immutability), schema and hook validation
 // of an update in version.
-func (r *Resource) validateUpdate(ctx context.Context, version string, obj, old *Object) error {
+func (r *Resource) ValidateUpdate(ctx context.Context, version string, obj, old *Object) error {
 	meta := convertedOnce(obj)
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(meta, r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
 	errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(meta, old, field.NewPath("metadata"))...)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/filters"
 	"github.com/concordproject/concord/server/request"
 	"github.com/concordproject/concord/server/respond"
@@ -39,7 +40,7 @@ func TestChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := New(Config{
-		Registry: registry.New(), Store: registry.NewStore(storage.New(nil, "/registry")), Authenticator: authn,
+		Registry: registry.New(), Store: store.NewStore(storage.New(nil, "/registry")), Authenticator: authn,
 		Profiling: true, ClientSkew: func(h http.Handler) http.Handler { return h }, StorageVersionBarrier: refuseWrites,
 	})
 	if err != nil {
@@ -106,7 +107,7 @@ func TestNewWithoutMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Registry: registry.New(), Store: registry.NewStore(storage.New(nil, "/registry")), Authenticator: authn})
+	s, err := New(Config{Registry: registry.New(), Store: store.NewStore(storage.New(nil, "/registry")), Authenticator: authn})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package server
 import (
 	"net/http"
 
-	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -42,7 +42,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, q *apiReque
 		return
 	}
 	obj = fm.trackCreate(obj, manager)
-	created, err := s.cfg.Store.Create(ctx, q.res, q.version.Name, q.info.Namespace, obj, registry.WriteOptions{DryRun: dry})
+	created, err := s.cfg.Store.Create(ctx, store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}, obj, store.WriteOptions{DryRun: dry})
 	if err != nil {
 		respond.Error(w, r, err)
 		return

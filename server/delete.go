@@ -3,7 +3,7 @@ package server
 import (
 	"net/http"
 
-	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,8 +15,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, q *apiReque
 		respond.Error(w, r, err)
 		return
 	}
-	obj, _, err := s.cfg.Store.Delete(r.Context(), q.res, q.version.Name, q.info.Namespace, q.info.Name,
-		registry.WriteOptions{DryRun: dry}, opts.Preconditions)
+	obj, _, err := s.cfg.Store.Delete(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, store.DeleteOptions{WriteOptions: store.WriteOptions{DryRun: dry}, Preconditions: opts.Preconditions})
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -40,15 +39,14 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q
 	}
 	lopts.Limit, lopts.Continue = 500, ""
 	for {
-		list, err := s.cfg.Store.List(r.Context(), q.res, q.version.Name, q.info.Namespace, lopts)
+		list, err := s.cfg.Store.List(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}, lopts)
 		if err != nil {
 			respond.Error(w, r, err)
 			return
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			_, _, err := s.cfg.Store.Delete(r.Context(), q.res, q.version.Name, item.GetNamespace(), item.GetName(),
-				registry.WriteOptions{DryRun: dry}, opts.Preconditions)
+			_, _, err := s.cfg.Store.Delete(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: item.GetNamespace(), Name: item.GetName()}, store.DeleteOptions{WriteOptions: store.WriteOptions{DryRun: dry}, Preconditions: opts.Preconditions})
 			if err != nil && !apierrors.IsNotFound(err) {
 				respond.Error(w, r, err)
 				return

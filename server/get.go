@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +15,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, q *apiRequest)
 		respond.Error(w, r, apierrors.NewBadRequest(err.Error()))
 		return
 	}
-	obj, err := s.cfg.Store.Get(r.Context(), q.res, q.version.Name, q.info.Namespace, q.info.Name, opts)
+	obj, err := s.cfg.Store.Get(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, opts)
 	if err != nil {
 		respond.Error(w, r, err)
 		return

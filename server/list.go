@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +27,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, q *apiRequest
 		s.serveWatch(w, r, q)
 		return
 	}
-	list, err := s.cfg.Store.List(r.Context(), q.res, q.version.Name, q.info.Namespace, opts)
+	list, err := s.cfg.Store.List(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}, opts)
 	if err != nil {
 		respond.Error(w, r, err)
 		return

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/respond"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -140,32 +140,31 @@ func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *apiReques
 // resourceVersion.
 func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *apiRequest, dry bool, next func(*autoscalingv1.Scale) ([]byte, error)) {
 	path := jsonPathFields(q.version.Subresources.Scale.SpecReplicasPath)
-	obj, _, err := s.cfg.Store.Update(r.Context(), q.res, q.version.Name, q.info.Namespace, q.info.Name,
-		func(_ ctxT, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-			current, err := toScale(q, cur)
-			if err != nil {
-				return nil, err
-			}
-			data, err := next(current)
-			if err != nil {
-				return nil, err
-			}
-			var in autoscalingv1.Scale
-			if err := decodeStrictJSON(data, &in); err != nil {
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid autoscaling/v1 Scale: %v", err))
-			}
-			if in.Spec.Replicas < 0 {
-				return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), q.info.Name,
-					field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), in.Spec.Replicas, "must be greater than or equal to 0")})
-			}
-			if in.ResourceVersion != "" {
-				cur.SetResourceVersion(in.ResourceVersion)
-			}
-			if err := unstructured.SetNestedField(cur.Object, int64(in.Spec.Replicas), path...); err != nil {
-				return nil, apierrors.NewInternalError(err)
-			}
-			return cur, nil
-		}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dry}})
+	obj, _, err := s.cfg.Store.Update(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, func(_ ctxT, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		current, err := toScale(q, cur)
+		if err != nil {
+			return nil, err
+		}
+		data, err := next(current)
+		if err != nil {
+			return nil, err
+		}
+		var in autoscalingv1.Scale
+		if err := decodeStrictJSON(data, &in); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid autoscaling/v1 Scale: %v", err))
+		}
+		if in.Spec.Replicas < 0 {
+			return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), q.info.Name,
+				field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), in.Spec.Replicas, "must be greater than or equal to 0")})
+		}
+		if in.ResourceVersion != "" {
+			cur.SetResourceVersion(in.ResourceVersion)
+		}
+		if err := unstructured.SetNestedField(cur.Object, int64(in.Spec.Replicas), path...); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		return cur, nil
+	}, store.UpdateOptions{WriteOptions: store.WriteOptions{DryRun: dry}})
 	if err != nil {
 		respond.Error(w, r, err)
 		return

@@ -7,7 +7,7 @@ import (
 	"mime"
 	"net/http"
 
-	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/respond"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -80,45 +80,44 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *apiReques
 	}
 	var warnings []string
 	apply := pt == types.ApplyYAMLPatchType
-	result, created, err := s.cfg.Store.Update(ctx, q.res, q.version.Name, q.info.Namespace, q.info.Name,
-		func(ctx context.Context, current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-			if apply {
-				data, err := bodyToJSON(r, body)
-				if err != nil {
-					return nil, err
-				}
-				applied, ws, err := decodeObject(data, q.res, q.version.Name, fv)
-				if err != nil {
-					return nil, err
-				}
-				warnings = ws
-				if applied.GetName() != "" && applied.GetName() != q.info.Name {
-					return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the applied object (%s) does not match the name on the URL (%s)", applied.GetName(), q.info.Name))
-				}
-				applied.SetName(q.info.Name)
-				if q.res.Namespaced && applied.GetNamespace() == "" {
-					applied.SetNamespace(q.info.Namespace)
-				}
-				return fm.apply(current, applied, manager, force)
-			}
-			if current == nil {
-				return nil, apierrors.NewNotFound(q.gr(), q.info.Name)
-			}
-			currentJSON, err := json.Marshal(current.Object)
-			if err != nil {
-				return nil, apierrors.NewInternalError(err)
-			}
-			patched, err := applyPatch(pt, currentJSON, body, smpStruct)
+	result, created, err := s.cfg.Store.Update(ctx, store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, func(ctx context.Context, current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		if apply {
+			data, err := bodyToJSON(r, body)
 			if err != nil {
 				return nil, err
 			}
-			next, ws, err := decodeObject(patched, q.res, q.version.Name, fv)
+			applied, ws, err := decodeObject(data, q.res, q.version.Name, fv)
 			if err != nil {
 				return nil, err
 			}
 			warnings = ws
-			return fm.track(current, next, manager), nil
-		}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dry, Subresource: sub}, AllowCreate: apply})
+			if applied.GetName() != "" && applied.GetName() != q.info.Name {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the applied object (%s) does not match the name on the URL (%s)", applied.GetName(), q.info.Name))
+			}
+			applied.SetName(q.info.Name)
+			if q.res.Namespaced && applied.GetNamespace() == "" {
+				applied.SetNamespace(q.info.Namespace)
+			}
+			return fm.apply(current, applied, manager, force)
+		}
+		if current == nil {
+			return nil, apierrors.NewNotFound(q.gr(), q.info.Name)
+		}
+		currentJSON, err := json.Marshal(current.Object)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		patched, err := applyPatch(pt, currentJSON, body, smpStruct)
+		if err != nil {
+			return nil, err
+		}
+		next, ws, err := decodeObject(patched, q.res, q.version.Name, fv)
+		if err != nil {
+			return nil, err
+		}
+		warnings = ws
+		return fm.track(current, next, manager), nil
+	}, store.UpdateOptions{WriteOptions: store.WriteOptions{DryRun: dry, Subresource: sub}, AllowCreate: apply})
 	if err != nil {
 		respond.Error(w, r, err)
 		return

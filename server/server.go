@@ -14,6 +14,7 @@ import (
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/filters"
 	"github.com/concordproject/concord/server/respond"
 	"github.com/concordproject/concord/wire"
@@ -30,7 +31,7 @@ type Config struct {
 	// Registry holds the resources served; it may change while serving (CRDs).
 	Registry *registry.Registry
 	// Store persists objects.
-	Store *registry.Store
+	Store *store.Store
 	// Authenticator authenticates bearer tokens.
 	Authenticator *auth.TokenAuthenticator
 	// Health holds the health checks; the server adds its own.

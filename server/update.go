@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -53,14 +53,13 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, q *apiReque
 	if sub == "finalize" {
 		sub = "" // namespaces' /finalize writes spec.finalizers through the main path
 	}
-	result, created, err := s.cfg.Store.Update(r.Context(), q.res, q.version.Name, q.info.Namespace, q.info.Name,
-		func(_ context.Context, current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-			next := obj.DeepCopy()
-			if current == nil && next.GetResourceVersion() != "" {
-				return nil, apierrors.NewNotFound(q.gr(), q.info.Name)
-			}
-			return fm.track(current, next, manager), nil
-		}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dry, Subresource: sub}, AllowCreate: q.res.Hooks != nil && q.res.Hooks.AllowCreateOnUpdate})
+	result, created, err := s.cfg.Store.Update(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, func(_ context.Context, current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		next := obj.DeepCopy()
+		if current == nil && next.GetResourceVersion() != "" {
+			return nil, apierrors.NewNotFound(q.gr(), q.info.Name)
+		}
+		return fm.track(current, next, manager), nil
+	}, store.UpdateOptions{WriteOptions: store.WriteOptions{DryRun: dry, Subresource: sub}, AllowCreate: q.res.Hooks != nil && q.res.Hooks.AllowCreateOnUpdate})
 	if err != nil {
 		respond.Error(w, r, err)
 		return

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/objectjson"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +46,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 		}
 		opts.FieldSelector = sel
 	}
-	wi, err := s.cfg.Store.Watch(ctx, q.res, q.version.Name, q.info.Namespace, opts)
+	wi, err := s.cfg.Store.Watch(ctx, store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}, opts)
 	if err != nil {
 		respond.Error(w, r, err)
 		return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +37,7 @@ const emptyGrace = 5 * time.Second
 type CollectorConfig struct {
 	// Registry and Store are the server's.
 	Registry *registry.Registry
-	Store    *registry.Store
+	Store    *store.Store
 	// Holder identifies this server in the election (its identity lease's holder
 	// identity).
 	Holder string
@@ -272,7 +273,7 @@ func (c *Collector) leaseListWatch() *cache.ListWatch {
 				return nil, identity.ErrLeasesNotServed
 			}
 			opts.LabelSelector = selector
-			return c.cfg.Store.List(ctx, res, "v1", identity.Namespace, opts)
+			return c.cfg.Store.List(ctx, store.Ref{Resource: res, Version: "v1", Namespace: identity.Namespace}, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			res := c.cfg.Registry.Get(identity.GroupResource)
@@ -280,7 +281,7 @@ func (c *Collector) leaseListWatch() *cache.ListWatch {
 				return nil, identity.ErrLeasesNotServed
 			}
 			opts.LabelSelector = selector
-			return c.cfg.Store.Watch(ctx, res, "v1", identity.Namespace, opts)
+			return c.cfg.Store.Watch(ctx, store.Ref{Resource: res, Version: "v1", Namespace: identity.Namespace}, opts)
 		},
 	}
 }
@@ -315,7 +316,7 @@ func (c *Collector) alive(ctx context.Context, id string, leases cache.SharedInd
 	if res == nil {
 		return false, identity.ErrLeasesNotServed
 	}
-	u, err := c.cfg.Store.Get(ctx, res, "v1", identity.Namespace, id, metav1.GetOptions{})
+	u, err := c.cfg.Store.Get(ctx, store.Ref{Resource: res, Version: "v1", Namespace: identity.Namespace, Name: id}, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -398,7 +399,7 @@ func (c *Collector) collectLeases(ctx context.Context, leases cache.SharedIndexI
 		if !ok || !identity.IsIdentityLease(u) || !identity.Expired(u, time.Now()) {
 			continue
 		}
-		cur, err := c.cfg.Store.Get(ctx, res, "v1", identity.Namespace, u.GetName(), metav1.GetOptions{})
+		cur, err := c.cfg.Store.Get(ctx, store.Ref{Resource: res, Version: "v1", Namespace: identity.Namespace, Name: u.GetName()}, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -410,8 +411,7 @@ func (c *Collector) collectLeases(ctx context.Context, leases cache.SharedIndexI
 			continue
 		}
 		uid, rv := cur.GetUID(), cur.GetResourceVersion()
-		_, _, err = c.cfg.Store.Delete(ctx, res, "v1", identity.Namespace, cur.GetName(), registry.WriteOptions{},
-			&metav1.Preconditions{UID: &uid, ResourceVersion: &rv})
+		_, _, err = c.cfg.Store.Delete(ctx, store.Ref{Resource: res, Version: "v1", Namespace: identity.Namespace, Name: cur.GetName()}, store.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 		switch {
 		case err == nil:
 			c.collected.WithLabelValues("lease").Inc()

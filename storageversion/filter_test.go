@@ -12,6 +12,7 @@ import (
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/request"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,7 +22,7 @@ import (
 // resource, without storage: enough for the barrier.
 func newTestManager(t *testing.T) (*Manager, *tracked, *tracked) {
 	t.Helper()
-	m, err := NewManager(Config{ServerID: "s1", Registry: registry.New(), Store: &registry.Store{}})
+	m, err := NewManager(Config{ServerID: "s1", Registry: registry.New(), Store: &store.Store{}})
 	if err != nil {
 		t.Fatal(err)
 	}

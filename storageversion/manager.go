@@ -12,6 +12,7 @@ import (
 
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,7 +50,7 @@ type Config struct {
 	// runs is a built-in resource to register.
 	Registry *registry.Registry
 	// Store persists objects.
-	Store *registry.Store
+	Store *store.Store
 	// LeaseValid, if set, reports whether the server's identity lease is valid at a
 	// time (identity.Lease.Valid): while it is not, every tracked write is refused.
 	LeaseValid func(now time.Time) bool
@@ -438,14 +439,14 @@ func listWatch(o *objects) *cache.ListWatch {
 			if err != nil {
 				return nil, err
 			}
-			return o.store.List(ctx, res, version, "", opts)
+			return o.store.List(ctx, store.Ref{Resource: res, Version: version}, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			res, err := o.resource()
 			if err != nil {
 				return nil, err
 			}
-			return o.store.Watch(ctx, res, version, "", opts)
+			return o.store.Watch(ctx, store.Ref{Resource: res, Version: version}, opts)
 		},
 	}
 }
@@ -560,7 +561,7 @@ func (m *Manager) ResourcesSynced(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := m.cfg.Store.List(ctx, res, version, "", metav1.ListOptions{})
+	list, err := m.cfg.Store.List(ctx, store.Ref{Resource: res, Version: version}, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}

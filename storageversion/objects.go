@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,7 +32,7 @@ var crdGroupResource = schema.GroupResource{Group: apiextensionsv1.GroupName, Re
 // from, so that nothing written concurrently is ever lost.
 type objects struct {
 	reg   *registry.Registry
-	store *registry.Store
+	store *store.Store
 	now   func() time.Time
 }
 
@@ -49,7 +50,7 @@ func (o *objects) get(ctx context.Context, name string) (*unstructured.Unstructu
 	if err != nil {
 		return nil, nil, err
 	}
-	obj, err := o.store.Get(ctx, res, version, "", name, metav1.GetOptions{})
+	obj, err := o.store.Get(ctx, store.Ref{Resource: res, Version: version, Name: name}, metav1.GetOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -74,7 +75,7 @@ func (o *objects) create(ctx context.Context, name string, owner *registry.Owner
 	if owner != nil {
 		obj.SetOwnerReferences([]metav1.OwnerReference{ownerReference(owner)})
 	}
-	return o.store.Create(ctx, res, version, "", obj, registry.WriteOptions{})
+	return o.store.Create(ctx, store.Ref{Resource: res, Version: version}, obj, store.WriteOptions{})
 }
 
 // setOwner makes owner the CustomResourceDefinition owning obj, replacing any other
@@ -85,7 +86,7 @@ func (o *objects) setOwner(ctx context.Context, obj *unstructured.Unstructured, 
 		return nil, err
 	}
 	uid, rv := obj.GetUID(), obj.GetResourceVersion()
-	out, _, err := o.store.Update(ctx, res, version, "", obj.GetName(), func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	out, _, err := o.store.Update(ctx, store.Ref{Resource: res, Version: version, Name: obj.GetName()}, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		var refs []metav1.OwnerReference
 		for _, r := range cur.GetOwnerReferences() {
 			if !isDefinitionRef(r) {
@@ -94,7 +95,7 @@ func (o *objects) setOwner(ctx context.Context, obj *unstructured.Unstructured, 
 		}
 		cur.SetOwnerReferences(append(refs, ownerReference(owner)))
 		return cur, nil
-	}, registry.UpdateOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	}, store.UpdateOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 	return out, err
 }
 
@@ -109,11 +110,11 @@ func (o *objects) writeStatus(ctx context.Context, obj *unstructured.Unstructure
 		return nil, err
 	}
 	uid, rv := obj.GetUID(), obj.GetResourceVersion()
-	out, _, err := o.store.Update(ctx, res, version, "", obj.GetName(), func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	out, _, err := o.store.Update(ctx, store.Ref{Resource: res, Version: version, Name: obj.GetName()}, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		cur.Object["status"] = status
 		return cur, nil
-	}, registry.UpdateOptions{
-		WriteOptions:  registry.WriteOptions{Subresource: "status"},
+	}, store.UpdateOptions{
+		WriteOptions:  store.WriteOptions{Subresource: "status"},
 		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
 	})
 	return out, err
@@ -126,8 +127,7 @@ func (o *objects) delete(ctx context.Context, obj *unstructured.Unstructured) er
 		return err
 	}
 	uid, rv := obj.GetUID(), obj.GetResourceVersion()
-	_, _, err = o.store.Delete(ctx, res, version, "", obj.GetName(), registry.WriteOptions{},
-		&metav1.Preconditions{UID: &uid, ResourceVersion: &rv})
+	_, _, err = o.store.Delete(ctx, store.Ref{Resource: res, Version: version, Name: obj.GetName()}, store.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 	return err
 }
 
@@ -195,7 +195,7 @@ func (o *objects) ownerGone(ctx context.Context, obj *unstructured.Unstructured)
 		if res == nil {
 			return false, nil
 		}
-		crd, err := o.store.Get(ctx, res, "v1", "", ref.Name, metav1.GetOptions{})
+		crd, err := o.store.Get(ctx, store.Ref{Resource: res, Version: "v1", Name: ref.Name}, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/registry/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -681,7 +682,7 @@ func TestCRDsOfWellKnownProjects(t *testing.T) {
 				t.Errorf("server %d: listed rollout not defaulted", s.Index)
 			}
 		}
-		raw, err := a.Store.GetRaw(ctx, a.Registry.Get(gvr("Rollout").GroupResource()), "default", "guestbook")
+		raw, err := a.Store.GetRaw(ctx, store.Ref{Resource: a.Registry.Get(gvr("Rollout").GroupResource()), Namespace: "default", Name: "guestbook"})
 		if err != nil || bytes.Contains(raw.Value, []byte("progressDeadlineSeconds")) {
 			t.Errorf("defaulting on read wrote the object: %v %s", err, raw.Value)
 		}
@@ -850,7 +851,7 @@ func TestCRDConversionWebhook(t *testing.T) {
 	if _, err := a.Resource(v2).Namespace("default").Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := c.Servers[1].Store.GetRaw(ctx, c.Servers[1].Registry.Get(v1.GroupResource()), "default", "nightly")
+	raw, err := c.Servers[1].Store.GetRaw(ctx, store.Ref{Resource: c.Servers[1].Registry.Get(v1.GroupResource()), Namespace: "default", Name: "nightly"})
 	if err != nil || !bytes.Contains(raw.Value, []byte(`"apiVersion":"stable.example.com/v1"`)) || !bytes.Contains(raw.Value, []byte(`"cronSpec":"0 3 * * *"`)) {
 		t.Fatalf("stored: %v %s", err, raw.Value)
 	}
@@ -942,7 +943,7 @@ func storedAPIVersion(t *testing.T, s *harness.Server, gr schema.GroupResource, 
 	if res == nil {
 		t.Fatalf("server %d does not serve %s", s.Index, gr)
 	}
-	kv, err := s.Store.GetRaw(t.Context(), res, ns, name)
+	kv, err := s.Store.GetRaw(t.Context(), store.Ref{Resource: res, Namespace: ns, Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}

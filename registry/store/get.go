@@ -1,9 +1,10 @@
-package registry
+package store
 
 import (
 	"context"
 	"errors"
 
+	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -11,7 +12,8 @@ import (
 // Get returns the object ns/name of res converted to version. opts.ResourceVersion ""
 // or "0" reads the current object; N reads an object at least as new as N (504
 // ResourceVersionTooLarge if the store has not reached N).
-func (s *Store) Get(ctx context.Context, res *Resource, version, ns, name string, opts metav1.GetOptions) (*Object, error) {
+func (s *Store) Get(ctx context.Context, ref Ref, opts metav1.GetOptions) (*registry.Object, error) {
+	res, version, name := ref.Resource, ref.Version, ref.Name
 	var min int64
 	if rv := opts.ResourceVersion; rv != "" && rv != "0" {
 		n, err := parseRV(res.GroupResource(), rv)
@@ -20,7 +22,7 @@ func (s *Store) Get(ctx context.Context, res *Resource, version, ns, name string
 		}
 		min = n
 	}
-	kv, err := s.getFresh(ctx, res.Key(ns, name))
+	kv, err := s.getFresh(ctx, ref.key())
 	if err != nil {
 		if min > 0 && errors.Is(err, storage.ErrNotFound) {
 			if cur, cerr := s.storage.CurrentRevision(ctx); cerr == nil {
@@ -45,10 +47,10 @@ func (s *Store) Get(ctx context.Context, res *Resource, version, ns, name string
 
 // GetRaw returns the stored bytes of ns/name and their revision, undecoded: for
 // callers that check what is really in etcd (tests, migration proofs).
-func (s *Store) GetRaw(ctx context.Context, res *Resource, ns, name string) (*storage.KeyValue, error) {
-	kv, err := s.storage.Get(ctx, res.Key(ns, name))
+func (s *Store) GetRaw(ctx context.Context, ref Ref) (*storage.KeyValue, error) {
+	kv, err := s.storage.Get(ctx, ref.key())
 	if err != nil {
-		return nil, s.storageError(res, name, err)
+		return nil, s.storageError(ref.Resource, ref.Name, err)
 	}
 	return kv, nil
 }

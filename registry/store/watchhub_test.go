@@ -1,4 +1,4 @@
-package registry
+package store
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/etcd/etcdtest"
+	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,13 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-func hubStore(t *testing.T) (*Store, *Resource) {
+func hubStore(t *testing.T) (*Store, *registry.Resource) {
 	t.Helper()
 	cli := etcdtest.Start(t)
-	res := &Resource{
+	res := &registry.Resource{
 		Group: "example.com", Namespaced: true, StorageVersion: "v1",
 		Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList"},
-		Versions: []Version{{Name: "v1", Served: true}, {Name: "v2", Served: true}},
+		Versions: []registry.Version{{Name: "v1", Served: true}, {Name: "v2", Served: true}},
 	}
 	if err := res.Prepare(t.Context()); err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func collect(t *testing.T, w watch.Interface, n int) []watch.Event {
 func TestWatchesShareOneHub(t *testing.T) {
 	ctx := t.Context()
 	s, res := hubStore(t)
-	start, err := s.Create(ctx, res, "v1", "a", gadget("a", "first", 0), WriteOptions{})
+	start, err := s.Create(ctx, Ref{Resource: res, Version: "v1", Namespace: "a"}, gadget("a", "first", 0), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestWatchesShareOneHub(t *testing.T) {
 		if i%2 == 1 {
 			version = "v2"
 		}
-		w, err := s.Watch(ctx, res, version, ns, opts)
+		w, err := s.Watch(ctx, Ref{Resource: res, Version: version, Namespace: ns}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +101,7 @@ func TestWatchesShareOneHub(t *testing.T) {
 			defer wg.Done()
 			ns := []string{"a", "b"}[g%2]
 			for i := 0; i < each; i++ {
-				if _, err := s.Create(ctx, res, "v1", ns, gadget(ns, fmt.Sprintf("g%d-%d", g, i), i), WriteOptions{}); err != nil {
+				if _, err := s.Create(ctx, Ref{Resource: res, Version: "v1", Namespace: ns}, gadget(ns, fmt.Sprintf("g%d-%d", g, i), i), WriteOptions{}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -139,28 +140,28 @@ func TestWatchesShareOneHub(t *testing.T) {
 func TestLateJoiners(t *testing.T) {
 	ctx := t.Context()
 	s, res := hubStore(t)
-	first, err := s.Create(ctx, res, "v1", "a", gadget("a", "g-0", 0), WriteOptions{})
+	first, err := s.Create(ctx, Ref{Resource: res, Version: "v1", Namespace: "a"}, gadget("a", "g-0", 0), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i < 5; i++ {
-		if _, err := s.Create(ctx, res, "v1", "a", gadget("a", fmt.Sprint("g-", i), i), WriteOptions{}); err != nil {
+		if _, err := s.Create(ctx, Ref{Resource: res, Version: "v1", Namespace: "a"}, gadget("a", fmt.Sprint("g-", i), i), WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	fifth := mustRV(t, mustGet(t, s, res, "g-4"))
 	// The shared hub starts at the newest revision.
-	early, err := s.Watch(ctx, res, "v1", "", metav1.ListOptions{ResourceVersion: fmt.Sprint(fifth)})
+	early, err := s.Watch(ctx, Ref{Resource: res, Version: "v1"}, metav1.ListOptions{ResourceVersion: fmt.Sprint(fifth)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer early.Stop()
-	if _, err := s.Create(ctx, res, "v1", "a", gadget("a", "g-5", 5), WriteOptions{}); err != nil {
+	if _, err := s.Create(ctx, Ref{Resource: res, Version: "v1", Namespace: "a"}, gadget("a", "g-5", 5), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	collect(t, early, 1)
 	// Older than the hub: a private feed replays g-1..g-5 from etcd.
-	old, err := s.Watch(ctx, res, "v1", "", metav1.ListOptions{ResourceVersion: first.GetResourceVersion()})
+	old, err := s.Watch(ctx, Ref{Resource: res, Version: "v1"}, metav1.ListOptions{ResourceVersion: first.GetResourceVersion()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestLateJoiners(t *testing.T) {
 		}
 	}
 	// Within the hub's buffer: only g-5.
-	late, err := s.Watch(ctx, res, "v1", "", metav1.ListOptions{ResourceVersion: fmt.Sprint(fifth)})
+	late, err := s.Watch(ctx, Ref{Resource: res, Version: "v1"}, metav1.ListOptions{ResourceVersion: fmt.Sprint(fifth)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,9 +189,9 @@ func TestLateJoiners(t *testing.T) {
 	}
 }
 
-func mustGet(t *testing.T, s *Store, res *Resource, name string) *unstructured.Unstructured {
+func mustGet(t *testing.T, s *Store, res *registry.Resource, name string) *unstructured.Unstructured {
 	t.Helper()
-	o, err := s.Get(t.Context(), res, "v1", "a", name, metav1.GetOptions{})
+	o, err := s.Get(t.Context(), Ref{Resource: res, Version: "v1", Namespace: "a", Name: name}, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func waitHubs(t *testing.T, s *Store, n int) {
 func TestLongReplayMissesNothing(t *testing.T) {
 	ctx := t.Context()
 	s, res := hubStore(t)
-	first, err := s.Create(ctx, res, "v1", "a", gadget("a", "r-0", 0), WriteOptions{})
+	first, err := s.Create(ctx, Ref{Resource: res, Version: "v1", Namespace: "a"}, gadget("a", "r-0", 0), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestLongReplayMissesNothing(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := g; i < n; i += 8 {
-				if _, err := s.Create(ctx, res, "v1", "a", gadget("a", fmt.Sprint("r-", i+1), i), WriteOptions{}); err != nil {
+				if _, err := s.Create(ctx, Ref{Resource: res, Version: "v1", Namespace: "a"}, gadget("a", fmt.Sprint("r-", i+1), i), WriteOptions{}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -260,7 +261,7 @@ func TestLongReplayMissesNothing(t *testing.T) {
 		t.Error("the hub did not replay past its buffer")
 	}
 	t.Cleanup(func() { testHookHubStarted = nil })
-	w, err := s.Watch(ctx, res, "v1", "", metav1.ListOptions{ResourceVersion: first.GetResourceVersion()})
+	w, err := s.Watch(ctx, Ref{Resource: res, Version: "v1"}, metav1.ListOptions{ResourceVersion: first.GetResourceVersion()})
 	if err != nil {
 		t.Fatal(err)
 	}

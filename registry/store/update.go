@@ -1,4 +1,4 @@
-package registry
+package store
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 
+	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +18,7 @@ import (
 // requested version; a private copy the function may change and return). current is
 // nil when the object does not exist and the update may create it. An error aborts the
 // update and is returned as is.
-type UpdateFunc func(ctx context.Context, current *Object) (*Object, error)
+type UpdateFunc func(ctx context.Context, current *registry.Object) (*registry.Object, error)
 
 // UpdateOptions tune Update.
 type UpdateOptions struct {
@@ -39,10 +40,11 @@ type UpdateOptions struct {
 // status is taken from fn's result. If the encoded result equals what is stored,
 // nothing is written and the resourceVersion stays. A terminating object whose last
 // finalizer is removed is deleted.
-func (s *Store) Update(ctx context.Context, res *Resource, version, ns, name string, fn UpdateFunc, opts UpdateOptions) (*Object, bool, error) {
-	key := res.Key(ns, name)
+func (s *Store) Update(ctx context.Context, ref Ref, fn UpdateFunc, opts UpdateOptions) (*registry.Object, bool, error) {
+	res, name := ref.Resource, ref.Name
+	key := ref.key()
 	// Start from the state this server last saw, if any: see recentObjects.
-	kv, err := s.recent.get(key), error(nil)
+	kv, err := s.recent.Get(key), error(nil)
 	remembered := kv != nil
 	if !remembered {
 		kv, err = s.getFresh(ctx, key)
@@ -63,14 +65,14 @@ func (s *Store) Update(ctx context.Context, res *Resource, version, ns, name str
 				return nil, false, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
 			}
 			obj.SetResourceVersion("")
-			created, cerr := s.Create(ctx, res, version, ns, obj, opts.WriteOptions)
+			created, cerr := s.Create(ctx, ref, obj, opts.WriteOptions)
 			if apierrors.IsAlreadyExists(cerr) && attempt < 5 {
 				kv, err = s.getFresh(ctx, key)
 				continue
 			}
 			return created, cerr == nil, cerr
 		}
-		obj, written, done, uerr := s.tryUpdate(ctx, res, version, ns, name, kv, fn, opts)
+		obj, written, done, uerr := s.tryUpdate(ctx, ref, kv, fn, opts)
 		if remembered && !written {
 			// Only a write conditional on the remembered revision proves it was
 			// current; anything else is decided again on a fresh read.
@@ -96,7 +98,8 @@ func (s *Store) Update(ctx context.Context, res *Resource, version, ns, name str
 // tryUpdate makes one attempt against the stored kv. written reports that a write
 // conditional on kv.Revision succeeded (so kv was current); done reports that err (or
 // the result) is final; otherwise err is a storage conflict worth retrying.
-func (s *Store) tryUpdate(ctx context.Context, res *Resource, version, ns, name string, kv *storage.KeyValue, fn UpdateFunc, opts UpdateOptions) (_ *Object, written, done bool, _ error) {
+func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn UpdateFunc, opts UpdateOptions) (_ *registry.Object, written, done bool, _ error) {
+	res, version, ns, name := ref.Resource, ref.Version, ref.Namespace, ref.Name
 	current, err := s.decodeAs(ctx, res, kv, version)
 	if err != nil {
 		return nil, false, true, err
@@ -119,7 +122,7 @@ func (s *Store) tryUpdate(ctx context.Context, res *Resource, version, ns, name 
 	if res.Hooks != nil && res.Hooks.PrepareForUpdate != nil {
 		res.Hooks.PrepareForUpdate(ctx, obj, current)
 	}
-	if err := res.validateUpdate(ctx, version, obj, current); err != nil {
+	if err := res.ValidateUpdate(ctx, version, obj, current); err != nil {
 		return nil, false, true, err
 	}
 	key := res.Key(ns, name)
@@ -132,7 +135,7 @@ func (s *Store) tryUpdate(ctx context.Context, res *Resource, version, ns, name 
 		if err != nil {
 			return nil, false, false, err
 		}
-		s.recent.forget(key)
+		s.recent.Forget(key)
 		obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 		return obj, true, true, nil
 	}
@@ -151,7 +154,7 @@ func (s *Store) tryUpdate(ctx context.Context, res *Resource, version, ns, name 
 	if err != nil {
 		return nil, false, false, err
 	}
-	s.recent.wrote(key, data, rev)
+	s.recent.Wrote(key, data, rev)
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, true, true, nil
 }
@@ -160,7 +163,7 @@ func (s *Store) tryUpdate(ctx context.Context, res *Resource, version, ns, name 
 func (s *Store) getFresh(ctx context.Context, key string) (*storage.KeyValue, error) {
 	kv, err := s.storage.Get(ctx, key)
 	if err == nil {
-		s.recent.saw(kv)
+		s.recent.Saw(kv)
 	}
 	return kv, err
 }
@@ -168,7 +171,7 @@ func (s *Store) getFresh(ctx context.Context, key string) (*storage.KeyValue, er
 // carryOver keeps what an update may not change: system metadata from current, the
 // status (main resource with a status subresource) or everything but the status
 // (status subresource), and computes the generation.
-func (s *Store) carryOver(res *Resource, version string, obj, current *Object, subresource string) {
+func (s *Store) carryOver(res *registry.Resource, version string, obj, current *registry.Object, subresource string) {
 	hasStatus := false
 	if v := res.Version(version); v != nil && v.Subresources != nil && v.Subresources.Status != nil {
 		hasStatus = true
@@ -209,7 +212,7 @@ func (s *Store) carryOver(res *Resource, version string, obj, current *Object, s
 
 // specChanged reports whether anything but metadata (and status, when it is a
 // subresource) differs.
-func specChanged(obj, current *Object, statusIsSubresource bool) bool {
+func specChanged(obj, current *registry.Object, statusIsSubresource bool) bool {
 	skip := func(k string) bool { return k == "metadata" || (statusIsSubresource && k == "status") }
 	for k, v := range obj.Object {
 		if skip(k) {
@@ -227,12 +230,12 @@ func specChanged(obj, current *Object, statusIsSubresource bool) bool {
 	return false
 }
 
-func pendingByHook(res *Resource, obj *Object) bool {
+func pendingByHook(res *registry.Resource, obj *registry.Object) bool {
 	return res.Hooks != nil && res.Hooks.PendingDeletion != nil && res.Hooks.PendingDeletion(obj)
 }
 
 // checkPreconditions enforces uid and resourceVersion preconditions.
-func checkPreconditions(res *Resource, name string, current *Object, p *metav1.Preconditions) error {
+func checkPreconditions(res *registry.Resource, name string, current *registry.Object, p *metav1.Preconditions) error {
 	if p == nil {
 		return nil
 	}

@@ -1,12 +1,12 @@
-package registry
+package store
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
 	"github.com/concordproject/concord/wire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,7 +28,7 @@ import (
 // The writes of a page go to etcd in as few transactions as etcd allows. Pages read
 // the current state (not a snapshot), so objects created during a rewrite are already
 // current. The error is a StatusError; per-object failures are in the result.
-func (s *Store) Rewrite(ctx context.Context, res *Resource, continueToken string, limit int64) (*wire.RewriteResult, error) {
+func (s *Store) Rewrite(ctx context.Context, res *registry.Resource, continueToken string, limit int64) (*wire.RewriteResult, error) {
 	prefix := res.Prefix("")
 	start := ""
 	if continueToken != "" {
@@ -86,29 +86,20 @@ func (s *Store) Rewrite(ctx context.Context, res *Resource, continueToken string
 
 // reencode returns the bytes kv would be stored as if it were written back unchanged
 // now, with the object's namespace and name for reports.
-func (s *Store) reencode(ctx context.Context, res *Resource, kv *storage.KeyValue) ([]byte, string, string, error) {
+func (s *Store) reencode(ctx context.Context, res *registry.Resource, kv *storage.KeyValue) ([]byte, string, string, error) {
 	obj, err := res.Decode(kv.Value, kv.Revision)
 	if err != nil {
-		ns, name := res.namesOf(kv.Key)
+		ns, name := res.NamesOf(kv.Key)
 		return nil, ns, name, err
 	}
 	ns, name := obj.GetNamespace(), obj.GetName()
-	if err := res.Convert(ctx, []*Object{obj}, res.StorageVersion); err != nil {
+	if err := res.Convert(ctx, []*registry.Object{obj}, res.StorageVersion); err != nil {
 		return nil, ns, name, fmt.Errorf("conversion to %s failed: %w", res.StorageVersion, err)
 	}
 	res.Schema(res.StorageVersion).DefaultStored(obj.Object)
-	if err := res.validateUpdate(ctx, res.StorageVersion, obj, obj.DeepCopy()); err != nil {
+	if err := res.ValidateUpdate(ctx, res.StorageVersion, obj, obj.DeepCopy()); err != nil {
 		return nil, ns, name, err
 	}
 	data, err := res.Encode(ctx, obj)
 	return data, ns, name, err
-}
-
-// namesOf splits a key of res into namespace and name.
-func (r *Resource) namesOf(key string) (string, string) {
-	rest := strings.TrimPrefix(key, r.Prefix(""))
-	if ns, name, ok := strings.Cut(rest, "/"); ok && r.Namespaced {
-		return ns, name
-	}
-	return "", rest
 }

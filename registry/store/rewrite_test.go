@@ -1,10 +1,10 @@
-package registry_test
+package store_test
 
 import (
 	"fmt"
 	"testing"
 
-	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/wire"
 )
 
@@ -13,13 +13,13 @@ func TestRewriteReencodesInTheStorageVersion(t *testing.T) {
 	s := newStore(t)
 	v1 := widgets(t, "v1")
 	for i := 0; i < 25; i++ {
-		if _, err := s.Create(ctx, v1, "v1", "", widget("v1", fmt.Sprintf("w-%02d", i)), registry.WriteOptions{}); err != nil {
+		if _, err := s.Create(ctx, store.Ref{Resource: v1, Version: "v1"}, widget("v1", fmt.Sprintf("w-%02d", i)), store.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// One object written by a newer release in a version this server cannot decode.
 	v3 := widgets(t, "v3", "v1", "v2", "v3")
-	if _, err := s.Create(ctx, v3, "v3", "", widget("v3", "w-future"), registry.WriteOptions{}); err != nil {
+	if _, err := s.Create(ctx, store.Ref{Resource: v3, Version: "v3"}, widget("v3", "w-future"), store.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	v2 := widgets(t, "v2")

@@ -1,4 +1,4 @@
-package registry
+package cache
 
 import (
 	"sync"
@@ -9,7 +9,7 @@ import (
 )
 
 const (
-	// recentObjectsSize is how many objects recentObjects remembers.
+	// recentObjectsSize is how many objects Recent remembers.
 	recentObjectsSize = 16384
 	// recentObjectsBytes bounds the stored bytes it keeps; the least recently used
 	// objects go first.
@@ -19,7 +19,7 @@ const (
 	recentMaxValue = 128 << 10
 )
 
-// recentObjects remembers the stored bytes and revision of objects this server has
+// Recent remembers the stored bytes and revision of objects this server has
 // lately read, written or seen change in a shared watch, so that an update can start
 // from them instead of reading etcd first: a client that lists, gets or watches
 // objects and then writes them back (a storage migrator, kubectl edit, a controller
@@ -30,7 +30,7 @@ const (
 // (which fails if the object moved on); any other outcome computed from an entry (no
 // change to write, a conflict, a failed precondition) is computed again from a fresh
 // read. Entries are immutable: callers never change a returned KeyValue.
-type recentObjects struct {
+type Recent struct {
 	mu    sync.Mutex
 	cache *lru.Cache
 	// bytes is the size of the values held; the cache's eviction callback, which
@@ -38,26 +38,26 @@ type recentObjects struct {
 	bytes atomic.Int64
 }
 
-func newRecentObjects() *recentObjects {
-	r := &recentObjects{}
+func NewRecent() *Recent {
+	r := &Recent{}
 	r.cache = lru.NewWithEvictionFunc(recentObjectsSize, func(_ lru.Key, v interface{}) {
 		r.bytes.Add(-int64(len(v.(*storage.KeyValue).Value)))
 	})
 	return r
 }
 
-// get returns the remembered state of key, or nil.
-func (r *recentObjects) get(key string) *storage.KeyValue {
+// Get returns the remembered state of key, or nil.
+func (r *Recent) Get(key string) *storage.KeyValue {
 	if v, ok := r.cache.Get(key); ok {
 		return v.(*storage.KeyValue)
 	}
 	return nil
 }
 
-// saw remembers kv, the state of kv.Key at kv.Revision, unless a newer one is known.
-func (r *recentObjects) saw(kv *storage.KeyValue) {
+// Saw remembers kv, the state of kv.Key at kv.Revision, unless a newer one is known.
+func (r *Recent) Saw(kv *storage.KeyValue) {
 	if len(kv.Value) > recentMaxValue {
-		r.forget(kv.Key)
+		r.Forget(kv.Key)
 		return
 	}
 	r.mu.Lock()
@@ -76,13 +76,13 @@ func (r *recentObjects) saw(kv *storage.KeyValue) {
 	}
 }
 
-// wrote remembers that key now holds value at revision rev.
-func (r *recentObjects) wrote(key string, value []byte, rev int64) {
-	r.saw(&storage.KeyValue{Key: key, Value: value, Revision: rev})
+// Wrote remembers that key now holds value at revision rev.
+func (r *Recent) Wrote(key string, value []byte, rev int64) {
+	r.Saw(&storage.KeyValue{Key: key, Value: value, Revision: rev})
 }
 
-// forget drops what is known of key (it was deleted).
-func (r *recentObjects) forget(key string) {
+// Forget drops what is known of key (it was deleted).
+func (r *Recent) Forget(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cache.Remove(key)

@@ -1,4 +1,4 @@
-package registry
+package store
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,8 +33,9 @@ const InitialEventsAnnotation = metav1.InitialEventsAnnotationKey
 //
 // An object that stops matching the selectors is sent as DELETED, one that starts to
 // match as ADDED. The watch ends when ctx is done or Stop is called.
-func (s *Store) Watch(ctx context.Context, res *Resource, version, ns string, opts metav1.ListOptions) (watch.Interface, error) {
-	pred, err := NewPredicate(res, version, opts)
+func (s *Store) Watch(ctx context.Context, ref Ref, opts metav1.ListOptions) (watch.Interface, error) {
+	res, version, ns := ref.Resource, ref.Version, ref.Namespace
+	pred, err := registry.NewPredicate(res, version, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +83,7 @@ func (s *Store) Watch(ctx context.Context, res *Resource, version, ns string, op
 	return w, nil
 }
 
-func validateWatchOptions(res *Resource, opts metav1.ListOptions) error {
+func validateWatchOptions(res *registry.Resource, opts metav1.ListOptions) error {
 	if opts.SendInitialEvents != nil {
 		if opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
 			return apierrors.NewInvalid(res.GroupKind(), "", fieldErrs("resourceVersionMatch", opts.ResourceVersionMatch,
@@ -99,12 +101,12 @@ func validateWatchOptions(res *Resource, opts metav1.ListOptions) error {
 }
 
 type unstructuredPage struct {
-	objs []*Object
+	objs []*registry.Object
 	rev  int64
 }
 
 // readPage reads every matching object at the current revision (at least min).
-func (s *Store) readPage(ctx context.Context, res *Resource, ns string, min int64, pred *Predicate) (*unstructuredPage, error) {
+func (s *Store) readPage(ctx context.Context, res *registry.Resource, ns string, min int64, pred *registry.Predicate) (*unstructuredPage, error) {
 	var out unstructuredPage
 	start := ""
 	for {
@@ -136,9 +138,9 @@ func (s *Store) readPage(ctx context.Context, res *Resource, ns string, min int6
 
 type watcher struct {
 	store     *Store
-	res       *Resource
+	res       *registry.Resource
 	version   string
-	pred      *Predicate
+	pred      *registry.Predicate
 	cancel    context.CancelFunc
 	result    chan watch.Event
 	bookmarks bool
@@ -156,9 +158,9 @@ func (w *watcher) send(ctx context.Context, e watch.Event) bool {
 	}
 }
 
-func (w *watcher) bookmark(rev int64, initialEnd bool) *Object {
-	o := &Object{Object: map[string]interface{}{}}
-	o.SetAPIVersion(w.res.apiVersion(w.version))
+func (w *watcher) bookmark(rev int64, initialEnd bool) *registry.Object {
+	o := &registry.Object{Object: map[string]interface{}{}}
+	o.SetAPIVersion(w.res.APIVersion(w.version))
 	o.SetKind(w.res.Names.Kind)
 	o.SetResourceVersion(strconv.FormatInt(rev, 10))
 	if initialEnd {
@@ -169,9 +171,9 @@ func (w *watcher) bookmark(rev int64, initialEnd bool) *Object {
 
 // convert returns a private copy of the shared object o in the watcher's version, with
 // defaults applied.
-func (w *watcher) convert(ctx context.Context, o *Object) (*Object, error) {
+func (w *watcher) convert(ctx context.Context, o *registry.Object) (*registry.Object, error) {
 	o = o.DeepCopy()
-	if err := w.res.Convert(ctx, []*Object{o}, w.version); err != nil {
+	if err := w.res.Convert(ctx, []*registry.Object{o}, w.version); err != nil {
 		return nil, w.store.conversionError(w.res, err)
 	}
 	w.res.Schema(w.version).DefaultStored(o.Object)
@@ -254,7 +256,7 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *unstr
 				if !ok {
 					continue
 				}
-				if e.Object, err = w.convert(ctx, e.Object.(*Object)); err != nil {
+				if e.Object, err = w.convert(ctx, e.Object.(*registry.Object)); err != nil {
 					w.fail(ctx, err)
 					return
 				}
@@ -270,7 +272,7 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *unstr
 // translate turns a change into the watch event this watcher's selectors see. The
 // objects are the hub's shared ones: convert copies before changing them.
 func (w *watcher) translate(ev *hubEvent) (watch.Event, bool, error) {
-	var cur, prev *Object
+	var cur, prev *registry.Object
 	var err error
 	if ev.typ == storage.Put {
 		if cur, err = ev.current(); err != nil {
@@ -299,4 +301,4 @@ func (w *watcher) translate(ev *hubEvent) (watch.Event, bool, error) {
 	return watch.Event{}, false, nil
 }
 
-var _ runtime.Object = (*Object)(nil)
+var _ runtime.Object = (*registry.Object)(nil)

@@ -1,11 +1,13 @@
-package registry
+package store
 
 import (
 	"context"
 	"strconv"
 
+	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -19,12 +21,21 @@ type WriteOptions struct {
 	Subresource string
 }
 
+// DeleteOptions tune Delete.
+type DeleteOptions struct {
+	WriteOptions
+	// Preconditions must hold on the current object or the deletion is a 409
+	// Conflict, as for Update.
+	Preconditions *metav1.Preconditions
+}
+
 // Create stores obj (in version of res) as a new object in namespace ns and returns it
 // as stored, in version. It fills uid, creationTimestamp, generation 1 and a name from
 // generateName; refuses a resourceVersion (400), a namespace that does not exist (404)
 // or is terminating (403), an invalid object (422) and an existing name (409).
 // obj is changed in place.
-func (s *Store) Create(ctx context.Context, res *Resource, version, ns string, obj *Object, opts WriteOptions) (*Object, error) {
+func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts WriteOptions) (*registry.Object, error) {
+	res, version, ns := ref.Resource, ref.Version, ref.Namespace
 	if res.Namespaced {
 		obj.SetNamespace(ns)
 	} else {
@@ -53,11 +64,11 @@ func (s *Store) Create(ctx context.Context, res *Resource, version, ns string, o
 	if res.Hooks != nil && res.Hooks.PrepareForCreate != nil {
 		res.Hooks.PrepareForCreate(ctx, obj)
 	}
-	if err := res.validateCreate(ctx, version, obj); err != nil {
+	if err := res.ValidateCreate(ctx, version, obj); err != nil {
 		return nil, err
 	}
 	if res.Namespaced {
-		if err := s.namespaces.admit(ctx, res.GroupResource(), ns); err != nil {
+		if err := s.namespaces.Admit(ctx, res.GroupResource(), ns); err != nil {
 			return nil, err
 		}
 	}
@@ -73,7 +84,7 @@ func (s *Store) Create(ctx context.Context, res *Resource, version, ns string, o
 	if err != nil {
 		return nil, s.storageError(res, obj.GetName(), err)
 	}
-	s.recent.wrote(key, data, rev)
+	s.recent.Wrote(key, data, rev)
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil
 }

@@ -1,12 +1,12 @@
-package registry
+package store
 
 import (
 	"context"
 	"errors"
 	"strconv"
 
+	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Delete deletes ns/name of res and returns the object as it was last stored, in
@@ -14,8 +14,9 @@ import (
 // hooks hold back) is not removed: its deletionTimestamp is set (once) and it stays
 // until the finalizers are removed by updates. Preconditions on uid and
 // resourceVersion are a 409 Conflict when they fail.
-func (s *Store) Delete(ctx context.Context, res *Resource, version, ns, name string, opts WriteOptions, pre *metav1.Preconditions) (*Object, bool, error) {
-	key := res.Key(ns, name)
+func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*registry.Object, bool, error) {
+	res, version, name, pre := ref.Resource, ref.Version, ref.Name, opts.Preconditions
+	key := ref.key()
 	kv, err := s.storage.Get(ctx, key)
 	for {
 		if err != nil {
@@ -58,7 +59,7 @@ func (s *Store) Delete(ctx context.Context, res *Resource, version, ns, name str
 			rev, werr = s.storage.Delete(ctx, key, kv.Revision)
 		}
 		if werr == nil {
-			s.recent.forget(key)
+			s.recent.Forget(key)
 			if !deleted {
 				current.SetResourceVersion(strconv.FormatInt(rev, 10))
 			}

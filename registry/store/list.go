@@ -1,4 +1,4 @@
-package registry
+package store
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,12 +25,13 @@ import (
 //   - limit/continue page through one consistent snapshot; a continue token whose
 //     revision was compacted is a 410 Expired carrying a fresh token that continues at
 //     the current revision.
-func (s *Store) List(ctx context.Context, res *Resource, version, ns string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	pred, err := NewPredicate(res, version, opts)
+func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	res, version := ref.Resource, ref.Version
+	pred, err := registry.NewPredicate(res, version, opts)
 	if err != nil {
 		return nil, err
 	}
-	prefix := res.Prefix(ns)
+	prefix := ref.prefix()
 	gr := res.GroupResource()
 	var (
 		rev      int64 // revision to read at; 0 = current
@@ -77,13 +79,13 @@ func (s *Store) List(ctx context.Context, res *Resource, version, ns string, opt
 	}
 
 	out := &unstructured.UnstructuredList{Object: map[string]interface{}{
-		"apiVersion": res.apiVersion(version),
+		"apiVersion": res.APIVersion(version),
 		"kind":       res.Names.ListKind,
 	}}
 	if out.GetKind() == "" {
 		out.SetKind(res.Names.Kind + "List")
 	}
-	var objs []*Object
+	var objs []*registry.Object
 	var unreadable []unreadableObject
 	// Keep reading pages until limit matches are found: selectors filter after the read.
 	pageSize := opts.Limit
@@ -115,7 +117,7 @@ func (s *Store) List(ctx context.Context, res *Resource, version, ns string, opt
 				}
 				continue
 			}
-			s.recent.saw(kv)
+			s.recent.Saw(kv)
 			if !pred.Matches(obj) {
 				continue
 			}
@@ -145,8 +147,8 @@ func (s *Store) List(ctx context.Context, res *Resource, version, ns string, opt
 
 // finishList converts and defaults the objects read into out, or, if some objects could
 // not be read, fails the whole list naming them.
-func (s *Store) finishList(ctx context.Context, res *Resource, version string, out *unstructured.UnstructuredList,
-	objs []*Object, rev int64, prefix string, unreadable []unreadableObject) (*unstructured.UnstructuredList, error) {
+func (s *Store) finishList(ctx context.Context, res *registry.Resource, version string, out *unstructured.UnstructuredList,
+	objs []*registry.Object, rev int64, prefix string, unreadable []unreadableObject) (*unstructured.UnstructuredList, error) {
 	if len(unreadable) > 0 {
 		return nil, s.unreadableError(res, prefix, unreadable, false)
 	}
@@ -190,7 +192,7 @@ type unreadableObject struct {
 // to maxUnreadable; stopped says the read stopped there) by its etcd key in a cause,
 // so that an operator or a migrator knows which objects to deal with. A list never
 // leaves objects out silently: clients would take them for deleted.
-func (s *Store) unreadableError(res *Resource, prefix string, objs []unreadableObject, stopped bool) error {
+func (s *Store) unreadableError(res *registry.Resource, prefix string, objs []unreadableObject, stopped bool) error {
 	gr := res.GroupResource()
 	causes := make([]metav1.StatusCause, 0, len(objs)+1)
 	for _, o := range objs {

@@ -1,14 +1,15 @@
-package registry_test
+package store_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/concordproject/concord/etcd/etcdtest"
 	"strings"
 	"testing"
 
+	"github.com/concordproject/concord/etcd/etcdtest"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storage"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-func newStore(t *testing.T) *registry.Store {
+func newStore(t *testing.T) *store.Store {
 	t.Helper()
-	return registry.NewStore(storage.New(etcdtest.Start(t), "/registry"))
+	return store.NewStore(storage.New(etcdtest.Start(t), "/registry"))
 }
 
 // widgets is a cluster-scoped resource with versions v1 and v2, stored in storage.
@@ -49,9 +50,9 @@ func widget(version, name string) *unstructured.Unstructured {
 	}}
 }
 
-func storedAPIVersion(t *testing.T, s *registry.Store, res *registry.Resource, name string) string {
+func storedAPIVersion(t *testing.T, s *store.Store, res *registry.Resource, name string) string {
 	t.Helper()
-	kv, err := s.GetRaw(t.Context(), res, "", name)
+	kv, err := s.GetRaw(t.Context(), store.Ref{Resource: res, Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestStorageVersionDrivesEncoding(t *testing.T) {
 	v1 := widgets(t, "v1")
 
 	// Written through v2, stored as v1.
-	created, err := s.Create(ctx, v1, "v2", "", widget("v2", "a"), registry.WriteOptions{})
+	created, err := s.Create(ctx, store.Ref{Resource: v1, Version: "v2"}, widget("v2", "a"), store.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestStorageVersionDrivesEncoding(t *testing.T) {
 	}
 	// Read in either version.
 	for _, v := range []string{"v1", "v2"} {
-		obj, err := s.Get(ctx, v1, v, "", "a", metav1.GetOptions{})
+		obj, err := s.Get(ctx, store.Ref{Resource: v1, Version: v, Name: "a"}, metav1.GetOptions{})
 		if err != nil || obj.GetAPIVersion() != "example.com/"+v {
 			t.Fatalf("get as %s: %v %v", v, obj, err)
 		}
@@ -99,20 +100,20 @@ func TestStorageVersionDrivesEncoding(t *testing.T) {
 	if got := storedAPIVersion(t, s, v2, "a"); got != "example.com/v1" {
 		t.Fatalf("flip rewrote data: %s", got)
 	}
-	if _, err := s.Create(ctx, v2, "v1", "", widget("v1", "b"), registry.WriteOptions{}); err != nil {
+	if _, err := s.Create(ctx, store.Ref{Resource: v2, Version: "v1"}, widget("v1", "b"), store.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := storedAPIVersion(t, s, v2, "b"); got != "example.com/v2" {
 		t.Fatalf("new object stored as %s, want v2", got)
 	}
-	before, err := s.Get(ctx, v2, "v2", "", "a", metav1.GetOptions{})
+	before, err := s.Get(ctx, store.Ref{Resource: v2, Version: "v2", Name: "a"}, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	identity := func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		return cur, nil
 	}
-	after, _, err := s.Update(ctx, v2, "v2", "", "a", identity, registry.UpdateOptions{})
+	after, _, err := s.Update(ctx, store.Ref{Resource: v2, Version: "v2", Name: "a"}, identity, store.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestStorageVersionDrivesEncoding(t *testing.T) {
 		t.Fatalf("rewrite stored %s, want v2", got)
 	}
 	// Now the encoding is current: the same no-op update writes nothing.
-	again, _, err := s.Update(ctx, v2, "v1", "", "a", identity, registry.UpdateOptions{})
+	again, _, err := s.Update(ctx, store.Ref{Resource: v2, Version: "v1", Name: "a"}, identity, store.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,11 +137,11 @@ func TestUndecodableVersionIsAClearInternalError(t *testing.T) {
 	ctx := t.Context()
 	s := newStore(t)
 	newer := widgets(t, "v3", "v1", "v2", "v3")
-	if _, err := s.Create(ctx, newer, "v3", "", widget("v3", "from-the-future"), registry.WriteOptions{}); err != nil {
+	if _, err := s.Create(ctx, store.Ref{Resource: newer, Version: "v3"}, widget("v3", "from-the-future"), store.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	older := widgets(t, "v2")
-	_, err := s.Get(ctx, older, "v2", "", "from-the-future", metav1.GetOptions{})
+	_, err := s.Get(ctx, store.Ref{Resource: older, Version: "v2", Name: "from-the-future"}, metav1.GetOptions{})
 	if !apierrors.IsInternalError(err) {
 		t.Fatalf("got %v, want a 500", err)
 	}
@@ -152,13 +153,13 @@ func TestUndecodableVersionIsAClearInternalError(t *testing.T) {
 	}
 	// A list fails rather than dropping the object, and names every object it could
 	// not read by its etcd key (Kubernetes' StorageReadError).
-	if _, err := s.Create(ctx, newer, "v3", "", widget("v3", "also-from-the-future"), registry.WriteOptions{}); err != nil {
+	if _, err := s.Create(ctx, store.Ref{Resource: newer, Version: "v3"}, widget("v3", "also-from-the-future"), store.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create(ctx, older, "v2", "", widget("v2", "readable"), registry.WriteOptions{}); err != nil {
+	if _, err := s.Create(ctx, store.Ref{Resource: older, Version: "v2"}, widget("v2", "readable"), store.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.List(ctx, older, "v2", "", metav1.ListOptions{})
+	_, err = s.List(ctx, store.Ref{Resource: older, Version: "v2"}, metav1.ListOptions{})
 	var st apierrors.APIStatus
 	if !apierrors.IsStoreReadError(err) || !errors.As(err, &st) || st.Status().Code != 500 {
 		t.Fatalf("list: got %v, want a 500 StorageReadError", err)
@@ -183,7 +184,7 @@ func TestDefaultsApplyOnRead(t *testing.T) {
 	ctx := t.Context()
 	s := newStore(t)
 	old := widgets(t, "v1")
-	if _, err := s.Create(ctx, old, "v1", "", widget("v1", "plain"), registry.WriteOptions{}); err != nil {
+	if _, err := s.Create(ctx, store.Ref{Resource: old, Version: "v1"}, widget("v1", "plain"), store.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// A later definition adds a default: objects stored before read with it.
@@ -199,14 +200,14 @@ func TestDefaultsApplyOnRead(t *testing.T) {
 	if err := withDefault.Prepare(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Get(ctx, withDefault, "v1", "", "plain", metav1.GetOptions{})
+	got, err := s.Get(ctx, store.Ref{Resource: withDefault, Version: "v1", Name: "plain"}, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if color, _, _ := unstructured.NestedString(got.Object, "spec", "color"); color != "blue" {
 		t.Fatalf("get: spec.color = %q, want the default", color)
 	}
-	list, err := s.List(ctx, withDefault, "v1", "", metav1.ListOptions{})
+	list, err := s.List(ctx, store.Ref{Resource: withDefault, Version: "v1"}, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

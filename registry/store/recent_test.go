@@ -1,11 +1,11 @@
-package registry_test
+package store_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/concordproject/concord/etcd/etcdtest"
-	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,15 +20,15 @@ import (
 func TestUpdatesFromRememberedStateAreNeverStale(t *testing.T) {
 	ctx := t.Context()
 	cli := etcdtest.Start(t)
-	a := registry.NewStore(storage.New(cli, "/registry"))
-	b := registry.NewStore(storage.New(cli, "/registry"))
+	a := store.NewStore(storage.New(cli, "/registry"))
+	b := store.NewStore(storage.New(cli, "/registry"))
 	res := widgets(t, "v1")
 
-	created, err := a.Create(ctx, res, "v1", "", widget("v1", "w"), registry.WriteOptions{})
+	created, err := a.Create(ctx, store.Ref{Resource: res, Version: "v1"}, widget("v1", "w"), store.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	setSize := func(size int64, rv string) registry.UpdateFunc {
+	setSize := func(size int64, rv string) store.UpdateFunc {
 		return func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 			_ = unstructured.SetNestedField(cur.Object, size, "spec", "size")
 			cur.SetResourceVersion(rv)
@@ -41,40 +41,40 @@ func TestUpdatesFromRememberedStateAreNeverStale(t *testing.T) {
 	}
 
 	// b moves the object on; a still remembers its own create.
-	moved, _, err := b.Update(ctx, res, "v1", "", "w", setSize(4, created.GetResourceVersion()), registry.UpdateOptions{})
+	moved, _, err := b.Update(ctx, store.Ref{Resource: res, Version: "v1", Name: "w"}, setSize(4, created.GetResourceVersion()), store.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// A client that read from b writes through a with b's resourceVersion.
-	got, _, err := a.Update(ctx, res, "v1", "", "w", setSize(5, moved.GetResourceVersion()), registry.UpdateOptions{})
+	got, _, err := a.Update(ctx, store.Ref{Resource: res, Version: "v1", Name: "w"}, setSize(5, moved.GetResourceVersion()), store.UpdateOptions{})
 	if err != nil || size(got) != 5 || got.GetResourceVersion() == moved.GetResourceVersion() {
 		t.Fatalf("update through a with the current resourceVersion: %v, %v", got, err)
 	}
 
 	// b moves it on again; a no-op through a answers the current state, not a's.
-	again, _, err := b.Update(ctx, res, "v1", "", "w", setSize(6, got.GetResourceVersion()), registry.UpdateOptions{})
+	again, _, err := b.Update(ctx, store.Ref{Resource: res, Version: "v1", Name: "w"}, setSize(6, got.GetResourceVersion()), store.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	noop, _, err := a.Update(ctx, res, "v1", "", "w", setSize(6, again.GetResourceVersion()), registry.UpdateOptions{})
+	noop, _, err := a.Update(ctx, store.Ref{Resource: res, Version: "v1", Name: "w"}, setSize(6, again.GetResourceVersion()), store.UpdateOptions{})
 	if err != nil || size(noop) != 6 || noop.GetResourceVersion() != again.GetResourceVersion() {
 		t.Fatalf("no-op through a: %v at %s, %v; want size 6 at %s", size(noop), noop.GetResourceVersion(), err, again.GetResourceVersion())
 	}
 
 	// A stale resourceVersion is a conflict whatever a remembers.
-	if _, _, err := a.Update(ctx, res, "v1", "", "w", setSize(7, moved.GetResourceVersion()), registry.UpdateOptions{}); !apierrors.IsConflict(err) {
+	if _, _, err := a.Update(ctx, store.Ref{Resource: res, Version: "v1", Name: "w"}, setSize(7, moved.GetResourceVersion()), store.UpdateOptions{}); !apierrors.IsConflict(err) {
 		t.Fatalf("stale resourceVersion through a: %v, want a conflict", err)
 	}
 
 	// Deleted through b: a's update finds it gone.
-	if _, _, err := b.Delete(ctx, res, "v1", "", "w", registry.WriteOptions{}, nil); err != nil {
+	if _, _, err := b.Delete(ctx, store.Ref{Resource: res, Version: "v1", Name: "w"}, store.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.Update(ctx, res, "v1", "", "w", setSize(8, again.GetResourceVersion()), registry.UpdateOptions{}); !apierrors.IsNotFound(err) {
+	if _, _, err := a.Update(ctx, store.Ref{Resource: res, Version: "v1", Name: "w"}, setSize(8, again.GetResourceVersion()), store.UpdateOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("update through a after deletion through b: %v, want NotFound", err)
 	}
-	if _, err := a.Get(ctx, res, "v1", "", "w", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := a.Get(ctx, store.Ref{Resource: res, Version: "v1", Name: "w"}, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("get through a: %v", err)
 	}
 }
@@ -84,9 +84,9 @@ func TestUpdatesFromRememberedStateAreNeverStale(t *testing.T) {
 func TestManyWritersThroughRememberedState(t *testing.T) {
 	ctx := t.Context()
 	cli := etcdtest.Start(t)
-	stores := []*registry.Store{registry.NewStore(storage.New(cli, "/registry")), registry.NewStore(storage.New(cli, "/registry"))}
+	stores := []*store.Store{store.NewStore(storage.New(cli, "/registry")), store.NewStore(storage.New(cli, "/registry"))}
 	res := widgets(t, "v1")
-	if _, err := stores[0].Create(ctx, res, "v1", "", widget("v1", "counter"), registry.WriteOptions{}); err != nil {
+	if _, err := stores[0].Create(ctx, store.Ref{Resource: res, Version: "v1"}, widget("v1", "counter"), store.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const writers, each = 8, 25
@@ -96,17 +96,17 @@ func TestManyWritersThroughRememberedState(t *testing.T) {
 			s := stores[w%2]
 			for range each {
 				for {
-					cur, err := s.Get(ctx, res, "v1", "", "counter", metav1.GetOptions{})
+					cur, err := s.Get(ctx, store.Ref{Resource: res, Version: "v1", Name: "counter"}, metav1.GetOptions{})
 					if err != nil {
 						errs <- err
 						return
 					}
-					_, _, err = s.Update(ctx, res, "v1", "", "counter", func(_ context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+					_, _, err = s.Update(ctx, store.Ref{Resource: res, Version: "v1", Name: "counter"}, func(_ context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 						n, _, _ := unstructured.NestedInt64(cur.Object, "spec", "size")
 						next := cur.DeepCopy()
 						_ = unstructured.SetNestedField(next.Object, n+1, "spec", "size")
 						return next, nil
-					}, registry.UpdateOptions{})
+					}, store.UpdateOptions{})
 					if apierrors.IsConflict(err) {
 						continue
 					}
@@ -125,7 +125,7 @@ func TestManyWritersThroughRememberedState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	final, err := stores[1].Get(ctx, res, "v1", "", "counter", metav1.GetOptions{})
+	final, err := stores[1].Get(ctx, store.Ref{Resource: res, Version: "v1", Name: "counter"}, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package registry
+package cache
 
 import (
 	"context"
@@ -15,17 +15,17 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// NamespacesKey is the storage prefix of namespaces, which every namespaced creation
-// is checked against.
+// namespacesPrefix is the storage prefix of namespaces, which every namespaced
+// creation is checked against.
 const namespacesPrefix = "core/namespaces/"
 
 var namespacesGR = schema.GroupResource{Resource: "namespaces"}
 
-// namespaceCache answers "may objects be created in namespace X?" from a watch of the
+// Namespaces answers "may objects be created in namespace X?" from a watch of the
 // stored namespaces, and falls back to a live read on a miss (a namespace created a
 // moment ago through another server). It is the lister-plus-live-lookup pattern of
 // Kubernetes' NamespaceLifecycle admission.
-type namespaceCache struct {
+type Namespaces struct {
 	st *storage.Store
 
 	mu     sync.RWMutex
@@ -34,8 +34,9 @@ type namespaceCache struct {
 	state map[string]bool
 }
 
-func newNamespaceCache(st *storage.Store) *namespaceCache {
-	return &namespaceCache{st: st, state: map[string]bool{}}
+// NewNamespaces returns a cache of the namespaces stored in st; Run keeps it warm.
+func NewNamespaces(st *storage.Store) *Namespaces {
+	return &Namespaces{st: st, state: map[string]bool{}}
 }
 
 type nsMeta struct {
@@ -53,7 +54,9 @@ func parseNamespace(v []byte) (name string, terminating bool, err error) {
 	return m.Metadata.Name, m.Metadata.DeletionTimestamp != nil, nil
 }
 
-func (c *namespaceCache) run(ctx context.Context) {
+// Run lists and watches the stored namespaces until ctx is done, listing again after
+// a failed watch; it returns nil then. Until it has listed once, Admit reads storage.
+func (c *Namespaces) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("namespace-cache")
 	for ctx.Err() == nil {
 		if err := c.syncAndWatch(ctx); err != nil && ctx.Err() == nil {
@@ -64,9 +67,10 @@ func (c *namespaceCache) run(ctx context.Context) {
 			}
 		}
 	}
+	return nil
 }
 
-func (c *namespaceCache) syncAndWatch(ctx context.Context) error {
+func (c *Namespaces) syncAndWatch(ctx context.Context) error {
 	list, err := c.st.List(ctx, namespacesPrefix, storage.ListOptions{})
 	if err != nil {
 		return err
@@ -99,9 +103,9 @@ func (c *namespaceCache) syncAndWatch(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// admit returns nil if objects may be created in namespace ns: it exists and is not
+// Admit returns nil if objects may be created in namespace ns: it exists and is not
 // being deleted. Otherwise a NotFound or Forbidden Status.
-func (c *namespaceCache) admit(ctx context.Context, gr schema.GroupResource, ns string) error {
+func (c *Namespaces) Admit(ctx context.Context, gr schema.GroupResource, ns string) error {
 	c.mu.RLock()
 	term, known := c.state[ns]
 	c.mu.RUnlock()

@@ -1,10 +1,11 @@
-package registry
+package store
 
 import (
 	"context"
 	"strings"
 	"sync"
 
+	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
 	"k8s.io/klog/v2"
 )
@@ -24,7 +25,7 @@ type hub struct {
 	shared bool
 
 	mu       sync.Mutex
-	res      *Resource // the newest definition registered, used to decode
+	res      *registry.Resource // the newest definition registered, used to decode
 	watchers map[*hubWatcher]struct{}
 	// buf holds the changes after complete, oldest first: a watch from any revision
 	// >= complete is served from it and what follows.
@@ -49,16 +50,16 @@ type hubEvent struct {
 	rev  int64
 	kv   *storage.KeyValue
 	prev *storage.KeyValue
-	res  *Resource
+	res  *registry.Resource
 	err  error // for storage.Error
 
 	curOnce, prevOnce sync.Once
-	cur, prevObj      *Object
+	cur, prevObj      *registry.Object
 	curErr, prevErr   error
 }
 
 // current returns the object after the change (Put only). Shared: do not modify.
-func (e *hubEvent) current() (*Object, error) {
+func (e *hubEvent) current() (*registry.Object, error) {
 	e.curOnce.Do(func() { e.cur, e.curErr = e.res.Decode(e.kv.Value, e.rev) })
 	return e.cur, e.curErr
 }
@@ -66,7 +67,7 @@ func (e *hubEvent) current() (*Object, error) {
 // previous returns the object before the change, with the change's revision as its
 // resourceVersion (what a watch sends when it leaves a watcher's view). Shared: do not
 // modify.
-func (e *hubEvent) previous() (*Object, error) {
+func (e *hubEvent) previous() (*registry.Object, error) {
 	e.prevOnce.Do(func() { e.prevObj, e.prevErr = e.res.Decode(e.prev.Value, e.rev) })
 	return e.prevObj, e.prevErr
 }
@@ -135,7 +136,7 @@ func (w *hubWatcher) take(ctx context.Context) (events []*hubEvent, ok bool) {
 
 // subscribe registers a watch of res that wants every change after revision from,
 // and returns its queue and a function that ends the subscription.
-func (s *Store) subscribe(ctx context.Context, res *Resource, from int64) (*hubWatcher, func()) {
+func (s *Store) subscribe(ctx context.Context, res *registry.Resource, from int64) (*hubWatcher, func()) {
 	prefix := res.Prefix("")
 	w := &hubWatcher{from: from, notify: make(chan struct{}, 1)}
 	s.hubsMu.Lock()
@@ -161,7 +162,7 @@ var testHookHubStarted func(*hub)
 // its first watch. first is in before the hub's first change arrives: joining after
 // could come too late, when a replay from an old revision has already pushed more
 // than hubBufferSize changes through it, and join would refuse it.
-func (s *Store) startHub(ctx context.Context, prefix string, res *Resource, from int64, shared bool, first *hubWatcher) *hub {
+func (s *Store) startHub(ctx context.Context, prefix string, res *registry.Resource, from int64, shared bool, first *hubWatcher) *hub {
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	h := &hub{store: s, prefix: prefix, shared: shared, res: res, watchers: map[*hubWatcher]struct{}{first: {}}, complete: from, cancel: cancel}
 	events := s.storage.Watch(hctx, prefix, from, storage.WatchOptions{ProgressInterval: s.BookmarkInterval})
@@ -174,7 +175,7 @@ func (s *Store) startHub(ctx context.Context, prefix string, res *Resource, from
 
 // join adds w if the hub can give it every change after from, replaying what it has
 // buffered; it reports false, adding nothing, if from is older than the hub's history.
-func (h *hub) join(res *Resource, w *hubWatcher, from int64) bool {
+func (h *hub) join(res *registry.Resource, w *hubWatcher, from int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped || from < h.complete {
@@ -223,9 +224,9 @@ func (h *hub) run(ctx context.Context, events <-chan storage.Event) {
 		// controller): updates can start from it (see recentObjects).
 		switch ev.Type {
 		case storage.Put:
-			h.store.recent.saw(ev.KV)
+			h.store.recent.Saw(ev.KV)
 		case storage.Deleted:
-			h.store.recent.forget(ev.KV.Key)
+			h.store.recent.Forget(ev.KV.Key)
 		}
 		h.mu.Lock()
 		e := &hubEvent{typ: ev.Type, rev: ev.Revision, kv: ev.KV, prev: ev.Prev, res: h.res, err: ev.Err}

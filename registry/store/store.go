@@ -1,4 +1,4 @@
-package registry
+package store
 
 import (
 	"context"
@@ -8,10 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/cache"
 	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -25,7 +26,7 @@ import (
 // resource, ready to be sent to the client.
 type Store struct {
 	storage    *storage.Store
-	namespaces *namespaceCache
+	namespaces *cache.Namespaces
 	// BookmarkInterval is how often an idle watch that asked for bookmarks gets one.
 	// Set it before the first watch.
 	BookmarkInterval time.Duration
@@ -34,45 +35,59 @@ type Store struct {
 	hubsMu sync.Mutex
 	hubs   map[string]*hub // shared watches, by resource prefix
 
-	recent *recentObjects
+	recent *cache.Recent
 }
 
 // NewStore returns a Store over st. Creations of namespaced objects are checked against
 // the namespaces stored in st (core/namespaces), as Kubernetes' NamespaceLifecycle
-// admission does; call Start to keep the namespace cache warm.
+// admission does; call Run to keep the namespace cache warm.
 func NewStore(st *storage.Store) *Store {
-	s := &Store{storage: st, BookmarkInterval: 30 * time.Second, now: time.Now, hubs: map[string]*hub{}, recent: newRecentObjects()}
-	s.namespaces = newNamespaceCache(st)
+	s := &Store{storage: st, BookmarkInterval: 30 * time.Second, now: time.Now, hubs: map[string]*hub{}, recent: cache.NewRecent()}
+	s.namespaces = cache.NewNamespaces(st)
 	return s
 }
 
 // Storage returns the underlying raw store.
 func (s *Store) Storage() *storage.Store { return s.storage }
 
-// Start runs the background work of the store (the namespace cache) until ctx is done.
-func (s *Store) Start(ctx context.Context) { go s.namespaces.run(ctx) }
+// Run does the background work of the store (it keeps the namespace cache warm) until
+// ctx is done, and returns nil then.
+func (s *Store) Run(ctx context.Context) error { return s.namespaces.Run(ctx) }
 
-// Object is a convenience alias used throughout the store's API.
-type Object = unstructured.Unstructured
+// Ref names what a call of the store is about: objects of Resource, read and written
+// in Version (a version name of the resource), in Namespace ("" for every namespace,
+// and for cluster-scoped resources), and the object Name ("" for a collection).
+type Ref struct {
+	Resource  *registry.Resource
+	Version   string
+	Namespace string
+	Name      string
+}
+
+// key is the storage key of the named object.
+func (r Ref) key() string { return r.Resource.Key(r.Namespace, r.Name) }
+
+// prefix is the storage prefix of the collection.
+func (r Ref) prefix() string { return r.Resource.Prefix(r.Namespace) }
 
 // decodeAs decodes a stored value and converts it to version.
-func (s *Store) decodeAs(ctx context.Context, res *Resource, kv *storage.KeyValue, version string) (*Object, error) {
+func (s *Store) decodeAs(ctx context.Context, res *registry.Resource, kv *storage.KeyValue, version string) (*registry.Object, error) {
 	obj, err := res.Decode(kv.Value, kv.Revision)
 	if err != nil {
 		return nil, s.internalError(res, err)
 	}
-	if err := res.Convert(ctx, []*Object{obj}, version); err != nil {
+	if err := res.Convert(ctx, []*registry.Object{obj}, version); err != nil {
 		return nil, s.conversionError(res, err)
 	}
 	res.Schema(version).DefaultStored(obj.Object)
 	return obj, nil
 }
 
-func (s *Store) internalError(res *Resource, err error) error {
+func (s *Store) internalError(res *registry.Resource, err error) error {
 	return apierrors.NewInternalError(fmt.Errorf("%s: %w", res.GroupResource(), err))
 }
 
-func (s *Store) conversionError(res *Resource, err error) error {
+func (s *Store) conversionError(res *registry.Resource, err error) error {
 	var se apierrors.APIStatus
 	if errors.As(err, &se) {
 		return err
@@ -81,7 +96,7 @@ func (s *Store) conversionError(res *Resource, err error) error {
 }
 
 // storageError turns a storage error into the Status a client should see.
-func (s *Store) storageError(res *Resource, name string, err error) error {
+func (s *Store) storageError(res *registry.Resource, name string, err error) error {
 	gr := res.GroupResource()
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
@@ -113,7 +128,7 @@ func parseRV(gr fmt.Stringer, rv string) (int64, error) {
 
 // checkNotTooNew fails with 504 ResourceVersionTooLarge if the store has not reached
 // min yet.
-func (s *Store) checkNotTooNew(ctx context.Context, res *Resource, min, current int64) error {
+func (s *Store) checkNotTooNew(ctx context.Context, res *registry.Resource, min, current int64) error {
 	if min <= current {
 		return nil
 	}
