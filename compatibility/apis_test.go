@@ -254,7 +254,7 @@ func TestEventsByRelease(t *testing.T) {
 				}
 			}
 			// v1beta1 is served with kube-apiserver's warning once deprecated.
-			rs, err := cfg.Resources(nil)
+			rs, err := cfg.Resources()
 			if err != nil {
 				t.Fatal(err)
 			}

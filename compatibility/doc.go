@@ -42,7 +42,7 @@
 //	o.AddFlags(fs)                  // after fs.Parse:
 //	cfg, err := o.Complete(ctx)     // every flag problem, one per line
 //	if err != nil { ... }
-//	resources, err := cfg.Resources(hooks) // served resources, storage versions chosen
+//	resources, err := cfg.Resources() // served resources, storage versions chosen
 //	if cfg.Enabled(compatibility.StorageVersionAPI) { ... }
 //	info := cfg.VersionInfo(version.Info{GitCommit: commit})
 //	err = cfg.RegisterMetrics(registry)

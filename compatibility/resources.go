@@ -3,14 +3,13 @@ package compatibility
 import (
 	"errors"
 	"fmt"
-	"github.com/go-logr/logr"
 	"strings"
-
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/concordproject/concord/catalog"
 	"github.com/concordproject/concord/registry"
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // ErrNoStorageVersion means that no version of a resource is readable by every release in the
@@ -96,7 +95,7 @@ func describe(l catalog.Lifecycle) string {
 // Resources builds the registry resources a server at versions v serves with no other
 // flags (default feature gates and API enablement): see Config.Resources. v.Binary must
 // be cat's binary version.
-func Resources(cat *catalog.Catalog, v Versions, hooks map[schema.GroupResource]*registry.Hooks) ([]*registry.Resource, error) {
+func Resources(cat *catalog.Catalog, v Versions) ([]*registry.Resource, error) {
 	if !v.Binary.EqualTo(cat.BinaryVersion()) {
 		return nil, fmt.Errorf("binary version %s is not the API catalog's (%s)", v.Binary, cat.BinaryVersion())
 	}
@@ -108,15 +107,16 @@ func Resources(cat *catalog.Catalog, v Versions, hooks map[schema.GroupResource]
 	if err != nil {
 		return nil, err
 	}
-	return cfg.Resources(hooks)
+	return cfg.Resources()
 }
 
 // Resources builds the registry resource of every catalog resource the server serves in
 // at least one version: every version the binary knows (all decodable), the served ones
 // marked Served, deprecation warnings as of the emulation version, and the storage
-// version of the KEP rule (see StorageVersion). hooks add Go behaviour to the resources
-// that have some. The resources are new on every call and the caller's.
-func (c *Config) Resources(hooks map[schema.GroupResource]*registry.Hooks) ([]*registry.Resource, error) {
+// version of the KEP rule (see StorageVersion). They are definitions only: the Go
+// behaviour of the few that have some is added by package builtin. The resources are
+// new on every call and the caller's.
+func (c *Config) Resources() ([]*registry.Resource, error) {
 	var out []*registry.Resource
 	var errs []error
 	for _, r := range c.Catalog.Resources() {
@@ -136,7 +136,6 @@ func (c *Config) Resources(hooks map[schema.GroupResource]*registry.Hooks) ([]*r
 			errs = append(errs, err)
 			continue
 		}
-		res.Hooks = hooks[r.GroupResource()]
 		out = append(out, res)
 	}
 	return out, errors.Join(errs...)

@@ -8,12 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/concordproject/concord/catalog"
+	"github.com/concordproject/concord/registry"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/version"
 	kubeversion "k8s.io/apimachinery/pkg/version"
-
-	"github.com/concordproject/concord/catalog"
-	"github.com/concordproject/concord/registry"
 )
 
 // at returns the versions of a build of release r, emulating it, compatible with r-1.
@@ -248,8 +247,6 @@ func TestConfigProperty(t *testing.T) {
 // TestConfigResources checks the registry resources: every known version decodable,
 // served flags, storage version, hooks, deprecation at the emulation version.
 func TestConfigResources(t *testing.T) {
-	leases := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
-	hooks := map[schema.GroupResource]*registry.Hooks{leases: {AllowCreateOnUpdate: true}}
 	get := func(rs []*registry.Resource, gr schema.GroupResource) *registry.Resource {
 		for _, r := range rs {
 			if r.GroupResource() == gr {
@@ -261,7 +258,7 @@ func TestConfigResources(t *testing.T) {
 	map_ := schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}
 
 	cfg := complete(t, &Options{EmulationVersion: []string{"1.36"}})
-	rs, err := cfg.Resources(hooks)
+	rs, err := cfg.Resources()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,15 +281,12 @@ func TestConfigResources(t *testing.T) {
 	if v := r.Version("v1beta1"); v.Deprecated {
 		t.Error("v1beta1 is deprecated only from 1.37")
 	}
-	if l := get(rs, leases); l == nil || l.Hooks == nil || !l.Hooks.AllowCreateOnUpdate {
-		t.Error("leases without their hooks")
-	}
 	if get(rs, schema.GroupResource{Group: "coordination.k8s.io", Resource: "leasecandidates"}) != nil {
 		t.Error("a resource served in no version was built")
 	}
 	hash136 := r.StorageVersionHash()
 
-	rs, err = Resources(defaultCatalog(t), Default(defaultCatalog(t).BinaryVersion()), nil)
+	rs, err = Resources(defaultCatalog(t), Default(defaultCatalog(t).BinaryVersion()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +294,7 @@ func TestConfigResources(t *testing.T) {
 	if r.StorageVersion != "v1" || r.StorageVersionHash() == hash136 {
 		t.Errorf("at 1.37: storage version %s, hash %s (1.36: %s)", r.StorageVersion, r.StorageVersionHash(), hash136)
 	}
-	if _, err := Resources(defaultCatalog(t), Default(rel("1.30")), nil); err == nil {
+	if _, err := Resources(defaultCatalog(t), Default(rel("1.30"))); err == nil {
 		t.Error("Resources accepted versions of another binary")
 	}
 }

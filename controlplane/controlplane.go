@@ -15,6 +15,7 @@ import (
 
 	"github.com/concordproject/concord/apiextensions"
 	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/builtin"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/health"
@@ -195,8 +196,11 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 		return nil, err
 	}
 	inst.Compatibility = compat
-	builtins, err := builtinResources(compat, o.EventTTL)
+	builtins, err := compat.Resources()
 	if err != nil {
+		return nil, err
+	}
+	if err := builtin.Configure(builtins, builtin.Options{EventTTL: o.EventTTL}); err != nil {
 		return nil, err
 	}
 	inst.Registry = registry.New()
@@ -440,7 +444,7 @@ func withdraw(logger klog.Logger, svm *storageversion.Manager, collectorDone <-c
 
 // bootstrapNamespaces creates the namespaces every Kubernetes cluster has.
 func bootstrapNamespaces(ctx context.Context, inst *Instance) error {
-	res := inst.Registry.Get(namespacesGR)
+	res := inst.Registry.Get(namespace.GroupResource)
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace"}}
 		obj.SetName(name)

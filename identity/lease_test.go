@@ -39,7 +39,7 @@ func newStore(t *testing.T) (*registry.Registry, *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resources, err := compatibility.Resources(cat, compatibility.Default(cat.BinaryVersion()), nil)
+	resources, err := compatibility.Resources(cat, compatibility.Default(cat.BinaryVersion()))
 	if err != nil {
 		t.Fatal(err)
 	}

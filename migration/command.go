@@ -103,7 +103,7 @@ func NewCommand() *cobra.Command {
 		Use:   "controller-manager",
 		Short: "Run the storage-migration controllers against an API server",
 		Long: `Run the storage-version migration controllers: the trigger, which keeps a
-StorageState per resource and starts a StorageVersionMigration whenever the API servers
+api.StorageState per resource and starts a api.StorageVersionMigration whenever the API servers
 agree on a new storage version (watching StorageVersion objects where they are served,
 polling discovery elsewhere), and the migrator, which rewrites every object of the
 resource in that version (on the server in batches when it is Concord, by reading and

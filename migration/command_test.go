@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/migration/migrator"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,22 +21,22 @@ func TestPrintMigrations(t *testing.T) {
 	cond := func(typ, reason string) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason}
 	}
-	migs := []*StorageVersionMigration{
+	migs := []*api.StorageVersionMigration{
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com-2", CreationTimestamp: at(9 * time.Second)},
-			Status: MigrationStatus{Conditions: []metav1.Condition{cond(ConditionRunning, ReasonMigrationRunning)},
-				Progress: &Progress{Total: total(200), Migrated: 80, Skipped: 10}},
+			Status: api.MigrationStatus{Conditions: []metav1.Condition{cond(api.ConditionRunning, api.ReasonMigrationRunning)},
+				Progress: &api.Progress{Total: total(200), Migrated: 80, Skipped: 10}},
 		},
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: "configmaps-1", CreationTimestamp: at(3 * time.Hour)},
-			Status: MigrationStatus{Conditions: []metav1.Condition{cond(ConditionSucceeded, ReasonMigrationCompleted)},
-				Progress: &Progress{Total: total(3), Migrated: 3}},
+			Status: api.MigrationStatus{Conditions: []metav1.Condition{cond(api.ConditionSucceeded, api.ReasonMigrationCompleted)},
+				Progress: &api.Progress{Total: total(3), Migrated: 3}},
 		},
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com-1", CreationTimestamp: at(5 * time.Minute)},
-			Status: MigrationStatus{Conditions: []metav1.Condition{cond(ConditionFailed, ReasonObjectsFailed)},
-				Progress: &Progress{Total: total(200), Migrated: 199, Failed: 1,
-					Failures: []ObjectFailure{{Namespace: "default", Name: "bad", Reason: "422 Invalid: spec.size"}}}},
+			Status: api.MigrationStatus{Conditions: []metav1.Condition{cond(api.ConditionFailed, api.ReasonObjectsFailed)},
+				Progress: &api.Progress{Total: total(200), Migrated: 199, Failed: 1,
+					Failures: []api.ObjectFailure{{Namespace: "default", Name: "bad", Reason: "422 Invalid: spec.size"}}}},
 		},
 		{ObjectMeta: metav1.ObjectMeta{Name: "leases.coordination.k8s.io-1", CreationTimestamp: at(time.Second)}},
 	}

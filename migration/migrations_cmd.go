@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/concordproject/concord/migration/api"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,7 +31,7 @@ func NewMigrationsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrations [RESOURCE]",
 		Short: "Show storage version migrations and their progress",
-		Long: `Show the StorageVersionMigrations of the cluster (those of RESOURCE only, given as
+		Long: `Show the api.StorageVersionMigrations of the cluster (those of RESOURCE only, given as
 <resource>.<group> or <resource> for the core group): what each rewrites, its phase, a
 progress bar while it runs, the objects migrated (written again in the storage
 version), skipped (already current, or changed or deleted meanwhile), failed (with
@@ -52,7 +53,7 @@ names and reasons below the table) out of the total counted at its start, and it
 			}
 			out := cmd.OutOrStdout()
 			if !watch {
-				list, err := dyn.Resource(StorageVersionMigrations).List(cmd.Context(), metav1.ListOptions{})
+				list, err := dyn.Resource(api.StorageVersionMigrations).List(cmd.Context(), metav1.ListOptions{})
 				if err != nil {
 					return err
 				}
@@ -76,7 +77,7 @@ names and reasons below the table) out of the total counted at its start, and it
 // migration changes; on a terminal the screen is cleared first.
 func watchMigrations(ctx context.Context, dyn dynamic.Interface, out io.Writer, filter string) error {
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	inf := factory.ForResource(StorageVersionMigrations).Informer()
+	inf := factory.ForResource(api.StorageVersionMigrations).Informer()
 	changed := make(chan struct{}, 1)
 	notify := func(interface{}) {
 		select {
@@ -131,10 +132,10 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func decodeMigrations(objs []*unstructured.Unstructured) []*StorageVersionMigration {
-	var out []*StorageVersionMigration
+func decodeMigrations(objs []*unstructured.Unstructured) []*api.StorageVersionMigration {
+	var out []*api.StorageVersionMigration
 	for _, u := range objs {
-		if m, err := migrationFrom(u); err == nil {
+		if m, err := api.MigrationFrom(u); err == nil {
 			out = append(out, m)
 		}
 	}
@@ -148,8 +149,8 @@ const progressBarWidth = 20
 // when not empty) as `concord migrations` shows it at time now: RESOURCE, PHASE,
 // PROGRESS (a bar while running), MIGRATED, SKIPPED, FAILED, TOTAL, AGE, NAME, then
 // the first failures of each migration that has some.
-func PrintMigrations(w io.Writer, migs []*StorageVersionMigration, filter string, now time.Time) error {
-	slices.SortFunc(migs, func(a, b *StorageVersionMigration) int {
+func PrintMigrations(w io.Writer, migs []*api.StorageVersionMigration, filter string, now time.Time) error {
+	slices.SortFunc(migs, func(a, b *api.StorageVersionMigration) int {
 		if c := strings.Compare(resourceOf(a), resourceOf(b)); c != 0 {
 			return c
 		}
@@ -170,17 +171,17 @@ func PrintMigrations(w io.Writer, migs []*StorageVersionMigration, filter string
 		shown++
 		p := m.Status.Progress
 		if p == nil {
-			p = &Progress{}
+			p = &api.Progress{}
 		}
 		phase := m.Phase()
-		if c := findCondition(m.Status.Conditions, ConditionFailed); phase == ConditionFailed && c != nil && c.Reason != "" {
+		if c := api.FindCondition(m.Status.Conditions, api.ConditionFailed); phase == api.ConditionFailed && c != nil && c.Reason != "" {
 			phase += " (" + c.Reason + ")"
 		}
 		bar, total := "-", "?"
 		if p.Total != nil {
 			total = fmt.Sprint(*p.Total)
 		}
-		if m.Phase() == ConditionRunning {
+		if m.Phase() == api.ConditionRunning {
 			bar = progressBar(p)
 		}
 		age := "<unknown>"
@@ -193,7 +194,7 @@ func PrintMigrations(w io.Writer, migs []*StorageVersionMigration, filter string
 				failures = append(failures, fmt.Sprintf("%s: ... %d more", m.Name, p.Failed-3))
 				break
 			}
-			failures = append(failures, fmt.Sprintf("%s: %s: %s", m.Name, objectName(f.Namespace, f.Name), f.Reason))
+			failures = append(failures, fmt.Sprintf("%s: %s: %s", m.Name, cache.NewObjectName(f.Namespace, f.Name), f.Reason))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -213,7 +214,7 @@ func PrintMigrations(w io.Writer, migs []*StorageVersionMigration, filter string
 }
 
 // resourceOf names a migration's resource as StorageStates are named.
-func resourceOf(m *StorageVersionMigration) string {
+func resourceOf(m *api.StorageVersionMigration) string {
 	if m.Spec.Resource.Group == "" {
 		return m.Spec.Resource.Resource
 	}
@@ -222,7 +223,7 @@ func resourceOf(m *StorageVersionMigration) string {
 
 // progressBar draws the share of the objects dealt with, "[#####...............]  25%";
 // without a total it shows the count alone.
-func progressBar(p *Progress) string {
+func progressBar(p *api.Progress) string {
 	done := p.Migrated + p.Skipped + p.Failed
 	if p.Total == nil || *p.Total <= 0 {
 		return fmt.Sprintf("[%s] %d done", strings.Repeat("?", progressBarWidth), done)

@@ -8,13 +8,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/migration/controller"
+	"github.com/concordproject/concord/migration/discovery"
 	"github.com/concordproject/concord/migration/migrator"
+	"github.com/concordproject/concord/migration/trigger"
+	"github.com/concordproject/concord/reconcile"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
+	clientdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
@@ -161,12 +166,12 @@ func Run(ctx context.Context, cfg Config) error {
 	logger := klog.FromContext(ctx).WithName("storage-migration")
 	ctx = klog.NewContext(ctx, logger)
 	restCfg := rest.CopyConfig(cfg.RESTConfig)
-	restCfg.UserAgent = componentName
+	restCfg.UserAgent = api.FieldManager
 	// The data path has its own limit (cfg.Migrator.QPS); this client carries the
 	// controllers' few writes per page and their watches.
 	restCfg.QPS, restCfg.Burst = -1, 0
 	cfg.RESTConfig = restCfg
-	m := newMetrics(cfg.Metrics)
+	m := controller.NewMetrics(cfg.Metrics)
 
 	if !cfg.SkipCRDs {
 		err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 1 << 30, Cap: 30 * time.Second},
@@ -229,7 +234,7 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 // runControllers runs the controllers until ctx is done and they have stopped.
-func runControllers(ctx context.Context, cfg Config, m *metrics) error {
+func runControllers(ctx context.Context, cfg Config, m *controller.Metrics) error {
 	logger := klog.FromContext(ctx)
 	dyn, err := dynamic.NewForConfig(cfg.RESTConfig)
 	if err != nil {
@@ -239,31 +244,37 @@ func runControllers(ctx context.Context, cfg Config, m *metrics) error {
 	if err != nil {
 		return err
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg.RESTConfig)
+	disc, err := clientdiscovery.NewDiscoveryClientForConfig(cfg.RESTConfig)
 	if err != nil {
 		return err
 	}
 	// Legacy discovery: aggregated discovery documents no storageVersionHash.
-	res := newResources(disc.WithLegacy())
-	if err := res.refresh(ctx); err != nil {
+	res := discovery.New(disc.WithLegacy())
+	if err := res.Refresh(ctx); err != nil {
 		logger.Error(err, "Discovery failed; retrying on demand")
 	}
 	mig, err := migrator.New(cfg.RESTConfig, cfg.Migrator)
 	if err != nil {
 		return err
 	}
-	recorder, stopRecorder := newRecorder(ctx, cs, res.served)
+	recorder, stopRecorder := controller.NewRecorder(ctx, cs, res.Served)
 	defer stopRecorder()
 
+	runtime := reconcile.NewMetrics(cfg.Metrics)
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	svms := factory.ForResource(StorageVersionMigrations).Informer()
-	ctrl, err := newController(dyn, res, mig, svms, recorder, m, cfg.Migrations)
+	svms := factory.ForResource(api.StorageVersionMigrations).Informer()
+	ctrl, err := controller.New(controller.Config{Dynamic: dyn, Resources: res, Migrator: mig, Informer: svms,
+		Recorder: recorder, Metrics: m, Runtime: runtime, Workers: cfg.Migrations})
 	if err != nil {
 		return err
 	}
-	var trig *trigger
+	var trig *trigger.Trigger
 	if !cfg.DisableTrigger {
-		if trig, err = newTrigger(dyn, res, factory, svms, cfg); err != nil {
+		trig, err = trigger.New(dyn, res, factory, svms, trigger.Config{
+			PollInterval: cfg.PollInterval, StalenessWindow: cfg.StalenessWindow, RetryFailedAfter: cfg.RetryFailedAfter,
+			HistoryLimit: cfg.HistoryLimit, IgnoredResources: cfg.IgnoredResources, Metrics: runtime,
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -271,7 +282,7 @@ func runControllers(ctx context.Context, cfg Config, m *metrics) error {
 	defer factory.Shutdown()
 	synced := []cache.InformerSynced{svms.HasSynced}
 	if trig != nil {
-		synced = append(synced, trig.states.HasSynced)
+		synced = append(synced, trig.HasSynced)
 	}
 	logger.V(4).Info("Waiting for the caches")
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
@@ -279,9 +290,9 @@ func runControllers(ctx context.Context, cfg Config, m *metrics) error {
 	}
 	logger.V(4).Info("Caches synced")
 	var wg sync.WaitGroup
-	wg.Go(func() { ctrl.run(ctx) })
+	wg.Go(func() { _ = ctrl.Run(ctx) })
 	if trig != nil {
-		wg.Go(func() { trig.run(ctx) })
+		wg.Go(func() { _ = trig.Run(ctx) })
 	}
 	wg.Wait()
 	return nil

@@ -7,6 +7,7 @@ import (
 	"github.com/concordproject/concord/registry"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // FinalizerKubernetes is the spec.finalizers entry that holds a namespace back while
@@ -19,8 +20,18 @@ const (
 	PhaseTerminating = "Terminating"
 )
 
-// Hooks returns the registry hooks of core/v1 namespaces.
-func Hooks() *registry.Hooks {
+// GroupResource is core/v1 namespaces.
+var GroupResource = schema.GroupResource{Resource: "namespaces"}
+
+// Configure gives res, the namespaces resource, its behaviour (the hooks of package
+// doc).
+func Configure(res *registry.Resource) error {
+	res.Hooks = hooks()
+	return nil
+}
+
+// hooks returns the registry hooks of core/v1 namespaces.
+func hooks() *registry.Hooks {
 	return &registry.Hooks{
 		ValidateName: apimachineryvalidation.ValidateNamespaceName,
 		PrepareForCreate: func(_ context.Context, obj *unstructured.Unstructured) {

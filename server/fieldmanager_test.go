@@ -230,7 +230,7 @@ func builtinResources(tb testing.TB) map[schema.GroupResource]*registry.Resource
 	if err != nil {
 		tb.Fatal(err)
 	}
-	builtins, err := cfg.Resources(nil)
+	builtins, err := cfg.Resources()
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -45,7 +45,7 @@ var ErrNotServer = errors.New("only the API servers write StorageVersions: each 
 // conditions), updates only with a resourceVersion, and the Table columns NAME,
 // COMMONENCODINGVERSION, STORAGEVERSIONS and AGE. res must be the storageversions
 // resource, not yet in a registry.
-func Configure(res *registry.Resource) {
+func Configure(res *registry.Resource) error {
 	res.Hooks = &registry.Hooks{
 		Writable:         writable,
 		ValidateName:     validateName,
@@ -57,6 +57,7 @@ func Configure(res *registry.Resource) {
 	for i := range res.Versions {
 		res.Versions[i].PrinterColumns = printerColumns()
 	}
+	return nil
 }
 
 // printerColumns are the columns kubectl shows; tableCells fills them.

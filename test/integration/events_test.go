@@ -9,7 +9,8 @@ import (
 
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
-	"github.com/concordproject/concord/migration"
+	migrationapi "github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/migration/controller"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -285,7 +286,7 @@ func TestStorageMigrationFailuresAreEvents(t *testing.T) {
 			e.seed("bad", "v1", 2, -1)
 			e.flip("v2")
 			runControllers(t, fastConfig(s.Config(), prometheus.NewRegistry()))
-			m := waitMigration(t, s.Dynamic(t), e.gr, 1, "to fail", phase(migration.ConditionFailed))
+			m := waitMigration(t, s.Dynamic(t), e.gr, 1, "to fail", phase(migrationapi.ConditionFailed))
 			if p := m.Status.Progress; p == nil || p.Failed != 2 || p.Migrated != 5 {
 				t.Errorf("progress %+v, want 5 migrated and 2 failed", p)
 			}
@@ -338,10 +339,10 @@ func TestStorageMigrationFailuresAreEvents(t *testing.T) {
 						continue
 					}
 					switch ev.reason {
-					case migration.EventObjectFailed:
+					case controller.EventObjectFailed:
 						failed = append(failed, ev)
 						failures += ev.count
-					case migration.EventMigrationFailed:
+					case controller.EventMigrationFailed:
 						ended += ev.count
 					}
 				}
@@ -349,7 +350,7 @@ func TestStorageMigrationFailuresAreEvents(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("after 45s: Events %+v; want 2 %s and 1 %s regarding %s", all, migration.EventObjectFailed, migration.EventMigrationFailed, m.Name)
+					t.Fatalf("after 45s: Events %+v; want 2 %s and 1 %s regarding %s", all, controller.EventObjectFailed, controller.EventMigrationFailed, m.Name)
 				}
 				time.Sleep(100 * time.Millisecond)
 			}

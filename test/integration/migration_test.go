@@ -17,6 +17,8 @@ import (
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/migration"
+	migrationapi "github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/migration/controller"
 	"github.com/concordproject/concord/migration/migrator"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/wire"
@@ -260,16 +262,16 @@ func fastConfig(rc *rest.Config, reg prometheus.Registerer) migration.Config {
 }
 
 // getState returns the StorageState of gr, nil if there is none.
-func getState(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource) *migration.StorageState {
+func getState(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource) *migrationapi.StorageState {
 	t.Helper()
-	u, err := dyn.Resource(migration.StorageStates).Get(t.Context(), migration.StorageStateName(gr), metav1.GetOptions{})
+	u, err := dyn.Resource(migrationapi.StorageStates).Get(t.Context(), migrationapi.StorageStateName(gr), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &migration.StorageState{}
+	s := &migrationapi.StorageState{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +282,7 @@ func getState(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource) *mig
 // == want's last entry.
 func waitPersisted(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource, current string, want ...string) {
 	t.Helper()
-	var last *migration.StorageState
+	var last *migrationapi.StorageState
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		last = getState(t, dyn, gr)
@@ -293,15 +295,15 @@ func waitPersisted(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource,
 }
 
 // migrationsOf lists the migrations of gr, oldest first.
-func migrationsOf(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource) []*migration.StorageVersionMigration {
+func migrationsOf(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource) []*migrationapi.StorageVersionMigration {
 	t.Helper()
-	list, err := dyn.Resource(migration.StorageVersionMigrations).List(t.Context(), metav1.ListOptions{})
+	list, err := dyn.Resource(migrationapi.StorageVersionMigrations).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*migration.StorageVersionMigration
+	var out []*migrationapi.StorageVersionMigration
 	for _, u := range list.Items {
-		m := &migration.StorageVersionMigration{}
+		m := &migrationapi.StorageVersionMigration{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, m); err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +311,7 @@ func migrationsOf(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource) 
 			out = append(out, m)
 		}
 	}
-	slices.SortFunc(out, func(a, b *migration.StorageVersionMigration) int {
+	slices.SortFunc(out, func(a, b *migrationapi.StorageVersionMigration) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
 		}
@@ -348,10 +350,10 @@ func TestStorageMigrationEndToEnd(t *testing.T) {
 	}
 	m := migs[0]
 	p := m.Status.Progress
-	if m.Phase() != migration.ConditionSucceeded || p == nil || p.Migrated != n || p.Skipped != 0 || p.Failed != 0 || p.Total == nil || *p.Total != n {
+	if m.Phase() != migrationapi.ConditionSucceeded || p == nil || p.Migrated != n || p.Skipped != 0 || p.Failed != 0 || p.Total == nil || *p.Total != n {
 		t.Errorf("migration %s: phase %s, progress %+v; want Succeeded with %d migrated of %d", m.Name, m.Phase(), p, n, n)
 	}
-	if p != nil && (p.Path != migration.PathServer || p.StorageVersionHash != e.hash("v2") || p.Continue != "") {
+	if p != nil && (p.Path != migrationapi.PathServer || p.StorageVersionHash != e.hash("v2") || p.Continue != "") {
 		t.Errorf("progress %+v: want the server path, hash of v2, no continue token", p)
 	}
 	if m.Status.ResourceVersion == "" {
@@ -364,7 +366,7 @@ func TestStorageMigrationEndToEnd(t *testing.T) {
 	if !slices.Equal(crd.Status.StoredVersions, []string{"v2"}) {
 		t.Errorf("storedVersions = %v, want [v2]", crd.Status.StoredVersions)
 	}
-	label := migration.StorageStateName(e.gr)
+	label := migrationapi.StorageStateName(e.gr)
 	if got := metricValue(t, reg, "concord_storage_migration_objects_migrated_total", label); got != n {
 		t.Errorf("objects migrated metric = %v, want %d", got, n)
 	}
@@ -391,7 +393,7 @@ func TestStorageMigrationEndToEnd(t *testing.T) {
 			}
 		}
 		slices.Sort(reasons)
-		return slices.Equal(reasons, []string{migration.EventMigrationSucceeded, migration.EventStoredVersions}), nil
+		return slices.Equal(reasons, []string{controller.EventMigrationSucceeded, controller.EventStoredVersions}), nil
 	})
 
 	// The operator's view.
@@ -446,19 +448,19 @@ func withoutStorageVersions() harness.Option {
 // waitMigration waits until the migration of gr with the given sequence number
 // satisfies cond, and returns it.
 func waitMigration(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource, n int, what string,
-	cond func(*migration.StorageVersionMigration) bool) *migration.StorageVersionMigration {
+	cond func(*migrationapi.StorageVersionMigration) bool) *migrationapi.StorageVersionMigration {
 	t.Helper()
-	name := fmt.Sprintf("%s-%d", migration.StorageStateName(gr), n)
-	var got *migration.StorageVersionMigration
+	name := fmt.Sprintf("%s-%d", migrationapi.StorageStateName(gr), n)
+	var got *migrationapi.StorageVersionMigration
 	waitFor(t, name+" "+what, func() (bool, error) {
-		u, err := dyn.Resource(migration.StorageVersionMigrations).Get(t.Context(), name, metav1.GetOptions{})
+		u, err := dyn.Resource(migrationapi.StorageVersionMigrations).Get(t.Context(), name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
 		if err != nil {
 			return false, err
 		}
-		got = &migration.StorageVersionMigration{}
+		got = &migrationapi.StorageVersionMigration{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, got); err != nil {
 			return false, err
 		}
@@ -467,14 +469,14 @@ func waitMigration(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource,
 	return got
 }
 
-func migrated(min int64) func(*migration.StorageVersionMigration) bool {
-	return func(m *migration.StorageVersionMigration) bool {
-		return m.Phase() == migration.ConditionRunning && m.Status.Progress != nil && m.Status.Progress.Migrated >= min
+func migrated(min int64) func(*migrationapi.StorageVersionMigration) bool {
+	return func(m *migrationapi.StorageVersionMigration) bool {
+		return m.Phase() == migrationapi.ConditionRunning && m.Status.Progress != nil && m.Status.Progress.Migrated >= min
 	}
 }
 
-func phase(p string) func(*migration.StorageVersionMigration) bool {
-	return func(m *migration.StorageVersionMigration) bool { return m.Phase() == p }
+func phase(p string) func(*migrationapi.StorageVersionMigration) bool {
+	return func(m *migrationapi.StorageVersionMigration) bool { return m.Phase() == p }
 }
 
 // The server path and the client path give the same results on the same data: every
@@ -554,9 +556,9 @@ func TestStorageMigrationCrashResumes(t *testing.T) {
 	waitMigration(t, dyn, e.gr, 1, "to be half-way", migrated(n/4))
 	stop()
 
-	mid := waitMigration(t, dyn, e.gr, 1, "to keep its checkpoint", phase(migration.ConditionRunning))
+	mid := waitMigration(t, dyn, e.gr, 1, "to keep its checkpoint", phase(migrationapi.ConditionRunning))
 	p := mid.Status.Progress
-	if p.Continue == "" || p.Path != migration.PathClient || p.Migrated >= n {
+	if p.Continue == "" || p.Path != migrationapi.PathClient || p.Migrated >= n {
 		t.Fatalf("after the crash: %+v, want a checkpoint part-way", p)
 	}
 	if v2 := e.encodings()["crash.example.com/v2"]; int64(v2) < p.Migrated {
@@ -571,7 +573,7 @@ func TestStorageMigrationCrashResumes(t *testing.T) {
 		t.Fatalf("%d migrations, want the first one resumed", len(migs))
 	}
 	final := migs[0].Status.Progress
-	if migs[0].Phase() != migration.ConditionSucceeded || final.Migrated+final.Skipped != n || final.Failed != 0 || final.Skipped > 2*page {
+	if migs[0].Phase() != migrationapi.ConditionSucceeded || final.Migrated+final.Skipped != n || final.Failed != 0 || final.Skipped > 2*page {
 		t.Errorf("after resuming: %s %+v; want Succeeded, %d objects, at most %d seen twice", migs[0].Phase(), final, n, 2*page)
 	}
 	if got := e.encodings(); got["crash.example.com/v2"] != n {
@@ -649,7 +651,7 @@ func TestStorageMigrationConcurrentWriters(t *testing.T) {
 			t.Errorf("step %d: etcd holds %v, want all %d in %s", i, got, n, step.to)
 		}
 		migs := migrationsOf(t, dyn, e.gr)
-		if p := migs[len(migs)-1].Status.Progress; p == nil || p.Failed != 0 || p.Path != map[migrator.Mode]string{migrator.ModeClient: migration.PathClient, migrator.ModeAuto: migration.PathServer}[step.mode] {
+		if p := migs[len(migs)-1].Status.Progress; p == nil || p.Failed != 0 || p.Path != map[migrator.Mode]string{migrator.ModeClient: migrationapi.PathClient, migrator.ModeAuto: migrationapi.PathServer}[step.mode] {
 			t.Errorf("step %d: last migration's progress %+v", i, p)
 		}
 	}
@@ -677,7 +679,7 @@ func fakeServers(t *testing.T, s *harness.Server, gr schema.GroupResource, versi
 	if err != nil {
 		t.Fatal(err)
 	}
-	svs := loopback.Resource(migration.StorageVersions)
+	svs := loopback.Resource(migrationapi.StorageVersions)
 	name := gr.Group + "." + gr.Resource
 	err = retryConflict(func() error {
 		u, err := svs.Get(ctx, name, metav1.GetOptions{})
@@ -743,7 +745,7 @@ func TestStorageMigrationHA(t *testing.T) {
 
 	// The real servers are upgraded (they now write v2); fake-old still writes v1.
 	e.flip("v2")
-	waitPersisted(t, dyn, e.gr, migration.Unknown, h1, h2)
+	waitPersisted(t, dyn, e.gr, migrationapi.Unknown, h1, h2)
 	time.Sleep(time.Second) // five polls
 	if got := count(); got != 1 {
 		t.Fatalf("%d migrations while the servers disagree, want none started", got)
@@ -754,20 +756,20 @@ func TestStorageMigrationHA(t *testing.T) {
 	fakeServers(t, s, e.gr, map[string]string{"fake-old": "v2"})
 	waitMigration(t, dyn, e.gr, 2, "to run", migrated(10))
 	fakeServers(t, s, e.gr, map[string]string{"fake-old": "v1"})
-	m2 := waitMigration(t, dyn, e.gr, 2, "to be aborted", phase(migration.ConditionFailed))
-	if c := findMigrationCondition(m2, migration.ConditionFailed); c.Reason != migration.ReasonStorageVersionsDisagree {
-		t.Errorf("migration 2 failed with %s, want %s", c.Reason, migration.ReasonStorageVersionsDisagree)
+	m2 := waitMigration(t, dyn, e.gr, 2, "to be aborted", phase(migrationapi.ConditionFailed))
+	if c := findMigrationCondition(m2, migrationapi.ConditionFailed); c.Reason != migrationapi.ReasonStorageVersionsDisagree {
+		t.Errorf("migration 2 failed with %s, want %s", c.Reason, migrationapi.ReasonStorageVersionsDisagree)
 	}
-	waitPersisted(t, dyn, e.gr, migration.Unknown, h1, h2)
+	waitPersisted(t, dyn, e.gr, migrationapi.Unknown, h1, h2)
 
 	// Agreement again: one new migration; a server joins while it runs (same version,
 	// new StorageVersion resourceVersion): it is replaced, and the replacement ends.
 	fakeServers(t, s, e.gr, map[string]string{"fake-old": "v2"})
 	waitMigration(t, dyn, e.gr, 3, "to run", migrated(10))
 	fakeServers(t, s, e.gr, map[string]string{"fake-new": "v2"})
-	m3 := waitMigration(t, dyn, e.gr, 3, "to be replaced", phase(migration.ConditionFailed))
-	if c := findMigrationCondition(m3, migration.ConditionFailed); c.Reason != migration.ReasonStorageVersionChanged {
-		t.Errorf("migration 3 failed with %s, want %s", c.Reason, migration.ReasonStorageVersionChanged)
+	m3 := waitMigration(t, dyn, e.gr, 3, "to be replaced", phase(migrationapi.ConditionFailed))
+	if c := findMigrationCondition(m3, migrationapi.ConditionFailed); c.Reason != migrationapi.ReasonStorageVersionChanged {
+		t.Errorf("migration 3 failed with %s, want %s", c.Reason, migrationapi.ReasonStorageVersionChanged)
 	}
 	waitPersisted(t, dyn, e.gr, h2, h2)
 	migs := migrationsOf(t, dyn, e.gr)
@@ -780,7 +782,7 @@ func TestStorageMigrationHA(t *testing.T) {
 		t.Errorf("migrations %v, want %v", phases, want)
 	}
 	last := migs[len(migs)-1]
-	if last.Annotations[migration.AnnotationEncodingVersion] != "ha.example.com/v2" || last.Annotations[migration.AnnotationStorageVersionResourceVersion] == "" {
+	if last.Annotations[migrationapi.AnnotationEncodingVersion] != "ha.example.com/v2" || last.Annotations[migrationapi.AnnotationStorageVersionResourceVersion] == "" {
 		t.Errorf("last migration's annotations %v", last.Annotations)
 	}
 	if got := e.encodings(); got["ha.example.com/v2"] != n || len(got) != 1 {
@@ -788,7 +790,7 @@ func TestStorageMigrationHA(t *testing.T) {
 	}
 }
 
-func findMigrationCondition(m *migration.StorageVersionMigration, t string) metav1.Condition {
+func findMigrationCondition(m *migrationapi.StorageVersionMigration, t string) metav1.Condition {
 	for _, c := range m.Status.Conditions {
 		if c.Type == t {
 			return c
@@ -815,8 +817,8 @@ func TestStorageStateLifecycleStory(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var history [][]string
-	w, err := dyn.Resource(migration.StorageStates).Watch(t.Context(), metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", migration.StorageStateName(e.gr)).String()})
+	w, err := dyn.Resource(migrationapi.StorageStates).Watch(t.Context(), metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", migrationapi.StorageStateName(e.gr)).String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -868,12 +870,12 @@ func TestStorageStateLifecycleStory(t *testing.T) {
 	stop()
 	time.Sleep(cfg.StalenessWindow + 500*time.Millisecond)
 	runControllers(t, cfg)
-	waitMigration(t, dyn, e.gr, 4, "to succeed", phase(migration.ConditionSucceeded))
+	waitMigration(t, dyn, e.gr, 4, "to succeed", phase(migrationapi.ConditionSucceeded))
 	waitPersisted(t, dyn, e.gr, hBeta, hBeta)
 
 	mu.Lock()
 	defer mu.Unlock()
-	want := [][]string{{migration.Unknown}, {hBeta}, {hBeta, hV1}, {hV1}, {hV1, hBeta}, {hBeta}, {migration.Unknown}, {hBeta}}
+	want := [][]string{{migrationapi.Unknown}, {hBeta}, {hBeta, hV1}, {hV1}, {hV1, hBeta}, {hBeta}, {migrationapi.Unknown}, {hBeta}}
 	if fmt.Sprint(history) != fmt.Sprint(want) {
 		t.Errorf("persisted hashes went through\n%v\nwant\n%v", history, want)
 	}
@@ -909,7 +911,7 @@ func TestStorageMigrationServerKilled(t *testing.T) {
 			total += m.Status.Progress.Migrated
 		}
 	}
-	if last := migs[len(migs)-1]; last.Phase() != migration.ConditionSucceeded {
+	if last := migs[len(migs)-1]; last.Phase() != migrationapi.ConditionSucceeded {
 		t.Errorf("last migration %s is %s", last.Name, last.Phase())
 	}
 	// Every object is rewritten once in all. Not all are counted: a write whose answer
@@ -1000,10 +1002,10 @@ func TestStorageMigrationRealKubernetes(t *testing.T) {
 	waitPersisted(t, dyn, gr, wire.StorageVersionHash(group, "v2", "Widget"), wire.StorageVersionHash(group, "v2", "Widget"))
 	migs := migrationsOf(t, dyn, gr)
 	last := migs[len(migs)-1]
-	if last.Phase() != migration.ConditionSucceeded {
+	if last.Phase() != migrationapi.ConditionSucceeded {
 		t.Fatalf("migration %s is %s", last.Name, last.Phase())
 	}
-	if p := last.Status.Progress; p != nil && p.Path != migration.PathClient {
+	if p := last.Status.Progress; p != nil && p.Path != migrationapi.PathClient {
 		t.Errorf("path %s, want the client path", p.Path)
 	}
 	if got := etcdEncodings(t, etcdClient, prefix+"/"+group+"/widgets/"); got[group+"/v2"] != n || len(got) != 1 {

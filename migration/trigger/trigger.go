@@ -1,13 +1,17 @@
-package migration
+package trigger
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/migration/discovery"
+	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/wire"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 )
 
 // byResource indexes StorageVersionMigrations by "<group>/<resource>" of spec.resource.
@@ -40,16 +45,36 @@ func resourceIndex(obj interface{}) ([]string, error) {
 // appear in its cache before it looks at the resource again without it.
 const expectationTTL = 30 * time.Second
 
-// trigger keeps one StorageState per persisted resource and starts migrations, as
+// Config tunes the trigger.
+type Config struct {
+	// PollInterval is how often discovery is read and every StorageState's heartbeat
+	// renewed.
+	PollInterval time.Duration
+	// StalenessWindow is the heartbeat age past which a StorageState is reset to
+	// "Unknown" and its resource migrated again.
+	StalenessWindow time.Duration
+	// RetryFailedAfter is the wait before a failed migration is started again,
+	// doubling with each consecutive failure.
+	RetryFailedAfter time.Duration
+	// HistoryLimit is how many ended migrations the trigger keeps per resource.
+	HistoryLimit int
+	// IgnoredResources are never migrated.
+	IgnoredResources []schema.GroupResource
+	// Metrics receives the reconcile runtime's samples (nil: none).
+	Metrics *reconcile.Metrics
+}
+
+// Trigger keeps one StorageState per persisted resource and starts migrations, as
 // plan says, from the StorageVersion objects when the server serves them (watched),
-// else from discovery's storageVersionHash (polled).
-type trigger struct {
+// else from discovery's storageVersionHash (polled). It reconciles one resource at a
+// time on the reconcile runtime.
+type Trigger struct {
 	dyn        dynamic.Interface
-	res        *resources
+	res        *discovery.Resources
 	factory    dynamicinformer.DynamicSharedInformerFactory
 	states     cache.SharedIndexInformer
 	migrations cache.SharedIndexInformer
-	queue      workqueue.TypedRateLimitingInterface[schema.GroupResource]
+	ctrl       *reconcile.Controller[schema.GroupResource]
 	cfg        lifecycleConfig
 	poll       time.Duration
 	history    int
@@ -67,14 +92,13 @@ type expectation struct {
 	created time.Time
 }
 
-func newTrigger(dyn dynamic.Interface, res *resources, factory dynamicinformer.DynamicSharedInformerFactory,
-	migrations cache.SharedIndexInformer, cfg Config) (*trigger, error) {
-	t := &trigger{
+// New returns a trigger over the StorageStates of factory and the migrations of
+// migrations (an informer of factory), which it indexes by resource.
+func New(dyn dynamic.Interface, res *discovery.Resources, factory dynamicinformer.DynamicSharedInformerFactory,
+	migrations cache.SharedIndexInformer, cfg Config) (*Trigger, error) {
+	t := &Trigger{
 		dyn: dyn, res: res, factory: factory, migrations: migrations,
-		states: factory.ForResource(StorageStates).Informer(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[schema.GroupResource](100*time.Millisecond, time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[schema.GroupResource]{Name: "storage-states"}),
+		states:  factory.ForResource(api.StorageStates).Informer(),
 		cfg:     lifecycleConfig{Heartbeat: cfg.PollInterval, Staleness: cfg.StalenessWindow, RetryFailed: cfg.RetryFailedAfter},
 		poll:    cfg.PollInterval,
 		history: cfg.HistoryLimit,
@@ -82,12 +106,16 @@ func newTrigger(dyn dynamic.Interface, res *resources, factory dynamicinformer.D
 		now:     time.Now,
 		expect:  map[schema.GroupResource]expectation{},
 	}
+	t.ctrl = reconcile.New("storage-migration-trigger", reconcile.Reconciler[schema.GroupResource](t), reconcile.Options[schema.GroupResource]{
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[schema.GroupResource](100*time.Millisecond, time.Minute),
+		Metrics:     cfg.Metrics,
+	})
 	if err := migrations.AddIndexers(cache.Indexers{byResource: resourceIndex}); err != nil {
 		return nil, err
 	}
 	if _, err := migrations.AddEventHandler(t.handler(func(u *unstructured.Unstructured) (schema.GroupResource, bool) {
 		keys, _ := resourceIndex(u)
-		g, r, _ := cutSlash(keys[0])
+		g, r, _ := strings.Cut(keys[0], "/")
 		return schema.GroupResource{Group: g, Resource: r}, r != ""
 	})); err != nil {
 		return nil, err
@@ -102,24 +130,15 @@ func newTrigger(dyn dynamic.Interface, res *resources, factory dynamicinformer.D
 	return t, nil
 }
 
-func cutSlash(s string) (string, string, bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
-}
-
 // handler queues the resource an object is about.
-func (t *trigger) handler(key func(*unstructured.Unstructured) (schema.GroupResource, bool)) cache.ResourceEventHandler {
+func (t *Trigger) handler(key func(*unstructured.Unstructured) (schema.GroupResource, bool)) cache.ResourceEventHandler {
 	add := func(obj interface{}) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			if gr, ok := key(u); ok {
-				t.queue.Add(gr)
+				t.ctrl.Add(gr)
 			}
 		}
 	}
@@ -131,46 +150,45 @@ func storageVersionKey(u *unstructured.Unstructured) (schema.GroupResource, bool
 	return wire.ParseStorageVersionName(u.GetName())
 }
 
-// run polls discovery and processes resources until ctx is done.
-func (t *trigger) run(ctx context.Context) {
+// HasSynced reports whether the trigger's StorageState informer has synced.
+func (t *Trigger) HasSynced() bool { return t.states.HasSynced() }
+
+// Run polls discovery and reconciles resources until ctx is done, and returns once
+// its workers have stopped.
+func (t *Trigger) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("trigger")
 	ctx = klog.NewContext(ctx, logger)
+	// Only after the first poll is it known whether StorageVersions are served (and
+	// watched): no resource is looked at from discovery alone before.
+	t.pollOnce(ctx)
 	var wg sync.WaitGroup
+	wg.Go(func() { _ = t.ctrl.Run(ctx) })
 	ticker := time.NewTicker(t.poll)
 	defer ticker.Stop()
-	for first := true; ; first = false {
-		t.pollOnce(ctx)
-		if first {
-			// Only now is it known whether StorageVersions are served (and watched):
-			// no resource is looked at from discovery alone before.
-			wg.Go(func() {
-				for t.processNext(ctx) {
-				}
-			})
-		}
+	for {
 		select {
 		case <-ctx.Done():
-			t.queue.ShutDown()
 			wg.Wait()
-			return
+			return nil
 		case <-ticker.C:
+			t.pollOnce(ctx)
 		}
 	}
 }
 
 // pollOnce reads discovery, starts watching StorageVersions once they are served,
 // and queues every resource.
-func (t *trigger) pollOnce(ctx context.Context) {
+func (t *Trigger) pollOnce(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	logger.V(4).Info("Polling discovery")
-	if err := t.res.refresh(ctx); err != nil {
+	if err := t.res.Refresh(ctx); err != nil {
 		logger.Error(err, "Discovery failed; polling again later")
 	}
 	t.mu.Lock()
 	watching := t.versions != nil
 	t.mu.Unlock()
-	if !watching && t.res.served(StorageVersions) {
-		inf := t.factory.ForResource(StorageVersions).Informer()
+	if !watching && t.res.Served(api.StorageVersions) {
+		inf := t.factory.ForResource(api.StorageVersions).Informer()
 		if _, err := inf.AddEventHandler(t.handler(storageVersionKey)); err != nil {
 			logger.Error(err, "Cannot watch StorageVersions")
 		} else {
@@ -184,7 +202,7 @@ func (t *trigger) pollOnce(ctx context.Context) {
 		}
 	}
 	seen := map[schema.GroupResource]bool{}
-	for _, gr := range t.res.all() {
+	for _, gr := range t.res.All() {
 		seen[gr] = true
 	}
 	for _, obj := range t.states.GetStore().List() {
@@ -204,93 +222,91 @@ func (t *trigger) pollOnce(ctx context.Context) {
 		}
 	}
 	for gr := range seen {
-		t.queue.Add(gr)
+		t.ctrl.Add(gr)
 	}
 }
 
-func (t *trigger) versionsInformer() cache.SharedIndexInformer {
+func (t *Trigger) versionsInformer() cache.SharedIndexInformer {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.versions
 }
 
-func (t *trigger) processNext(ctx context.Context) bool {
-	gr, quit := t.queue.Get()
-	if quit {
-		return false
-	}
-	defer t.queue.Done(gr)
-	after, err := t.sync(ctx, gr)
-	switch {
-	case err != nil:
-		if ctx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "Storage state not updated; retrying", "resource", StorageStateName(gr))
-		}
-		t.queue.AddRateLimited(gr)
-	case after > 0:
-		t.queue.Forget(gr)
-		t.queue.AddAfter(gr, after)
-	default:
-		t.queue.Forget(gr)
-	}
-	return true
-}
-
-// sync brings the StorageState of gr and its migrations to what plan says. It
-// returns when to look again, if sooner than the next poll.
-func (t *trigger) sync(ctx context.Context, gr schema.GroupResource) (time.Duration, error) {
+// Reconcile brings the StorageState of gr and its migrations to what plan says, and
+// says when to look again if sooner than the next poll.
+func (t *Trigger) Reconcile(ctx context.Context, gr schema.GroupResource) (reconcile.Result, error) {
 	if slices.Contains(t.ignored, gr) || gr.Resource == "" {
-		return 0, nil
+		return reconcile.Result{}, nil
 	}
-	logger := klog.FromContext(ctx).WithValues("resource", StorageStateName(gr))
-	ctx = klog.NewContext(ctx, logger)
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("resource", api.StorageStateName(gr)))
 	stateObj, err := t.stateObject(gr)
 	if err != nil {
-		return 0, err
+		return reconcile.Result{}, err
 	}
-	if !t.res.synced() {
-		return t.poll, nil // nothing is known of what the server serves yet
+	if !t.res.Synced() {
+		return reconcile.Result{RequeueAfter: t.poll}, nil // nothing is known of what the server serves yet
 	}
-	info, known := t.res.get(gr)
+	obs, migrated, err := t.observeResource(ctx, gr, stateObj)
+	if err != nil || !migrated {
+		return reconcile.Result{}, err
+	}
+	migs, err := t.migrationsOf(gr)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if wait := t.expected(gr, migs); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	after, err := t.apply(ctx, gr, stateObj, obs, migs)
+	return reconcile.Result{RequeueAfter: after}, err
+}
+
+// observeResource makes the observation of gr, from its StorageVersion object if
+// there is one, else from discovery. migrated is false for a resource the trigger
+// keeps no state for (not served, not persisted, not migratable); its stale state is
+// deleted.
+func (t *Trigger) observeResource(ctx context.Context, gr schema.GroupResource, stateObj *unstructured.Unstructured) (_ observation, migrated bool, _ error) {
+	logger := klog.FromContext(ctx)
+	info, known := t.res.Get(gr)
 	svObj := t.storageVersionObject(gr)
 	if !known && svObj != nil {
 		// Servers report a resource that discovery did not list when last read (a
 		// definition created since): read discovery again now rather than at the next
 		// poll, up to a minute away.
-		if info, known, err = t.res.lookup(ctx, gr, time.Second); err != nil {
-			return 0, err
+		var err error
+		if info, known, err = t.res.Lookup(ctx, gr, time.Second); err != nil {
+			return observation{}, false, err
 		}
 	}
 	if !known || !info.Migratable || (svObj == nil && info.Hash == "") {
 		logger.V(4).Info("Not migrated", "served", known, "migratable", info.Migratable, "storageVersionHash", info.Hash, "storageVersionObject", svObj != nil)
-		// Not served, not persisted, or not migratable: nothing to keep a state for.
 		if stateObj != nil && (!known || !info.Migratable) {
 			logger.Info("Resource no longer served; deleting its storage state")
-			err := t.dyn.Resource(StorageStates).Delete(ctx, stateObj.GetName(), metav1.DeleteOptions{
-				Preconditions: &metav1.Preconditions{UID: ptr(stateObj.GetUID())}})
+			err := t.dyn.Resource(api.StorageStates).Delete(ctx, stateObj.GetName(), metav1.DeleteOptions{
+				Preconditions: &metav1.Preconditions{UID: ptr.To(stateObj.GetUID())}})
 			if err != nil && !apierrors.IsNotFound(err) {
-				return 0, err
+				return observation{}, false, err
 			}
 		}
-		return 0, nil
+		return observation{}, false, nil
 	}
 	obs, err := observe(info, svObj)
 	if err != nil {
 		logger.Error(err, "Ignoring an undecodable StorageVersion; using discovery")
 		obs, _ = observe(info, nil)
 	}
+	return obs, true, nil
+}
 
-	migs, err := t.migrationsOf(gr)
-	if err != nil {
-		return 0, err
-	}
-	if wait := t.expected(gr, migs); wait > 0 {
-		return wait, nil
-	}
+// apply plans the state of gr from what is observed and stored, and carries the plan
+// out: aborts, a launch, pruning, the state's status. It returns plan's RequeueAfter.
+func (t *Trigger) apply(ctx context.Context, gr schema.GroupResource, stateObj *unstructured.Unstructured, obs observation, migs []migrationSummary) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
 	in := lifecycleInput{Now: t.now(), Observed: obs}
-	var state *StorageState
+	var state *api.StorageState
 	if stateObj != nil {
-		if state, err = stateFrom(stateObj); err != nil {
+		var err error
+		if state, err = api.StateFrom(stateObj); err != nil {
 			return 0, err
 		}
 		in.State = &state.Status
@@ -310,7 +326,6 @@ func (t *trigger) sync(ctx context.Context, gr schema.GroupResource) (time.Durat
 	out := plan(in, t.cfg)
 	logger.V(4).Info("Storage state planned", "observed", obs, "persisted", out.Status.PersistedStorageVersionHashes,
 		"current", out.Status.CurrentStorageVersionHash, "launch", out.Launch, "abort", len(out.Abort), "write", out.WriteStatus)
-
 	for _, a := range out.Abort {
 		if err := t.abort(ctx, a); err != nil {
 			return 0, err
@@ -337,7 +352,7 @@ func (t *trigger) sync(ctx context.Context, gr schema.GroupResource) (time.Durat
 
 // observe makes the observation of a resource from its StorageVersion object (nil:
 // from discovery).
-func observe(info resourceInfo, sv *unstructured.Unstructured) (observation, error) {
+func observe(info discovery.Info, sv *unstructured.Unstructured) (observation, error) {
 	if sv == nil {
 		return observation{Agreed: true, Current: info.Hash, Reported: []string{info.Hash}}, nil
 	}
@@ -382,7 +397,7 @@ func consecutiveFailures(migs []migrationSummary, hash string) int {
 	slices.SortFunc(mine, func(a, b migrationSummary) int { return b.Sequence - a.Sequence })
 	n := 0
 	for _, m := range mine {
-		if m.Hash != hash || m.Phase != ConditionFailed || m.Aborted {
+		if m.Hash != hash || m.Phase != api.ConditionFailed || m.Aborted {
 			break
 		}
 		n++
@@ -390,15 +405,15 @@ func consecutiveFailures(migs []migrationSummary, hash string) int {
 	return n
 }
 
-func (t *trigger) stateObject(gr schema.GroupResource) (*unstructured.Unstructured, error) {
-	obj, ok, err := t.states.GetStore().GetByKey(StorageStateName(gr))
+func (t *Trigger) stateObject(gr schema.GroupResource) (*unstructured.Unstructured, error) {
+	obj, ok, err := t.states.GetStore().GetByKey(api.StorageStateName(gr))
 	if err != nil || !ok {
 		return nil, err
 	}
 	return obj.(*unstructured.Unstructured), nil
 }
 
-func (t *trigger) storageVersionObject(gr schema.GroupResource) *unstructured.Unstructured {
+func (t *Trigger) storageVersionObject(gr schema.GroupResource) *unstructured.Unstructured {
 	v := t.versionsInformer()
 	if v == nil {
 		return nil
@@ -411,14 +426,14 @@ func (t *trigger) storageVersionObject(gr schema.GroupResource) *unstructured.Un
 }
 
 // migrationsOf returns the summaries of every migration of gr in the cache.
-func (t *trigger) migrationsOf(gr schema.GroupResource) ([]migrationSummary, error) {
+func (t *Trigger) migrationsOf(gr schema.GroupResource) ([]migrationSummary, error) {
 	objs, err := t.migrations.GetIndexer().ByIndex(byResource, gr.Group+"/"+gr.Resource)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]migrationSummary, 0, len(objs))
 	for _, obj := range objs {
-		m, err := migrationFrom(obj.(*unstructured.Unstructured))
+		m, err := api.MigrationFrom(obj.(*unstructured.Unstructured))
 		if err != nil {
 			continue
 		}
@@ -429,7 +444,7 @@ func (t *trigger) migrationsOf(gr schema.GroupResource) ([]migrationSummary, err
 
 // expected returns how long to wait for a migration the trigger created for gr to
 // show in the cache (0 once it has, or after expectationTTL).
-func (t *trigger) expected(gr schema.GroupResource, migs []migrationSummary) time.Duration {
+func (t *Trigger) expected(gr schema.GroupResource, migs []migrationSummary) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.expect[gr]
@@ -450,24 +465,24 @@ func (t *trigger) expected(gr schema.GroupResource, migs []migrationSummary) tim
 }
 
 // launch creates the n-th migration of gr, to obs.Current.
-func (t *trigger) launch(ctx context.Context, gr schema.GroupResource, obs observation, n int) error {
-	m := &StorageVersionMigration{
-		TypeMeta:   metav1.TypeMeta{APIVersion: StorageVersionMigrations.GroupVersion().String(), Kind: "StorageVersionMigration"},
-		ObjectMeta: metav1.ObjectMeta{Name: migrationName(StorageStateName(gr), n), Annotations: map[string]string{AnnotationStorageVersionHash: obs.Current}},
+func (t *Trigger) launch(ctx context.Context, gr schema.GroupResource, obs observation, n int) error {
+	m := &api.StorageVersionMigration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: api.StorageVersionMigrations.GroupVersion().String(), Kind: "StorageVersionMigration"},
+		ObjectMeta: metav1.ObjectMeta{Name: migrationName(api.StorageStateName(gr), n), Annotations: map[string]string{api.AnnotationStorageVersionHash: obs.Current}},
 	}
-	m.Spec.Resource = groupResource(gr)
+	m.Spec.Resource = api.MetaGroupResource(gr)
 	if obs.ResourceVersion != "" {
-		m.Annotations[AnnotationStorageVersionResourceVersion] = obs.ResourceVersion
+		m.Annotations[api.AnnotationStorageVersionResourceVersion] = obs.ResourceVersion
 	}
 	if obs.EncodingVersion != "" {
-		m.Annotations[AnnotationEncodingVersion] = obs.EncodingVersion
+		m.Annotations[api.AnnotationEncodingVersion] = obs.EncodingVersion
 	}
-	u, err := toUnstructured(m)
+	u, err := api.ToUnstructured(m)
 	if err != nil {
 		return err
 	}
 	unstructured.RemoveNestedField(u.Object, "status")
-	created, err := t.dyn.Resource(StorageVersionMigrations).Create(ctx, u, metav1.CreateOptions{FieldManager: componentName})
+	created, err := t.dyn.Resource(api.StorageVersionMigrations).Create(ctx, u, metav1.CreateOptions{FieldManager: api.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		// Created by an earlier attempt whose answer was lost, or a name taken by
 		// someone else: look again once the cache has it.
@@ -485,8 +500,8 @@ func (t *trigger) launch(ctx context.Context, gr schema.GroupResource, obs obser
 }
 
 // abort marks a running migration Failed; the controller running it stops.
-func (t *trigger) abort(ctx context.Context, a abort) error {
-	client := t.dyn.Resource(StorageVersionMigrations)
+func (t *Trigger) abort(ctx context.Context, a abort) error {
+	client := t.dyn.Resource(api.StorageVersionMigrations)
 	u, err := client.Get(ctx, a.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -494,23 +509,23 @@ func (t *trigger) abort(ctx context.Context, a abort) error {
 	if err != nil {
 		return err
 	}
-	m, err := migrationFrom(u)
+	m, err := api.MigrationFrom(u)
 	if err != nil || m.Terminal() {
 		return err
 	}
 	conds := slices.Clone(m.Status.Conditions)
-	meta.SetStatusCondition(&conds, metav1.Condition{Type: ConditionRunning, Status: metav1.ConditionFalse, Reason: a.Reason,
+	meta.SetStatusCondition(&conds, metav1.Condition{Type: api.ConditionRunning, Status: metav1.ConditionFalse, Reason: a.Reason,
 		Message: "The migration was aborted.", ObservedGeneration: m.Generation})
-	meta.SetStatusCondition(&conds, metav1.Condition{Type: ConditionFailed, Status: metav1.ConditionTrue, Reason: a.Reason,
+	meta.SetStatusCondition(&conds, metav1.Condition{Type: api.ConditionFailed, Status: metav1.ConditionTrue, Reason: a.Reason,
 		Message: a.Message, ObservedGeneration: m.Generation})
-	c, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&MigrationStatus{Conditions: conds})
+	c, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&api.MigrationStatus{Conditions: conds})
 	if err != nil {
 		return err
 	}
 	if err := unstructured.SetNestedField(u.Object, c["conditions"], "status", "conditions"); err != nil {
 		return err
 	}
-	if _, err := client.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: componentName}); err != nil {
+	if _, err := client.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: api.FieldManager}); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Migration aborted", "migration", a.Name, "reason", a.Reason)
@@ -519,7 +534,7 @@ func (t *trigger) abort(ctx context.Context, a abort) error {
 
 // prune deletes the trigger's oldest ended migrations of a resource beyond the
 // history limit.
-func (t *trigger) prune(ctx context.Context, migs []migrationSummary) error {
+func (t *Trigger) prune(ctx context.Context, migs []migrationSummary) error {
 	var ended []migrationSummary
 	for _, m := range migs {
 		if m.Triggered && m.terminal() {
@@ -532,7 +547,7 @@ func (t *trigger) prune(ctx context.Context, migs []migrationSummary) error {
 	slices.SortFunc(ended, func(a, b migrationSummary) int { return a.Sequence - b.Sequence })
 	var errs []error
 	for _, m := range ended[:len(ended)-t.history] {
-		err := t.dyn.Resource(StorageVersionMigrations).Delete(ctx, m.Name, metav1.DeleteOptions{})
+		err := t.dyn.Resource(api.StorageVersionMigrations).Delete(ctx, m.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 		}
@@ -541,20 +556,20 @@ func (t *trigger) prune(ctx context.Context, migs []migrationSummary) error {
 }
 
 // writeState creates the StorageState of gr or updates its status.
-func (t *trigger) writeState(ctx context.Context, gr schema.GroupResource, obj *unstructured.Unstructured, st StorageStateStatus) error {
-	client := t.dyn.Resource(StorageStates)
+func (t *Trigger) writeState(ctx context.Context, gr schema.GroupResource, obj *unstructured.Unstructured, st api.StorageStateStatus) error {
+	client := t.dyn.Resource(api.StorageStates)
 	if obj == nil {
-		s := &StorageState{
-			TypeMeta:   metav1.TypeMeta{APIVersion: StorageStates.GroupVersion().String(), Kind: "StorageState"},
-			ObjectMeta: metav1.ObjectMeta{Name: StorageStateName(gr)},
-			Spec:       StorageStateSpec{Resource: groupResource(gr)},
+		s := &api.StorageState{
+			TypeMeta:   metav1.TypeMeta{APIVersion: api.StorageStates.GroupVersion().String(), Kind: "StorageState"},
+			ObjectMeta: metav1.ObjectMeta{Name: api.StorageStateName(gr)},
+			Spec:       api.StorageStateSpec{Resource: api.MetaGroupResource(gr)},
 		}
-		u, err := toUnstructured(s)
+		u, err := api.ToUnstructured(s)
 		if err != nil {
 			return err
 		}
 		unstructured.RemoveNestedField(u.Object, "status")
-		if obj, err = client.Create(ctx, u, metav1.CreateOptions{FieldManager: componentName}); err != nil {
+		if obj, err = client.Create(ctx, u, metav1.CreateOptions{FieldManager: api.FieldManager}); err != nil {
 			return err
 		}
 		klog.FromContext(ctx).Info("Storage state created")
@@ -565,8 +580,6 @@ func (t *trigger) writeState(ctx context.Context, gr schema.GroupResource, obj *
 		return err
 	}
 	next.Object["status"] = s
-	_, err = client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: componentName})
+	_, err = client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: api.FieldManager})
 	return err
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -1,4 +1,4 @@
-package migration
+package api
 
 import (
 	"fmt"
@@ -23,6 +23,10 @@ var (
 	// CustomResourceDefinitions is apiextensions.k8s.io/v1 customresourcedefinitions.
 	CustomResourceDefinitions = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
+
+// FieldManager is the field manager of the migration controllers' writes, and the
+// reporting controller of their Events.
+const FieldManager = "concord-storage-migrator"
 
 // Unknown is the storage version hash that stands for "any version may be present":
 // a StorageState starts with it, and returns to it when its heartbeat goes stale.
@@ -142,7 +146,7 @@ type ObjectFailure struct {
 }
 
 // StorageStateName returns the name of the StorageState of gr: "<resource>.<group>",
-// or "<resource>" for the legacy core group.
+// or "<resource>" for the legacy core group (the name the KEP gives it).
 func StorageStateName(gr schema.GroupResource) string {
 	if gr.Group == "" {
 		return gr.Resource
@@ -154,11 +158,11 @@ func StorageStateName(gr schema.GroupResource) string {
 // "Running", "Succeeded" or "Failed".
 func (m *StorageVersionMigration) Phase() string {
 	switch {
-	case conditionTrue(m.Status.Conditions, ConditionSucceeded):
+	case ConditionTrue(m.Status.Conditions, ConditionSucceeded):
 		return ConditionSucceeded
-	case conditionTrue(m.Status.Conditions, ConditionFailed):
+	case ConditionTrue(m.Status.Conditions, ConditionFailed):
 		return ConditionFailed
-	case conditionTrue(m.Status.Conditions, ConditionRunning):
+	case ConditionTrue(m.Status.Conditions, ConditionRunning):
 		return ConditionRunning
 	}
 	return "Pending"
@@ -170,7 +174,7 @@ func (m *StorageVersionMigration) Terminal() bool {
 	return p == ConditionSucceeded || p == ConditionFailed
 }
 
-func conditionTrue(conds []metav1.Condition, t string) bool {
+func ConditionTrue(conds []metav1.Condition, t string) bool {
 	for _, c := range conds {
 		if c.Type == t {
 			return c.Status == metav1.ConditionTrue
@@ -179,7 +183,7 @@ func conditionTrue(conds []metav1.Condition, t string) bool {
 	return false
 }
 
-func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
+func FindCondition(conds []metav1.Condition, t string) *metav1.Condition {
 	for i := range conds {
 		if conds[i].Type == t {
 			return &conds[i]
@@ -188,16 +192,16 @@ func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
 	return nil
 }
 
-// fromUnstructured decodes u into out (a *StorageState or *StorageVersionMigration).
-func fromUnstructured(u *unstructured.Unstructured, out interface{}) error {
+// FromUnstructured decodes u into out (a *StorageState or *StorageVersionMigration).
+func FromUnstructured(u *unstructured.Unstructured, out interface{}) error {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
 		return fmt.Errorf("decoding %s %s: %w", u.GetKind(), u.GetName(), err)
 	}
 	return nil
 }
 
-// toUnstructured encodes in (a *StorageState or *StorageVersionMigration).
-func toUnstructured(in interface{}) (*unstructured.Unstructured, error) {
+// ToUnstructured encodes in (a *StorageState or *StorageVersionMigration).
+func ToUnstructured(in interface{}) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(in)
 	if err != nil {
 		return nil, err
@@ -205,14 +209,19 @@ func toUnstructured(in interface{}) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// migrationFrom decodes an unstructured StorageVersionMigration.
-func migrationFrom(u *unstructured.Unstructured) (*StorageVersionMigration, error) {
+// MigrationFrom decodes an unstructured StorageVersionMigration.
+func MigrationFrom(u *unstructured.Unstructured) (*StorageVersionMigration, error) {
 	m := &StorageVersionMigration{}
-	return m, fromUnstructured(u, m)
+	return m, FromUnstructured(u, m)
 }
 
-// stateFrom decodes an unstructured StorageState.
-func stateFrom(u *unstructured.Unstructured) (*StorageState, error) {
+// StateFrom decodes an unstructured StorageState.
+func StateFrom(u *unstructured.Unstructured) (*StorageState, error) {
 	s := &StorageState{}
-	return s, fromUnstructured(u, s)
+	return s, FromUnstructured(u, s)
+}
+
+// MetaGroupResource returns gr in the form the APIs' specs hold it.
+func MetaGroupResource(gr schema.GroupResource) metav1.GroupResource {
+	return metav1.GroupResource{Group: gr.Group, Resource: gr.Resource}
 }

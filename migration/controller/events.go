@@ -1,9 +1,10 @@
-package migration
+package controller
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/concordproject/concord/migration/api"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,10 +17,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 )
-
-// componentName is the reporting controller of the Events the controllers emit and
-// the field manager of their writes.
-const componentName = "concord-storage-migrator"
 
 // The Events' reasons.
 const (
@@ -36,12 +33,12 @@ var (
 	coreV1Events   = corev1.SchemeGroupVersion.WithResource("events")
 )
 
-// newRecorder returns an Event recorder, with the function that stops it. Like
+// NewRecorder returns an Event recorder, with the function that stops it. Like
 // client-go's events.NewEventBroadcasterAdapter, it writes events.k8s.io/v1 Events
 // where the server serves them and core v1 Events where it serves only those, but it
 // decides by served (the controllers' discovery) rather than by asking discovery
 // again, and where neither is served it only logs the Events.
-func newRecorder(ctx context.Context, cs kubernetes.Interface, served func(schema.GroupVersionResource) bool) (events.EventRecorder, func()) {
+func NewRecorder(ctx context.Context, cs kubernetes.Interface, served func(schema.GroupVersionResource) bool) (events.EventRecorder, func()) {
 	logger := klog.FromContext(ctx)
 	switch {
 	case served(eventsV1Events):
@@ -51,12 +48,12 @@ func newRecorder(ctx context.Context, cs kubernetes.Interface, served func(schem
 			return logRecorder{logger: logger}, func() {}
 		}
 		logger.V(4).Info("Recording Events", "resource", eventsV1Events)
-		return b.NewRecorder(scheme.Scheme, componentName), b.Shutdown
+		return b.NewRecorder(scheme.Scheme, api.FieldManager), b.Shutdown
 	case served(coreV1Events):
 		b := record.NewBroadcaster(record.WithContext(ctx))
 		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 		logger.V(4).Info("Recording Events", "resource", coreV1Events)
-		legacy := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: componentName})
+		legacy := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: api.FieldManager})
 		return record.NewEventRecorderAdapter(legacy), b.Shutdown
 	}
 	logger.V(2).Info("The server serves no Events: they will only be logged")

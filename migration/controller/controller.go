@@ -1,4 +1,4 @@
-package migration
+package controller
 
 import (
 	"context"
@@ -9,7 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/migration/discovery"
 	"github.com/concordproject/concord/migration/migrator"
+	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/wire"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,18 +37,18 @@ var errAborted = errors.New("the migration was ended by someone else")
 // maxFailureEvents bounds the Events emitted per migration for failed objects.
 const maxFailureEvents = 10
 
-// controller runs StorageVersionMigrations: every migration that is not terminal is
-// run to its end by one worker, its progress and checkpoint written to its status
-// after every page. A migration marked terminal or deleted while it runs is stopped.
-type controller struct {
+// Controller runs StorageVersionMigrations: every migration that is not terminal is
+// run to its end by one worker of the reconcile runtime, its progress and checkpoint
+// written to its status after every page. A migration marked terminal or deleted
+// while it runs is stopped.
+type Controller struct {
 	dyn      dynamic.Interface
-	res      *resources
+	res      *discovery.Resources
 	mig      *migrator.Migrator
 	informer cache.SharedIndexInformer
-	queue    workqueue.TypedRateLimitingInterface[string]
+	ctrl     *reconcile.Controller[string]
 	recorder events.EventRecorder
-	metrics  *metrics
-	workers  int
+	metrics  *Metrics
 
 	mu      sync.Mutex
 	running map[string]running
@@ -56,15 +59,37 @@ type running struct {
 	cancel context.CancelCauseFunc
 }
 
-func newController(dyn dynamic.Interface, res *resources, mig *migrator.Migrator, informer cache.SharedIndexInformer,
-	recorder events.EventRecorder, m *metrics, workers int) (*controller, error) {
-	c := &controller{
-		dyn: dyn, res: res, mig: mig, informer: informer, recorder: recorder, metrics: m, workers: workers,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "storage-version-migrations"}),
+// Config is what a Controller works with.
+type Config struct {
+	// Dynamic writes migrations' status, Events' subjects and definitions' status.
+	Dynamic dynamic.Interface
+	// Resources resolves the version a migration lists and writes.
+	Resources *discovery.Resources
+	// Migrator rewrites the objects.
+	Migrator *migrator.Migrator
+	// Informer follows the StorageVersionMigrations.
+	Informer cache.SharedIndexInformer
+	// Recorder emits the Events (NewRecorder).
+	Recorder events.EventRecorder
+	// Metrics are the migration metrics (NewMetrics); Runtime the reconcile runtime's.
+	Metrics *Metrics
+	Runtime *reconcile.Metrics
+	// Workers is how many migrations run at once.
+	Workers int
+}
+
+// New returns a controller of the migrations of cfg.Informer.
+func New(cfg Config) (*Controller, error) {
+	c := &Controller{
+		dyn: cfg.Dynamic, res: cfg.Resources, mig: cfg.Migrator, informer: cfg.Informer, recorder: cfg.Recorder, metrics: cfg.Metrics,
 		running: map[string]running{},
 	}
+	c.ctrl = reconcile.New("storage-migration", reconcile.Reconciler[string](c), reconcile.Options[string]{
+		Workers:     cfg.Workers,
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
+		Metrics:     cfg.Runtime,
+	})
+	informer := cfg.Informer
 	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { c.observe(obj) },
 		UpdateFunc: func(_, obj interface{}) { c.observe(obj) },
@@ -82,12 +107,12 @@ func newController(dyn dynamic.Interface, res *resources, mig *migrator.Migrator
 
 // observe queues a migration, and stops it if it runs here and has become terminal
 // or was replaced by another object of the same name.
-func (c *controller) observe(obj interface{}) {
+func (c *Controller) observe(obj interface{}) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return
 	}
-	m, err := migrationFrom(u)
+	m, err := api.MigrationFrom(u)
 	if err != nil {
 		return
 	}
@@ -96,11 +121,11 @@ func (c *controller) observe(obj interface{}) {
 		return
 	}
 	c.stop(m.Name, m.UID, fmt.Errorf("%w: replaced", errAborted))
-	c.queue.Add(m.Name)
+	c.ctrl.Add(m.Name)
 }
 
 // stop cancels the run of migration name, unless it runs for the object keep.
-func (c *controller) stop(name string, keep types.UID, cause error) {
+func (c *Controller) stop(name string, keep types.UID, cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r, ok := c.running[name]; ok && (keep == "" || r.uid != keep) {
@@ -108,96 +133,121 @@ func (c *controller) stop(name string, keep types.UID, cause error) {
 	}
 }
 
-// run processes migrations with c.workers workers until ctx is done, and returns
-// once every worker has stopped.
-func (c *controller) run(ctx context.Context) {
-	var wg sync.WaitGroup
-	for i := 0; i < c.workers; i++ {
-		wg.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-}
+// Run runs migrations until ctx is done, and returns once every worker has stopped.
+func (c *Controller) Run(ctx context.Context) error { return c.ctrl.Run(ctx) }
 
-func (c *controller) processNext(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
-	if err := c.sync(ctx, name); err != nil {
-		klog.FromContext(ctx).Error(err, "Migration interrupted; it resumes from its checkpoint", "migration", name)
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
-}
-
-// sync runs migration name if it has not ended. An error means it stopped for a
-// reason that may pass (it is retried from its checkpoint).
-func (c *controller) sync(ctx context.Context, name string) error {
+// Reconcile runs migration name if it has not ended. An error means it stopped for a
+// reason that may pass: it is retried from its checkpoint.
+func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Result, error) {
 	obj, exists, err := c.informer.GetIndexer().GetByKey(name)
 	if err != nil || !exists {
-		return err
+		return reconcile.Result{}, err
 	}
 	u := obj.(*unstructured.Unstructured).DeepCopy()
-	m, err := migrationFrom(u)
+	m, err := api.MigrationFrom(u)
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "Ignoring an undecodable migration", "migration", name)
-		return nil
+		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("undecodable migration: %w", err))
 	}
 	if m.Terminal() || ctx.Err() != nil {
-		return nil
+		return reconcile.Result{}, nil
 	}
-	return c.migrate(ctx, u, m)
+	return reconcile.Result{}, c.migrate(ctx, u, m)
 }
 
 // migrate runs one migration to its end.
-func (c *controller) migrate(ctx context.Context, u *unstructured.Unstructured, m *StorageVersionMigration) error {
+func (c *Controller) migrate(ctx context.Context, u *unstructured.Unstructured, m *api.StorageVersionMigration) error {
 	gr := schema.GroupResource{Group: m.Spec.Resource.Group, Resource: m.Spec.Resource.Resource}
-	label := StorageStateName(gr)
-	logger := klog.FromContext(ctx).WithValues("migration", m.Name, "resource", label)
-	parent := klog.NewContext(ctx, logger)
+	label := api.StorageStateName(gr)
+	parent := klog.NewContext(ctx, klog.FromContext(ctx).WithValues("migration", m.Name, "resource", label))
 	// ctx is cancelled when the migration ends under the migrator; parent carries the
 	// writes that end it (which cancel ctx as soon as the informer sees them).
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
+	defer c.track(m, cancel)()
+
+	w := &statusWriter{dyn: c.dyn, obj: u, uid: m.UID}
+	info, p, cp, err := c.start(ctx, w, m, gr)
+	if err != nil || p == nil {
+		return err
+	}
+	failureEvents := 0
+	target := migrator.Resource{GroupVersionResource: info.GVR, Namespaced: info.Namespaced}
+	final, err := c.mig.Migrate(ctx, target, cp, func(ctx context.Context, r migrator.PageReport) error {
+		c.metrics.page(label, r)
+		for _, f := range r.Failures {
+			if failureEvents++; failureEvents <= maxFailureEvents {
+				// The object is the Event's related object: Events that differ only
+				// in their note would otherwise be merged into one series.
+				c.recorder.Eventf(w.obj, failedObject(info, f), "Warning", EventObjectFailed, "Migrate",
+					"%s could not be rewritten in the storage version: %s", cache.NewObjectName(f.Namespace, f.Name), f.Reason)
+			}
+		}
+		return w.update(ctx, func(st *api.MigrationStatus) {
+			progressInto(p, r.Checkpoint)
+			st.Progress = p
+			// Set once, and only to what the server accepts: it never changes after.
+			if st.ResourceVersion == "" && api.WellFormedResourceVersion(r.Checkpoint.ResourceVersion) {
+				st.ResourceVersion = r.Checkpoint.ResourceVersion
+			}
+			setRunning(st, m.Generation, r.Checkpoint)
+		})
+	})
+	c.metrics.remaining.WithLabelValues(label).Set(0)
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, errAborted) {
+			return c.interrupted(ctx, err)
+		}
+		if transientError(err) {
+			return err
+		}
+		return c.end(ctx, w, m, p, api.ReasonMigrationError, err.Error())
+	}
+	progressInto(p, final)
+	return c.finish(ctx, parent, w, m, p, gr, final)
+}
+
+// track records that migration m runs here, so that a change of it seen by the
+// informer can stop it; the returned function forgets it.
+func (c *Controller) track(m *api.StorageVersionMigration, cancel context.CancelCauseFunc) func() {
 	c.mu.Lock()
 	c.running[m.Name] = running{uid: m.UID, cancel: cancel}
 	c.mu.Unlock()
-	defer func() {
+	return func() {
 		c.mu.Lock()
 		if r, ok := c.running[m.Name]; ok && r.uid == m.UID {
 			delete(c.running, m.Name)
 		}
 		c.mu.Unlock()
-	}()
-
-	w := &statusWriter{dyn: c.dyn, obj: u, uid: m.UID}
-	info, ok, err := c.res.lookup(ctx, gr, time.Minute)
-	if err != nil {
-		return err
 	}
+}
+
+// start resolves the resource a migration names and writes it Running, with its
+// progress and checkpoint (resumed from its status). A nil progress with no error
+// means the migration has ended here (the resource cannot be migrated).
+func (c *Controller) start(ctx context.Context, w *statusWriter, m *api.StorageVersionMigration, gr schema.GroupResource) (discovery.Info, *api.Progress, migrator.Checkpoint, error) {
+	logger := klog.FromContext(ctx)
+	info, ok, err := c.res.Lookup(ctx, gr, time.Minute)
+	if err != nil {
+		return info, nil, migrator.Checkpoint{}, err
+	}
+	reason := ""
 	switch {
 	case gr.Resource == "":
-		return c.end(ctx, w, m, nil, ReasonMigrationError, "spec.resource.resource is empty")
+		reason = "spec.resource.resource is empty"
 	case !ok:
-		return c.end(ctx, w, m, nil, ReasonMigrationError, fmt.Sprintf("the server does not serve %s", gr))
+		reason = fmt.Sprintf("the server does not serve %s", gr)
 	case !info.Migratable:
-		return c.end(ctx, w, m, nil, ReasonMigrationError, fmt.Sprintf("%s cannot be listed and updated", gr))
+		reason = fmt.Sprintf("%s cannot be listed and updated", gr)
 	}
-
+	if reason != "" {
+		return info, nil, migrator.Checkpoint{}, c.end(ctx, w, m, nil, api.ReasonMigrationError, reason)
+	}
 	p := m.Status.Progress
 	if p == nil {
-		p = &Progress{}
+		p = &api.Progress{}
 	}
 	if p.StorageVersionHash == "" {
-		p.StorageVersionHash = m.Annotations[AnnotationStorageVersionHash]
+		p.StorageVersionHash = m.Annotations[api.AnnotationStorageVersionHash]
 		if p.StorageVersionHash == "" {
 			p.StorageVersionHash = info.Hash
 		}
@@ -212,75 +262,46 @@ func (c *controller) migrate(ctx context.Context, u *unstructured.Unstructured, 
 	} else {
 		logger.Info("Migration resumed", "path", cp.Path, "migrated", cp.Migrated, "skipped", cp.Skipped, "failed", cp.Failed)
 	}
-	if err := w.update(ctx, func(st *MigrationStatus) { st.Progress = p; setRunning(st, m.Generation, cp) }); err != nil {
-		return c.interrupted(ctx, err)
+	if err := w.update(ctx, func(st *api.MigrationStatus) { st.Progress = p; setRunning(st, m.Generation, cp) }); err != nil {
+		return info, nil, cp, c.interrupted(ctx, err)
 	}
-	failureEvents := 0
-	target := migrator.Resource{GroupVersionResource: info.GVR, Namespaced: info.Namespaced}
-	final, err := c.mig.Migrate(ctx, target, cp, func(ctx context.Context, r migrator.PageReport) error {
-		c.metrics.migrated.WithLabelValues(label).Add(float64(r.Page.Migrated))
-		c.metrics.skipped.WithLabelValues(label).Add(float64(r.Page.Skipped))
-		c.metrics.failed.WithLabelValues(label).Add(float64(r.Page.Failed))
-		c.metrics.remaining.WithLabelValues(label).Set(float64(r.Checkpoint.Remaining()))
-		for _, f := range r.Failures {
-			if failureEvents++; failureEvents <= maxFailureEvents {
-				// The object is the Event's related object: Events that differ only
-				// in their note would otherwise be merged into one series.
-				c.recorder.Eventf(w.obj, failedObject(info, f), "Warning", EventObjectFailed, "Migrate",
-					"%s could not be rewritten in the storage version: %s", objectName(f.Namespace, f.Name), f.Reason)
-			}
-		}
-		return w.update(ctx, func(st *MigrationStatus) {
-			progressInto(p, r.Checkpoint)
-			st.Progress = p
-			// Set once, and only to what the server accepts: it never changes after.
-			if st.ResourceVersion == "" && wellFormedResourceVersion(r.Checkpoint.ResourceVersion) {
-				st.ResourceVersion = r.Checkpoint.ResourceVersion
-			}
-			setRunning(st, m.Generation, r.Checkpoint)
-		})
-	})
-	c.metrics.remaining.WithLabelValues(label).Set(0)
-	if err != nil {
-		if ctx.Err() != nil || errors.Is(err, errAborted) {
-			return c.interrupted(ctx, err)
-		}
-		if transientError(err) {
-			return err
-		}
-		return c.end(ctx, w, m, p, ReasonMigrationError, err.Error())
-	}
-	progressInto(p, final)
-	if rv := m.Annotations[AnnotationStorageVersionResourceVersion]; rv != "" {
-		sv, err := c.dyn.Resource(StorageVersions).Get(parent, wire.StorageVersionName(gr), metav1.GetOptions{})
+	return info, p, cp, nil
+}
+
+// finish ends a migration whose objects have all been through the migrator: it counts
+// only if the resource's StorageVersion object did not change meanwhile (when the
+// trigger recorded it) and no object failed; then a custom resource's
+// status.storedVersions is trimmed, before Succeeded is written, so that whoever sees
+// Succeeded sees the definition trimmed too. parent carries the final writes.
+func (c *Controller) finish(ctx, parent context.Context, w *statusWriter, m *api.StorageVersionMigration, p *api.Progress, gr schema.GroupResource, final migrator.Checkpoint) error {
+	if rv := m.Annotations[api.AnnotationStorageVersionResourceVersion]; rv != "" {
+		sv, err := c.dyn.Resource(api.StorageVersions).Get(parent, wire.StorageVersionName(gr), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			return c.end(parent, w, m, p, ReasonStorageVersionChanged, "The resource's StorageVersion object was deleted during the migration.")
+			return c.end(parent, w, m, p, api.ReasonStorageVersionChanged, "The resource's StorageVersion object was deleted during the migration.")
 		case err != nil:
 			return err
 		case sv.GetResourceVersion() != rv:
-			return c.end(parent, w, m, p, ReasonStorageVersionChanged, fmt.Sprintf(
+			return c.end(parent, w, m, p, api.ReasonStorageVersionChanged, fmt.Sprintf(
 				"The resource's StorageVersion object changed during the migration (resourceVersion %s, then %s): the migration does not count; a new one replaces it.",
 				rv, sv.GetResourceVersion()))
 		}
 	}
 	if final.Failed > 0 {
-		return c.end(parent, w, m, p, ReasonObjectsFailed, failedMessage(final))
+		return c.end(parent, w, m, p, api.ReasonObjectsFailed, failedMessage(final))
 	}
-	// Trimmed before Succeeded is written, so that whoever sees Succeeded sees the
-	// definition trimmed too.
 	if err := c.trimStoredVersions(ctx, gr, p.StorageVersionHash, w.obj); err != nil {
 		if ctx.Err() != nil {
 			return c.interrupted(ctx, err)
 		}
-		logger.Error(err, "Could not trim the definition's status.storedVersions")
+		klog.FromContext(ctx).Error(err, "Could not trim the definition's status.storedVersions")
 	}
-	return c.end(parent, w, m, p, ReasonMigrationCompleted, "")
+	return c.end(parent, w, m, p, api.ReasonMigrationCompleted, "")
 }
 
 // interrupted ends a run stopped by ctx or by someone ending the migration: nothing
 // to retry.
-func (c *controller) interrupted(ctx context.Context, err error) error {
+func (c *Controller) interrupted(ctx context.Context, err error) error {
 	cause := context.Cause(ctx)
 	if cause == nil {
 		cause = err
@@ -296,9 +317,9 @@ func (c *controller) interrupted(ctx context.Context, err error) error {
 // Succeeded for ReasonMigrationCompleted or Failed with reason and message otherwise
 // (the API refuses Running True beside either). The message is cut to the length the
 // API accepts. It emits an Event and records the metrics.
-func (c *controller) end(ctx context.Context, w *statusWriter, m *StorageVersionMigration, p *Progress, reason, message string) error {
+func (c *Controller) end(ctx context.Context, w *statusWriter, m *api.StorageVersionMigration, p *api.Progress, reason, message string) error {
 	now := metav1.Now()
-	succeeded := reason == ReasonMigrationCompleted
+	succeeded := reason == api.ReasonMigrationCompleted
 	if p != nil {
 		p.Continue = ""
 		p.CompletionTime = &now
@@ -306,30 +327,30 @@ func (c *controller) end(ctx context.Context, w *statusWriter, m *StorageVersion
 			message = fmt.Sprintf("%d objects migrated, %d already current or changed meanwhile", p.Migrated, p.Skipped)
 		}
 	}
-	message = conditionMessage(message)
-	err := w.update(ctx, func(st *MigrationStatus) {
+	message = api.ConditionMessage(message)
+	err := w.update(ctx, func(st *api.MigrationStatus) {
 		if p != nil {
 			st.Progress = p
 		}
 		runningMsg := "The migration has ended."
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionRunning, Status: metav1.ConditionFalse,
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: api.ConditionRunning, Status: metav1.ConditionFalse,
 			Reason: reason, Message: runningMsg, ObservedGeneration: m.Generation})
-		cond := metav1.Condition{Type: ConditionFailed, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: m.Generation}
+		cond := metav1.Condition{Type: api.ConditionFailed, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: m.Generation}
 		if succeeded {
-			cond.Type = ConditionSucceeded
+			cond.Type = api.ConditionSucceeded
 		}
 		meta.SetStatusCondition(&st.Conditions, cond)
 	})
 	if err != nil {
 		return c.interrupted(ctx, err)
 	}
-	label := StorageStateName(schema.GroupResource{Group: m.Spec.Resource.Group, Resource: m.Spec.Resource.Resource})
+	label := api.StorageStateName(schema.GroupResource{Group: m.Spec.Resource.Group, Resource: m.Spec.Resource.Resource})
 	result := "failed"
 	switch {
 	case succeeded:
 		result = "succeeded"
 		c.recorder.Eventf(w.obj, nil, "Normal", EventMigrationSucceeded, "Migrate", "%s", message)
-	case reason == ReasonStorageVersionChanged:
+	case reason == api.ReasonStorageVersionChanged:
 		result = "aborted"
 		c.recorder.Eventf(w.obj, nil, "Warning", EventMigrationFailed, "Migrate", "%s", message)
 	default:
@@ -346,11 +367,11 @@ func (c *controller) end(ctx context.Context, w *statusWriter, m *StorageVersion
 // trimStoredVersions sets status.storedVersions of the definition of gr, if it is a
 // custom resource, to its storage version alone, provided that is still the version
 // the migration rewrote objects in (hash).
-func (c *controller) trimStoredVersions(ctx context.Context, gr schema.GroupResource, hash string, regarding runtime.Object) error {
+func (c *Controller) trimStoredVersions(ctx context.Context, gr schema.GroupResource, hash string, regarding runtime.Object) error {
 	if gr.Group == "" || hash == "" {
 		return nil
 	}
-	crds := c.dyn.Resource(CustomResourceDefinitions)
+	crds := c.dyn.Resource(api.CustomResourceDefinitions)
 	name := gr.Resource + "." + gr.Group
 	var trimmed []string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -381,7 +402,7 @@ func (c *controller) trimStoredVersions(ctx context.Context, gr schema.GroupReso
 		if err := unstructured.SetNestedStringSlice(u.Object, []string{storage}, "status", "storedVersions"); err != nil {
 			return err
 		}
-		if _, err := crds.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: componentName}); err != nil {
+		if _, err := crds.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: api.FieldManager}); err != nil {
 			return err
 		}
 		trimmed = crd.Status.StoredVersions
@@ -419,10 +440,10 @@ type statusWriter struct {
 // update applies change to the migration's status and writes it. It returns an
 // error wrapping errAborted if the migration ended or was deleted meanwhile. Fields
 // of the status this package does not know are kept.
-func (w *statusWriter) update(ctx context.Context, change func(*MigrationStatus)) error {
-	client := w.dyn.Resource(StorageVersionMigrations)
+func (w *statusWriter) update(ctx context.Context, change func(*api.MigrationStatus)) error {
+	client := w.dyn.Resource(api.StorageVersionMigrations)
 	for attempt := 0; ; attempt++ {
-		m, err := migrationFrom(w.obj)
+		m, err := api.MigrationFrom(w.obj)
 		if err != nil {
 			return err
 		}
@@ -440,7 +461,7 @@ func (w *statusWriter) update(ctx context.Context, change func(*MigrationStatus)
 				_ = unstructured.SetNestedField(next.Object, v, "status", f)
 			}
 		}
-		out, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: componentName})
+		out, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: api.FieldManager})
 		switch {
 		case err == nil:
 			w.obj = out
@@ -467,9 +488,9 @@ func (w *statusWriter) update(ctx context.Context, change func(*MigrationStatus)
 
 // setRunning sets the Running condition, its message mirroring the progress (it
 // survives where status.progress is pruned: Kubernetes' own API).
-func setRunning(st *MigrationStatus, generation int64, cp migrator.Checkpoint) {
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionRunning, Status: metav1.ConditionTrue,
-		Reason: ReasonMigrationRunning, Message: progressMessage(cp), ObservedGeneration: generation})
+func setRunning(st *api.MigrationStatus, generation int64, cp migrator.Checkpoint) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: api.ConditionRunning, Status: metav1.ConditionTrue,
+		Reason: api.ReasonMigrationRunning, Message: progressMessage(cp), ObservedGeneration: generation})
 }
 
 // progressMessage describes a checkpoint in one sentence.
@@ -494,20 +515,13 @@ func failedMessage(cp migrator.Checkpoint) string {
 			b.WriteString("; ...")
 			break
 		}
-		fmt.Fprintf(&b, "; %s: %s", objectName(f.Namespace, f.Name), f.Reason)
+		fmt.Fprintf(&b, "; %s: %s", cache.NewObjectName(f.Namespace, f.Name), f.Reason)
 	}
 	return b.String()
 }
 
-func objectName(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
-}
-
 // checkpointFrom reads a migrator checkpoint from a migration's progress.
-func checkpointFrom(p *Progress, rv string) migrator.Checkpoint {
+func checkpointFrom(p *api.Progress, rv string) migrator.Checkpoint {
 	cp := migrator.Checkpoint{
 		Path:            p.Path,
 		Continue:        p.Continue,
@@ -522,17 +536,17 @@ func checkpointFrom(p *Progress, rv string) migrator.Checkpoint {
 }
 
 // progressInto copies a checkpoint into a migration's progress.
-func progressInto(p *Progress, cp migrator.Checkpoint) {
+func progressInto(p *api.Progress, cp migrator.Checkpoint) {
 	p.Path, p.Continue, p.Total = cp.Path, cp.Continue, cp.Total
 	p.Migrated, p.Skipped, p.Failed = cp.Migrated, cp.Skipped, cp.Failed
 	p.Failures = p.Failures[:0]
 	for _, f := range cp.Failures {
-		p.Failures = append(p.Failures, ObjectFailure{Namespace: f.Namespace, Name: f.Name, Reason: f.Reason})
+		p.Failures = append(p.Failures, api.ObjectFailure{Namespace: f.Namespace, Name: f.Name, Reason: f.Reason})
 	}
 }
 
 // failedObject is a reference to the object f names, for an Event's related object.
-func failedObject(info resourceInfo, f migrator.Failure) *unstructured.Unstructured {
+func failedObject(info discovery.Info, f migrator.Failure) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(info.GVR.GroupVersion().WithKind(info.Kind))
 	u.SetNamespace(f.Namespace)

@@ -1,16 +1,11 @@
-package controlplane
+package builtin
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/concordproject/concord/compatibility"
-	"github.com/concordproject/concord/migration"
-	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/registry"
-	"github.com/concordproject/concord/storageversion"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metatable "k8s.io/apimachinery/pkg/api/meta/table"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,23 +14,30 @@ import (
 )
 
 var (
-	namespacesGR = schema.GroupResource{Resource: "namespaces"}
-	leasesGR     = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 	coreEventsGR = schema.GroupResource{Resource: "events"}
 	eventsGR     = schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
 )
 
-// builtinHooks are the Go behaviours of built-in resources; every other catalog
-// resource is storage-only.
-func builtinHooks() map[schema.GroupResource]*registry.Hooks {
-	return map[schema.GroupResource]*registry.Hooks{
-		namespacesGR: namespace.Hooks(),
-		// Leases may be created by PUT, as in Kubernetes.
-		leasesGR: {AllowCreateOnUpdate: true},
-		// Events print as kubectl prints them.
-		coreEventsGR: {TableCells: eventTableCells(coreEventFields)},
-		eventsGR:     {TableCells: eventTableCells(eventsEventFields)},
+// configureEvents gives an Event resource (core or events.k8s.io, whose names for the
+// fields are f) Kubernetes' behaviour: every write sets the Event to expire ttl later
+// (--event-ttl); core Events answer the field selectors kubectl describe uses; both
+// print as kubectl prints them, when their columns are the catalog's (with other
+// columns, from an --api-catalog file, the columns' JSONPaths apply).
+func configureEvents(res *registry.Resource, f eventFields, ttl time.Duration) error {
+	res.TTL = ttl
+	if res.GroupResource() == coreEventsGR {
+		// The field selectors of Kubernetes' core Events, but source, which names
+		// source.component.
+		for i := range res.Versions {
+			for _, field := range coreEventSelectableFields {
+				res.Versions[i].SelectableFields = append(res.Versions[i].SelectableFields, apiextensionsv1.SelectableField{JSONPath: "." + field})
+			}
+		}
 	}
+	if hasColumns(res, eventColumns) {
+		res.Hooks = &registry.Hooks{TableCells: eventTableCells(f)}
+	}
+	return nil
 }
 
 // coreEventSelectableFields are the fields of core Events usable in field selectors.
@@ -97,59 +99,6 @@ func eventTableCells(f eventFields) func(obj *unstructured.Unstructured) []inter
 	}
 }
 
-// builtinResources are the resources of the catalog the server serves.
-func builtinResources(compat *compatibility.Config, eventTTL time.Duration) ([]*registry.Resource, error) {
-	res, err := compat.Resources(builtinHooks())
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range res {
-		if gr := r.GroupResource(); gr == coreEventsGR || gr == eventsGR {
-			r.TTL = eventTTL // Events expire, as in Kubernetes
-		}
-		if r.GroupResource() == coreEventsGR {
-			// The field selectors of Kubernetes' core Events (kubectl describe lists
-			// an object's Events with them), but source, which names source.component.
-			for i := range r.Versions {
-				for _, f := range coreEventSelectableFields {
-					r.Versions[i].SelectableFields = append(r.Versions[i].SelectableFields, apiextensionsv1.SelectableField{JSONPath: "." + f})
-				}
-			}
-		}
-	}
-	for _, r := range res {
-		if r.GroupResource() == migration.StorageVersionMigrations.GroupResource() {
-			if err := migration.ExtendStorageVersionMigration(r); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for _, r := range res {
-		if r.GroupResource() == storageversion.GroupResource {
-			storageversion.Configure(r)
-		}
-	}
-	// Events computed by Go need the columns they compute: with other columns (from
-	// an --api-catalog file), the columns' JSONPaths apply.
-	for _, r := range res {
-		if gr := r.GroupResource(); (gr == coreEventsGR || gr == eventsGR) && r.Hooks != nil && !hasColumns(r, eventColumns) {
-			h := *r.Hooks
-			h.TableCells = nil
-			r.Hooks = &h
-		}
-	}
-	for _, gr := range []schema.GroupResource{namespacesGR, leasesGR} {
-		found := false
-		for _, r := range res {
-			found = found || r.GroupResource() == gr
-		}
-		if !found {
-			return nil, fmt.Errorf("the API catalog does not define %s, which every server needs", gr)
-		}
-	}
-	return res, nil
-}
-
 // hasColumns reports whether every version of r has exactly the printer columns names.
 func hasColumns(r *registry.Resource, names []string) bool {
 	for _, v := range r.Versions {
@@ -158,10 +107,4 @@ func hasColumns(r *registry.Resource, names []string) bool {
 		}
 	}
 	return true
-}
-
-// gitVersion names the build in /version: the binary's release, marked as Concord's.
-func gitVersion(compat *compatibility.Config) string {
-	b := compat.Versions.Binary
-	return fmt.Sprintf("v%d.%d.0-concord", b.Major(), b.Minor())
 }

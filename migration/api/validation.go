@@ -1,11 +1,9 @@
-package migration
+package api
 
 import (
-	"context"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/concordproject/concord/registry"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,10 +39,10 @@ import (
 // maxConditionMessage is the longest message metav1.Condition validation accepts.
 const maxConditionMessage = 32 * 1024
 
-// validateMigration checks a new StorageVersionMigration beyond its schema:
+// ValidateMigration checks a new StorageVersionMigration beyond its schema:
 // spec.resource.resource is required and a DNS-1035 label, spec.resource.group a
 // DNS-1123 subdomain when set.
-func validateMigration(obj map[string]interface{}) field.ErrorList {
+func ValidateMigration(obj map[string]interface{}) field.ErrorList {
 	var errs field.ErrorList
 	p := field.NewPath("spec", "resource")
 	if r := nestedString(obj, "spec", "resource", "resource"); r == "" {
@@ -60,13 +58,13 @@ func validateMigration(obj map[string]interface{}) field.ErrorList {
 	return errs
 }
 
-// validateMigrationUpdate checks an update of old to obj beyond their schema: a
+// ValidateMigrationUpdate checks an update of old to obj beyond their schema: a
 // changed spec is refused (spec is immutable) and checked as on create; a changed
 // status must obey validateMigrationStatus.
-func validateMigrationUpdate(obj, old map[string]interface{}) field.ErrorList {
+func ValidateMigrationUpdate(obj, old map[string]interface{}) field.ErrorList {
 	var errs field.ErrorList
 	if spec, oldSpec := obj["spec"], old["spec"]; !equality.Semantic.DeepEqual(spec, oldSpec) {
-		errs = append(errs, validateMigration(obj)...)
+		errs = append(errs, ValidateMigration(obj)...)
 		errs = append(errs, apimachineryvalidation.ValidateImmutableField(spec, oldSpec, field.NewPath("spec"))...)
 	}
 	if !equality.Semantic.DeepEqual(obj["status"], old["status"]) {
@@ -129,9 +127,9 @@ func validateMigrationStatus(obj, old map[string]interface{}) field.ErrorList {
 	return errs
 }
 
-// wellFormedResourceVersion reports whether rv is a resource version Kubernetes can
+// WellFormedResourceVersion reports whether rv is a resource version Kubernetes can
 // compare: a positive integer without leading zeros.
-func wellFormedResourceVersion(rv string) bool {
+func WellFormedResourceVersion(rv string) bool {
 	_, err := resourceversion.CompareResourceVersion(rv, rv)
 	return err == nil
 }
@@ -168,35 +166,9 @@ func nestedSlice(obj map[string]interface{}, fields ...string) ([]interface{}, b
 	return s, ok && isSlice
 }
 
-// withValidation returns a copy of base (nil: no hooks) whose Validate and
-// ValidateUpdate also run the StorageVersionMigration rules, after base's own. base
-// is not changed: a Hooks value may be shared.
-func withValidation(base *registry.Hooks) *registry.Hooks {
-	h := &registry.Hooks{}
-	if base != nil {
-		*h = *base
-	}
-	validate, validateUpdate := h.Validate, h.ValidateUpdate
-	h.Validate = func(ctx context.Context, obj *unstructured.Unstructured) field.ErrorList {
-		var errs field.ErrorList
-		if validate != nil {
-			errs = validate(ctx, obj)
-		}
-		return append(errs, validateMigration(obj.Object)...)
-	}
-	h.ValidateUpdate = func(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
-		var errs field.ErrorList
-		if validateUpdate != nil {
-			errs = validateUpdate(ctx, obj, old)
-		}
-		return append(errs, validateMigrationUpdate(obj.Object, old.Object)...)
-	}
-	return h
-}
-
-// conditionMessage bounds a condition message to what Kubernetes accepts, cutting it
+// ConditionMessage bounds a condition message to what Kubernetes accepts, cutting it
 // at a character boundary and marking the cut.
-func conditionMessage(msg string) string {
+func ConditionMessage(msg string) string {
 	if len(msg) <= maxConditionMessage {
 		return msg
 	}

@@ -1,13 +1,14 @@
-package migration
+package controller
 
 import (
+	"github.com/concordproject/concord/migration/migrator"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// metrics are the controllers' Prometheus metrics. The resource label is
+// Metrics are the migration controller's Prometheus metrics. The resource label is
 // "<resource>.<group>" (the StorageState name).
-type metrics struct {
+type Metrics struct {
 	migrated   *prometheus.CounterVec
 	skipped    *prometheus.CounterVec
 	failed     *prometheus.CounterVec
@@ -16,10 +17,10 @@ type metrics struct {
 	migrations *prometheus.CounterVec
 }
 
-// newMetrics creates the metrics and registers them with reg (none if nil).
-func newMetrics(reg prometheus.Registerer) *metrics {
+// NewMetrics creates the metrics and registers them with reg (none if nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
 	f := promauto.With(reg)
-	return &metrics{
+	return &Metrics{
 		migrated: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "concord_storage_migration_objects_migrated_total",
 			Help: "Objects rewritten in their resource's storage version (their resourceVersion moved).",
@@ -46,4 +47,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Migrations ended, by result (succeeded, failed, aborted).",
 		}, []string{"resource", "result"}),
 	}
+}
+
+// page counts one page a migration went through.
+func (m *Metrics) page(label string, r migrator.PageReport) {
+	m.migrated.WithLabelValues(label).Add(float64(r.Page.Migrated))
+	m.skipped.WithLabelValues(label).Add(float64(r.Page.Skipped))
+	m.failed.WithLabelValues(label).Add(float64(r.Page.Failed))
+	m.remaining.WithLabelValues(label).Set(float64(r.Checkpoint.Remaining()))
 }

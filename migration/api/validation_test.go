@@ -1,16 +1,11 @@
-package migration
+package api
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
-	"github.com/concordproject/concord/registry"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -104,7 +99,7 @@ func TestValidateMigration(t *testing.T) {
 			if obj == nil {
 				obj = svmObject(tc.group, tc.resource, nil)
 			}
-			checkErrors(t, validateMigration(obj), tc.want)
+			checkErrors(t, ValidateMigration(obj), tc.want)
 		})
 	}
 }
@@ -249,85 +244,8 @@ func TestValidateMigrationUpdate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			checkErrors(t, validateMigrationUpdate(tc.obj, tc.old), tc.want)
+			checkErrors(t, ValidateMigrationUpdate(tc.obj, tc.old), tc.want)
 		})
-	}
-}
-
-// The rules a Kubernetes server applies to conditions are those metav1.Condition
-// validation applies, on objects as the migration package writes them.
-func TestMigrationStatusAsWritten(t *testing.T) {
-	m := &StorageVersionMigration{}
-	m.Spec.Resource.Resource = "widgets"
-	m.Spec.Resource.Group = "example.com"
-	before := toObject(t, m)
-	setRunning(&m.Status, 1, checkpointFrom(&Progress{}, ""))
-	running := toObject(t, m)
-	checkErrors(t, validateMigrationUpdate(running, before), nil)
-	m.Status.ResourceVersion = "1234"
-	withRV := toObject(t, m)
-	checkErrors(t, validateMigrationUpdate(withRV, running), nil)
-	if wellFormedResourceVersion("") || wellFormedResourceVersion("0") || !wellFormedResourceVersion("1234") {
-		t.Error("wellFormedResourceVersion disagrees with Kubernetes' resource version rule")
-	}
-}
-
-func toObject(t *testing.T, m *StorageVersionMigration) map[string]interface{} {
-	t.Helper()
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
-// ExtendStorageVersionMigration runs the rules after the hooks the resource had,
-// keeps its other hooks and leaves the original Hooks value alone.
-func TestExtendStorageVersionMigrationHooks(t *testing.T) {
-	baseErr := field.Forbidden(field.NewPath("metadata", "name"), "base hook")
-	base := &registry.Hooks{
-		AllowCreateOnUpdate: true,
-		Validate: func(context.Context, *unstructured.Unstructured) field.ErrorList {
-			return field.ErrorList{baseErr}
-		},
-	}
-	res := &registry.Resource{
-		Group:          StorageVersionMigrations.Group,
-		Names:          apiextensionsv1.CustomResourceDefinitionNames{Plural: StorageVersionMigrations.Resource, Kind: "StorageVersionMigration"},
-		Versions:       []registry.Version{{Name: "v1", Served: true}},
-		StorageVersion: "v1",
-		Hooks:          base,
-	}
-	if err := ExtendStorageVersionMigration(res); err != nil {
-		t.Fatal(err)
-	}
-	h := res.Hooks
-	if h == base || !h.AllowCreateOnUpdate || base.ValidateUpdate != nil {
-		t.Fatalf("hooks not merged into a copy: %+v (base %+v)", h, base)
-	}
-	obj := &unstructured.Unstructured{Object: svmObject("", "", nil)}
-	checkErrors(t, h.Validate(t.Context(), obj), []wantErr{
-		{"metadata.name", field.ErrorTypeForbidden, "base hook"},
-		{"spec.resource.resource", field.ErrorTypeRequired, "resource is required to be set"},
-	})
-	checkErrors(t, base.Validate(t.Context(), obj), []wantErr{{"metadata.name", field.ErrorTypeForbidden, "base hook"}})
-	old := &unstructured.Unstructured{Object: svmObject("", "pods", status("7", cond(ConditionSucceeded, "True")))}
-	upd := &unstructured.Unstructured{Object: svmObject("", "pods", status("8", cond(ConditionSucceeded, "True")))}
-	checkErrors(t, h.ValidateUpdate(t.Context(), upd, old), []wantErr{{"status.resourceVersion", field.ErrorTypeInvalid, "field is immutable"}})
-
-	// Without hooks to start from.
-	res.Hooks = nil
-	if err := ExtendStorageVersionMigration(res); err != nil {
-		t.Fatal(err)
-	}
-	if res.Hooks == nil || res.Hooks.Validate == nil || res.Hooks.ValidateUpdate == nil {
-		t.Fatalf("no validation hooks: %+v", res.Hooks)
-	}
-	checkErrors(t, res.Hooks.Validate(t.Context(), &unstructured.Unstructured{Object: svmObject("", "pods", nil)}), nil)
-
-	other := &registry.Resource{Group: "example.com", Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"}}
-	if err := ExtendStorageVersionMigration(other); err == nil || other.Hooks != nil {
-		t.Errorf("another resource was extended: %v, %+v", err, other.Hooks)
 	}
 }
 
@@ -336,7 +254,7 @@ func TestConditionMessage(t *testing.T) {
 		for _, unit := range []string{"x", "é", "日本"} {
 			t.Run(fmt.Sprintf("%d×%q", n, unit), func(t *testing.T) {
 				msg := strings.Repeat(unit, n/len(unit))
-				got := conditionMessage(msg)
+				got := ConditionMessage(msg)
 				if len(got) > maxConditionMessage || !utf8.ValidString(got) {
 					t.Fatalf("length %d, valid UTF-8 %v", len(got), utf8.ValidString(got))
 				}

@@ -1,4 +1,4 @@
-package migration
+package discovery
 
 import (
 	"context"
@@ -9,47 +9,47 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
+	clientdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/klog/v2"
 )
 
-// resourceInfo is what discovery says about one resource.
-type resourceInfo struct {
+// Info is what discovery says about one resource.
+type Info struct {
 	// GVR names the resource in the version the server prefers.
 	GVR        schema.GroupVersionResource
 	Kind       string
 	Namespaced bool
-	// Hash is the storageVersionHash ("" for resources that are not persisted, or
+	// Hash is the storageVersionHash ("" for Resources that are not persisted, or
 	// whose server does not publish it).
 	Hash string
 	// Migratable is true if the resource can be listed and updated.
 	Migratable bool
 }
 
-// resources caches the server's discovery, refreshed by the trigger's polls and on
+// Resources caches the server's discovery, refreshed by the trigger's polls and on
 // demand when a resource is not found.
-type resources struct {
-	disc discovery.DiscoveryInterface
+type Resources struct {
+	disc clientdiscovery.DiscoveryInterface
 
 	mu        sync.Mutex
-	byGR      map[schema.GroupResource]resourceInfo
+	byGR      map[schema.GroupResource]Info
 	refreshed time.Time
 }
 
-func newResources(disc discovery.DiscoveryInterface) *resources {
-	return &resources{disc: disc, byGR: map[schema.GroupResource]resourceInfo{}}
+// New returns an empty cache of what disc serves; Refresh fills it.
+func New(disc clientdiscovery.DiscoveryInterface) *Resources {
+	return &Resources{disc: disc, byGR: map[schema.GroupResource]Info{}}
 }
 
-// refresh reads discovery again. Groups that fail to answer (an aggregated server
+// Refresh reads discovery again. Groups that fail to answer (an aggregated server
 // that is down) keep what was known of them; the error names them.
-func (r *resources) refresh(ctx context.Context) error {
-	lists, err := discovery.ServerPreferredResources(r.disc)
+func (r *Resources) Refresh(ctx context.Context) error {
+	lists, err := clientdiscovery.ServerPreferredResources(r.disc)
 	if lists == nil && err != nil {
 		return fmt.Errorf("discovery: %w", err)
 	}
-	found := map[schema.GroupResource]resourceInfo{}
+	found := map[schema.GroupResource]Info{}
 	for _, l := range lists {
 		gv, perr := schema.ParseGroupVersion(l.GroupVersion)
 		if perr != nil {
@@ -60,7 +60,7 @@ func (r *resources) refresh(ctx context.Context) error {
 				continue // a subresource
 			}
 			gr := schema.GroupResource{Group: gv.Group, Resource: ar.Name}
-			found[gr] = resourceInfo{
+			found[gr] = Info{
 				GVR:        gv.WithResource(ar.Name),
 				Kind:       ar.Kind,
 				Namespaced: ar.Namespaced,
@@ -72,8 +72,8 @@ func (r *resources) refresh(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
-		// Keep the resources of the groups that failed.
-		var failed *discovery.ErrGroupDiscoveryFailed
+		// Keep the Resources of the groups that failed.
+		var failed *clientdiscovery.ErrGroupDiscoveryFailed
 		if discoveryFailed(err, &failed) {
 			for gr, info := range r.byGR {
 				if _, bad := failed.Groups[info.GVR.GroupVersion()]; bad {
@@ -88,27 +88,27 @@ func (r *resources) refresh(ctx context.Context) error {
 	return nil
 }
 
-func discoveryFailed(err error, target **discovery.ErrGroupDiscoveryFailed) bool {
+func discoveryFailed(err error, target **clientdiscovery.ErrGroupDiscoveryFailed) bool {
 	return errors.As(err, target)
 }
 
-// synced reports whether discovery has answered at least once.
-func (r *resources) synced() bool {
+// Synced reports whether discovery has answered at least once.
+func (r *Resources) Synced() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return !r.refreshed.IsZero()
 }
 
-// get returns the cached information about gr.
-func (r *resources) get(gr schema.GroupResource) (resourceInfo, bool) {
+// Get returns the cached information about gr.
+func (r *Resources) Get(gr schema.GroupResource) (Info, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	info, ok := r.byGR[gr]
 	return info, ok
 }
 
-// all returns every cached resource.
-func (r *resources) all() []schema.GroupResource {
+// All returns every cached resource.
+func (r *Resources) All() []schema.GroupResource {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]schema.GroupResource, 0, len(r.byGR))
@@ -118,9 +118,9 @@ func (r *resources) all() []schema.GroupResource {
 	return out
 }
 
-// lookup returns the information about gr, reading discovery again if gr is not
+// Lookup returns the information about gr, reading discovery again if gr is not
 // known or the cache is older than maxAge.
-func (r *resources) lookup(ctx context.Context, gr schema.GroupResource, maxAge time.Duration) (resourceInfo, bool, error) {
+func (r *Resources) Lookup(ctx context.Context, gr schema.GroupResource, maxAge time.Duration) (Info, bool, error) {
 	r.mu.Lock()
 	info, ok := r.byGR[gr]
 	fresh := time.Since(r.refreshed) < maxAge
@@ -128,20 +128,15 @@ func (r *resources) lookup(ctx context.Context, gr schema.GroupResource, maxAge 
 	if ok && fresh {
 		return info, true, nil
 	}
-	if err := r.refresh(ctx); err != nil {
+	if err := r.Refresh(ctx); err != nil {
 		return info, ok, err
 	}
-	info, ok = r.get(gr)
+	info, ok = r.Get(gr)
 	return info, ok, nil
 }
 
-// served reports whether the server serves gvr (from the cache).
-func (r *resources) served(gvr schema.GroupVersionResource) bool {
-	info, ok := r.get(gvr.GroupResource())
+// Served reports whether the server serves gvr (from the cache).
+func (r *Resources) Served(gvr schema.GroupVersionResource) bool {
+	info, ok := r.Get(gvr.GroupResource())
 	return ok && info.GVR.Version == gvr.Version
-}
-
-// groupResource renders a GroupResource as metav1's.
-func groupResource(gr schema.GroupResource) metav1.GroupResource {
-	return metav1.GroupResource{Group: gr.Group, Resource: gr.Resource}
 }

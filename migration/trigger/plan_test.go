@@ -1,4 +1,4 @@
-package migration
+package trigger
 
 import (
 	"fmt"
@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concordproject/concord/migration/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // world is what plan sees and acts on: one resource's state and migrations.
 type world struct {
 	now   time.Time
-	state *StorageStateStatus
+	state *api.StorageStateStatus
 	migs  []migrationSummary
 }
 
@@ -30,7 +31,7 @@ func (w *world) latest() *migrationSummary {
 func (w *world) end(phase, reason string) {
 	l := w.latest()
 	l.Phase, l.Finished = phase, w.now
-	l.Aborted = reason == ReasonStorageVersionsDisagree || reason == ReasonStorageVersionChanged
+	l.Aborted = reason == api.ReasonStorageVersionsDisagree || reason == api.ReasonStorageVersionChanged
 }
 
 // step is one moment of a story: something happens (do), then the trigger looks at
@@ -55,8 +56,8 @@ func mixed(rv string, hs ...string) observation {
 	return observation{Reported: hs, ResourceVersion: rv}
 }
 
-func succeed(w *world)     { w.end(ConditionSucceeded, ReasonMigrationCompleted) }
-func failObjects(w *world) { w.end(ConditionFailed, ReasonObjectsFailed) }
+func succeed(w *world)     { w.end(api.ConditionSucceeded, api.ReasonMigrationCompleted) }
+func failObjects(w *world) { w.end(api.ConditionFailed, api.ReasonObjectsFailed) }
 func after(d time.Duration) func(*world) {
 	return func(w *world) { w.now = w.now.Add(d) }
 }
@@ -73,15 +74,15 @@ func TestLifecycle(t *testing.T) {
 	}{{
 		name: "new resource from discovery",
 		steps: []step{
-			{what: "first sight", obs: agreed(A, ""), persisted: []string{Unknown}, current: A, launch: true},
-			{what: "still running", do: after(time.Second), obs: agreed(A, ""), persisted: []string{Unknown}, current: A},
+			{what: "first sight", obs: agreed(A, ""), persisted: []string{api.Unknown}, current: A, launch: true},
+			{what: "still running", do: after(time.Second), obs: agreed(A, ""), persisted: []string{api.Unknown}, current: A},
 			{what: "migrated", do: succeed, obs: agreed(A, ""), persisted: []string{A}, current: A},
 			{what: "heartbeat only", do: after(2 * time.Minute), obs: agreed(A, ""), persisted: []string{A}, current: A},
 		},
 	}, {
 		name: "upgrade then downgrade (the KEP's CronJob story)",
 		steps: []step{
-			{what: "1.14 first sight", obs: agreed(A, ""), persisted: []string{Unknown}, current: A, launch: true},
+			{what: "1.14 first sight", obs: agreed(A, ""), persisted: []string{api.Unknown}, current: A, launch: true},
 			{what: "1.14 migrated", do: succeed, obs: agreed(A, ""), persisted: []string{A}, current: A},
 			{what: "upgrade to 1.15", obs: agreed(B, ""), persisted: []string{A, B}, current: B, launch: true},
 			{what: "1.15 migrated", do: succeed, obs: agreed(B, ""), persisted: []string{B}, current: B},
@@ -91,10 +92,10 @@ func TestLifecycle(t *testing.T) {
 	}, {
 		name: "rolling upgrade: nothing while mixed, exactly one migration after agreement",
 		steps: []step{
-			{what: "start", obs: agreed(A, "1"), persisted: []string{Unknown}, current: A, launch: true},
+			{what: "start", obs: agreed(A, "1"), persisted: []string{api.Unknown}, current: A, launch: true},
 			{what: "migrated", do: succeed, obs: agreed(A, "1"), persisted: []string{A}, current: A},
-			{what: "one server upgraded", obs: mixed("2", A, B), persisted: []string{A, B}, current: Unknown},
-			{what: "two servers upgraded", obs: mixed("3", B, A), persisted: []string{A, B}, current: Unknown},
+			{what: "one server upgraded", obs: mixed("2", A, B), persisted: []string{A, B}, current: api.Unknown},
+			{what: "two servers upgraded", obs: mixed("3", B, A), persisted: []string{A, B}, current: api.Unknown},
 			{what: "all upgraded", obs: agreed(B, "4"), persisted: []string{A, B}, current: B, launch: true},
 			{what: "seen again", obs: agreed(B, "4"), persisted: []string{A, B}, current: B},
 			{what: "migrated", do: succeed, obs: agreed(B, "4"), persisted: []string{B}, current: B},
@@ -102,66 +103,66 @@ func TestLifecycle(t *testing.T) {
 	}, {
 		name: "disagreement aborts the running migration",
 		steps: []step{
-			{what: "start", obs: agreed(B, "4"), persisted: []string{Unknown}, current: B, launch: true},
-			{what: "a server rolls back", obs: mixed("5", B, A), persisted: []string{Unknown, B, A}, current: Unknown, aborts: []string{ReasonStorageVersionsDisagree}},
-			{what: "the abort is seen", do: func(w *world) { w.end(ConditionFailed, ReasonStorageVersionsDisagree) }, obs: mixed("5", B, A), persisted: []string{Unknown, B, A}, current: Unknown},
-			{what: "agreement again", obs: agreed(B, "6"), persisted: []string{Unknown, B, A}, current: B, launch: true},
+			{what: "start", obs: agreed(B, "4"), persisted: []string{api.Unknown}, current: B, launch: true},
+			{what: "a server rolls back", obs: mixed("5", B, A), persisted: []string{api.Unknown, B, A}, current: api.Unknown, aborts: []string{api.ReasonStorageVersionsDisagree}},
+			{what: "the abort is seen", do: func(w *world) { w.end(api.ConditionFailed, api.ReasonStorageVersionsDisagree) }, obs: mixed("5", B, A), persisted: []string{api.Unknown, B, A}, current: api.Unknown},
+			{what: "agreement again", obs: agreed(B, "6"), persisted: []string{api.Unknown, B, A}, current: B, launch: true},
 			{what: "migrated", do: succeed, obs: agreed(B, "6"), persisted: []string{B}, current: B},
 		},
 	}, {
 		name: "StorageVersion changed during the migration: restarted",
 		steps: []step{
-			{what: "start", obs: agreed(B, "4"), persisted: []string{Unknown}, current: B, launch: true},
-			{what: "a server joins, same version", obs: agreed(B, "5"), persisted: []string{Unknown}, current: B, launch: true, aborts: []string{ReasonStorageVersionChanged}},
+			{what: "start", obs: agreed(B, "4"), persisted: []string{api.Unknown}, current: B, launch: true},
+			{what: "a server joins, same version", obs: agreed(B, "5"), persisted: []string{api.Unknown}, current: B, launch: true, aborts: []string{api.ReasonStorageVersionChanged}},
 			{what: "migrated", do: succeed, obs: agreed(B, "5"), persisted: []string{B}, current: B},
 		},
 	}, {
 		name: "success that ends after a StorageVersion change does not count",
 		steps: []step{
-			{what: "start", obs: agreed(B, "4"), persisted: []string{Unknown}, current: B, launch: true},
-			{what: "succeeds, but the object moved", do: succeed, obs: agreed(B, "7"), persisted: []string{Unknown}, current: B, launch: true},
+			{what: "start", obs: agreed(B, "4"), persisted: []string{api.Unknown}, current: B, launch: true},
+			{what: "succeeds, but the object moved", do: succeed, obs: agreed(B, "7"), persisted: []string{api.Unknown}, current: B, launch: true},
 			{what: "migrated", do: succeed, obs: agreed(B, "7"), persisted: []string{B}, current: B},
 		},
 	}, {
 		name: "stale heartbeat from discovery: reset and migrate again",
 		steps: []step{
-			{what: "start", obs: agreed(A, ""), persisted: []string{Unknown}, current: A, launch: true},
+			{what: "start", obs: agreed(A, ""), persisted: []string{api.Unknown}, current: A, launch: true},
 			{what: "migrated", do: succeed, obs: agreed(A, ""), persisted: []string{A}, current: A},
-			{what: "trigger down 11m", do: after(11 * time.Minute), obs: agreed(A, ""), persisted: []string{Unknown}, current: A, launch: true},
+			{what: "trigger down 11m", do: after(11 * time.Minute), obs: agreed(A, ""), persisted: []string{api.Unknown}, current: A, launch: true},
 			{what: "migrated", do: succeed, obs: agreed(A, ""), persisted: []string{A}, current: A},
 		},
 	}, {
 		name: "stale heartbeat, StorageVersion unchanged: the earlier migration still proves it",
 		steps: []step{
-			{what: "start", obs: agreed(A, "1"), persisted: []string{Unknown}, current: A, launch: true},
+			{what: "start", obs: agreed(A, "1"), persisted: []string{api.Unknown}, current: A, launch: true},
 			{what: "migrated", do: succeed, obs: agreed(A, "1"), persisted: []string{A}, current: A},
 			{what: "trigger down 11m", do: after(11 * time.Minute), obs: agreed(A, "1"), persisted: []string{A}, current: A},
 		},
 	}, {
 		name: "short outage: a hash change is still seen",
 		steps: []step{
-			{what: "start", obs: agreed(A, ""), persisted: []string{Unknown}, current: A, launch: true},
+			{what: "start", obs: agreed(A, ""), persisted: []string{api.Unknown}, current: A, launch: true},
 			{what: "migrated", do: succeed, obs: agreed(A, ""), persisted: []string{A}, current: A},
 			{what: "down 5m, upgraded meanwhile", do: after(5 * time.Minute), obs: agreed(B, ""), persisted: []string{A, B}, current: B, launch: true},
 		},
 	}, {
 		name: "failed objects: retried after a delay that doubles",
 		steps: []step{
-			{what: "start", obs: agreed(A, ""), persisted: []string{Unknown}, current: A, launch: true},
-			{what: "objects failed", do: failObjects, obs: agreed(A, ""), persisted: []string{Unknown}, current: A, requeue: 10 * time.Minute},
-			{what: "4m later", do: after(4 * time.Minute), obs: agreed(A, ""), persisted: []string{Unknown}, current: A, requeue: 6 * time.Minute},
-			{what: "10m later", do: after(6 * time.Minute), obs: agreed(A, ""), persisted: []string{Unknown}, current: A, launch: true},
-			{what: "failed again", do: failObjects, obs: agreed(A, ""), persisted: []string{Unknown}, current: A, requeue: 20 * time.Minute},
+			{what: "start", obs: agreed(A, ""), persisted: []string{api.Unknown}, current: A, launch: true},
+			{what: "objects failed", do: failObjects, obs: agreed(A, ""), persisted: []string{api.Unknown}, current: A, requeue: 10 * time.Minute},
+			{what: "4m later", do: after(4 * time.Minute), obs: agreed(A, ""), persisted: []string{api.Unknown}, current: A, requeue: 6 * time.Minute},
+			{what: "10m later", do: after(6 * time.Minute), obs: agreed(A, ""), persisted: []string{api.Unknown}, current: A, launch: true},
+			{what: "failed again", do: failObjects, obs: agreed(A, ""), persisted: []string{api.Unknown}, current: A, requeue: 20 * time.Minute},
 		},
 	}, {
 		name: "other migrations are left alone, except while servers disagree",
 		steps: []step{
-			{what: "start", obs: agreed(A, "1"), persisted: []string{Unknown}, current: A, launch: true},
+			{what: "start", obs: agreed(A, "1"), persisted: []string{api.Unknown}, current: A, launch: true},
 			{what: "migrated", do: succeed, obs: agreed(A, "1"), persisted: []string{A}, current: A},
 			{what: "someone starts one", do: func(w *world) {
-				w.migs = append(w.migs, migrationSummary{Name: "mine", Phase: ConditionRunning})
+				w.migs = append(w.migs, migrationSummary{Name: "mine", Phase: api.ConditionRunning})
 			}, obs: agreed(A, "1"), persisted: []string{A}, current: A},
-			{what: "servers disagree", obs: mixed("2", A, B), persisted: []string{A, B}, current: Unknown, aborts: []string{ReasonStorageVersionsDisagree}},
+			{what: "servers disagree", obs: mixed("2", A, B), persisted: []string{A, B}, current: api.Unknown, aborts: []string{api.ReasonStorageVersionsDisagree}},
 		},
 	}}
 	for _, tt := range tests {
@@ -192,7 +193,7 @@ func TestLifecycle(t *testing.T) {
 					reasons = append(reasons, a.Reason)
 					for j := range w.migs {
 						if w.migs[j].Name == a.Name {
-							w.migs[j].Phase, w.migs[j].Aborted, w.migs[j].Finished = ConditionFailed, true, w.now
+							w.migs[j].Phase, w.migs[j].Aborted, w.migs[j].Finished = api.ConditionFailed, true, w.now
 						}
 					}
 				}
@@ -248,18 +249,18 @@ func TestMigrationNames(t *testing.T) {
 
 func TestSummarize(t *testing.T) {
 	done := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	m := &StorageVersionMigration{ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com-7", Annotations: map[string]string{
-		AnnotationStorageVersionHash: "h", AnnotationStorageVersionResourceVersion: "42"}}}
+	m := &api.StorageVersionMigration{ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com-7", Annotations: map[string]string{
+		api.AnnotationStorageVersionHash: "h", api.AnnotationStorageVersionResourceVersion: "42"}}}
 	m.Status.Conditions = []metav1.Condition{
-		{Type: ConditionRunning, Status: metav1.ConditionFalse, Reason: ReasonStorageVersionsDisagree},
-		{Type: ConditionFailed, Status: metav1.ConditionTrue, Reason: ReasonStorageVersionsDisagree, LastTransitionTime: done},
+		{Type: api.ConditionRunning, Status: metav1.ConditionFalse, Reason: api.ReasonStorageVersionsDisagree},
+		{Type: api.ConditionFailed, Status: metav1.ConditionTrue, Reason: api.ReasonStorageVersionsDisagree, LastTransitionTime: done},
 	}
 	got := summarize(m)
-	want := migrationSummary{Name: m.Name, Sequence: 7, Triggered: true, Hash: "h", StorageVersionRV: "42", Phase: ConditionFailed, Aborted: true, Finished: done.Time}
+	want := migrationSummary{Name: m.Name, Sequence: 7, Triggered: true, Hash: "h", StorageVersionRV: "42", Phase: api.ConditionFailed, Aborted: true, Finished: done.Time}
 	if got != want {
 		t.Errorf("summarize = %+v, want %+v", got, want)
 	}
-	user := summarize(&StorageVersionMigration{ObjectMeta: metav1.ObjectMeta{Name: "by-hand-3"}})
+	user := summarize(&api.StorageVersionMigration{ObjectMeta: metav1.ObjectMeta{Name: "by-hand-3"}})
 	if user.Triggered || user.Sequence != 0 || user.Phase != "Pending" {
 		t.Errorf("a migration without the trigger's annotations: %+v", user)
 	}

@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/concordproject/concord/migration/crds"
-	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/migration/api"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -46,8 +45,8 @@ func EnsureCRDs(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	want := []*apiextensionsv1.CustomResourceDefinition{crds.StorageState()}
-	svm := crds.StorageVersionMigration()
+	want := []*apiextensionsv1.CustomResourceDefinition{api.StorageStateCRD()}
+	svm := api.StorageVersionMigrationCRD()
 	_, err = cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, svm.Name, metav1.GetOptions{})
 	switch {
 	case err == nil:
@@ -78,7 +77,7 @@ func servesMigrations(cfg *rest.Config) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	list, err := disc.ServerResourcesForGroupVersion(StorageVersionMigrations.GroupVersion().String())
+	list, err := disc.ServerResourcesForGroupVersion(api.StorageVersionMigrations.GroupVersion().String())
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -86,7 +85,7 @@ func servesMigrations(cfg *rest.Config) (bool, error) {
 		return false, err
 	}
 	for _, r := range list.APIResources {
-		if r.Name == StorageVersionMigrations.Resource {
+		if r.Name == api.StorageVersionMigrations.Resource {
 			return true, nil
 		}
 	}
@@ -101,10 +100,10 @@ func ensureCRD(ctx context.Context, cs apiextensionsclient.Interface, dyn dynami
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := client.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			_, err = client.Create(ctx, want, metav1.CreateOptions{FieldManager: componentName})
+			_, err = client.Create(ctx, want, metav1.CreateOptions{FieldManager: api.FieldManager})
 			if apierrors.IsAlreadyExists(err) {
 				// Another caller created it meanwhile: compare with theirs.
-				return apierrors.NewConflict(CustomResourceDefinitions.GroupResource(), want.Name, err)
+				return apierrors.NewConflict(api.CustomResourceDefinitions.GroupResource(), want.Name, err)
 			}
 			if err == nil {
 				klog.FromContext(ctx).Info("Definition installed", "crd", want.Name)
@@ -125,7 +124,7 @@ func ensureCRD(ctx context.Context, cs apiextensionsclient.Interface, dyn dynami
 		for k, v := range want.Annotations {
 			next.Annotations[k] = v
 		}
-		if _, err := client.Update(ctx, next, metav1.UpdateOptions{FieldManager: componentName}); err != nil {
+		if _, err := client.Update(ctx, next, metav1.UpdateOptions{FieldManager: api.FieldManager}); err != nil {
 			return err
 		}
 		klog.FromContext(ctx).Info("Definition updated", "crd", want.Name)
@@ -182,60 +181,4 @@ func annotationsContain(have, want map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// ErrNotStorageVersionMigrations is returned by ExtendStorageVersionMigration for any
-// other resource.
-var ErrNotStorageVersionMigrations = errors.New("not storagemigration.k8s.io storageversionmigrations")
-
-// ExtendStorageVersionMigration adds Concord's status.progress (and printer columns
-// showing it) to every version of res, the built-in storagemigration.k8s.io
-// storageversionmigrations resource whose schemas come from the API catalog, so that
-// the server keeps the progress the controllers write instead of pruning it. The
-// fields are those of the StorageVersionMigration manifest in package crds, the one
-// definition of them.
-//
-// It also gives res Kubernetes' validation of the API, which the catalog's schemas do
-// not carry: on create, spec.resource.resource is required (a DNS-1035 label) and
-// spec.resource.group a DNS-1123 subdomain; on update, spec is immutable; a status
-// write keeps status.resourceVersion once set (and well formed), keeps a True
-// Succeeded or Failed condition True, never has both True, and never has Running
-// True beside either. Violations are 422 Invalid with one cause per rule, the field
-// paths and messages of Kubernetes. The rules run after any Validate and
-// ValidateUpdate hooks res already has, which are kept (res.Hooks is replaced by a
-// copy, never changed in place).
-//
-// Call it once, before the resource is put into a registry.
-func ExtendStorageVersionMigration(res *registry.Resource) error {
-	if res.GroupResource() != StorageVersionMigrations.GroupResource() {
-		return fmt.Errorf("%w: %s", ErrNotStorageVersionMigrations, res.GroupResource())
-	}
-	res.Hooks = withValidation(res.Hooks)
-	v := crds.StorageVersionMigration().Spec.Versions[0]
-	progress := v.Schema.OpenAPIV3Schema.Properties["status"].Properties["progress"]
-	done := map[*apiextensionsv1.JSONSchemaProps]bool{}
-	for i := range res.Versions {
-		rv := &res.Versions[i]
-		if rv.Schema == nil {
-			continue // schemaless: nothing is pruned
-		}
-		if !done[rv.Schema] {
-			done[rv.Schema] = true
-			status, ok := rv.Schema.Properties["status"]
-			if !ok {
-				status = apiextensionsv1.JSONSchemaProps{Type: "object"}
-			}
-			if status.Properties == nil {
-				status.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
-			}
-			status.Properties["progress"] = *progress.DeepCopy()
-			rv.Schema.Properties["status"] = status
-		}
-		if len(rv.PrinterColumns) == 0 {
-			for _, c := range v.AdditionalPrinterColumns {
-				rv.PrinterColumns = append(rv.PrinterColumns, *c.DeepCopy())
-			}
-		}
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package crds
+package api
 
 import (
 	"slices"
@@ -14,7 +14,7 @@ import (
 // Both manifests are definitions Kubernetes accepts: structural schemas, a status
 // subresource, approval annotations for their protected groups.
 func TestManifestsAreValid(t *testing.T) {
-	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{StorageState(), StorageVersionMigration()} {
+	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{StorageStateCRD(), StorageVersionMigrationCRD()} {
 		t.Run(crd.Name, func(t *testing.T) {
 			v1 := crd.DeepCopy()
 			apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(v1)
@@ -54,7 +54,7 @@ func TestStorageVersionMigrationMatchesTheBuiltIn(t *testing.T) {
 	if builtin == nil || builtin.Version("v1") == nil {
 		t.Fatal("the API catalog has no storagemigration.k8s.io/v1 storageversionmigrations")
 	}
-	crd := StorageVersionMigration()
+	crd := StorageVersionMigrationCRD()
 	if crd.Spec.Names.Kind != builtin.Names.Kind || crd.Spec.Names.Plural != builtin.Names.Plural ||
 		(crd.Spec.Scope == apiextensionsv1.NamespaceScoped) != builtin.Namespaced {
 		t.Errorf("names or scope differ from the built-in: %+v", crd.Spec.Names)

@@ -1,12 +1,12 @@
-// Package crds holds the CustomResourceDefinition manifests of the storage-migration
-// APIs, embedded in the binary: migration.k8s.io/v1alpha1 StorageState, and
-// storagemigration.k8s.io/v1 StorageVersionMigration with Concord's progress fields for
-// clusters that do not serve that API themselves. The YAML files beside this one are
-// the only definition of these schemas; everything else (the controllers, the status
-// fields added to Concord's built-in StorageVersionMigration) is derived from them.
-//
-// The package only parses; installing the definitions is migration.EnsureCRDs.
-package crds
+package api
+
+// The CustomResourceDefinition manifests of the storage-migration APIs, embedded in
+// the binary: migration.k8s.io/v1alpha1 StorageState, and storagemigration.k8s.io/v1
+// StorageVersionMigration with Concord's progress fields for clusters that do not
+// serve that API themselves. The YAML files beside this one are the only definition of
+// these schemas; everything else (the controllers, the status fields added to
+// Concord's built-in StorageVersionMigration) is derived from them. Installing them is
+// migration.EnsureCRDs.
 
 import (
 	"embed"
@@ -27,14 +27,14 @@ const (
 //go:embed *.yaml
 var files embed.FS
 
-// StorageState returns a new copy of the StorageState definition.
-func StorageState() *apiextensionsv1.CustomResourceDefinition {
+// StorageStateCRD returns a new copy of the StorageState definition.
+func StorageStateCRD() *apiextensionsv1.CustomResourceDefinition {
 	return mustLoad(StorageStatesFile, storageStatesName)
 }
 
-// StorageVersionMigration returns a new copy of the StorageVersionMigration definition
+// StorageVersionMigrationCRD returns a new copy of the StorageVersionMigration definition
 // (storagemigration.k8s.io/v1 with Concord's status.progress).
-func StorageVersionMigration() *apiextensionsv1.CustomResourceDefinition {
+func StorageVersionMigrationCRD() *apiextensionsv1.CustomResourceDefinition {
 	return mustLoad(StorageVersionMigrationsFile, storageVersionMigrationsName)
 }
 
@@ -52,7 +52,7 @@ func mustLoad(file, name string) *apiextensionsv1.CustomResourceDefinition {
 		panic(err)
 	}
 	if crd.Name != name {
-		panic(fmt.Sprintf("crds: %s defines %q, want %q", file, crd.Name, name))
+		panic(fmt.Sprintf("manifests: %s defines %q, want %q", file, crd.Name, name))
 	}
 	return crd
 }
@@ -60,11 +60,11 @@ func mustLoad(file, name string) *apiextensionsv1.CustomResourceDefinition {
 func load(file string) (*apiextensionsv1.CustomResourceDefinition, error) {
 	data, err := files.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("crds: %w", err)
+		return nil, fmt.Errorf("manifests: %w", err)
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		return nil, fmt.Errorf("crds: decoding %s: %w", file, err)
+		return nil, fmt.Errorf("manifests: decoding %s: %w", file, err)
 	}
 	return crd, nil
 }

@@ -1,0 +1,15 @@
+// Package builtin gives the built-in resources of the API catalog their Go behaviour,
+// one way for all: Configure looks each resource up in one table that names the
+// package owning its behaviour, and applies it. Most catalog resources have none
+// (they are stored and served as their schemas say).
+//
+// The behaviours owned elsewhere are applied from here: namespaces (package
+// namespace), StorageVersions (package storageversion), StorageVersionMigrations
+// (Kubernetes' validation rules of migration/api, with Concord's status.progress).
+// The few that no other package owns live here, one file per resource: Events (their
+// expiry, the field selectors of core Events, kubectl's columns) and Leases (created
+// by PUT).
+//
+// It changes definitions before they go into a registry; it serves and stores
+// nothing.
+package builtin
