@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -25,17 +26,17 @@ const retryAfter = time.Second
 // removes the cleanup finalizer, which completes the deletion. Its progress shows in
 // the Terminating condition. Every step is idempotent: several servers may run it at
 // once.
-func (c *Controller) cleanup(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+func (c *Controller) cleanup(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (reconcile.Result, error) {
 	if !slices.Contains(crd.Finalizers, FinalizerCleanup) {
-		return nil
+		return reconcile.Result{}, nil
 	}
 	res, err := c.instancesResource(ctx, crd)
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	if cond := apihelpers.FindCRDCondition(crd, apiextensionsv1.Terminating); cond == nil || cond.Reason == reasonDeletionPending {
 		if crd, err = c.setTerminating(ctx, crd, reasonDeletionInProgress, "CustomResource deletion is in progress"); err != nil {
-			return err
+			return reconcile.Result{}, err
 		}
 	}
 	remaining, err := c.deleteInstances(ctx, res)
@@ -44,18 +45,17 @@ func (c *Controller) cleanup(ctx context.Context, crd *apiextensionsv1.CustomRes
 		if _, serr := c.setTerminating(ctx, crd, reasonDeletionFailed, msg); serr != nil {
 			klog.FromContext(ctx).V(2).Info("Cannot report the cleanup failure", "crd", crd.Name, "err", serr)
 		}
-		return err
+		return reconcile.Result{}, err
 	}
 	if remaining > 0 {
 		if !isTerminating(crd, reasonDeletionCheck) {
 			if _, err := c.setTerminating(ctx, crd, reasonDeletionCheck, "some instances are still being deleted"); err != nil {
-				return err
+				return reconcile.Result{}, err
 			}
 		}
-		c.queue.AddAfter(crd.Name, retryAfter)
-		return nil
+		return reconcile.Result{RequeueAfter: retryAfter}, nil
 	}
-	return c.removeFinalizer(ctx, crd)
+	return reconcile.Result{}, c.removeFinalizer(ctx, crd)
 }
 
 // instancesResource returns the resource to read and delete crd's custom resources
@@ -129,7 +129,7 @@ func (c *Controller) deleteInstances(ctx context.Context, res *registry.Resource
 func (c *Controller) removeFinalizer(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
 	res := c.reg.Get(GroupResource)
 	if res == nil {
-		return errNotRegistered
+		return fmt.Errorf("%w: %s", store.ErrNotServed, GroupResource)
 	}
 	uid := crd.UID
 	_, _, err := c.store.Update(ctx, store.Ref{Resource: res, Version: "v1", Name: crd.Name}, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {

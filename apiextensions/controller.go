@@ -3,30 +3,21 @@ package apiextensions
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
-
-// errNotRegistered: the CustomResourceDefinition resource is missing from the registry
-// the controller was given.
-var errNotRegistered = errors.New("customresourcedefinitions.apiextensions.k8s.io is not registered")
 
 // groupIndex indexes definitions by spec.group, the scope of name conflicts.
 const groupIndex = "group"
@@ -48,8 +39,8 @@ const groupIndex = "group"
 type Controller struct {
 	reg      *registry.Registry
 	store    *store.Store
-	queue    workqueue.TypedRateLimitingInterface[string]
 	informer cache.SharedIndexInformer
+	ctrl     *reconcile.Controller[string]
 	synced   atomic.Bool
 	// syncedCh is closed when synced turns true.
 	syncedCh chan struct{}
@@ -69,35 +60,16 @@ type Controller struct {
 	Publish func(ctx context.Context, res *registry.Resource, put func(context.Context, *registry.Resource) error) error
 }
 
-// NewController returns a controller serving the definitions stored through store
+// NewController returns a controller serving the definitions stored through st
 // (apiextensions.k8s.io customresourcedefinitions, which must be in reg) into reg.
-func NewController(reg *registry.Registry, st *store.Store) *Controller {
+func NewController(reg *registry.Registry, st *store.Store, metrics *reconcile.Metrics) (*Controller, error) {
 	c := &Controller{
-		syncedCh: make(chan struct{}),
-		reg:      reg,
-		store:    st,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "customresourcedefinitions"}),
+		syncedCh:  make(chan struct{}),
+		reg:       reg,
+		store:     st,
 		published: map[string]string{},
 	}
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			res := reg.Get(GroupResource)
-			if res == nil {
-				return nil, errNotRegistered
-			}
-			return st.List(ctx, store.Ref{Resource: res, Version: "v1"}, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			res := reg.Get(GroupResource)
-			if res == nil {
-				return nil, errNotRegistered
-			}
-			return st.Watch(ctx, store.Ref{Resource: res, Version: "v1"}, opts)
-		},
-	}
-	c.informer = cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{
+	c.informer = st.NewInformer(store.Source{Registry: reg, Resource: GroupResource, Version: "v1"}, cache.Indexers{
 		groupIndex: func(obj interface{}) ([]string, error) {
 			u, ok := obj.(*unstructured.Unstructured)
 			if !ok {
@@ -107,7 +79,8 @@ func NewController(reg *registry.Registry, st *store.Store) *Controller {
 			return []string{g}, nil
 		},
 	})
-	return c
+	c.ctrl = reconcile.New("customresourcedefinitions", reconcile.Func[string](c.reconcile), reconcile.Options[string]{Workers: 2, Metrics: metrics})
+	return c, c.ctrl.Watch(c.informer, c.groupOf)
 }
 
 // HasSynced reports whether every definition that existed when the controller started
@@ -118,119 +91,72 @@ func (c *Controller) HasSynced() bool { return c.synced.Load() }
 func (c *Controller) Synced() <-chan struct{} { return c.syncedCh }
 
 // Run reconciles definitions until ctx is done. It first reconciles every existing
-// definition (HasSynced turns true), then follows changes with two workers.
-func (c *Controller) Run(ctx context.Context) {
-	logger := klog.FromContext(ctx).WithName("crd-controller")
-	ctx = klog.NewContext(ctx, logger)
-	defer c.queue.ShutDown()
-	handle, err := c.informer.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) { c.enqueueGroup(obj) },
-		UpdateFunc: func(_, obj interface{}) {
-			c.enqueueGroup(obj)
-		},
-		DeleteFunc: func(obj interface{}) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			c.enqueueGroup(obj)
-		},
-	}, cache.HandlerOptions{Logger: &logger})
-	if err != nil {
-		logger.Error(err, "Cannot watch CustomResourceDefinitions")
-		return
-	}
-	go c.informer.RunWithContext(ctx)
-	// Poll the informer closely: start-up waits on this, and client-go's helper polls
-	// every 100 ms.
-	if err := wait.PollUntilContextCancel(ctx, 2*time.Millisecond, true, func(context.Context) (bool, error) {
-		return handle.HasSynced(), nil
-	}); err != nil {
-		return
+// definition (HasSynced turns true), then follows changes with two workers; it
+// returns once they and the informer have stopped.
+func (c *Controller) Run(ctx context.Context) error {
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("crd-controller"))
+	defer reconcile.StartInformers(ctx, c.informer)()
+	if !c.ctrl.WaitForSync(ctx) {
+		return nil
 	}
 	// Reconcile what exists before serving: the queue holds every definition now.
-	for c.queue.Len() > 0 && c.processNext(ctx) {
-	}
+	c.ctrl.Drain(ctx)
 	c.synced.Store(true)
 	close(c.syncedCh)
 	for _, name := range c.deferred {
-		c.queue.Add(name)
+		c.ctrl.Add(name)
 	}
 	c.deferred = nil
-	logger.V(2).Info("CustomResourceDefinitions served", "count", len(c.informer.GetStore().ListKeys()))
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNext(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	klog.FromContext(ctx).V(2).Info("CustomResourceDefinitions served", "count", len(c.informer.GetStore().ListKeys()))
+	return c.ctrl.Run(ctx)
 }
 
-// enqueueGroup queues a definition and the other definitions of its group, whose
-// names may be freed or taken by its change.
-func (c *Controller) enqueueGroup(obj interface{}) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return
-	}
-	c.queue.Add(u.GetName())
+// groupOf names a definition and the other definitions of its group, whose names may
+// be freed or taken by its change.
+func (c *Controller) groupOf(u *unstructured.Unstructured) []string {
+	keys := []string{u.GetName()}
 	group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
 	siblings, _ := c.informer.GetIndexer().ByIndex(groupIndex, group)
 	for _, s := range siblings {
 		if su, ok := s.(*unstructured.Unstructured); ok && su.GetName() != u.GetName() {
-			c.queue.Add(su.GetName())
+			keys = append(keys, su.GetName())
 		}
 	}
-}
-
-// conflictRetry is when a definition whose status write lost a race is looked at again.
-const conflictRetry = 50 * time.Millisecond
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
-	if err := c.reconcile(ctx, name); err != nil {
-		klog.FromContext(ctx).V(2).Info("CustomResourceDefinition not reconciled, will retry", "crd", name, "err", err)
-		if apierrors.IsConflict(err) {
-			// Another server wrote the definition first: the informer brings the newer
-			// object (and queues it) shortly. Conflicts are the normal traffic of
-			// several servers, not a failure to back off from exponentially.
-			c.queue.Forget(name)
-			c.queue.AddAfter(name, conflictRetry)
-			return true
-		}
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
+	return keys
 }
 
 // reconcile brings the status of the named definition and its registry entry up to
 // date with the definition as stored.
-func (c *Controller) reconcile(ctx context.Context, name string) error {
+func (c *Controller) reconcile(ctx context.Context, name string) (reconcile.Result, error) {
 	obj, exists, err := c.informer.GetIndexer().GetByKey(name)
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	if !exists {
 		c.unpublish(ctx, name)
-		return nil
+		return reconcile.Result{}, nil
 	}
 	crd, err := FromUnstructured(obj.(*unstructured.Unstructured))
 	if err != nil {
 		// Not retried: only a new version of the object can fix it.
-		klog.FromContext(ctx).Error(err, "Cannot serve CustomResourceDefinition", "crd", name)
-		return nil
+		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("cannot serve CustomResourceDefinition %s: %w", name, err))
 	}
+	if err := c.serve(ctx, crd); err != nil {
+		return reconcile.Result{}, err
+	}
+	if crd.DeletionTimestamp == nil {
+		return reconcile.Result{}, nil
+	}
+	if !c.synced.Load() {
+		c.deferred = append(c.deferred, name)
+		return reconcile.Result{}, nil
+	}
+	return c.cleanup(ctx, crd)
+}
+
+// serve writes the status crd should have, if it differs, and puts what is stored into
+// the registry.
+func (c *Controller) serve(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
 	var statusErr error
 	want := desiredStatus(crd, claims(crd, c.group(crd.Spec.Group), c.reg.Resources()))
 	if statusChanged(crd, want) {
@@ -243,17 +169,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if err := c.publish(ctx, crd); err != nil {
 		return err
 	}
-	if statusErr != nil {
-		return statusErr
-	}
-	if crd.DeletionTimestamp != nil {
-		if !c.synced.Load() {
-			c.deferred = append(c.deferred, name)
-			return nil
-		}
-		return c.cleanup(ctx, crd)
-	}
-	return nil
+	return statusErr
 }
 
 // group returns the stored definitions of an API group.
@@ -273,7 +189,7 @@ func (c *Controller) group(group string) []*apiextensionsv1.CustomResourceDefini
 func (c *Controller) writeStatus(ctx context.Context, crd, want *apiextensionsv1.CustomResourceDefinition) (*apiextensionsv1.CustomResourceDefinition, error) {
 	res := c.reg.Get(GroupResource)
 	if res == nil {
-		return nil, errNotRegistered
+		return nil, fmt.Errorf("%w: %s", store.ErrNotServed, GroupResource)
 	}
 	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&want.Status)
 	if err != nil {

@@ -33,12 +33,16 @@ type apiServer struct {
 func startServer(t *testing.T, raw *storage.Store) *apiServer {
 	t.Helper()
 	reg, st := newRegistry(t, raw)
-	s := &apiServer{reg: reg, store: st, ctrl: NewController(reg, st)}
+	ctrl, err := NewController(reg, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &apiServer{reg: reg, store: st, ctrl: ctrl}
 	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.ctrl.Run(ctx)
+		_ = s.ctrl.Run(ctx)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -16,10 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
@@ -89,12 +88,10 @@ type Config struct {
 	// BinaryVersion, EmulationVersion and MinCompatibilityVersion fill the version
 	// annotations.
 	BinaryVersion, EmulationVersion, MinCompatibilityVersion string
-	// Lapsed, if set, is called when the lease was lost and taken back: recreated
-	// after someone deleted it, or renewed after it had expired. Whatever the server
-	// registered under its ID may have been collected meanwhile. It runs synchronously,
-	// before Valid reports true again, and must not block for long.
-	Lapsed func()
 }
+
+// releaseTimeout bounds the deletion of the lease when the server stops.
+const releaseTimeout = 10 * time.Second
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
@@ -132,13 +129,12 @@ type Lease struct {
 	acquired atomic.Bool
 	renewNow chan struct{}
 
-	mu  sync.Mutex
-	uid string // of the lease as last written
-	// done is closed when the renewal loop has returned (nil before Start).
-	done chan struct{}
+	mu     sync.Mutex
+	uid    string   // of the lease as last written
+	lapsed []func() // OnLapse's
 }
 
-// NewLease returns the lease controller of a server; Start acquires the lease.
+// NewLease returns the lease controller of a server; Run acquires and keeps the lease.
 func NewLease(reg *registry.Registry, st *store.Store, cfg Config) (*Lease, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -161,6 +157,26 @@ func (l *Lease) HolderIdentity() string { return l.holder }
 // Duration returns the lease duration.
 func (l *Lease) Duration() time.Duration { return l.cfg.Duration }
 
+// OnLapse registers f to be called when the lease was lost and taken back: recreated
+// after someone deleted it, or renewed after it had expired. Whatever the server
+// registered under its ID may have been collected meanwhile. f runs synchronously,
+// before Valid reports true again, and must not block for long. Register before Run.
+func (l *Lease) OnLapse(f func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lapsed = append(l.lapsed, f)
+}
+
+// Ready reports nil once the lease has been written, else why not.
+func (l *Lease) Ready() error {
+	if !l.acquired.Load() {
+		return errNotAcquired
+	}
+	return nil
+}
+
+var errNotAcquired = errors.New("the identity lease has not been written yet")
+
 // Valid reports whether the lease, as this server last renewed it, has not expired at
 // now. A server whose lease expired may have had everything registered under its ID
 // collected by a peer.
@@ -169,31 +185,36 @@ func (l *Lease) Valid(now time.Time) bool {
 	return until != 0 && now.UnixNano() < until
 }
 
-// Start writes the lease (creating it, or taking over the one a previous run of this
-// server left), then renews it in the background until ctx is done. It returns the
-// error of the first write.
-func (l *Lease) Start(ctx context.Context) error {
+// Run writes the lease (creating it, or taking over the one a previous run of this
+// server left), then renews it until ctx is done, and then deletes it so that peers
+// need not wait for it to expire (a failure to is logged: the lease expires by
+// itself). It returns the error of the first write.
+func (l *Lease) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("identity-lease")
 	ctx = klog.NewContext(ctx, logger)
 	if err := l.renew(ctx); err != nil {
 		return fmt.Errorf("writing identity lease %s/%s: %w", Namespace, l.cfg.ID, err)
 	}
-	done := make(chan struct{})
-	l.mu.Lock()
-	l.done = done
-	l.mu.Unlock()
-	go func() {
-		defer close(done)
-		l.run(ctx)
-	}()
+	inf := l.store.NewInformer(store.Source{Registry: l.reg, Resource: GroupResource, Version: leaseVersion, Namespace: Namespace,
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", l.cfg.ID).String()}, nil)
+	if err := l.followOwn(inf); err != nil {
+		logger.Error(err, "Cannot follow the identity lease; it is still renewed on schedule")
+	} else {
+		defer reconcile.StartInformers(ctx, inf)()
+	}
+	l.renewUntilDone(ctx)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := l.release(rctx); err != nil {
+		logger.Error(err, "Cannot delete the identity lease; it expires by itself", "lease", l.cfg.ID)
+	}
 	return nil
 }
 
-// run renews the lease every RenewInterval (sooner after a failure, and at once when
-// the lease is seen deleted) until ctx is done.
-func (l *Lease) run(ctx context.Context) {
+// renewUntilDone renews the lease every RenewInterval (sooner after a failure, and at
+// once when the lease is seen deleted or taken) until ctx is done.
+func (l *Lease) renewUntilDone(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	go l.watchOwn(ctx)
 	failures := 0
 	next := l.cfg.RenewInterval
 	timer := time.NewTimer(next)
@@ -276,9 +297,12 @@ func (l *Lease) renew(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	l.uid = string(obj.GetUID())
+	observers := l.lapsed
 	l.mu.Unlock()
-	if lapsed && l.cfg.Lapsed != nil {
-		l.cfg.Lapsed()
+	if lapsed {
+		for _, f := range observers {
+			f()
+		}
 	}
 	l.validUntil.Store(now.Add(l.cfg.Duration).UnixNano())
 	l.acquired.Store(true)
@@ -320,37 +344,16 @@ func (l *Lease) fill(obj *unstructured.Unstructured, now time.Time) {
 	obj.Object["spec"] = spec
 }
 
-// watchOwn follows the lease and asks for an immediate renewal when it is deleted or
-// taken by another holder.
-func (l *Lease) watchOwn(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	selector := fields.OneTermEqualSelector("metadata.name", l.cfg.ID).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			res := l.reg.Get(GroupResource)
-			if res == nil {
-				return nil, ErrLeasesNotServed
-			}
-			opts.FieldSelector = selector
-			return l.store.List(ctx, store.Ref{Resource: res, Version: leaseVersion, Namespace: Namespace}, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			res := l.reg.Get(GroupResource)
-			if res == nil {
-				return nil, ErrLeasesNotServed
-			}
-			opts.FieldSelector = selector
-			return l.store.Watch(ctx, store.Ref{Resource: res, Version: leaseVersion, Namespace: Namespace}, opts)
-		},
-	}
-	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+// followOwn makes inf (of the lease alone) ask for an immediate renewal when the lease
+// is deleted or taken by another holder.
+func (l *Lease) followOwn(inf cache.SharedIndexInformer) error {
 	poke := func() {
 		select {
 		case l.renewNow <- struct{}{}:
 		default:
 		}
 	}
-	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj interface{}) {
 			if u, ok := obj.(*unstructured.Unstructured); ok {
 				if h, _, _ := unstructured.NestedString(u.Object, "spec", "holderIdentity"); h != l.holder {
@@ -359,29 +362,14 @@ func (l *Lease) watchOwn(ctx context.Context) {
 			}
 		},
 		DeleteFunc: func(interface{}) { poke() },
-	}, cache.HandlerOptions{Logger: &logger})
-	if err != nil {
-		logger.Error(err, "Cannot follow the identity lease; it is still renewed on schedule")
-		return
-	}
-	inf.RunWithContext(ctx)
+	})
+	return err
 }
 
-// Release stops renewing (ctx of Start must be done first) and deletes the lease if
-// this process still holds it, so that peers need not wait for it to expire. It is
-// the last thing a server does with its identity on a graceful shutdown.
-func (l *Lease) Release(ctx context.Context) error {
-	l.mu.Lock()
-	done := l.done
-	l.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return fmt.Errorf("waiting for the identity lease renewals to stop: %w", context.Cause(ctx))
-	}
+// release deletes the lease if this process still holds it, once renewals have
+// stopped. It is the last thing a server does with its identity on a graceful
+// shutdown.
+func (l *Lease) release(ctx context.Context) error {
 	l.validUntil.Store(0)
 	res := l.reg.Get(GroupResource)
 	if res == nil {

@@ -25,7 +25,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 )
@@ -199,38 +198,15 @@ func Run(ctx context.Context, cfg Config) error {
 		Client:     cs.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
 	}
-	for ctx.Err() == nil {
-		var wg sync.WaitGroup
-		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			LeaseDuration:   le.LeaseDuration,
-			RenewDeadline:   le.RenewDeadline,
-			RetryPeriod:     le.RetryPeriod,
-			ReleaseOnCancel: true,
-			Name:            le.Name,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) {
-					wg.Add(1)
-					defer wg.Done()
-					logger.Info("Leading: storage-migration controllers started", "identity", le.Identity)
-					if err := runControllers(ctx, cfg, m); err != nil {
-						logger.Error(err, "Storage-migration controllers failed")
-					}
-				},
-				OnStoppedLeading: func() {
-					logger.Info("No longer leading: storage-migration controllers stopped", "identity", le.Identity)
-				},
-			},
-		})
-		if err != nil {
-			return err
+	return reconcile.RunElected(ctx, reconcile.Election{
+		Name: le.Name, Lock: lock, LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+	}, func(ctx context.Context) {
+		logger.Info("Leading: storage-migration controllers started", "identity", le.Identity)
+		if err := runControllers(ctx, cfg, m); err != nil {
+			logger.Error(err, "Storage-migration controllers failed")
 		}
-		elector.Run(ctx)
-		// Run returns as soon as the lease is lost; make sure nothing still writes
-		// before standing again.
-		wg.Wait()
-	}
-	return nil
+		logger.Info("Storage-migration controllers stopped", "identity", le.Identity)
+	})
 }
 
 // runControllers runs the controllers until ctx is done and they have stopped.

@@ -2,115 +2,71 @@ package namespace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"time"
 
+	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/util/workqueue"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 )
-
-var namespacesGR = schema.GroupResource{Resource: "namespaces"}
 
 // errContentRemains requeues a namespace whose content is still being deleted
 // (objects with finalizers of their own).
-var errContentRemains = fmt.Errorf("namespace still has content")
+var errContentRemains = errors.New("namespace still has content")
 
 // Controller empties terminating namespaces and then completes their deletion. It is
 // level-based: every namespace it sees with a deletionTimestamp is reconciled until it
 // is gone, so running it in several servers at once is safe (the writes are
 // idempotent and preconditioned).
 type Controller struct {
-	reg   *registry.Registry
-	store *store.Store
-	queue workqueue.TypedRateLimitingInterface[string]
+	reg      *registry.Registry
+	store    *store.Store
+	informer cache.SharedIndexInformer
+	ctrl     *reconcile.Controller[string]
 }
 
-// NewController returns a controller over the resources of reg stored in store.
-func NewController(reg *registry.Registry, st *store.Store) *Controller {
-	return &Controller{
-		reg:   reg,
-		store: st,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace"}),
+// NewController returns a controller over the resources of reg stored in st.
+func NewController(reg *registry.Registry, st *store.Store, metrics *reconcile.Metrics) (*Controller, error) {
+	c := &Controller{
+		reg:      reg,
+		store:    st,
+		informer: st.NewInformer(store.Source{Registry: reg, Resource: GroupResource, Version: "v1"}, nil),
 	}
-}
-
-// Run watches namespaces and reconciles terminating ones with workers goroutines until
-// ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	logger := klog.FromContext(ctx).WithName("namespace-controller")
-	ctx = klog.NewContext(ctx, logger)
-	defer c.queue.ShutDown()
-	for i := 0; i < workers; i++ {
-		go func() {
-			for c.processNext(ctx) {
-			}
-		}()
-	}
-	for ctx.Err() == nil {
-		if err := c.watch(ctx); err != nil && ctx.Err() == nil {
-			logger.V(2).Info("Namespace watch restarting", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
+	c.ctrl = reconcile.New("namespace", reconcile.Func[string](c.reconcile), reconcile.Options[string]{Workers: 2, Metrics: metrics})
+	err := c.ctrl.Watch(c.informer, func(ns *unstructured.Unstructured) []string {
+		if ns.GetDeletionTimestamp() == nil {
+			return nil
 		}
-	}
+		return []string{ns.GetName()}
+	})
+	return c, err
 }
 
-func (c *Controller) watch(ctx context.Context) error {
-	res := c.reg.Get(namespacesGR)
-	if res == nil {
-		return fmt.Errorf("namespaces are not registered")
-	}
-	w, err := c.store.Watch(ctx, store.Ref{Resource: res, Version: "v1"}, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
-	for ev := range w.ResultChan() {
-		switch ev.Type {
-		case watch.Added, watch.Modified:
-			if u, ok := ev.Object.(*unstructured.Unstructured); ok && u.GetDeletionTimestamp() != nil {
-				c.queue.Add(u.GetName())
-			}
-		case watch.Error:
-			return apierrors.FromObject(ev.Object)
-		}
-	}
-	return nil
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
-	if err := c.reconcile(ctx, name); err != nil {
-		klog.FromContext(ctx).V(4).Info("Namespace not finished", "namespace", name, "err", err)
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
+// Run follows namespaces and empties terminating ones until ctx is done, and returns
+// once its workers and informer have stopped.
+func (c *Controller) Run(ctx context.Context) error {
+	defer reconcile.StartInformers(ctx, c.informer)()
+	return c.ctrl.Run(ctx)
 }
 
 // reconcile deletes everything in a terminating namespace, then removes the
 // kubernetes finalizer, which completes the deletion.
-func (c *Controller) reconcile(ctx context.Context, name string) error {
-	nsRes := c.reg.Get(namespacesGR)
+func (c *Controller) reconcile(ctx context.Context, name string) (reconcile.Result, error) {
+	return reconcile.Result{}, c.finalize(ctx, name)
+}
+
+// finalize empties namespace name, if it is terminating, and completes its deletion.
+func (c *Controller) finalize(ctx context.Context, name string) error {
+	nsRes := c.reg.Get(GroupResource)
 	if nsRes == nil {
-		return fmt.Errorf("namespaces are not registered")
+		return fmt.Errorf("%w: %s", store.ErrNotServed, GroupResource)
 	}
 	ns, err := c.store.Get(ctx, store.Ref{Resource: nsRes, Version: "v1", Name: name}, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -142,7 +98,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 			return nil, err
 		}
 		return cur, nil
-	}, store.UpdateOptions{Preconditions: &metav1.Preconditions{UID: ptr(ns.GetUID())}})
+	}, store.UpdateOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(ns.GetUID())}})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -185,5 +141,3 @@ func (c *Controller) deleteAll(ctx context.Context, res *registry.Resource, ns s
 		opts.Continue = list.GetContinue()
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -72,8 +72,9 @@ func New(reg *registry.Registry) *Service {
 // Run keeps the documents current until ctx is done: after registry changes, coalesced
 // for a short while, it rebuilds the documents of the group-versions that changed (and the
 // v2 document), so that a change is served within a few hundred milliseconds. Requests keep
-// being answered from the previous documents while a build runs. Run must be called once.
-func (s *Service) Run(ctx context.Context) {
+// being answered from the previous documents while a build runs. Run must be called once;
+// it returns nil when ctx is done.
+func (s *Service) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	changes, unsubscribe := s.reg.Subscribe()
 	defer unsubscribe()
@@ -83,12 +84,12 @@ func (s *Service) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-changes:
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-time.After(debounce):
 		}
 		// Changes during the wait are covered by this build; later ones notify again.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
@@ -41,6 +43,8 @@ type Controller[K comparable] struct {
 	opts    Options[K]
 	queue   workqueue.TypedRateLimitingInterface[K]
 	metrics *Metrics
+	// synced are the HasSynced of the handlers Watch registered.
+	synced []cache.InformerSynced
 }
 
 // New returns a controller named name (in logs, metrics and the queue's name) that
@@ -79,11 +83,16 @@ func (c *Controller[K]) AddAfter(key K, d time.Duration) { c.queue.AddAfter(key,
 // Len returns how many keys wait to be reconciled.
 func (c *Controller[K]) Len() int { return c.queue.Len() }
 
-// Run reconciles keys with Options.Workers workers until ctx is done, then shuts the
-// queue down and returns once every worker has finished its key. It returns nil; a
+// Run waits until the informers of Watch have delivered their initial lists, then
+// reconciles keys with Options.Workers workers until ctx is done, shuts the queue
+// down and returns once every worker has finished its key. It returns nil; a
 // Controller runs once.
 func (c *Controller[K]) Run(ctx context.Context) error {
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName(c.name))
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", c.name))
+	if !c.WaitForSync(ctx) {
+		c.queue.ShutDown()
+		return nil
+	}
 	var wg sync.WaitGroup
 	for range c.opts.Workers {
 		wg.Go(func() {
@@ -97,12 +106,30 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 	return nil
 }
 
+// WaitForSync waits until the informers of Watch have delivered their initial lists,
+// and reports false if ctx was done first.
+func (c *Controller[K]) WaitForSync(ctx context.Context) bool {
+	err := wait.PollUntilContextCancel(ctx, syncPoll, true, func(context.Context) (bool, error) {
+		for _, synced := range c.synced {
+			if !synced() {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return err == nil
+}
+
+// syncPoll is how often WaitForSync looks: closely, since start-up waits on it
+// (client-go's helper looks every 100 ms).
+const syncPoll = 2 * time.Millisecond
+
 // Drain reconciles, on the calling goroutine, the keys queued now and those they
 // queue in turn, until the queue is empty or ctx is done: a start-up pass that must
 // finish before the controller counts as synced. Keys whose retry is delayed are left
 // to Run.
 func (c *Controller[K]) Drain(ctx context.Context) {
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName(c.name))
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", c.name))
 	for c.queue.Len() > 0 && ctx.Err() == nil && c.processNext(ctx) {
 	}
 }

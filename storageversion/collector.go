@@ -5,21 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -52,6 +51,8 @@ type CollectorConfig struct {
 	ElectionLease string
 	// Metrics registers the collector's metric (nil: none).
 	Metrics prometheus.Registerer
+	// ReconcileMetrics receives the reconcile runtime's samples (nil: none).
+	ReconcileMetrics *reconcile.Metrics
 }
 
 // Collector is the garbage collector of storage versions and identity leases. Every
@@ -121,7 +122,7 @@ func electionTimings(d time.Duration) (lease, renew, retry time.Duration) {
 
 // Run campaigns for leadership until ctx is done, collecting while it leads; when ctx
 // is done it gives leadership up (so that a peer takes over at once) and returns.
-func (c *Collector) Run(ctx context.Context) {
+func (c *Collector) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("storage-version-gc")
 	ctx = klog.NewContext(ctx, logger)
 	defer c.httpClient.CloseIdleConnections()
@@ -131,175 +132,54 @@ func (c *Collector) Run(ctx context.Context) {
 		Client:     c.client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: c.cfg.Holder},
 	}
-	for ctx.Err() == nil {
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			LeaseDuration:   lease,
-			RenewDeadline:   renew,
-			RetryPeriod:     retry,
-			ReleaseOnCancel: true,
-			Name:            c.cfg.ElectionLease,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) {
-					logger.V(2).Info("Leading the storage version garbage collection")
-					c.lead(ctx)
-				},
-				OnStoppedLeading: func() {},
-			},
-		})
-		if err != nil {
-			logger.Error(err, "Cannot campaign for the garbage collection")
-			return
-		}
-		le.Run(ctx)
-	}
+	return reconcile.RunElected(ctx, reconcile.Election{
+		Name: c.cfg.ElectionLease, Lock: lock, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
+	}, c.lead)
 }
 
-// Work items of the leader's queue: a StorageVersion by name, or leasesKey.
-const leasesKey = "\x00leases"
-
-// lead collects until ctx is done (leadership lost).
+// lead collects until ctx is done (leadership lost), with two controllers of the
+// reconcile runtime: one per identity lease (an expired lease is deleted; a live one
+// is looked at again when it would expire, a change no watch reports), one per
+// StorageVersion (the entries of servers without a live lease are removed). A lease
+// that goes queues every StorageVersion.
 func (c *Collector) lead(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 10*time.Second),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "storage-version-gc"})
-	defer queue.ShutDown()
-
-	leases := cache.NewSharedIndexInformer(c.leaseListWatch(), &unstructured.Unstructured{}, 0, cache.Indexers{})
-	var svs cache.SharedIndexInformer
-	enqueueAll := func() {
-		if svs != nil {
-			for _, name := range svs.GetStore().ListKeys() {
-				queue.Add(name)
-			}
-		}
-		queue.Add(leasesKey)
+	leases := c.cfg.Store.NewInformer(store.Source{Registry: c.cfg.Registry, Resource: identity.GroupResource, Version: "v1",
+		Namespace: identity.Namespace, LabelSelector: identity.LabelIdentity}, nil)
+	limiter := func() workqueue.TypedRateLimiter[string] {
+		return workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 10*time.Second)
 	}
-	if _, err := leases.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(interface{}) { queue.Add(leasesKey) },
-		UpdateFunc: func(_, _ interface{}) { queue.Add(leasesKey) },
-		DeleteFunc: func(interface{}) { enqueueAll() },
-	}, cache.HandlerOptions{Logger: &logger}); err != nil {
-		logger.Error(err, "Cannot follow identity leases")
-		return
-	}
-	synced := []cache.InformerSynced{leases.HasSynced}
-	if c.cfg.Registry.Get(GroupResource) != nil {
-		svs = cache.NewSharedIndexInformer(listWatch(c.objs), &unstructured.Unstructured{}, 0, cache.Indexers{})
-		key := func(obj interface{}) {
-			if k, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-				queue.Add(k)
-			}
-		}
-		if _, err := svs.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-			AddFunc:    key,
-			UpdateFunc: func(_, obj interface{}) { key(obj) },
-		}, cache.HandlerOptions{Logger: &logger}); err != nil {
-			logger.Error(err, "Cannot follow StorageVersions")
-			return
-		}
-		go svs.RunWithContext(ctx)
-		synced = append(synced, svs.HasSynced)
-	}
-	go leases.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return
-	}
-	enqueueAll()
-
-	// A timer at the next expiry of a live lease: expiry is a change no watch reports.
-	wake := make(chan struct{}, 1)
-	go func() {
-		timer := time.NewTimer(time.Hour)
-		defer timer.Stop()
-		for {
-			next := c.nextExpiry(leases)
-			d := time.Hour
-			if !next.IsZero() {
-				d = max(time.Until(next)+10*time.Millisecond, 10*time.Millisecond)
-			}
-			timer.Reset(d)
-			select {
-			case <-ctx.Done():
-				return
-			case <-wake:
-				if !timer.Stop() {
-					select {
-					case <-timer.C:
-					default:
-					}
+	leaseGC := reconcile.New("identity-lease-gc", reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		return c.collectLease(ctx, key, leases)
+	}), reconcile.Options[string]{RateLimiter: limiter(), Metrics: c.cfg.ReconcileMetrics})
+	informers := []cache.SharedIndexInformer{leases}
+	err := leaseGC.Watch(leases, func(u *unstructured.Unstructured) []string { return []string{identity.Namespace + "/" + u.GetName()} })
+	var objectGC *reconcile.Controller[string]
+	if err == nil && c.cfg.Registry.Get(GroupResource) != nil {
+		svs := c.cfg.Store.NewInformer(store.Source{Registry: c.cfg.Registry, Resource: GroupResource, Version: version}, nil)
+		informers = append(informers, svs)
+		objectGC = reconcile.New("storage-version-gc", reconcile.Func[string](func(ctx context.Context, name string) (reconcile.Result, error) {
+			return c.collectObject(ctx, name, leases)
+		}), reconcile.Options[string]{RateLimiter: limiter(), Metrics: c.cfg.ReconcileMetrics})
+		if err = objectGC.Watch(svs, reconcile.ByName); err == nil {
+			_, err = leases.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(interface{}) {
+				for _, name := range svs.GetStore().ListKeys() {
+					objectGC.Add(name)
 				}
-			case <-timer.C:
-				enqueueAll()
-			}
-		}
-	}()
-	for {
-		key, quit := queue.Get()
-		if quit {
-			return
-		}
-		var err error
-		if key == leasesKey {
-			err = c.collectLeases(ctx, leases)
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		} else {
-			err = c.collectObject(ctx, key, leases, queue)
-		}
-		if err != nil && ctx.Err() == nil {
-			logger.V(2).Info("Garbage collection failed, will retry", "item", key, "err", err)
-			queue.AddRateLimited(key)
-		} else {
-			queue.Forget(key)
-		}
-		queue.Done(key)
-		if ctx.Err() != nil {
-			return
+			}})
 		}
 	}
-}
-
-// leaseListWatch lists and watches the identity leases in kube-system.
-func (c *Collector) leaseListWatch() *cache.ListWatch {
-	selector := identity.LabelIdentity
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			res := c.cfg.Registry.Get(identity.GroupResource)
-			if res == nil {
-				return nil, identity.ErrLeasesNotServed
-			}
-			opts.LabelSelector = selector
-			return c.cfg.Store.List(ctx, store.Ref{Resource: res, Version: "v1", Namespace: identity.Namespace}, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			res := c.cfg.Registry.Get(identity.GroupResource)
-			if res == nil {
-				return nil, identity.ErrLeasesNotServed
-			}
-			opts.LabelSelector = selector
-			return c.cfg.Store.Watch(ctx, store.Ref{Resource: res, Version: "v1", Namespace: identity.Namespace}, opts)
-		},
+	if err != nil {
+		logger.Error(err, "Cannot follow identity leases and StorageVersions")
+		return
 	}
-}
-
-// nextExpiry returns the earliest expiry of a live identity lease (zero if none).
-func (c *Collector) nextExpiry(leases cache.SharedIndexInformer) time.Time {
-	var next time.Time
-	now := time.Now()
-	for _, obj := range leases.GetStore().List() {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		if at, ok := identity.ExpiresAt(u); ok && at.After(now) && (next.IsZero() || at.Before(next)) {
-			next = at
-		}
+	defer reconcile.StartInformers(ctx, informers...)()
+	var wg sync.WaitGroup
+	if objectGC != nil {
+		wg.Go(func() { _ = objectGC.Run(ctx) })
 	}
-	return next
+	wg.Go(func() { _ = leaseGC.Run(ctx) })
+	wg.Wait()
 }
 
 // alive reports whether server id has a live identity lease. The cache answers for
@@ -329,7 +209,7 @@ func (c *Collector) alive(ctx context.Context, id string, leases cache.SharedInd
 // collectObject removes from one StorageVersion the entries of servers without a live
 // lease, and deletes it when it is left without entries or its
 // CustomResourceDefinition is gone.
-func (c *Collector) collectObject(ctx context.Context, name string, leases cache.SharedIndexInformer, queue workqueue.TypedRateLimitingInterface[string]) error {
+func (c *Collector) collectObject(ctx context.Context, name string, leases cache.SharedIndexInformer) (reconcile.Result, error) {
 	logger := klog.FromContext(ctx)
 	verdicts := map[string]bool{} // id → dead, decided once per pass
 	dead := func(id string) (bool, error) {
@@ -343,9 +223,9 @@ func (c *Collector) collectObject(ctx context.Context, name string, leases cache
 		verdicts[id] = !a
 		return !a, nil
 	}
-	removed, deleted, err := c.objs.removeEntries(ctx, name, dead, nil)
+	removed, deleted, err := c.objs.removeEntries(ctx, name, dead)
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	if removed > 0 {
 		c.collected.WithLabelValues("entry").Add(float64(removed))
@@ -353,75 +233,78 @@ func (c *Collector) collectObject(ctx context.Context, name string, leases cache
 	}
 	if deleted {
 		c.collected.WithLabelValues("object").Inc()
-		return nil
+		return reconcile.Result{}, nil
 	}
 	obj, sv, err := c.objs.get(ctx, name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	if gone, err := c.objs.ownerGone(ctx, obj); err != nil {
-		return err
+		return reconcile.Result{}, err
 	} else if gone {
 		if err := c.objs.delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-			return err
+			return reconcile.Result{}, err
 		}
 		c.collected.WithLabelValues("object").Inc()
 		logger.Info("Deleted the StorageVersion of a CustomResourceDefinition that is gone", "storageVersion", name)
-		return nil
+		return reconcile.Result{}, nil
 	}
 	if len(sv.Status.StorageVersions) > 0 {
-		return nil
+		return reconcile.Result{}, nil
 	}
 	if age := time.Since(obj.GetCreationTimestamp().Time); age < emptyGrace {
-		queue.AddAfter(name, emptyGrace-age+time.Second)
-		return nil
+		return reconcile.Result{RequeueAfter: emptyGrace - age + time.Second}, nil
 	}
 	if err := c.objs.delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-		return err
+		return reconcile.Result{}, err
 	}
 	c.collected.WithLabelValues("object").Inc()
 	logger.Info("Deleted a StorageVersion without entries", "storageVersion", name)
-	return nil
+	return reconcile.Result{}, nil
 }
 
-// collectLeases deletes the expired identity leases, each after a fresh read.
-func (c *Collector) collectLeases(ctx context.Context, leases cache.SharedIndexInformer) error {
+// collectLease deletes the identity lease key ("namespace/name") if it has expired,
+// after a fresh read; a live lease is looked at again when it would expire.
+func (c *Collector) collectLease(ctx context.Context, key string, leases cache.SharedIndexInformer) (reconcile.Result, error) {
+	obj, exists, err := leases.GetStore().GetByKey(key)
+	if err != nil || !exists {
+		return reconcile.Result{}, err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || !identity.IsIdentityLease(u) {
+		return reconcile.Result{}, nil
+	}
+	if at, ok := identity.ExpiresAt(u); ok && time.Now().Before(at) {
+		return reconcile.Result{RequeueAfter: time.Until(at) + 10*time.Millisecond}, nil
+	}
 	res := c.cfg.Registry.Get(identity.GroupResource)
 	if res == nil {
-		return identity.ErrLeasesNotServed
+		return reconcile.Result{}, identity.ErrLeasesNotServed
 	}
-	var errs []error
-	for _, obj := range leases.GetStore().List() {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok || !identity.IsIdentityLease(u) || !identity.Expired(u, time.Now()) {
-			continue
-		}
-		cur, err := c.cfg.Store.Get(ctx, store.Ref{Resource: res, Version: "v1", Namespace: identity.Namespace, Name: u.GetName()}, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !identity.IsIdentityLease(cur) || !identity.Expired(cur, time.Now()) {
-			continue
-		}
-		uid, rv := cur.GetUID(), cur.GetResourceVersion()
-		_, _, err = c.cfg.Store.Delete(ctx, store.Ref{Resource: res, Version: "v1", Namespace: identity.Namespace, Name: cur.GetName()}, store.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
-		switch {
-		case err == nil:
-			c.collected.WithLabelValues("lease").Inc()
-			holder, _, _ := unstructured.NestedString(cur.Object, "spec", "holderIdentity")
-			klog.FromContext(ctx).Info("Deleted an expired identity lease", "lease", cur.GetName(), "holder", holder)
-		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-			// Renewed or deleted meanwhile: the next event decides again.
-		default:
-			errs = append(errs, err)
-		}
+	ref := store.Ref{Resource: res, Version: "v1", Namespace: identity.Namespace, Name: u.GetName()}
+	cur, err := c.cfg.Store.Get(ctx, ref, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return reconcile.Result{}, nil
 	}
-	return errors.Join(errs...)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !identity.IsIdentityLease(cur) || !identity.Expired(cur, time.Now()) {
+		return reconcile.Result{}, nil // renewed meanwhile: the informer brings the change
+	}
+	uid, rv := cur.GetUID(), cur.GetResourceVersion()
+	_, _, err = c.cfg.Store.Delete(ctx, ref, store.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	switch {
+	case err == nil:
+		c.collected.WithLabelValues("lease").Inc()
+		holder, _, _ := unstructured.NestedString(cur.Object, "spec", "holderIdentity")
+		klog.FromContext(ctx).Info("Deleted an expired identity lease", "lease", cur.GetName(), "holder", holder)
+		return reconcile.Result{}, nil
+	case apierrors.IsNotFound(err):
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, err // a conflict: renewed meanwhile, looked at again
 }

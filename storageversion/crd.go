@@ -82,7 +82,7 @@ func (m *Manager) Publish(ctx context.Context, res *registry.Resource, put func(
 			t.desired.Store(prev)
 			t.owner.Store(prevOwner)
 			t.gate.fail(err)
-			m.queue.Add(gr) // the worker writes the previous entry back, then lets writes through
+			m.ctrl.Add(gr) // the worker writes the previous entry back, then lets writes through
 		} else {
 			m.abandon(t, false)
 		}
@@ -106,5 +106,5 @@ func (m *Manager) abandon(t *tracked, known bool) {
 		m.untrackLocked(t.gr)
 	}
 	m.mu.Unlock()
-	m.queue.Add(t.gr)
+	m.ctrl.Add(t.gr)
 }

@@ -11,16 +11,15 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/health"
+	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/wire"
 	"github.com/prometheus/client_golang/prometheus"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -56,6 +55,8 @@ type Config struct {
 	LeaseValid func(now time.Time) bool
 	// Metrics registers the storage version metrics (nil: none).
 	Metrics prometheus.Registerer
+	// ReconcileMetrics receives the reconcile runtime's samples (nil: none).
+	ReconcileMetrics *reconcile.Metrics
 	// Started is when the server began starting, for the registration-time metric.
 	Started time.Time
 }
@@ -67,7 +68,9 @@ type Manager struct {
 	objs    *objects
 	metrics *metrics
 	hook    *health.PostStartHook
-	queue   workqueue.TypedRateLimitingInterface[schema.GroupResource]
+	ctrl    *reconcile.Controller[schema.GroupResource]
+	// informer follows every StorageVersion object.
+	informer cache.SharedIndexInformer
 
 	// locks serializes the writes of one resource's entry: a *sync.Mutex per
 	// GroupResource.
@@ -88,7 +91,8 @@ type Manager struct {
 	agreementMu sync.Mutex
 	unsetSince  map[string]time.Time
 
-	workers sync.WaitGroup
+	// logger is Run's, for the informer's event handler.
+	logger klog.Logger
 }
 
 // tracked is a resource this server persists and reports.
@@ -107,9 +111,12 @@ type tracked struct {
 	attempted  bool // guarded by Manager.mu
 }
 
+// shutdownTimeout bounds the withdrawal of the entries when the server stops.
+const shutdownTimeout = 15 * time.Second
+
 // NewManager returns the storage version manager of a server. Install Filter in the
 // handler chain and the hook of PostStartHook in the health checks before serving;
-// call Start once the server serves and its identity lease exists.
+// Run it once the server serves and its identity lease exists.
 func NewManager(cfg Config) (*Manager, error) {
 	if cfg.ServerID == "" || cfg.Registry == nil || cfg.Store == nil {
 		return nil, errors.New("storageversion: ServerID, Registry and Store are required")
@@ -117,39 +124,81 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Started.IsZero() {
 		cfg.Started = time.Now()
 	}
-	return &Manager{
-		cfg:     cfg,
-		objs:    &objects{reg: cfg.Registry, store: cfg.Store, now: time.Now},
-		metrics: newMetrics(cfg.Metrics),
-		hook:    health.NewPostStartHook(UpdaterHook),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[schema.GroupResource](50*time.Millisecond, 5*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[schema.GroupResource]{Name: "storageversions"}),
+	m := &Manager{
+		cfg:            cfg,
+		objs:           &objects{reg: cfg.Registry, store: cfg.Store, now: time.Now},
+		metrics:        newMetrics(cfg.Metrics),
+		hook:           health.NewPostStartHook(UpdaterHook),
 		tracked:        map[schema.GroupResource]*tracked{},
 		byName:         map[string]*tracked{},
 		builtinFailing: map[schema.GroupResource]error{},
 		firstRound:     make(chan struct{}),
 		unsetSince:     map[string]time.Time{},
-	}, nil
+	}
+	m.ctrl = reconcile.New("storage-versions", reconcile.Func[schema.GroupResource](m.reconcile), reconcile.Options[schema.GroupResource]{
+		Workers:     4,
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[schema.GroupResource](50*time.Millisecond, 5*time.Second),
+		Metrics:     cfg.ReconcileMetrics,
+	})
+	m.informer = cfg.Store.NewInformer(store.Source{Registry: cfg.Registry, Resource: GroupResource, Version: version}, nil)
+	_, err := m.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { m.observe(obj, false) },
+		UpdateFunc: func(_, obj interface{}) { m.observe(obj, false) },
+		DeleteFunc: func(obj interface{}) { m.observe(obj, true) },
+	})
+	return m, err
 }
 
 // PostStartHook returns the hook UpdaterHook: not finished (with the failing resources
 // and their errors) until every built-in resource is registered.
 func (m *Manager) PostStartHook() *health.PostStartHook { return m.hook }
 
-// Start tracks every resource of the registry as built-in, and registers them in the
-// background (workers retry failures with backoff, forever), follows the
-// StorageVersion objects so that an entry removed or changed by someone else is written
-// again at once, and follows the registry so that resources it stops serving have
-// their entry removed. It returns at once; WaitFirstRound waits for the first
-// attempts.
-func (m *Manager) Start(ctx context.Context) error {
+// Run tracks every resource of the registry as built-in and registers them (the
+// reconcile runtime retries failures, forever), follows the StorageVersion objects so
+// that an entry removed or changed by someone else is written again at once, and
+// follows the registry so that resources it stops serving have their entry removed.
+// WaitFirstRound waits for the first attempts. When ctx is done it withdraws the
+// server's entries (see shutdown) and returns once all its work has stopped. Entries
+// it cannot withdraw are logged: the garbage collector removes them once the identity
+// lease expires.
+func (m *Manager) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("storage-versions")
+	ctx = klog.NewContext(ctx, logger)
 	if _, err := m.objs.resource(); err != nil {
 		return err
 	}
-	logger := klog.FromContext(ctx).WithName("storage-versions")
-	ctx = klog.NewContext(ctx, logger)
+	m.logger = logger
+	m.trackBuiltins(ctx)
+	var wg sync.WaitGroup
+	wg.Go(reconcile.StartInformers(ctx, m.informer))
+	changes, unsubscribe := m.cfg.Registry.Subscribe()
+	wg.Go(func() {
+		defer unsubscribe()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changes:
+				m.registryChanged()
+			}
+		}
+	})
+	_ = m.ctrl.Run(ctx)
+	wg.Wait()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	start := time.Now()
+	if err := m.shutdown(sctx); err != nil {
+		logger.Error(err, "Cannot withdraw every storage version entry; the garbage collector removes the rest once the identity lease expires")
+	}
+	logger.V(2).Info("Storage version entries withdrawn", "duration", time.Since(start))
+	return nil
+}
+
+// trackBuiltins tracks every resource of the registry as built-in and queues it.
+func (m *Manager) trackBuiltins(ctx context.Context) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, res := range m.cfg.Registry.Resources() {
 		if res.Owner != nil {
 			continue
@@ -166,42 +215,10 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	for gr, t := range m.tracked {
 		if !t.custom {
-			m.queue.Add(gr)
+			m.ctrl.Add(gr)
 		}
 	}
-	m.mu.Unlock()
-	logger.V(2).Info("Registering storage versions", "resources", m.firstPending)
-
-	inf, err := m.newInformer(ctx)
-	if err != nil {
-		return err
-	}
-	go inf.RunWithContext(ctx)
-	changes, unsubscribe := m.cfg.Registry.Subscribe()
-	go func() {
-		defer unsubscribe()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-changes:
-				m.registryChanged()
-			}
-		}
-	}()
-	for range 4 {
-		m.workers.Add(1)
-		go func() {
-			defer m.workers.Done()
-			for m.processNext(ctx) {
-			}
-		}()
-	}
-	go func() {
-		<-ctx.Done()
-		m.queue.ShutDown()
-	}()
-	return nil
+	klog.FromContext(ctx).V(2).Info("Registering storage versions", "resources", m.firstPending)
 }
 
 // WaitFirstRound waits until every built-in resource has had one registration attempt
@@ -241,20 +258,8 @@ func (m *Manager) lockFor(gr schema.GroupResource) *sync.Mutex {
 	return l.(*sync.Mutex)
 }
 
-func (m *Manager) processNext(ctx context.Context) bool {
-	gr, quit := m.queue.Get()
-	if quit {
-		return false
-	}
-	defer m.queue.Done(gr)
-	if err := m.sync(ctx, gr); err != nil {
-		if ctx.Err() == nil {
-			m.queue.AddRateLimited(gr)
-		}
-		return true
-	}
-	m.queue.Forget(gr)
-	return true
+func (m *Manager) reconcile(ctx context.Context, gr schema.GroupResource) (reconcile.Result, error) {
+	return reconcile.Result{}, m.sync(ctx, gr)
 }
 
 // sync makes the stored entry of gr what this server reports: its desired entry when
@@ -294,7 +299,7 @@ func (m *Manager) sync(ctx context.Context, gr schema.GroupResource) error {
 // object itself if it belongs to a CustomResourceDefinition that is gone.
 func (m *Manager) withdraw(ctx context.Context, gr schema.GroupResource) error {
 	name := wire.StorageVersionName(gr)
-	removed, deleted, err := m.objs.removeEntries(ctx, name, m.isSelf, m.countRetry)
+	removed, deleted, err := m.objs.removeEntries(ctx, name, m.isSelf)
 	if err != nil {
 		return err
 	}
@@ -312,13 +317,6 @@ func (m *Manager) withdraw(ctx context.Context, gr schema.GroupResource) error {
 }
 
 func (m *Manager) isSelf(id string) (bool, error) { return id == m.cfg.ServerID, nil }
-
-func (m *Manager) countRetry(conflict bool) {
-	m.metrics.retries.Inc()
-	if conflict {
-		m.metrics.conflicts.Inc()
-	}
-}
 
 // attempted records the outcome of a registration for the start-up bookkeeping: the
 // first round, the post-start hook and the registration-time metric.
@@ -358,108 +356,31 @@ func (m *Manager) attempted(t *tracked, err error) {
 }
 
 // write makes the stored entry of this server in the named object equal to e (and the
-// object owned by owner, if set), retrying conflicts with backoff. It returns the
-// revision at which the object holds the entry.
-func (m *Manager) write(ctx context.Context, name string, e Entry, owner *registry.OwnerRef) (rv int64, err error) {
+// object owned by owner, if set). It returns the revision at which the object holds
+// the entry.
+func (m *Manager) write(ctx context.Context, name string, e Entry, owner *registry.OwnerRef) (int64, error) {
 	start := time.Now()
-	defer func() {
-		result := "success"
-		if err != nil {
-			result = "error"
-		}
-		m.metrics.updateLatency.WithLabelValues(result).Observe(time.Since(start).Seconds())
-	}()
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			m.metrics.retries.Inc()
-			if err := sleep(ctx, backoff(attempt)); err != nil {
-				return 0, err
-			}
-		}
-		rv, err = m.writeOnce(ctx, name, e, owner)
-		if err == nil {
-			return rv, nil
-		}
-		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-			m.metrics.conflicts.Inc()
-		}
-		if !retryable(err) || attempt >= maxAttempts || ctx.Err() != nil {
-			return 0, err
-		}
-	}
-}
-
-func (m *Manager) writeOnce(ctx context.Context, name string, e Entry, owner *registry.OwnerRef) (int64, error) {
-	obj, sv, err := m.objs.get(ctx, name)
-	if apierrors.IsNotFound(err) {
-		if obj, err = m.objs.create(ctx, name, owner); err != nil {
-			return 0, err
-		}
-		sv, err = fromUnstructured(obj)
-	}
+	rv, conflicts, err := m.objs.putEntry(ctx, name, e, owner)
+	m.metrics.conflicts.Add(float64(conflicts))
+	m.metrics.retries.Add(float64(conflicts))
+	result := "success"
 	if err != nil {
-		return 0, err
+		result = "error"
+		m.metrics.retries.Inc() // the queue tries again
 	}
-	if owner != nil && !hasOwner(obj, owner) {
-		if obj, err = m.objs.setOwner(ctx, obj, owner); err != nil {
-			return 0, err
-		}
-		if sv, err = fromUnstructured(obj); err != nil {
-			return 0, err
-		}
-	}
-	if cur := findEntry(&sv.Status, e.APIServerID); cur != nil && sameEntry(cur, &e) {
-		return revision(obj.GetResourceVersion()), nil
-	}
-	SetEntries(sv, withEntry(&sv.Status, e), m.objs.now())
-	out, err := m.objs.writeStatus(ctx, obj, &sv.Status)
-	if err != nil {
-		return 0, err
-	}
-	return revision(out.GetResourceVersion()), nil
-}
-
-// newInformer follows every StorageVersion object.
-func (m *Manager) newInformer(ctx context.Context) (cache.SharedIndexInformer, error) {
-	logger := klog.FromContext(ctx)
-	inf := cache.NewSharedIndexInformer(listWatch(m.objs), &unstructured.Unstructured{}, 0, cache.Indexers{})
-	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { m.observe(ctx, obj, false) },
-		UpdateFunc: func(_, obj interface{}) { m.observe(ctx, obj, false) },
-		DeleteFunc: func(obj interface{}) { m.observe(ctx, obj, true) },
-	}, cache.HandlerOptions{Logger: &logger})
-	return inf, err
-}
-
-// listWatch lists and watches StorageVersions through the object store.
-func listWatch(o *objects) *cache.ListWatch {
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			res, err := o.resource()
-			if err != nil {
-				return nil, err
-			}
-			return o.store.List(ctx, store.Ref{Resource: res, Version: version}, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			res, err := o.resource()
-			if err != nil {
-				return nil, err
-			}
-			return o.store.Watch(ctx, store.Ref{Resource: res, Version: version}, opts)
-		},
-	}
+	m.metrics.updateLatency.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	return rv, err
 }
 
 // observe reacts to a change of a StorageVersion: if this server's entry for a tracked
 // resource is no longer what it reports, writes are refused until it is written again
 // (at once, by a worker).
-func (m *Manager) observe(ctx context.Context, obj interface{}, deleted bool) {
+func (m *Manager) observe(obj interface{}, deleted bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		if u, ok := d.Obj.(*unstructured.Unstructured); ok {
 			m.forgetAgreement(u.GetName())
 			if t := m.lookupName(u.GetName()); t != nil {
-				m.queue.Add(t.gr)
+				m.ctrl.Add(t.gr)
 			}
 		}
 		return
@@ -480,7 +401,7 @@ func (m *Manager) observe(ctx context.Context, obj interface{}, deleted bool) {
 	lock := m.lockFor(t.gr)
 	if !lock.TryLock() {
 		// A write of this entry is under way; have it checked once more afterwards.
-		m.queue.Add(t.gr)
+		m.ctrl.Add(t.gr)
 		return
 	}
 	defer lock.Unlock()
@@ -497,11 +418,11 @@ func (m *Manager) observe(ctx context.Context, obj interface{}, deleted bool) {
 		}
 	}
 	if t.gate.isOpen() {
-		klog.FromContext(ctx).Info("Storage version entry removed or changed by someone else: writing it again",
+		m.logger.Info("Storage version entry removed or changed by someone else: writing it again",
 			"resource", t.gr, "storageVersion", t.name, "deleted", deleted)
 		t.gate.close(ErrEntryChanged)
 	}
-	m.queue.Add(t.gr)
+	m.ctrl.Add(t.gr)
 }
 
 func (m *Manager) lookupName(name string) *tracked {
@@ -548,7 +469,7 @@ func (m *Manager) registryChanged() {
 	}
 	m.mu.Unlock()
 	for _, gr := range gone {
-		m.queue.Add(gr)
+		m.ctrl.Add(gr)
 	}
 }
 
@@ -576,7 +497,7 @@ func (m *Manager) ResourcesSynced(ctx context.Context) error {
 			continue
 		}
 		if findEntry(&sv.Status, m.cfg.ServerID) != nil {
-			m.queue.Add(gr)
+			m.ctrl.Add(gr)
 		}
 	}
 	return nil
@@ -591,16 +512,16 @@ func (m *Manager) Lapsed() {
 	for gr, t := range m.tracked {
 		t.gate.close(ErrLeaseLapsed)
 		t.verifiedRV.Store(0)
-		m.queue.Add(gr)
+		m.ctrl.Add(gr)
 	}
 }
 
-// Shutdown withdraws the server's entries before it stops: writes of every tracked
+// shutdown withdraws the server's entries before it stops: writes of every tracked
 // resource are refused (ErrShuttingDown), those under way are waited for, then every
 // entry is removed (and objects left without entries deleted), so that peers agree on
-// a common version without waiting for this server's lease to expire. Call it after
-// the context of Start is done and before the server stops serving; ctx bounds it.
-func (m *Manager) Shutdown(ctx context.Context) error {
+// a common version without waiting for this server's lease to expire. Run calls it
+// once its workers have stopped, while the server still serves; ctx bounds it.
+func (m *Manager) shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	m.stopping = true
 	all := make([]*tracked, 0, len(m.tracked))
@@ -611,40 +532,23 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	for _, t := range all {
 		t.gate.close(ErrShuttingDown)
 	}
-	m.queue.ShutDown()
-	m.workers.Wait()
 	for _, t := range all {
 		if err := t.gate.drain(ctx); err != nil {
 			return fmt.Errorf("waiting for writes to %s: %w", t.gr, err)
 		}
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		next = make(chan *tracked)
-	)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for t := range next {
-				lock := m.lockFor(t.gr)
-				lock.Lock()
-				_, _, err := m.objs.removeEntries(ctx, t.name, m.isSelf, m.countRetry)
-				lock.Unlock()
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("%s: %w", t.name, err))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(4)
 	for _, t := range all {
-		next <- t
+		g.Go(func() error {
+			lock := m.lockFor(t.gr)
+			lock.Lock()
+			defer lock.Unlock()
+			if _, _, err := m.objs.removeEntries(ctx, t.name, m.isSelf); err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			return nil
+		})
 	}
-	close(next)
-	wg.Wait()
-	return errors.Join(errs...)
+	return g.Wait()
 }

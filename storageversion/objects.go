@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -61,13 +60,14 @@ func (o *objects) get(ctx context.Context, name string) (*unstructured.Unstructu
 	return obj, sv, nil
 }
 
+// ref names the object name.
+func (o *objects) ref(res *registry.Resource, name string) store.Ref {
+	return store.Ref{Resource: res, Version: version, Name: name}
+}
+
 // create creates an object without entries (a creation ignores the status), owned by
-// owner if set.
-func (o *objects) create(ctx context.Context, name string, owner *registry.OwnerRef) (*unstructured.Unstructured, error) {
-	res, err := o.resource()
-	if err != nil {
-		return nil, err
-	}
+// owner if set. An object created meanwhile by someone else is no error.
+func (o *objects) create(ctx context.Context, res *registry.Resource, name string, owner *registry.OwnerRef) error {
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{}}}
 	obj.SetAPIVersion(apiserverinternalv1alpha1.SchemeGroupVersion.String())
 	obj.SetKind("StorageVersion")
@@ -75,18 +75,73 @@ func (o *objects) create(ctx context.Context, name string, owner *registry.Owner
 	if owner != nil {
 		obj.SetOwnerReferences([]metav1.OwnerReference{ownerReference(owner)})
 	}
-	return o.store.Create(ctx, store.Ref{Resource: res, Version: version}, obj, store.WriteOptions{})
+	_, err := o.store.Create(ctx, store.Ref{Resource: res, Version: version}, obj, store.WriteOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }
 
-// setOwner makes owner the CustomResourceDefinition owning obj, replacing any other
-// definition, and keeps every other owner.
-func (o *objects) setOwner(ctx context.Context, obj *unstructured.Unstructured, owner *registry.OwnerRef) (*unstructured.Unstructured, error) {
+// putEntry makes the stored entry of e.APIServerID in the named object equal to e,
+// the object owned by owner if set, creating it if need be, and returns the revision
+// at which the object holds the entry. The status is recomputed (common version,
+// condition) from the object as stored: Store.Update re-reads it and computes again
+// when a concurrent writer got there first, so nothing written concurrently is lost.
+// conflicts counts those re-reads.
+func (o *objects) putEntry(ctx context.Context, name string, e Entry, owner *registry.OwnerRef) (rev int64, conflicts int, err error) {
 	res, err := o.resource()
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
-	uid, rv := obj.GetUID(), obj.GetResourceVersion()
-	out, _, err := o.store.Update(ctx, store.Ref{Resource: res, Version: version, Name: obj.GetName()}, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if owner != nil {
+		if err := o.ensureOwner(ctx, res, name, owner); err != nil {
+			return 0, 0, err
+		}
+	}
+	rev, conflicts, err = o.updateEntry(ctx, res, name, e)
+	if apierrors.IsNotFound(err) {
+		// Not there yet: create it, then write the entry. Gone again at once (the
+		// collector removes objects without entries), it is the caller's to retry.
+		if err := o.create(ctx, res, name, owner); err != nil {
+			return 0, conflicts, err
+		}
+		var more int
+		rev, more, err = o.updateEntry(ctx, res, name, e)
+		conflicts += more
+	}
+	return rev, conflicts, err
+}
+
+// updateEntry writes e into the named object as it is stored (see putEntry).
+func (o *objects) updateEntry(ctx context.Context, res *registry.Resource, name string, e Entry) (rev int64, conflicts int, err error) {
+	calls := 0
+	out, _, err := o.store.Update(ctx, o.ref(res, name), func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		calls++
+		sv, err := fromUnstructured(cur)
+		if err != nil {
+			return nil, err
+		}
+		if e0 := findEntry(&sv.Status, e.APIServerID); e0 != nil && sameEntry(e0, &e) {
+			return cur, nil // nothing to write: Update keeps the object as it is
+		}
+		SetEntries(sv, withEntry(&sv.Status, e), o.now())
+		return withStatus(cur, &sv.Status)
+	}, store.UpdateOptions{WriteOptions: store.WriteOptions{Subresource: "status"}})
+	conflicts = max(calls-1, 0)
+	if err != nil {
+		return 0, conflicts, err
+	}
+	return revision(out.GetResourceVersion()), conflicts, nil
+}
+
+// ensureOwner creates the named object owned by owner, or makes owner the
+// CustomResourceDefinition owning it, replacing any other definition and keeping
+// every other owner.
+func (o *objects) ensureOwner(ctx context.Context, res *registry.Resource, name string, owner *registry.OwnerRef) error {
+	_, _, err := o.store.Update(ctx, o.ref(res, name), func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		if hasOwner(cur, owner) {
+			return cur, nil
+		}
 		var refs []metav1.OwnerReference
 		for _, r := range cur.GetOwnerReferences() {
 			if !isDefinitionRef(r) {
@@ -95,93 +150,84 @@ func (o *objects) setOwner(ctx context.Context, obj *unstructured.Unstructured, 
 		}
 		cur.SetOwnerReferences(append(refs, ownerReference(owner)))
 		return cur, nil
-	}, store.UpdateOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
-	return out, err
+	}, store.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return o.create(ctx, res, name, owner)
+	}
+	return err
 }
 
-// writeStatus replaces the status of obj (as read) with st.
-func (o *objects) writeStatus(ctx context.Context, obj *unstructured.Unstructured, st *apiserverinternalv1alpha1.StorageVersionStatus) (*unstructured.Unstructured, error) {
-	res, err := o.resource()
-	if err != nil {
-		return nil, err
-	}
+// withStatus returns cur with st as its status.
+func withStatus(cur *unstructured.Unstructured, st *apiserverinternalv1alpha1.StorageVersionStatus) (*unstructured.Unstructured, error) {
 	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
 	if err != nil {
 		return nil, err
 	}
-	uid, rv := obj.GetUID(), obj.GetResourceVersion()
-	out, _, err := o.store.Update(ctx, store.Ref{Resource: res, Version: version, Name: obj.GetName()}, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-		cur.Object["status"] = status
-		return cur, nil
-	}, store.UpdateOptions{
-		WriteOptions:  store.WriteOptions{Subresource: "status"},
-		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
-	})
-	return out, err
+	cur.Object["status"] = status
+	return cur, nil
 }
 
-// delete deletes obj (as read).
+// delete deletes obj (as read), preconditioned on its uid and resourceVersion.
 func (o *objects) delete(ctx context.Context, obj *unstructured.Unstructured) error {
 	res, err := o.resource()
 	if err != nil {
 		return err
 	}
 	uid, rv := obj.GetUID(), obj.GetResourceVersion()
-	_, _, err = o.store.Delete(ctx, store.Ref{Resource: res, Version: version, Name: obj.GetName()}, store.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	_, _, err = o.store.Delete(ctx, o.ref(res, obj.GetName()), store.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 	return err
 }
 
 // removeEntries removes from the named object the entries drop selects, recomputing the
-// common version and condition, and deletes the object when no entry is left. It
-// retries conflicts (re-reading, and asking drop again) up to maxAttempts times. It
-// returns how many entries it removed and whether it deleted the object.
-func (o *objects) removeEntries(ctx context.Context, name string, drop func(id string) (bool, error), onRetry func(conflict bool)) (removed int, deleted bool, err error) {
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
-				return 0, false, err
-			}
-		}
-		obj, sv, err := o.get(ctx, name)
-		if apierrors.IsNotFound(err) {
-			return 0, false, nil
-		}
+// common version and condition, and deletes the object when no entry is left (only if
+// it is still as written: a server that registers meanwhile keeps it, and a conflict
+// is returned for the caller to look again). drop is asked again for the object as it
+// then is when a concurrent writer got there first. It returns how many entries it
+// removed and whether it deleted the object.
+func (o *objects) removeEntries(ctx context.Context, name string, drop func(id string) (bool, error)) (removed int, deleted bool, err error) {
+	res, err := o.resource()
+	if err != nil {
+		return 0, false, err
+	}
+	out, _, err := o.store.Update(ctx, o.ref(res, name), func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		sv, err := fromUnstructured(cur)
 		if err != nil {
-			return 0, false, err
+			return nil, err
 		}
 		var dropErr error
 		kept := without(&sv.Status, func(id string) bool {
 			d, err := drop(id)
 			if err != nil {
 				dropErr = err
-				return false
 			}
-			return d
+			return d && err == nil
 		})
 		if dropErr != nil {
-			return 0, false, dropErr
+			return nil, dropErr
 		}
-		n := len(sv.Status.StorageVersions) - len(kept)
-		if n == 0 {
-			return 0, false, nil
+		removed = len(sv.Status.StorageVersions) - len(kept)
+		if removed == 0 {
+			return cur, nil
 		}
-		if len(kept) == 0 {
-			err = o.delete(ctx, obj)
-		} else {
-			SetEntries(sv, kept, o.now())
-			_, err = o.writeStatus(ctx, obj, &sv.Status)
-		}
-		switch {
-		case err == nil:
-			return n, len(kept) == 0, nil
-		case retryable(err) && attempt < maxAttempts:
-			if onRetry != nil {
-				onRetry(apierrors.IsConflict(err))
-			}
-			continue
-		}
+		SetEntries(sv, kept, o.now())
+		return withStatus(cur, &sv.Status)
+	}, store.UpdateOptions{WriteOptions: store.WriteOptions{Subresource: "status"}})
+	if apierrors.IsNotFound(err) {
+		return 0, false, nil
+	}
+	if err != nil {
 		return 0, false, err
 	}
+	if removed == 0 {
+		return 0, false, nil
+	}
+	if entries, _, _ := unstructured.NestedSlice(out.Object, "status", "storageVersions"); len(entries) > 0 {
+		return removed, false, nil
+	}
+	if err := o.delete(ctx, out); err != nil && !apierrors.IsNotFound(err) {
+		return removed, false, err
+	}
+	return removed, true, nil
 }
 
 // ownerGone reports whether obj is owned by a CustomResourceDefinition that no longer
@@ -243,34 +289,6 @@ func hasOwner(obj *unstructured.Unstructured, owner *registry.OwnerRef) bool {
 		}
 	}
 	return false
-}
-
-// maxAttempts bounds the attempts of one write that keeps meeting conflicts; the
-// caller's queue retries later, forever.
-const maxAttempts = 8
-
-// retryable reports whether a write may succeed if tried again at once: a concurrent
-// change (conflict, the object created or deleted meanwhile) or a passing timeout.
-func retryable(err error) bool {
-	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) ||
-		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
-}
-
-// backoff is the jittered pause before attempt n (n ≥ 1): 10 ms doubling to 640 ms.
-func backoff(n int) time.Duration {
-	d := 10 * time.Millisecond << min(n-1, 6)
-	return d/2 + time.Duration(rand.Int64N(int64(d)))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // revision parses a resourceVersion as the etcd revision it is (0 if it is not one).

@@ -1,0 +1,122 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/concordproject/concord/apiextensions"
+	"github.com/concordproject/concord/lifecycle"
+	"github.com/concordproject/concord/migration"
+	"github.com/concordproject/concord/namespace"
+	"github.com/concordproject/concord/registry/store"
+	"github.com/concordproject/concord/storageversion"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+)
+
+// errNotSynced: the CRD controller has not served every stored definition yet.
+var errNotSynced = errors.New("the stored CustomResourceDefinitions are not all served yet")
+
+// startControllers is the controllers phase: the bootstrap namespaces, the identity
+// lease, the storage version garbage collector and manager, the CRD controller
+// (start-up waits until it serves every stored definition, and until every built-in
+// resource had one registration attempt), the namespace controller and storage
+// migration. The last component, started last and so stopped first, turns /readyz
+// off when the server begins to stop.
+func (i *Instance) startControllers(ctx context.Context) (context.Context, error) {
+	if err := bootstrapNamespaces(ctx, i); err != nil {
+		return ctx, err
+	}
+	if err := i.startIdentity(ctx); err != nil {
+		return ctx, err
+	}
+	svm := i.parts.svm
+	crds, err := apiextensions.NewController(i.Registry, i.Store, i.runtime)
+	if err != nil {
+		return ctx, err
+	}
+	if svm != nil {
+		crds.Publish = svm.Publish
+	}
+	if err := i.start(ctx, lifecycle.Component{Name: "crd-controller", Run: crds.Run, Ready: func() error {
+		if !crds.HasSynced() {
+			return errNotSynced
+		}
+		return nil
+	}}); err != nil {
+		return ctx, fmt.Errorf("serving the stored CustomResourceDefinitions: %w", err)
+	}
+	if svm != nil {
+		// Every built-in resource has had one registration attempt: writes to those
+		// registered pass; the others stay refused (and readyz says why) while their
+		// registration is retried.
+		if err := svm.WaitFirstRound(ctx); err != nil {
+			return ctx, fmt.Errorf("registering storage versions: %w", err)
+		}
+		if err := svm.ResourcesSynced(ctx); err != nil {
+			klog.FromContext(ctx).Error(err, "Cannot withdraw the storage version entries of resources this server no longer serves; they stay until it restarts")
+		}
+	}
+	i.parts.bootstrap.Done()
+	namespaces, err := namespace.NewController(i.Registry, i.Store, i.runtime)
+	if err != nil {
+		return ctx, err
+	}
+	if err := i.start(ctx, lifecycle.Component{Name: "namespace-controller", Run: namespaces.Run}); err != nil {
+		return ctx, err
+	}
+	if !i.opts.DisableStorageMigration {
+		// Leader-elected among the servers: one of them triggers and runs migrations.
+		if err := i.start(ctx, lifecycle.Component{Name: "storage-migration", Run: func(ctx context.Context) error {
+			return migration.Run(ctx, migration.Config{RESTConfig: i.LoopbackConfig(), Metrics: i.Metrics})
+		}}); err != nil {
+			return ctx, err
+		}
+	}
+	return ctx, i.start(ctx, closer("readiness", i.parts.checks.ShuttingDown))
+}
+
+// startIdentity starts the identity lease (ready once written), the garbage collector
+// of storage versions and identity leases, and the storage version manager. Stopped
+// in the reverse order, the manager withdraws this server's entries, the collector
+// gives its leadership up, and the lease is deleted, while the server still serves.
+func (i *Instance) startIdentity(ctx context.Context) error {
+	lease, svm := i.parts.lease, i.parts.svm
+	if lease == nil {
+		return nil
+	}
+	if err := i.start(ctx, lifecycle.Component{Name: "identity-lease", Run: lease.Run, Ready: lease.Ready}); err != nil {
+		return err
+	}
+	i.parts.leaseHook.Done()
+	collector, err := storageversion.NewCollector(storageversion.CollectorConfig{
+		Registry: i.Registry, Store: i.Store, Holder: lease.HolderIdentity(), RESTConfig: i.LoopbackConfig(),
+		LeaseDuration: lease.Duration(), Metrics: i.Metrics, ReconcileMetrics: i.runtime,
+	})
+	if err != nil {
+		return err
+	}
+	if err := i.start(ctx, lifecycle.Component{Name: "storage-version-gc", Run: collector.Run}); err != nil {
+		return err
+	}
+	i.parts.collectorHook.Done()
+	if svm == nil {
+		return nil
+	}
+	return i.start(ctx, lifecycle.Component{Name: "storage-versions", Run: svm.Run})
+}
+
+// bootstrapNamespaces creates the namespaces every Kubernetes cluster has.
+func bootstrapNamespaces(ctx context.Context, i *Instance) error {
+	res := i.Registry.Get(namespace.GroupResource)
+	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace"}}
+		obj.SetName(name)
+		if _, err := i.Store.Create(ctx, store.Ref{Resource: res, Version: "v1"}, obj, store.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+
+	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/identity"
+	"k8s.io/klog/v2"
+)
+
+// serving is what the credentials phase hands the serving phase.
+type serving struct {
+	listener net.Listener
+	cert     tls.Certificate
+	authn    *auth.TokenAuthenticator
+}
+
+// loadCredentials is the credentials phase: the listener first (its port names the
+// server and its URL; logs from here on carry the server ID), then the cluster CA and
+// admin token shared through etcd, the serving certificate and the authenticator.
+func (i *Instance) loadCredentials(ctx context.Context) (context.Context, error) {
+	o := i.opts
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort)))
+	if err != nil {
+		return ctx, fmt.Errorf("listening on %s:%d: %w", o.BindAddress, o.SecurePort, err)
+	}
+	if err := i.start(ctx, closer("listener", func() { _ = ln.Close() })); err != nil {
+		return ctx, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	host := o.BindAddress
+	if ip := net.ParseIP(host); ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	i.URL = (&url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(port))}).String()
+	hostname, _ := os.Hostname()
+	if i.ServerID = o.ServerID; i.ServerID == "" {
+		i.ServerID = identity.DefaultServerID(hostname, port)
+	}
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("server", i.ServerID))
+
+	creds, err := auth.EnsureClusterCredentials(ctx, i.client, o.EtcdPrefix+"/concord/credentials", o.certDir())
+	if err != nil {
+		return ctx, fmt.Errorf("cluster credentials: %w", err)
+	}
+	i.CACert, i.AdminToken = creds.CACert, creds.AdminToken
+	certFile, keyFile := o.TLSCertFile, o.TLSKeyFile
+	if certFile == "" {
+		hosts := []string{o.BindAddress, "127.0.0.1", "::1", "localhost", hostname}
+		if certFile, keyFile, err = auth.EnsureServingCert(o.certDir(), creds, hosts); err != nil {
+			return ctx, fmt.Errorf("serving certificate: %w", err)
+		}
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return ctx, fmt.Errorf("loading the serving certificate: %w", err)
+	}
+	var fileTokens map[string]auth.User
+	if o.TokenAuthFile != "" {
+		if fileTokens, err = auth.LoadTokenFile(o.TokenAuthFile); err != nil {
+			return ctx, err
+		}
+	}
+	i.loopbackToken = auth.NewLoopbackToken()
+	authn, err := auth.NewTokenAuthenticator(fileTokens, creds.AdminToken, i.loopbackToken)
+	if err != nil {
+		return ctx, err
+	}
+	i.parts.serving = serving{listener: ln, cert: cert, authn: authn}
+	return ctx, nil
+}

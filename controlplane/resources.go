@@ -1,0 +1,88 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/concordproject/concord/apiextensions"
+	"github.com/concordproject/concord/builtin"
+	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/lifecycle"
+	"github.com/concordproject/concord/reconcile"
+	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
+	"github.com/concordproject/concord/storageversion"
+)
+
+// buildResources is the resources phase: the compatibility configuration (KEP-4330),
+// the registry of the built-in resources it selects and the CRD resource, the object
+// store (whose caches run from here on), and the server's identity lease and storage
+// version manager (KEP-1965, KEP-2339), built now because the handler chain and the
+// health checks need them; they start with the controllers.
+func (i *Instance) buildResources(ctx context.Context) (context.Context, error) {
+	o := i.opts
+	compat, err := o.Compatibility.Complete(ctx)
+	if err != nil {
+		return ctx, err
+	}
+	i.Compatibility = compat
+	builtins, err := compat.Resources()
+	if err != nil {
+		return ctx, err
+	}
+	if err := builtin.Configure(builtins, builtin.Options{EventTTL: o.EventTTL}); err != nil {
+		return ctx, err
+	}
+	i.Registry = registry.New()
+	for _, res := range append(builtins, apiextensions.Resource()) {
+		if err := i.Registry.Put(ctx, res); err != nil {
+			return ctx, fmt.Errorf("registering %s: %w", res.GroupResource(), err)
+		}
+	}
+	i.Store = store.NewStore(i.raw)
+	if o.WatchBookmarkInterval > 0 {
+		i.Store.BookmarkInterval = o.WatchBookmarkInterval
+	}
+	if err := i.start(ctx, lifecycle.Component{Name: "object-store", Run: i.Store.Run}); err != nil {
+		return ctx, err
+	}
+	i.runtime = reconcile.NewMetrics(i.Metrics)
+	return ctx, i.buildIdentity(compat)
+}
+
+// buildIdentity builds the identity lease (APIServerIdentity) and the storage version
+// manager (StorageVersionAPI, which depends on it), unless their gates are off.
+func (i *Instance) buildIdentity(compat *compatibility.Config) error {
+	if !compat.Enabled(compatibility.APIServerIdentity) {
+		if compat.Enabled(compatibility.StorageVersionAPI) {
+			return fmt.Errorf("feature gate %s requires %s", compatibility.StorageVersionAPI, compatibility.APIServerIdentity)
+		}
+		return nil
+	}
+	hostname, _ := os.Hostname()
+	v := compat.Versions
+	lease, err := identity.NewLease(i.Registry, i.Store, identity.Config{
+		ID: i.ServerID, Hostname: hostname,
+		Duration: i.opts.IdentityLeaseDuration, RenewInterval: i.opts.IdentityLeaseRenewInterval,
+		BinaryVersion: v.Binary.String(), EmulationVersion: v.Emulation.String(), MinCompatibilityVersion: v.MinCompatibility.String(),
+	})
+	if err != nil {
+		return err
+	}
+	i.parts.lease = lease
+	if !compat.Enabled(compatibility.StorageVersionAPI) {
+		return nil
+	}
+	svm, err := storageversion.NewManager(storageversion.Config{
+		ServerID: i.ServerID, Registry: i.Registry, Store: i.Store,
+		LeaseValid: lease.Valid, Metrics: i.Metrics, ReconcileMetrics: i.runtime, Started: i.started,
+	})
+	if err != nil {
+		return err
+	}
+	lease.OnLapse(svm.Lapsed)
+	i.parts.svm = svm
+	return nil
+}

@@ -1,0 +1,104 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/concordproject/concord/health"
+	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/lifecycle"
+	"github.com/concordproject/concord/openapi"
+	"github.com/concordproject/concord/server"
+	"k8s.io/apimachinery/pkg/version"
+)
+
+// errNotListening: the HTTP server has not started listening yet.
+var errNotListening = errors.New("not listening yet")
+
+// startServing is the serving phase: the health checks, the HTTP server with its
+// handler chain (the storage version barrier in its slot), and the OpenAPI documents.
+// The server serves until the components started after it (the controllers, the
+// storage version manager's withdrawal of its entries) have stopped.
+func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
+	o, compat := i.opts, i.Compatibility
+	compat.RegisterMetrics(i.Metrics)
+	skew, err := compat.ClientSkewFilter(i.Metrics)
+	if err != nil {
+		return ctx, err
+	}
+	checks, err := i.healthChecks()
+	if err != nil {
+		return ctx, err
+	}
+	var barrier func(http.Handler) http.Handler
+	if i.parts.svm != nil {
+		barrier = i.parts.svm.Filter
+	}
+	sv := i.parts.serving
+	i.Server, err = server.New(server.Config{
+		Registry:              i.Registry,
+		Store:                 i.Store,
+		Authenticator:         sv.authn,
+		Health:                checks,
+		Metrics:               i.Metrics,
+		Profiling:             o.Profiling,
+		Version:               compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
+		ClientSkew:            skew,
+		StorageVersionBarrier: barrier,
+		TLS:                   &tls.Config{Certificates: []tls.Certificate{sv.cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}},
+		Listener:              sv.listener,
+	})
+	if err != nil {
+		return ctx, err
+	}
+	docs := openapi.New(i.Registry)
+	docs.InstallV2(i.Server.Mux())
+	docs.InstallV3(i.Server.Mux())
+	listening := make(chan struct{})
+	if err := i.start(ctx, lifecycle.Component{Name: "http-server",
+		Run: func(ctx context.Context) error { return i.Server.Run(ctx, listening) },
+		Ready: func() error {
+			select {
+			case <-listening:
+				return nil
+			default:
+				return errNotListening
+			}
+		},
+	}); err != nil {
+		return ctx, err
+	}
+	return ctx, i.start(ctx, lifecycle.Component{Name: "openapi", Run: docs.Run})
+}
+
+// healthChecks builds /healthz, /livez and /readyz with the checks and post-start
+// hooks of kube-apiserver's names that this server has.
+func (i *Instance) healthChecks() (*health.Endpoints, error) {
+	checks := health.New(i.Metrics)
+	etcdCheck := health.NamedCheck("etcd", func(r *http.Request) error {
+		cctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		_, err := i.raw.CurrentRevision(cctx)
+		return err
+	})
+	i.parts.bootstrap = health.NewPostStartHook("bootstrap-namespaces")
+	hooks := []health.Checker{health.Ping(), etcdCheck, i.parts.bootstrap}
+	if i.parts.lease != nil {
+		i.parts.leaseHook = health.NewPostStartHook(identity.LeaseControllerHook)
+		i.parts.collectorHook = health.NewPostStartHook(identity.LeaseCollectorHook)
+		hooks = append(hooks, i.parts.leaseHook, i.parts.collectorHook)
+	}
+	if i.parts.svm != nil {
+		hooks = append(hooks, i.parts.svm.PostStartHook())
+	}
+	for _, add := range []func(...health.Checker) error{checks.AddHealthz, checks.AddLivez, checks.AddReadyz} {
+		if err := add(hooks...); err != nil {
+			return nil, err
+		}
+	}
+	i.parts.checks = checks
+	return checks, nil
+}

@@ -1,0 +1,73 @@
+package reconcile
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+)
+
+// Election configures RunElected: client-go's leader election over Lock.
+type Election struct {
+	// Name names the election in logs.
+	Name string
+	// Lock is the lock, usually a resourcelock.LeaseLock.
+	Lock resourcelock.Interface
+	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// RunElected campaigns for leadership until ctx is done. While it leads, lead runs
+// with a context that ends when leadership is lost (or ctx is done); lead has returned
+// before RunElected campaigns again, so that two leaders never work at once in one
+// process, and before it returns. Leadership is released when ctx is done, so that a
+// peer takes over at once.
+func RunElected(ctx context.Context, e Election, lead func(ctx context.Context)) error {
+	logger := klog.FromContext(ctx)
+	for ctx.Err() == nil {
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			stopped bool // elector.Run has returned: a late callback must not lead
+		)
+		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            e.Lock,
+			LeaseDuration:   e.LeaseDuration,
+			RenewDeadline:   e.RenewDeadline,
+			RetryPeriod:     e.RetryPeriod,
+			ReleaseOnCancel: true,
+			Name:            e.Name,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) {
+					mu.Lock()
+					if stopped {
+						mu.Unlock()
+						return
+					}
+					wg.Add(1)
+					mu.Unlock()
+					defer wg.Done()
+					logger.V(2).Info("Leading", "election", e.Name, "identity", e.Lock.Identity())
+					lead(ctx)
+				},
+				OnStoppedLeading: func() {
+					logger.V(2).Info("No longer leading", "election", e.Name, "identity", e.Lock.Identity())
+				},
+			},
+		})
+		if err != nil {
+			return err
+		}
+		elector.Run(ctx)
+		// Run returns as soon as leadership is lost; make sure nothing still works
+		// before standing again.
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		wg.Wait()
+	}
+	return nil
+}

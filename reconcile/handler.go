@@ -1,0 +1,52 @@
+package reconcile
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Watch makes c follow inf: every object inf sees added, updated or deleted queues
+// the keys keys names for it, and Run waits until inf has delivered its initial list
+// before any key is reconciled. Call it before Run; inf is started by its owner
+// (StartInformers).
+func (c *Controller[K]) Watch(inf cache.SharedIndexInformer, keys func(obj *unstructured.Unstructured) []K) error {
+	reg, err := inf.AddEventHandler(Handler(c, keys))
+	if err != nil {
+		return err
+	}
+	c.synced = append(c.synced, reg.HasSynced)
+	return nil
+}
+
+// StartInformers runs informers until ctx is done, and returns a function that waits
+// for them to stop: defer StartInformers(ctx, inf)() in a Run joins them.
+func StartInformers(ctx context.Context, informers ...cache.SharedIndexInformer) (wait func()) {
+	var wg sync.WaitGroup
+	for _, inf := range informers {
+		wg.Go(func() { inf.RunWithContext(ctx) })
+	}
+	return wg.Wait
+}
+
+// Handler returns an informer event handler that queues into c, for every object
+// added, updated or deleted (a deletion whose final state is unknown included), the
+// keys keys names for it.
+func Handler[K comparable](c *Controller[K], keys func(obj *unstructured.Unstructured) []K) cache.ResourceEventHandler {
+	add := func(obj interface{}) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			for _, k := range keys(u) {
+				c.Add(k)
+			}
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, obj interface{}) { add(obj) }, DeleteFunc: add}
+}
+
+// ByName is a keys function for Handler: an object's name.
+func ByName(obj *unstructured.Unstructured) []string { return []string{obj.GetName()} }

@@ -1,0 +1,75 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/concordproject/concord/registry"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// ErrNotServed means that a resource an informer follows is not in the registry.
+var ErrNotServed = errors.New("resource not served")
+
+// Source names what an in-process informer follows: one resource of a registry, read
+// in Version, in Namespace ("" for all), optionally narrowed by label and field
+// selectors.
+type Source struct {
+	Registry      *registry.Registry
+	Resource      schema.GroupResource
+	Version       string
+	Namespace     string
+	LabelSelector string
+	FieldSelector string
+}
+
+// ListWatch lists and watches src through s, for client-go informers inside the
+// server. The definition is looked up at every call, so an informer follows a
+// resource redefined at run time, and reports ErrNotServed (its reflector retries)
+// while the resource is not served.
+func (s *Store) ListWatch(src Source) *cache.ListWatch {
+	ref := func(opts *metav1.ListOptions) (Ref, error) {
+		res := src.Registry.Get(src.Resource)
+		if res == nil {
+			return Ref{}, fmt.Errorf("%w: %s", ErrNotServed, src.Resource)
+		}
+		if src.LabelSelector != "" {
+			opts.LabelSelector = src.LabelSelector
+		}
+		if src.FieldSelector != "" {
+			opts.FieldSelector = src.FieldSelector
+		}
+		return Ref{Resource: res, Version: src.Version, Namespace: src.Namespace}, nil
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			r, err := ref(&opts)
+			if err != nil {
+				return nil, err
+			}
+			return s.List(ctx, r, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			r, err := ref(&opts)
+			if err != nil {
+				return nil, err
+			}
+			return s.Watch(ctx, r, opts)
+		},
+	}
+}
+
+// NewInformer returns a shared informer of src's objects (unstructured), without
+// resync, with indexers.
+func (s *Store) NewInformer(src Source, indexers cache.Indexers) cache.SharedIndexInformer {
+	if indexers == nil {
+		indexers = cache.Indexers{}
+	}
+	return cache.NewSharedIndexInformer(s.ListWatch(src), &unstructured.Unstructured{}, 0, indexers)
+}
