@@ -112,7 +112,7 @@ func (c *EmbeddedConfig) embedConfig(urls memberURLs) (*embed.Config, zap.Atomic
 	level := zap.NewAtomicLevelAt(logutil.ConvertToZapLevel(ec.LogLevel))
 	lcfg := logutil.DefaultZapLoggerConfig
 	lcfg.Level = level
-	logger, err := lcfg.Build()
+	logger, err := lcfg.Build(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return startupNoise{c} }))
 	if err != nil {
 		return nil, level, fmt.Errorf("building etcd's logger: %w", err)
 	}

@@ -176,7 +176,9 @@ func Run(ctx context.Context, cfg Config) error {
 		err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 1 << 30, Cap: 30 * time.Second},
 			func(ctx context.Context) (bool, error) {
 				if err := EnsureCRDs(ctx, restCfg); err != nil {
-					logger.Error(err, "Installing the storage-migration definitions; retrying")
+					if ctx.Err() == nil {
+						logger.Error(err, "Installing the storage-migration definitions; retrying")
+					}
 					return false, nil
 				}
 				return true, nil

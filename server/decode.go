@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -184,7 +186,7 @@ func normalizeMetadata(obj *unstructured.Unstructured) ([]string, error) {
 	if objectMetaValid(m) {
 		return nil, nil // the round trip below would change nothing and find nothing
 	}
-	data, err := kjsonMarshal(m)
+	data, err := json.Marshal(m)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata: %v", err))
 	}
@@ -202,7 +204,7 @@ func normalizeMetadata(obj *unstructured.Unstructured) ([]string, error) {
 				unknown = append(unknown, "metadata."+strings.Trim(msg[i:], `"`))
 			}
 		}
-		out, err := runtimeToUnstructured(&meta)
+		out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&meta)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func listOptions(r *http.Request) (metav1.ListOptions, error) {
@@ -34,7 +35,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, q *apiRequest
 	}
 	switch q.out.Output {
 	case respond.OutputTable:
-		t, err := s.table(r, q, list.Items, ptrTo(listMeta(list)))
+		t, err := s.table(r, q, list.Items, ptr.To(listMeta(list)))
 		if err != nil {
 			respond.Error(w, r, err)
 			return

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/concordproject/concord/objectjson"
@@ -56,7 +57,7 @@ var metadataDocs = []struct {
 // metav1.ObjectMeta finds nothing: no decoding error and no unknown field.
 func roundTripClean(t testing.TB, m map[string]interface{}) bool {
 	t.Helper()
-	data, err := kjsonMarshal(m)
+	data, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}

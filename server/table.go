@@ -8,6 +8,7 @@ import (
 	"reflect"
 
 	"github.com/concordproject/concord/registry"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metatable "k8s.io/apimachinery/pkg/api/meta/table"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,7 +55,8 @@ func (s *Server) tableConvertor(res *registry.Resource, version string) (*tableC
 	return v.(*tableConvertor), nil
 }
 
-var defaultAgeColumn = apiextensionsColumn("Age", "date", ".metadata.creationTimestamp")
+var defaultAgeColumn = apiextensionsv1.CustomResourceColumnDefinition{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp",
+	Description: "CreationTimestamp is a timestamp representing the server time when this object was created."}
 
 // table renders objs as a Table, with each row's object included as the client asked
 // (?includeObject=None|Metadata|Object; Metadata by default).

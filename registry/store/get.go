@@ -14,31 +14,31 @@ import (
 // ResourceVersionTooLarge if the store has not reached N).
 func (s *Store) Get(ctx context.Context, ref Ref, opts metav1.GetOptions) (*registry.Object, error) {
 	res, version, name := ref.Resource, ref.Version, ref.Name
-	var min int64
+	var minRV int64
 	if rv := opts.ResourceVersion; rv != "" && rv != "0" {
 		n, err := parseRV(res.GroupResource(), rv)
 		if err != nil {
 			return nil, err
 		}
-		min = n
+		minRV = n
 	}
 	kv, err := s.getFresh(ctx, ref.key())
 	if err != nil {
-		if min > 0 && errors.Is(err, storage.ErrNotFound) {
+		if minRV > 0 && errors.Is(err, storage.ErrNotFound) {
 			if cur, cerr := s.storage.CurrentRevision(ctx); cerr == nil {
-				if terr := s.checkNotTooNew(ctx, res, min, cur); terr != nil {
+				if terr := checkNotTooNew(minRV, cur); terr != nil {
 					return nil, terr
 				}
 			}
 		}
 		return nil, s.storageError(res, name, err)
 	}
-	if min > kv.Revision {
+	if minRV > kv.Revision {
 		cur, err := s.storage.CurrentRevision(ctx)
 		if err != nil {
 			return nil, s.storageError(res, name, err)
 		}
-		if err := s.checkNotTooNew(ctx, res, min, cur); err != nil {
+		if err := checkNotTooNew(minRV, cur); err != nil {
 			return nil, err
 		}
 	}

@@ -35,7 +35,7 @@ func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*un
 	gr := res.GroupResource()
 	var (
 		rev      int64 // revision to read at; 0 = current
-		min      int64 // the newest state must be at least this
+		minRV    int64 // the newest state must be at least this
 		start    string
 		fromCont bool
 	)
@@ -64,12 +64,12 @@ func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*un
 			}
 			rev = n
 		case metav1.ResourceVersionMatchNotOlderThan:
-			min = n
+			minRV = n
 		case "":
 			if opts.Limit > 0 && n > 0 {
 				rev = n // legacy: a paged list at N is exact
 			} else {
-				min = n
+				minRV = n
 			}
 		default:
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("unknown resourceVersionMatch %q: allowed are Exact and NotOlderThan", opts.ResourceVersionMatch))
@@ -104,7 +104,7 @@ func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*un
 		}
 		if rev == 0 {
 			rev = page.Revision
-			if err := s.checkNotTooNew(ctx, res, min, rev); err != nil {
+			if err := checkNotTooNew(minRV, rev); err != nil {
 				return nil, err
 			}
 		}

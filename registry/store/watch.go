@@ -105,8 +105,8 @@ type unstructuredPage struct {
 	rev  int64
 }
 
-// readPage reads every matching object at the current revision (at least min).
-func (s *Store) readPage(ctx context.Context, res *registry.Resource, ns string, min int64, pred *registry.Predicate) (*unstructuredPage, error) {
+// readPage reads every matching object at the current revision (at least minRV).
+func (s *Store) readPage(ctx context.Context, res *registry.Resource, ns string, minRV int64, pred *registry.Predicate) (*unstructuredPage, error) {
 	var out unstructuredPage
 	start := ""
 	for {
@@ -116,7 +116,7 @@ func (s *Store) readPage(ctx context.Context, res *registry.Resource, ns string,
 		}
 		if out.rev == 0 {
 			out.rev = page.Revision
-			if err := s.checkNotTooNew(ctx, res, min, out.rev); err != nil {
+			if err := checkNotTooNew(minRV, out.rev); err != nil {
 				return nil, err
 			}
 		}

@@ -132,7 +132,9 @@ func Object(w http.ResponseWriter, r *http.Request, code int, v interface{}) {
 // RetryAfterSeconds also gets the Retry-After header, which client-go honours.
 func Error(w http.ResponseWriter, r *http.Request, err error) {
 	status := ErrorToStatus(err)
-	if status.Code >= 500 && status.Code != http.StatusServiceUnavailable {
+	// Server errors are logged, but refusals that ask the client to come back (503)
+	// and requests the client itself gave up on.
+	if status.Code >= 500 && status.Code != http.StatusServiceUnavailable && r.Context().Err() == nil {
 		klog.FromContext(r.Context()).Error(err, "Request failed", "method", r.Method, "path", r.URL.Path, "code", status.Code)
 	}
 	if status.Details != nil && status.Details.RetryAfterSeconds > 0 {

@@ -109,6 +109,23 @@ func TestHARecipe(t *testing.T) {
 	contains(t, k2.must(t, "", "--server", cfgs[0].server, "get", "configmap", "shared"), "shared")
 }
 
+// A fresh `concord server` (its own etcd, nothing stored) starts and stops without
+// logging an error or a stack trace.
+func TestQuietStart(t *testing.T) {
+	bin := buildConcord(t)
+	data := filepath.Join(t.TempDir(), "data")
+	var logs *bytes.Buffer
+	t.Cleanup(func() { // registered first, run last: once the server has stopped
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.HasPrefix(line, "E") || strings.Contains(line, `"level":"error"`) || strings.Contains(line, "stacktrace") {
+				t.Errorf("logged: %s", line)
+			}
+		}
+	})
+	logs = process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(freePort(t)))
+	waitForFile(t, filepath.Join(data, "admin.kubeconfig"), logs)
+}
+
 type clientcmdConfig struct {
 	server, token string
 	ca            []byte
