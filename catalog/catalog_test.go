@@ -296,12 +296,12 @@ func TestParseYAMLAndLoad(t *testing.T) {
 // TestParseErrors checks that each kind of mistake is refused with a message that says
 // where and what.
 func TestParseErrors(t *testing.T) {
-	// edit returns smallYAML with old replaced by new.
-	edit := func(old, new string) string {
-		if !strings.Contains(smallYAML, old) {
-			t.Fatalf("smallYAML has no %q", old)
+	// edit returns smallYAML with from replaced by to.
+	edit := func(from, to string) string {
+		if !strings.Contains(smallYAML, from) {
+			t.Fatalf("smallYAML has no %q", from)
 		}
-		return strings.Replace(smallYAML, old, new, 1)
+		return strings.Replace(smallYAML, from, to, 1)
 	}
 	for _, tc := range []struct {
 		name, data string

@@ -111,37 +111,53 @@ func Parse(data []byte) (*Catalog, error) {
 // model converts the file form to the arguments of New, reporting unparsable versions
 // and stages and duplicate groups.
 func (f *fileCatalog) model() ([]*version.Version, []Resource, map[featuregate.Feature]featuregate.VersionedSpecs, field.ErrorList) {
-	var errs field.ErrorList
-	parse := func(p *field.Path, s string) *version.Version {
-		if s == "" {
-			return nil
-		}
-		v, err := version.ParseGeneric(s)
-		if err == nil && v.String() != s {
-			err = fmt.Errorf("must be a release as major.minor, such as 1.30")
-		}
-		if err != nil {
-			errs = append(errs, field.Invalid(p, s, err.Error()))
-			return nil
-		}
-		return v
-	}
+	m := &modelBuilder{}
+	releases := m.releases(f.Releases)
+	resources := m.resources(f.Groups)
+	gates := m.gates(f.FeatureGates)
+	return releases, resources, gates, m.errs
+}
 
-	releases := make([]*version.Version, 0, len(f.Releases))
-	for i, s := range f.Releases {
-		if v := parse(field.NewPath("releases").Index(i), s); v != nil {
+// modelBuilder collects the errors of one conversion from the file form.
+type modelBuilder struct {
+	errs field.ErrorList
+}
+
+// parse reads a release as major.minor; the empty string is nil.
+func (m *modelBuilder) parse(p *field.Path, s string) *version.Version {
+	if s == "" {
+		return nil
+	}
+	v, err := version.ParseGeneric(s)
+	if err == nil && v.String() != s {
+		err = fmt.Errorf("must be a release as major.minor, such as 1.30")
+	}
+	if err != nil {
+		m.errs = append(m.errs, field.Invalid(p, s, err.Error()))
+		return nil
+	}
+	return v
+}
+
+func (m *modelBuilder) releases(in []string) []*version.Version {
+	releases := make([]*version.Version, 0, len(in))
+	for i, s := range in {
+		if v := m.parse(field.NewPath("releases").Index(i), s); v != nil {
 			releases = append(releases, v)
 		} else if s == "" {
-			errs = append(errs, field.Required(field.NewPath("releases").Index(i), ""))
+			m.errs = append(m.errs, field.Required(field.NewPath("releases").Index(i), ""))
 		}
 	}
+	return releases
+}
 
+func (m *modelBuilder) resources(groups []fileGroup) []Resource {
 	var resources []Resource
 	seenGroup := map[string]bool{}
-	for gi, g := range f.Groups {
+	for gi, g := range groups {
 		gp := field.NewPath("groups").Index(gi)
 		if seenGroup[g.Name] {
-			errs = append(errs, field.Duplicate(gp.Child("name"), g.Name))
+			m.errs = append(m.errs, field.Duplicate(gp.Child("name"), g.Name))
 		}
 		seenGroup[g.Name] = true
 		for ri, fr := range g.Resources {
@@ -157,48 +173,56 @@ func (f *fileCatalog) model() ([]*version.Version, []Resource, map[featuregate.F
 				PrinterColumns: fr.PrinterColumns,
 			}
 			for vi, fv := range fr.Versions {
-				vp := rp.Child("versions").Index(vi)
-				schema := fv.Schema
-				if fv.SameSchemaAs != "" {
-					schema = nil
-					for _, other := range fr.Versions {
-						if other.Name == fv.SameSchemaAs && other.SameSchemaAs == "" {
-							schema = other.Schema
-						}
-					}
-					switch {
-					case fv.Schema != nil:
-						errs = append(errs, field.Invalid(vp.Child("sameSchemaAs"), fv.SameSchemaAs, "must not be set together with schema"))
-					case schema == nil:
-						errs = append(errs, field.Invalid(vp.Child("sameSchemaAs"), fv.SameSchemaAs, "must name another version of the resource that has a schema of its own"))
-					}
-				}
-				r.Versions = append(r.Versions, Version{
-					Name: fv.Name,
-					Lifecycle: Lifecycle{
-						Introduced: parse(vp.Child("introduced"), fv.Introduced),
-						Deprecated: parse(vp.Child("deprecated"), fv.Deprecated),
-						Removed:    parse(vp.Child("removed"), fv.Removed),
-					},
-					Replacement: fv.Replacement,
-					Schema:      schema,
-				})
+				r.Versions = append(r.Versions, m.version(rp.Child("versions").Index(vi), fv, fr.Versions))
 			}
 			resources = append(resources, r)
 		}
 	}
+	return resources
+}
 
-	gates := make(map[featuregate.Feature]featuregate.VersionedSpecs, len(f.FeatureGates))
-	for _, name := range sortedKeys(f.FeatureGates) {
+// version converts one version of a resource; siblings are all of the resource's
+// versions, for sameSchemaAs.
+func (m *modelBuilder) version(vp *field.Path, fv fileVersion, siblings []fileVersion) Version {
+	schema := fv.Schema
+	if fv.SameSchemaAs != "" {
+		schema = nil
+		for _, other := range siblings {
+			if other.Name == fv.SameSchemaAs && other.SameSchemaAs == "" {
+				schema = other.Schema
+			}
+		}
+		switch {
+		case fv.Schema != nil:
+			m.errs = append(m.errs, field.Invalid(vp.Child("sameSchemaAs"), fv.SameSchemaAs, "must not be set together with schema"))
+		case schema == nil:
+			m.errs = append(m.errs, field.Invalid(vp.Child("sameSchemaAs"), fv.SameSchemaAs, "must name another version of the resource that has a schema of its own"))
+		}
+	}
+	return Version{
+		Name: fv.Name,
+		Lifecycle: Lifecycle{
+			Introduced: m.parse(vp.Child("introduced"), fv.Introduced),
+			Deprecated: m.parse(vp.Child("deprecated"), fv.Deprecated),
+			Removed:    m.parse(vp.Child("removed"), fv.Removed),
+		},
+		Replacement: fv.Replacement,
+		Schema:      schema,
+	}
+}
+
+func (m *modelBuilder) gates(in map[string][]fileFeatureSpec) map[featuregate.Feature]featuregate.VersionedSpecs {
+	gates := make(map[featuregate.Feature]featuregate.VersionedSpecs, len(in))
+	for _, name := range sortedKeys(in) {
 		fp := field.NewPath("featureGates").Key(name)
-		specs := make(featuregate.VersionedSpecs, 0, len(f.FeatureGates[name]))
-		for i, fs := range f.FeatureGates[name] {
+		specs := make(featuregate.VersionedSpecs, 0, len(in[name]))
+		for i, fs := range in[name] {
 			sp := fp.Index(i)
 			s := featuregate.FeatureSpec{
-				Version:                 parse(sp.Child("version"), fs.Version),
+				Version:                 m.parse(sp.Child("version"), fs.Version),
 				Default:                 fs.Default,
 				LockToDefault:           fs.LockToDefault,
-				MinCompatibilityVersion: parse(sp.Child("minCompatibilityVersion"), fs.MinCompatibilityVersion),
+				MinCompatibilityVersion: m.parse(sp.Child("minCompatibilityVersion"), fs.MinCompatibilityVersion),
 			}
 			switch fs.PreRelease {
 			case "ALPHA":
@@ -210,13 +234,13 @@ func (f *fileCatalog) model() ([]*version.Version, []Resource, map[featuregate.F
 			case "DEPRECATED":
 				s.PreRelease = featuregate.Deprecated
 			default:
-				errs = append(errs, field.NotSupported(sp.Child("preRelease"), fs.PreRelease, preReleaseNames))
+				m.errs = append(m.errs, field.NotSupported(sp.Child("preRelease"), fs.PreRelease, preReleaseNames))
 			}
 			specs = append(specs, s)
 		}
 		gates[featuregate.Feature(name)] = specs
 	}
-	return releases, resources, gates, errs
+	return gates
 }
 
 // Encode returns the catalog in its file form: indented JSON ending in a newline, with

@@ -87,17 +87,7 @@ func (rc *runtimeConfig) configured(gvr schema.GroupVersionResource, byDefault b
 // comma-separated; later items win) against the group-versions and resources the
 // catalog knows. Every problem is reported.
 func parseRuntimeConfig(cat *catalog.Catalog, items []string) (*runtimeConfig, []error) {
-	groups := sets.New[string]()
-	versions := sets.New[schema.GroupVersion]()
-	resources := sets.New[schema.GroupVersionResource]()
-	for _, r := range cat.Resources() {
-		groups.Insert(r.Group)
-		for _, v := range r.Versions {
-			versions.Insert(schema.GroupVersion{Group: r.Group, Version: v.Name})
-			resources.Insert(schema.GroupVersionResource{Group: r.Group, Version: v.Name, Resource: r.Names.Plural})
-		}
-	}
-
+	known := knownAPIsOf(cat)
 	rc := &runtimeConfig{
 		stability: map[stability]bool{},
 		versions:  map[schema.GroupVersion]bool{},
@@ -126,53 +116,8 @@ func parseRuntimeConfig(cat *catalog.Catalog, items []string) (*runtimeConfig, [
 				enabled = b
 			}
 			keys.Insert(key)
-
-			switch key {
-			case "api/all":
-				rc.all = &enabled
-				continue
-			case "api/ga", "api/beta", "api/alpha":
-				rc.stability[stability(strings.TrimPrefix(key, "api/"))] = enabled
-				continue
-			case "api/legacy":
-				// Deprecated in Kubernetes and without effect there; accepted alike.
-				continue
-			}
-
-			parts := strings.Split(key, "/")
-			if len(parts) > 3 || slices.Contains(parts, "") {
-				errs = append(errs, fmt.Errorf("invalid runtime-config key %q: use api/all, api/ga, api/beta, api/alpha, <group>/<version> or <group>/<version>/<resource>", key))
-				continue
-			}
-			var gv schema.GroupVersion
-			var resource string
-			switch {
-			case len(parts) == 1: // "v1": the core group
-				gv = schema.GroupVersion{Version: parts[0]}
-			case parts[0] == "api" && len(parts) <= 3: // "api/v1[/resource]": the core group too
-				gv = schema.GroupVersion{Version: parts[1]}
-				if len(parts) == 3 {
-					resource = parts[2]
-				}
-			default:
-				gv = schema.GroupVersion{Group: parts[0], Version: parts[1]}
-				if len(parts) == 3 {
-					resource = parts[2]
-				}
-			}
-			switch {
-			case !groups.Has(gv.Group) && gv.Group == "":
-				unknownGroups.Insert("core")
-			case !groups.Has(gv.Group):
-				unknownGroups.Insert(gv.Group)
-			case !versions.Has(gv):
-				errs = append(errs, fmt.Errorf("group version %s that has not been registered", gv))
-			case resource == "":
-				rc.versions[gv] = enabled
-			case !resources.Has(gv.WithResource(resource)):
-				errs = append(errs, fmt.Errorf("group version resource %s that has not been registered", gv.WithResource(resource)))
-			default:
-				rc.resources[gv.WithResource(resource)] = enabled
+			if err := rc.set(known, key, enabled, unknownGroups); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
@@ -183,6 +128,81 @@ func parseRuntimeConfig(cat *catalog.Catalog, items []string) (*runtimeConfig, [
 		errs = append(errs, fmt.Errorf("invalid runtime-config with only api/all=false"))
 	}
 	return rc, errs
+}
+
+// knownAPIs is what --runtime-config may name: the catalog's groups, group-versions and
+// resources.
+type knownAPIs struct {
+	groups    sets.Set[string]
+	versions  sets.Set[schema.GroupVersion]
+	resources sets.Set[schema.GroupVersionResource]
+}
+
+func knownAPIsOf(cat *catalog.Catalog) knownAPIs {
+	k := knownAPIs{sets.New[string](), sets.New[schema.GroupVersion](), sets.New[schema.GroupVersionResource]()}
+	for _, r := range cat.Resources() {
+		k.groups.Insert(r.Group)
+		for _, v := range r.Versions {
+			k.versions.Insert(schema.GroupVersion{Group: r.Group, Version: v.Name})
+			k.resources.Insert(schema.GroupVersionResource{Group: r.Group, Version: v.Name, Resource: r.Names.Plural})
+		}
+	}
+	return k
+}
+
+// set records one switch. Groups the catalog does not know are collected in
+// unknownGroups, to be reported together.
+func (rc *runtimeConfig) set(known knownAPIs, key string, enabled bool, unknownGroups sets.Set[string]) error {
+	switch key {
+	case "api/all":
+		rc.all = &enabled
+		return nil
+	case "api/ga", "api/beta", "api/alpha":
+		rc.stability[stability(strings.TrimPrefix(key, "api/"))] = enabled
+		return nil
+	case "api/legacy":
+		// Deprecated in Kubernetes and without effect there; accepted alike.
+		return nil
+	}
+	gv, resource, err := parseRuntimeConfigKey(key)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !known.groups.Has(gv.Group) && gv.Group == "":
+		unknownGroups.Insert("core")
+	case !known.groups.Has(gv.Group):
+		unknownGroups.Insert(gv.Group)
+	case !known.versions.Has(gv):
+		return fmt.Errorf("group version %s that has not been registered", gv)
+	case resource == "":
+		rc.versions[gv] = enabled
+	case !known.resources.Has(gv.WithResource(resource)):
+		return fmt.Errorf("group version resource %s that has not been registered", gv.WithResource(resource))
+	default:
+		rc.resources[gv.WithResource(resource)] = enabled
+	}
+	return nil
+}
+
+// parseRuntimeConfigKey reads <group>/<version>[/<resource>], where the core group is
+// written <version> or api/<version>.
+func parseRuntimeConfigKey(key string) (schema.GroupVersion, string, error) {
+	parts := strings.Split(key, "/")
+	if len(parts) > 3 || slices.Contains(parts, "") {
+		return schema.GroupVersion{}, "", fmt.Errorf("invalid runtime-config key %q: use api/all, api/ga, api/beta, api/alpha, <group>/<version> or <group>/<version>/<resource>", key)
+	}
+	var resource string
+	if len(parts) == 3 {
+		resource = parts[2]
+	}
+	switch {
+	case len(parts) == 1: // "v1": the core group
+		return schema.GroupVersion{Version: parts[0]}, "", nil
+	case parts[0] == "api": // "api/v1[/resource]": the core group too
+		return schema.GroupVersion{Version: parts[1]}, resource, nil
+	}
+	return schema.GroupVersion{Group: parts[0], Version: parts[1]}, resource, nil
 }
 
 // enablement decides which versions of which catalog resources a server at v serves,
@@ -204,7 +224,29 @@ func parseRuntimeConfig(cat *catalog.Catalog, items []string) (*runtimeConfig, [
 //  4. Emulating an older release, no alpha version may be served (except the API of a
 //     feature past alpha), and every enabled feature must have its API.
 func enablement(cat *catalog.Catalog, v Versions, gate featuregate.MutableVersionedFeatureGate, rc *runtimeConfig, forwardCompatible, runtimeConfigForwardCompatible bool) (sets.Set[schema.GroupVersionResource], []error) {
-	// Resources brought by an enabled feature, and whether that feature is past alpha.
+	e := &enabler{
+		v: v, rc: rc, forwardCompatible: forwardCompatible, runtimeConfigForwardCompatible: runtimeConfigForwardCompatible,
+		byFeature: featureResources(gate),
+		served:    sets.New[schema.GroupVersionResource](),
+		outcomes:  map[schema.GroupVersion]*gvOutcome{},
+	}
+	for gv, on := range rc.versions {
+		if on {
+			e.outcomes[gv] = &gvOutcome{}
+		}
+	}
+	for _, r := range cat.Resources() {
+		e.resource(r)
+	}
+	e.versionErrors()
+	e.alphaErrors()
+	e.featureErrors(gate)
+	return e.served, e.errs
+}
+
+// featureResources returns the resources brought by an enabled feature, and whether
+// that feature is past alpha.
+func featureResources(gate featuregate.MutableVersionedFeatureGate) map[schema.GroupResource]bool {
 	byFeature := map[schema.GroupResource]bool{}
 	specs := gate.GetAll()
 	for f, grs := range featureAPIs {
@@ -215,116 +257,140 @@ func enablement(cat *catalog.Catalog, v Versions, gate featuregate.MutableVersio
 			byFeature[gr] = byFeature[gr] || specs[f].PreRelease != featuregate.Alpha
 		}
 	}
+	return byFeature
+}
 
-	served := sets.New[schema.GroupVersionResource]()
-	var errs []error
-	// Per explicitly enabled group-version: why none of its resources is served.
-	type gvOutcome struct{ served, unintroduced, removed bool }
-	outcomes := map[schema.GroupVersion]*gvOutcome{}
-	for gv, on := range rc.versions {
-		if on {
-			outcomes[gv] = &gvOutcome{}
+// gvOutcome is, for a group-version --runtime-config enables by name, why none of its
+// resources is served.
+type gvOutcome struct{ served, unintroduced, removed bool }
+
+// enabler is one run of enablement: its inputs, and what it found so far.
+type enabler struct {
+	v                                                 Versions
+	rc                                                *runtimeConfig
+	forwardCompatible, runtimeConfigForwardCompatible bool
+	byFeature                                         map[schema.GroupResource]bool
+
+	served   sets.Set[schema.GroupVersionResource]
+	outcomes map[schema.GroupVersion]*gvOutcome
+	errs     []error
+}
+
+// resource decides the served versions of one resource, lowest priority first.
+func (e *enabler) resource(r *catalog.Resource) {
+	configured := e.configured(r)
+	lowerServed := false // a lower-priority beta or GA version is served
+	for i := len(r.Versions) - 1; i >= 0; i-- {
+		ver := &r.Versions[i]
+		if !configured[i] || !e.serve(r, ver, lowerServed) {
+			continue
+		}
+		gvr := schema.GroupVersionResource{Group: r.Group, Version: ver.Name, Resource: r.Names.Plural}
+		e.served.Insert(gvr)
+		if outcome := e.outcomes[gvr.GroupVersion()]; outcome != nil {
+			outcome.served = true
+		}
+		if stabilityOf(ver.Name) != alpha {
+			lowerServed = true
 		}
 	}
+}
 
-	for _, r := range cat.Resources() {
-		_, featured := byFeature[r.GroupResource()]
-		configured := make([]bool, len(r.Versions))
-		for i := range r.Versions {
-			ver := &r.Versions[i]
-			gvr := schema.GroupVersionResource{Group: r.Group, Version: ver.Name, Resource: r.Names.Plural}
-			configured[i] = rc.configured(gvr, featured || servedByDefault(ver))
-		}
-		if forwardCompatible {
-			// Versions are newest first: switch on everything newer than the oldest
-			// switched-on beta or GA version that exists at the emulation version,
-			// unless switched off by name.
-			for i := len(r.Versions) - 1; i >= 0; i-- {
-				if !configured[i] || stabilityOf(r.Versions[i].Name) == alpha || !r.Versions[i].AvailableAt(v.Emulation) {
-					continue
-				}
-				for j := range i {
-					gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Versions[j].Name, Resource: r.Names.Plural}
-					if _, set := rc.explicit(gvr); !set {
-						configured[j] = true
-					}
-				}
-				break
-			}
-		}
-
-		lowerServed := false // a lower-priority beta or GA version is served
-		for i := len(r.Versions) - 1; i >= 0; i-- {
-			ver := &r.Versions[i]
-			gvr := schema.GroupVersionResource{Group: r.Group, Version: ver.Name, Resource: r.Names.Plural}
-			outcome := outcomes[gvr.GroupVersion()]
-			if !configured[i] {
-				continue
-			}
-			explicitOn, _ := rc.explicit(gvr)
-			_, resourceNamed := rc.resources[gvr]
-			serve := false
-			switch {
-			case ver.Removed != nil && !ver.Removed.GreaterThan(v.Emulation):
-				if outcome != nil {
-					outcome.removed = true
-				}
-				if resourceNamed && explicitOn {
-					errs = append(errs, fmt.Errorf("cannot enable resource %s in runtime-config because it was removed at %s, not after the current version %s", gvr, ver.Removed, v.Emulation))
-				}
-			case !ver.Introduced.GreaterThan(v.Emulation):
-				serve = true
-			case forwardCompatible && lowerServed:
-				serve = true
-			case runtimeConfigForwardCompatible && explicitOn:
-				serve = true
-			default:
-				if outcome != nil {
-					outcome.unintroduced = true
-				}
-				if resourceNamed && explicitOn {
-					errs = append(errs, fmt.Errorf("cannot enable resource %s in runtime-config because it is introduced at %s after the current version %s. Consider setting --runtime-config-emulation-forward-compatible=true",
-						gvr, ver.Introduced, v.Emulation))
-				}
-			}
-			if !serve {
-				continue
-			}
-			served.Insert(gvr)
-			if outcome != nil {
-				outcome.served = true
-			}
-			if stabilityOf(ver.Name) != alpha {
-				lowerServed = true
-			}
-		}
+// configured returns, per version of r, whether defaults, features and --runtime-config
+// switch it on (rules 1 and 2).
+func (e *enabler) configured(r *catalog.Resource) []bool {
+	_, featured := e.byFeature[r.GroupResource()]
+	configured := make([]bool, len(r.Versions))
+	for i := range r.Versions {
+		ver := &r.Versions[i]
+		gvr := schema.GroupVersionResource{Group: r.Group, Version: ver.Name, Resource: r.Names.Plural}
+		configured[i] = e.rc.configured(gvr, featured || servedByDefault(ver))
 	}
+	if !e.forwardCompatible {
+		return configured
+	}
+	// Versions are newest first: switch on everything newer than the oldest
+	// switched-on beta or GA version that exists at the emulation version,
+	// unless switched off by name.
+	for i := len(r.Versions) - 1; i >= 0; i-- {
+		if !configured[i] || stabilityOf(r.Versions[i].Name) == alpha || !r.Versions[i].AvailableAt(e.v.Emulation) {
+			continue
+		}
+		for j := range i {
+			gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Versions[j].Name, Resource: r.Names.Plural}
+			if _, set := e.rc.explicit(gvr); !set {
+				configured[j] = true
+			}
+		}
+		break
+	}
+	return configured
+}
 
-	for _, gv := range sortedGroupVersions(outcomes) {
-		switch o := outcomes[gv]; {
+// serve applies rule 3 to a switched-on version, recording why it is not served.
+func (e *enabler) serve(r *catalog.Resource, ver *catalog.Version, lowerServed bool) bool {
+	gvr := schema.GroupVersionResource{Group: r.Group, Version: ver.Name, Resource: r.Names.Plural}
+	outcome := e.outcomes[gvr.GroupVersion()]
+	explicitOn, _ := e.rc.explicit(gvr)
+	_, resourceNamed := e.rc.resources[gvr]
+	switch {
+	case ver.Removed != nil && !ver.Removed.GreaterThan(e.v.Emulation):
+		if outcome != nil {
+			outcome.removed = true
+		}
+		if resourceNamed && explicitOn {
+			e.errs = append(e.errs, fmt.Errorf("cannot enable resource %s in runtime-config because it was removed at %s, not after the current version %s", gvr, ver.Removed, e.v.Emulation))
+		}
+		return false
+	case !ver.Introduced.GreaterThan(e.v.Emulation),
+		e.forwardCompatible && lowerServed,
+		e.runtimeConfigForwardCompatible && explicitOn:
+		return true
+	}
+	if outcome != nil {
+		outcome.unintroduced = true
+	}
+	if resourceNamed && explicitOn {
+		e.errs = append(e.errs, fmt.Errorf("cannot enable resource %s in runtime-config because it is introduced at %s after the current version %s. Consider setting --runtime-config-emulation-forward-compatible=true",
+			gvr, ver.Introduced, e.v.Emulation))
+	}
+	return false
+}
+
+// versionErrors reports group-versions enabled by name of which nothing is served.
+func (e *enabler) versionErrors() {
+	for _, gv := range sortedGroupVersions(e.outcomes) {
+		switch o := e.outcomes[gv]; {
 		case o.served:
 		case o.unintroduced:
-			errs = append(errs, fmt.Errorf("cannot enable version %s in runtime-config because all the resources have been introduced after the current version %s. Consider setting --runtime-config-emulation-forward-compatible=true", gv, v.Emulation))
+			e.errs = append(e.errs, fmt.Errorf("cannot enable version %s in runtime-config because all the resources have been introduced after the current version %s. Consider setting --runtime-config-emulation-forward-compatible=true", gv, e.v.Emulation))
 		case o.removed:
-			errs = append(errs, fmt.Errorf("cannot enable version %s in runtime-config because all its resources were removed at or before the current version %s", gv, v.Emulation))
+			e.errs = append(e.errs, fmt.Errorf("cannot enable version %s in runtime-config because all its resources were removed at or before the current version %s", gv, e.v.Emulation))
 		}
 	}
+}
 
-	if v.Emulation.LessThan(v.Binary) {
-		alphaGVs := sets.New[string]()
-		for gvr := range served {
-			if stabilityOf(gvr.Version) == alpha && !byFeature[gvr.GroupResource()] {
-				alphaGVs.Insert(gvr.GroupVersion().String())
-			}
-		}
-		if alphaGVs.Len() > 0 {
-			errs = append(errs, fmt.Errorf("alpha APIs %v cannot be enabled with emulation version %s, lower than the binary version %s: disable them in --runtime-config or emulate %s",
-				sets.List(alphaGVs), v.Emulation, v.Binary, v.Binary))
+// alphaErrors applies the first half of rule 4.
+func (e *enabler) alphaErrors() {
+	if !e.v.Emulation.LessThan(e.v.Binary) {
+		return
+	}
+	alphaGVs := sets.New[string]()
+	for gvr := range e.served {
+		if stabilityOf(gvr.Version) == alpha && !e.byFeature[gvr.GroupResource()] {
+			alphaGVs.Insert(gvr.GroupVersion().String())
 		}
 	}
+	if alphaGVs.Len() > 0 {
+		e.errs = append(e.errs, fmt.Errorf("alpha APIs %v cannot be enabled with emulation version %s, lower than the binary version %s: disable them in --runtime-config or emulate %s",
+			sets.List(alphaGVs), e.v.Emulation, e.v.Binary, e.v.Binary))
+	}
+}
 
+// featureErrors applies the second half of rule 4.
+func (e *enabler) featureErrors(gate featuregate.MutableVersionedFeatureGate) {
 	servedResources := sets.New[schema.GroupResource]()
-	for gvr := range served {
+	for gvr := range e.served {
 		servedResources.Insert(gvr.GroupResource())
 	}
 	for _, f := range slices.Sorted(maps.Keys(featureAPIs)) {
@@ -338,11 +404,10 @@ func enablement(cat *catalog.Catalog, v Versions, gate featuregate.MutableVersio
 			}
 		}
 		if len(missing) > 0 {
-			errs = append(errs, fmt.Errorf("feature gate %s is enabled, but requires API resources that are not served: %s; enable them with --runtime-config or disable the feature gate",
+			e.errs = append(e.errs, fmt.Errorf("feature gate %s is enabled, but requires API resources that are not served: %s; enable them with --runtime-config or disable the feature gate",
 				f, strings.Join(missing, ", ")))
 		}
 	}
-	return served, errs
 }
 
 // servedByDefault reports whether a version that exists is served without any

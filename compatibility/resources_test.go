@@ -26,7 +26,7 @@ func at(r string) Versions {
 // the KEP, and the two differ where upstream prefers a version introduced at the
 // emulation version that the previous release cannot read.
 func TestStorageVersionUpstreamTable(t *testing.T) {
-	real := defaultCatalog(t)
+	cat := defaultCatalog(t)
 	// LeaseCandidate as kube-apiserver's test describes it (v1alpha2 from 1.31, v1beta1
 	// from 1.33); the built-in catalog has its real history, tested below.
 	upstreamLeaseCandidate := res("coordination.k8s.io", "leasecandidates", "LeaseCandidate",
@@ -40,10 +40,10 @@ func TestStorageVersionUpstreamTable(t *testing.T) {
 		upstream string
 		kep      string
 	}{
-		{"FlowSchema, v1beta2 new at 1.23", real.Resource("flowcontrol.apiserver.k8s.io", "flowschemas"), "1.23", "v1beta1", "v1beta1"},
-		{"FlowSchema, v1 new at 1.29", real.Resource("flowcontrol.apiserver.k8s.io", "flowschemas"), "1.29", "v1beta3", "v1beta3"},
-		{"FlowSchema at 1.30", real.Resource("flowcontrol.apiserver.k8s.io", "flowschemas"), "1.30", "v1", "v1"},
-		{"ValidatingAdmissionPolicy, v1 new at 1.30", real.Resource("admissionregistration.k8s.io", "validatingadmissionpolicies"), "1.30", "v1beta1", "v1beta1"},
+		{"FlowSchema, v1beta2 new at 1.23", cat.Resource("flowcontrol.apiserver.k8s.io", "flowschemas"), "1.23", "v1beta1", "v1beta1"},
+		{"FlowSchema, v1 new at 1.29", cat.Resource("flowcontrol.apiserver.k8s.io", "flowschemas"), "1.29", "v1beta3", "v1beta3"},
+		{"FlowSchema at 1.30", cat.Resource("flowcontrol.apiserver.k8s.io", "flowschemas"), "1.30", "v1", "v1"},
+		{"ValidatingAdmissionPolicy, v1 new at 1.30", cat.Resource("admissionregistration.k8s.io", "validatingadmissionpolicies"), "1.30", "v1beta1", "v1beta1"},
 		{"LeaseCandidate, v1beta1 new at 1.33", lcCatalog.Resource("coordination.k8s.io", "leasecandidates"), "1.33", "v1beta1", "v1alpha2"},
 		{"LeaseCandidate at 1.32", lcCatalog.Resource("coordination.k8s.io", "leasecandidates"), "1.32", "v1alpha2", "v1alpha2"},
 	}
@@ -55,59 +55,6 @@ func TestStorageVersionUpstreamTable(t *testing.T) {
 			}
 			if got != tt.kep {
 				t.Errorf("storage version %s, want %s (kube-apiserver: %s)", got, tt.kep, tt.upstream)
-			}
-		})
-	}
-}
-
-// TestStorageVersionRule covers removal, introduction, releases that do not know the
-// resource, Kubernetes-aware order, and the error.
-func TestStorageVersionRule(t *testing.T) {
-	real := defaultCatalog(t)
-	tests := []struct {
-		name     string
-		resource catalog.Resource
-		v        Versions
-		want     string
-		err      string
-	}{
-		{name: "newest GA over beta", resource: res("g", "rs", "R", ver("v1", "1.20", ""), ver("v1beta1", "1.20", "")),
-			v: at("1.25"), want: "v1"},
-		{name: "v2 over v1", resource: res("g", "rs", "R", ver("v2", "1.20", ""), ver("v1", "1.20", "")),
-			v: at("1.25"), want: "v2"},
-		{name: "beta over alpha", resource: res("g", "rs", "R", ver("v1beta1", "1.20", ""), ver("v2alpha1", "1.20", "")),
-			v: at("1.25"), want: "v1beta1"},
-		{name: "the next release must read it too: removal at emulation+1", resource: res("g", "rs", "R", ver("v1", "1.22", ""), ver("v1beta2", "1.20", "1.26")),
-			v: Versions{Binary: rel("1.25"), Emulation: rel("1.25"), MinCompatibility: rel("1.25")}, want: "v1"},
-		{name: "a release that does not know the resource does not constrain it", resource: res("g", "rs", "R", ver("v1beta1", "1.25", "")),
-			v: at("1.25"), want: "v1beta1"},
-		{name: "no release of the window knows it: the binary's release decides", resource: res("g", "rs", "R", ver("v1", "1.25", ""), ver("v1beta1", "1.24", "")),
-			v: Versions{Binary: rel("1.25"), Emulation: rel("1.22"), MinCompatibility: rel("1.22")}, want: "v1"},
-		{name: "wider window, older version", resource: res("g", "rs", "R", ver("v1", "1.23", ""), ver("v1beta1", "1.20", "1.27")),
-			v: Versions{Binary: rel("1.25"), Emulation: rel("1.25"), MinCompatibility: rel("1.22")}, want: "v1beta1"},
-		{name: "nothing readable by every release", resource: res("g", "rs", "R", ver("v1", "1.24", ""), ver("v1beta1", "1.20", "1.25")),
-			v: Versions{Binary: rel("1.25"), Emulation: rel("1.25"), MinCompatibility: rel("1.23")},
-			err: "no storage version is readable by every release in the compatibility window: rs.g (window [1.23, 1.26]; " +
-				"versions: v1 introduced 1.24; v1beta1 introduced 1.20, removed 1.25); --min-compatibility-version 1.24 or later would allow one"},
-		{name: "nothing readable by this release and the next: no way out", resource: res("g", "rs", "R", ver("v1", "1.26", ""), ver("v1beta1", "1.20", "1.26")),
-			v:   at("1.25"),
-			err: "no storage version is readable by every release in the compatibility window: rs.g (window [1.24, 1.26]; versions: v1 introduced 1.26; v1beta1 introduced 1.20, removed 1.26)"},
-		{name: "real: LeaseCandidate at 1.33", resource: *real.Resource("coordination.k8s.io", "leasecandidates"), v: at("1.33"), want: "v1alpha2"},
-		{name: "real: StorageVersionMigration at 1.37", resource: *real.Resource("storagemigration.k8s.io", "storageversionmigrations"), v: at("1.37"), want: "v1beta1"},
-		{name: "real: HorizontalPodAutoscaler at 1.37", resource: *real.Resource("autoscaling", "horizontalpodautoscalers"), v: at("1.37"), want: "v2"},
-		{name: "real: MutatingAdmissionPolicy at 1.36", resource: *real.Resource("admissionregistration.k8s.io", "mutatingadmissionpolicies"), v: at("1.36"), want: "v1beta1"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := StorageVersion(&tt.resource, tt.v)
-			if tt.err != "" {
-				if err == nil || err.Error() != tt.err || !errors.Is(err, ErrNoStorageVersion) {
-					t.Fatalf("error = %v, want %q wrapping ErrNoStorageVersion", err, tt.err)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Errorf("StorageVersion = %q, %v; want %q", got, err, tt.want)
 			}
 		})
 	}

@@ -54,7 +54,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, err
 	}
-	docs := openapi.New(i.Registry)
+	docs := openapi.New(ctx, i.Registry)
 	docs.InstallV2(i.Server.Mux())
 	docs.InstallV3(i.Server.Mux())
 	listening := make(chan struct{})

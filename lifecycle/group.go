@@ -87,7 +87,10 @@ func (g *Group) run(ctx context.Context, r *running) {
 	if ctx.Err() != nil {
 		return
 	}
-	err := fmt.Errorf("%w: %s: %v", ErrStopped, r.c.Name, r.err)
+	err := fmt.Errorf("%w: %s", ErrStopped, r.c.Name)
+	if r.err != nil {
+		err = fmt.Errorf("%w: %w", err, r.err)
+	}
 	klog.FromContext(ctx).Error(err, "Component failed", "component", r.c.Name)
 	g.mu.Lock()
 	first := g.failure == nil
@@ -112,10 +115,10 @@ func waitReady(ctx context.Context, r *running) error {
 		select {
 		case <-r.done:
 			timer.Stop()
-			return fmt.Errorf("%w before it was ready: %s: %v", ErrStopped, r.c.Name, r.err)
+			return errors.Join(fmt.Errorf("%w before it was ready: %s", ErrStopped, r.c.Name), r.err)
 		case <-ctx.Done():
 			timer.Stop()
-			return fmt.Errorf("waiting for %s to be ready (%v): %w", r.c.Name, last, context.Cause(ctx))
+			return fmt.Errorf("waiting for %s to be ready (%w): %w", r.c.Name, last, context.Cause(ctx))
 		case <-timer.C:
 		}
 		delay = min(2*delay, 50*time.Millisecond)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordproject/concord/migration/api"
+	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/migration/migrator"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,22 +21,22 @@ func TestPrintMigrations(t *testing.T) {
 	cond := func(typ, reason string) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason}
 	}
-	migs := []*api.StorageVersionMigration{
+	migs := []*migrationapi.StorageVersionMigration{
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com-2", CreationTimestamp: at(9 * time.Second)},
-			Status: api.MigrationStatus{Conditions: []metav1.Condition{cond(api.ConditionRunning, api.ReasonMigrationRunning)},
-				Progress: &api.Progress{Total: total(200), Migrated: 80, Skipped: 10}},
+			Status: migrationapi.MigrationStatus{Conditions: []metav1.Condition{cond(migrationapi.ConditionRunning, migrationapi.ReasonMigrationRunning)},
+				Progress: &migrationapi.Progress{Total: total(200), Migrated: 80, Skipped: 10}},
 		},
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: "configmaps-1", CreationTimestamp: at(3 * time.Hour)},
-			Status: api.MigrationStatus{Conditions: []metav1.Condition{cond(api.ConditionSucceeded, api.ReasonMigrationCompleted)},
-				Progress: &api.Progress{Total: total(3), Migrated: 3}},
+			Status: migrationapi.MigrationStatus{Conditions: []metav1.Condition{cond(migrationapi.ConditionSucceeded, migrationapi.ReasonMigrationCompleted)},
+				Progress: &migrationapi.Progress{Total: total(3), Migrated: 3}},
 		},
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com-1", CreationTimestamp: at(5 * time.Minute)},
-			Status: api.MigrationStatus{Conditions: []metav1.Condition{cond(api.ConditionFailed, api.ReasonObjectsFailed)},
-				Progress: &api.Progress{Total: total(200), Migrated: 199, Failed: 1,
-					Failures: []api.ObjectFailure{{Namespace: "default", Name: "bad", Reason: "422 Invalid: spec.size"}}}},
+			Status: migrationapi.MigrationStatus{Conditions: []metav1.Condition{cond(migrationapi.ConditionFailed, migrationapi.ReasonObjectsFailed)},
+				Progress: &migrationapi.Progress{Total: total(200), Migrated: 199, Failed: 1,
+					Failures: []migrationapi.ObjectFailure{{Namespace: "default", Name: "bad", Reason: "422 Invalid: spec.size"}}}},
 		},
 		{ObjectMeta: metav1.ObjectMeta{Name: "leases.coordination.k8s.io-1", CreationTimestamp: at(time.Second)}},
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/concordproject/concord/migration/api"
+	migrationapi "github.com/concordproject/concord/migration/api"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -45,8 +45,8 @@ func EnsureCRDs(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	want := []*apiextensionsv1.CustomResourceDefinition{api.StorageStateCRD()}
-	svm := api.StorageVersionMigrationCRD()
+	want := []*apiextensionsv1.CustomResourceDefinition{migrationapi.StorageStateCRD()}
+	svm := migrationapi.StorageVersionMigrationCRD()
 	_, err = cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, svm.Name, metav1.GetOptions{})
 	switch {
 	case err == nil:
@@ -77,7 +77,7 @@ func servesMigrations(cfg *rest.Config) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	list, err := disc.ServerResourcesForGroupVersion(api.StorageVersionMigrations.GroupVersion().String())
+	list, err := disc.ServerResourcesForGroupVersion(migrationapi.StorageVersionMigrations.GroupVersion().String())
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -85,7 +85,7 @@ func servesMigrations(cfg *rest.Config) (bool, error) {
 		return false, err
 	}
 	for _, r := range list.APIResources {
-		if r.Name == api.StorageVersionMigrations.Resource {
+		if r.Name == migrationapi.StorageVersionMigrations.Resource {
 			return true, nil
 		}
 	}
@@ -100,10 +100,10 @@ func ensureCRD(ctx context.Context, cs apiextensionsclient.Interface, dyn dynami
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := client.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			_, err = client.Create(ctx, want, metav1.CreateOptions{FieldManager: api.FieldManager})
+			_, err = client.Create(ctx, want, metav1.CreateOptions{FieldManager: migrationapi.FieldManager})
 			if apierrors.IsAlreadyExists(err) {
 				// Another caller created it meanwhile: compare with theirs.
-				return apierrors.NewConflict(api.CustomResourceDefinitions.GroupResource(), want.Name, err)
+				return apierrors.NewConflict(migrationapi.CustomResourceDefinitions.GroupResource(), want.Name, err)
 			}
 			if err == nil {
 				klog.FromContext(ctx).Info("Definition installed", "crd", want.Name)
@@ -124,7 +124,7 @@ func ensureCRD(ctx context.Context, cs apiextensionsclient.Interface, dyn dynami
 		for k, v := range want.Annotations {
 			next.Annotations[k] = v
 		}
-		if _, err := client.Update(ctx, next, metav1.UpdateOptions{FieldManager: api.FieldManager}); err != nil {
+		if _, err := client.Update(ctx, next, metav1.UpdateOptions{FieldManager: migrationapi.FieldManager}); err != nil {
 			return err
 		}
 		klog.FromContext(ctx).Info("Definition updated", "crd", want.Name)

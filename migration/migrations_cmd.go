@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/concordproject/concord/migration/api"
+	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,7 +31,7 @@ func NewMigrationsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrations [RESOURCE]",
 		Short: "Show storage version migrations and their progress",
-		Long: `Show the api.StorageVersionMigrations of the cluster (those of RESOURCE only, given as
+		Long: `Show the migrationapi.StorageVersionMigrations of the cluster (those of RESOURCE only, given as
 <resource>.<group> or <resource> for the core group): what each rewrites, its phase, a
 progress bar while it runs, the objects migrated (written again in the storage
 version), skipped (already current, or changed or deleted meanwhile), failed (with
@@ -53,7 +53,7 @@ names and reasons below the table) out of the total counted at its start, and it
 			}
 			out := cmd.OutOrStdout()
 			if !watch {
-				list, err := dyn.Resource(api.StorageVersionMigrations).List(cmd.Context(), metav1.ListOptions{})
+				list, err := dyn.Resource(migrationapi.StorageVersionMigrations).List(cmd.Context(), metav1.ListOptions{})
 				if err != nil {
 					return err
 				}
@@ -77,7 +77,7 @@ names and reasons below the table) out of the total counted at its start, and it
 // migration changes; on a terminal the screen is cleared first.
 func watchMigrations(ctx context.Context, dyn dynamic.Interface, out io.Writer, filter string) error {
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	inf := factory.ForResource(api.StorageVersionMigrations).Informer()
+	inf := factory.ForResource(migrationapi.StorageVersionMigrations).Informer()
 	changed := make(chan struct{}, 1)
 	notify := func(interface{}) {
 		select {
@@ -132,10 +132,10 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func decodeMigrations(objs []*unstructured.Unstructured) []*api.StorageVersionMigration {
-	var out []*api.StorageVersionMigration
+func decodeMigrations(objs []*unstructured.Unstructured) []*migrationapi.StorageVersionMigration {
+	var out []*migrationapi.StorageVersionMigration
 	for _, u := range objs {
-		if m, err := api.MigrationFrom(u); err == nil {
+		if m, err := migrationapi.MigrationFrom(u); err == nil {
 			out = append(out, m)
 		}
 	}
@@ -149,8 +149,8 @@ const progressBarWidth = 20
 // when not empty) as `concord migrations` shows it at time now: RESOURCE, PHASE,
 // PROGRESS (a bar while running), MIGRATED, SKIPPED, FAILED, TOTAL, AGE, NAME, then
 // the first failures of each migration that has some.
-func PrintMigrations(w io.Writer, migs []*api.StorageVersionMigration, filter string, now time.Time) error {
-	slices.SortFunc(migs, func(a, b *api.StorageVersionMigration) int {
+func PrintMigrations(w io.Writer, migs []*migrationapi.StorageVersionMigration, filter string, now time.Time) error {
+	slices.SortFunc(migs, func(a, b *migrationapi.StorageVersionMigration) int {
 		if c := strings.Compare(resourceOf(a), resourceOf(b)); c != 0 {
 			return c
 		}
@@ -171,17 +171,17 @@ func PrintMigrations(w io.Writer, migs []*api.StorageVersionMigration, filter st
 		shown++
 		p := m.Status.Progress
 		if p == nil {
-			p = &api.Progress{}
+			p = &migrationapi.Progress{}
 		}
 		phase := m.Phase()
-		if c := api.FindCondition(m.Status.Conditions, api.ConditionFailed); phase == api.ConditionFailed && c != nil && c.Reason != "" {
+		if c := migrationapi.FindCondition(m.Status.Conditions, migrationapi.ConditionFailed); phase == migrationapi.ConditionFailed && c != nil && c.Reason != "" {
 			phase += " (" + c.Reason + ")"
 		}
 		bar, total := "-", "?"
 		if p.Total != nil {
 			total = fmt.Sprint(*p.Total)
 		}
-		if m.Phase() == api.ConditionRunning {
+		if m.Phase() == migrationapi.ConditionRunning {
 			bar = progressBar(p)
 		}
 		age := "<unknown>"
@@ -214,7 +214,7 @@ func PrintMigrations(w io.Writer, migs []*api.StorageVersionMigration, filter st
 }
 
 // resourceOf names a migration's resource as StorageStates are named.
-func resourceOf(m *api.StorageVersionMigration) string {
+func resourceOf(m *migrationapi.StorageVersionMigration) string {
 	if m.Spec.Resource.Group == "" {
 		return m.Spec.Resource.Resource
 	}
@@ -223,7 +223,7 @@ func resourceOf(m *api.StorageVersionMigration) string {
 
 // progressBar draws the share of the objects dealt with, "[#####...............]  25%";
 // without a total it shows the count alone.
-func progressBar(p *api.Progress) string {
+func progressBar(p *migrationapi.Progress) string {
 	done := p.Migrated + p.Skipped + p.Failed
 	if p.Total == nil || *p.Total <= 0 {
 		return fmt.Sprintf("[%s] %d done", strings.Repeat("?", progressBarWidth), done)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/concordproject/concord/migration/api"
+	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/migration/controller"
 	"github.com/concordproject/concord/migration/discovery"
 	"github.com/concordproject/concord/migration/migrator"
@@ -165,7 +165,7 @@ func Run(ctx context.Context, cfg Config) error {
 	logger := klog.FromContext(ctx).WithName("storage-migration")
 	ctx = klog.NewContext(ctx, logger)
 	restCfg := rest.CopyConfig(cfg.RESTConfig)
-	restCfg.UserAgent = api.FieldManager
+	restCfg.UserAgent = migrationapi.FieldManager
 	// The data path has its own limit (cfg.Migrator.QPS); this client carries the
 	// controllers' few writes per page and their watches.
 	restCfg.QPS, restCfg.Burst = -1, 0
@@ -240,7 +240,7 @@ func runControllers(ctx context.Context, cfg Config, m *controller.Metrics) erro
 
 	runtime := reconcile.NewMetrics(cfg.Metrics)
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	svms := factory.ForResource(api.StorageVersionMigrations).Informer()
+	svms := factory.ForResource(migrationapi.StorageVersionMigrations).Informer()
 	ctrl, err := controller.New(controller.Config{Dynamic: dyn, Resources: res, Migrator: mig, Informer: svms,
 		Recorder: recorder, Metrics: m, Runtime: runtime, Workers: cfg.Migrations})
 	if err != nil {

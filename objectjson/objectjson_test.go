@@ -86,9 +86,9 @@ func compareUnmarshal(t *testing.T, data []byte) {
 
 func TestDepthLimit(t *testing.T) {
 	for _, depth := range []int{maxDepth, maxDepth + 1} {
-		for _, open := range []string{"[", `{"a":`} {
-			close := map[string]string{"[": "]", `{"a":`: "}"}[open]
-			data := []byte(strings.Repeat(open, depth) + "1" + strings.Repeat(close, depth))
+		for _, opening := range []string{"[", `{"a":`} {
+			closing := map[string]string{"[": "]", `{"a":`: "}"}[opening]
+			data := []byte(strings.Repeat(opening, depth) + "1" + strings.Repeat(closing, depth))
 			compareUnmarshal(t, data)
 		}
 	}

@@ -39,7 +39,7 @@
 //
 // # Usage
 //
-//	svc := openapi.New(reg) // documents of reg as it is now
+//	svc := openapi.New(ctx, reg) // documents of reg as it is now
 //	go svc.Run(ctx)         // follow registry changes until ctx is done
 //	svc.InstallV2(mux)
 //	svc.InstallV3(mux)

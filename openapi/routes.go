@@ -180,14 +180,19 @@ type op struct {
 	gvk *schema.GroupVersionKind
 }
 
-// routes returns the operations kube-apiserver would serve for version m of a resource:
-// list, watch (including the legacy /watch/ paths), create, deletecollection, get, update,
-// patch and delete, plus get, update and patch of its status and scale subresources.
-func routes(m *models) *routeContainer {
+// paths names the paths, parameters and media types of one resource version's operations.
+type paths struct {
+	prefix, gvID, tag, ns                        string
+	collection, watchCollection, item, watchItem string
+	scope, itemScope                             []param
+	writeTypes, patchTypes                       []string
+}
+
+func newPaths(m *models) paths {
 	gv := m.gvk.GroupVersion()
-	prefix := "/apis/" + gv.Group + "/" + gv.Version
+	p := paths{prefix: "/apis/" + gv.Group + "/" + gv.Version}
 	if gv.Group == "" {
-		prefix = "/api/" + gv.Version
+		p.prefix = "/api/" + gv.Version
 	}
 	// Operation IDs spell the group-version in camel case (CoordinationV1, CoreV1,
 	// StableExampleComV1), tags in snake case (coordination_v1).
@@ -195,91 +200,100 @@ func routes(m *models) *routeContainer {
 	if group == "" {
 		group = "core"
 	}
-	gvID := camel(group, true) + camel(gv.Version, true)
-	tag := camel(group, false) + "_" + camel(gv.Version, false)
+	p.gvID = camel(group, true) + camel(gv.Version, true)
+	p.tag = camel(group, false) + "_" + camel(gv.Version, false)
 
-	kind := m.gvk.Kind
-	ns, collection, watchCollection, scope := "", prefix+"/"+m.plural, prefix+"/watch/"+m.plural, []param(nil)
+	p.collection, p.watchCollection = p.prefix+"/"+m.plural, p.prefix+"/watch/"+m.plural
 	if m.namespaced {
-		ns = "Namespaced"
-		collection = prefix + "/namespaces/{namespace}/" + m.plural
-		watchCollection = prefix + "/watch/namespaces/{namespace}/" + m.plural
-		scope = []param{{name: "namespace", description: "The namespace of the objects.", dataType: "string", kind: common.PathParameterKind, required: true}}
+		p.ns = "Namespaced"
+		p.collection = p.prefix + "/namespaces/{namespace}/" + m.plural
+		p.watchCollection = p.prefix + "/watch/namespaces/{namespace}/" + m.plural
+		p.scope = []param{{name: "namespace", description: "The namespace of the objects.", dataType: "string", kind: common.PathParameterKind, required: true}}
 	}
-	item, watchItem := collection+"/{name}", watchCollection+"/{name}"
-	itemScope := append(slices.Clone(scope), param{name: "name", description: "The name of the " + kind + ".", dataType: "string", kind: common.PathParameterKind, required: true})
+	p.item, p.watchItem = p.collection+"/{name}", p.watchCollection+"/{name}"
+	p.itemScope = append(slices.Clone(p.scope), param{name: "name", description: "The name of the " + m.gvk.Kind + ".", dataType: "string", kind: common.PathParameterKind, required: true})
 
-	obj, list := modelSample(m.kindName), modelSample(m.listName)
-	status, scale, event := &metav1.Status{}, &autoscalingv1.Scale{}, &metav1.WatchEvent{}
-	ok := func(model any) response { return response{http.StatusOK, "OK", model} }
-	created := func(model any) response { return response{http.StatusCreated, "Created", model} }
-	accepted := func(model any) response { return response{http.StatusAccepted, "Accepted", model} }
-
-	writeTypes := []string{mediaJSON, mediaYAML}
-	patchTypes := []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
+	p.writeTypes = []string{mediaJSON, mediaYAML}
+	p.patchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
 	if m.goType {
 		// The server reads built-in kinds as protobuf, and patches them strategically,
 		// as it has their Go types.
-		writeTypes = append(writeTypes, mediaProtobuf)
-		patchTypes = append(patchTypes, string(types.StrategicMergePatchType))
+		p.writeTypes = append(p.writeTypes, mediaProtobuf)
+		p.patchTypes = append(p.patchTypes, string(types.StrategicMergePatchType))
 	}
-	const deprecatedWatch = "; deprecated: use the 'watch' parameter with a list operation instead"
+	return p
+}
+
+func ok(model any) response       { return response{http.StatusOK, "OK", model} }
+func created(model any) response  { return response{http.StatusCreated, "Created", model} }
+func accepted(model any) response { return response{http.StatusAccepted, "Accepted", model} }
+
+const deprecatedWatch = "; deprecated: use the 'watch' parameter with a list operation instead"
+
+// routes returns the operations kube-apiserver would serve for version m of a resource:
+// list, watch (including the legacy /watch/ paths), create, deletecollection, get, update,
+// patch and delete, plus get, update and patch of its status and scale subresources.
+func routes(m *models) *routeContainer {
+	p := newPaths(m)
+	kind, gvID, ns := m.gvk.Kind, p.gvID, p.ns
+	obj, list := modelSample(m.kindName), modelSample(m.listName)
+	status, event := &metav1.Status{}, &metav1.WatchEvent{}
 
 	var ops []op
 	if m.namespaced {
 		ops = append(ops,
-			op{method: "GET", path: prefix + "/" + m.plural, id: "list" + gvID + kind + "ForAllNamespaces", doc: "list or watch objects of kind " + kind,
+			op{method: "GET", path: p.prefix + "/" + m.plural, id: "list" + gvID + kind + "ForAllNamespaces", doc: "list or watch objects of kind " + kind,
 				action: actionList, query: listParams, responses: []response{ok(list)}},
-			op{method: "GET", path: prefix + "/watch/" + m.plural, id: "watch" + gvID + kind + "ListForAllNamespaces", doc: "watch changes to a list of " + kind + deprecatedWatch,
+			op{method: "GET", path: p.prefix + "/watch/" + m.plural, id: "watch" + gvID + kind + "ListForAllNamespaces", doc: "watch changes to a list of " + kind + deprecatedWatch,
 				action: actionWatchList, query: listParams, responses: []response{ok(event)}},
 		)
 	}
 	ops = append(ops,
-		op{method: "GET", path: collection, id: "list" + gvID + ns + kind, doc: "list or watch objects of kind " + kind,
-			action: actionList, scope: scope, query: listParams, responses: []response{ok(list)}},
-		op{method: "POST", path: collection, id: "create" + gvID + ns + kind, doc: "create a " + kind,
-			action: actionPost, scope: scope, query: writeParams, body: obj, consumes: writeTypes, responses: []response{ok(obj), created(obj), accepted(obj)}},
-		op{method: "DELETE", path: collection, id: "delete" + gvID + "Collection" + ns + kind, doc: "delete a collection of " + kind,
-			action: actionDeleteCollection, scope: scope, query: slices.Concat(selectParams, deleteParams), body: &metav1.DeleteOptions{}, consumes: writeTypes, responses: []response{ok(status)}},
-		op{method: "GET", path: item, id: "read" + gvID + ns + kind, doc: "read the specified " + kind,
-			action: actionGet, scope: itemScope, responses: []response{ok(obj)}},
-		op{method: "PUT", path: item, id: "replace" + gvID + ns + kind, doc: "replace the specified " + kind,
-			action: actionPut, scope: itemScope, query: writeParams, body: obj, consumes: writeTypes, responses: []response{ok(obj), created(obj)}},
-		op{method: "PATCH", path: item, id: "patch" + gvID + ns + kind, doc: "partially update the specified " + kind,
-			action: actionPatch, scope: itemScope, query: patchParams, body: &metav1.Patch{}, consumes: patchTypes, responses: []response{ok(obj), created(obj)}},
-		op{method: "DELETE", path: item, id: "delete" + gvID + ns + kind, doc: "delete a " + kind,
-			action: actionDelete, scope: itemScope, query: deleteParams, body: &metav1.DeleteOptions{}, consumes: writeTypes, responses: []response{ok(status), accepted(status)}},
-		op{method: "GET", path: watchCollection, id: "watch" + gvID + ns + kind + "List", doc: "watch changes to a list of " + kind + deprecatedWatch,
-			action: actionWatchList, scope: scope, query: listParams, responses: []response{ok(event)}},
-		op{method: "GET", path: watchItem, id: "watch" + gvID + ns + kind, doc: "watch changes to an object of kind " + kind + deprecatedWatch + ", filtered to the object with a fieldSelector",
-			action: actionWatch, scope: itemScope, query: listParams, responses: []response{ok(event)}},
+		op{method: "GET", path: p.collection, id: "list" + gvID + ns + kind, doc: "list or watch objects of kind " + kind,
+			action: actionList, scope: p.scope, query: listParams, responses: []response{ok(list)}},
+		op{method: "POST", path: p.collection, id: "create" + gvID + ns + kind, doc: "create a " + kind,
+			action: actionPost, scope: p.scope, query: writeParams, body: obj, consumes: p.writeTypes, responses: []response{ok(obj), created(obj), accepted(obj)}},
+		op{method: "DELETE", path: p.collection, id: "delete" + gvID + "Collection" + ns + kind, doc: "delete a collection of " + kind,
+			action: actionDeleteCollection, scope: p.scope, query: slices.Concat(selectParams, deleteParams), body: &metav1.DeleteOptions{}, consumes: p.writeTypes, responses: []response{ok(status)}},
+		op{method: "GET", path: p.item, id: "read" + gvID + ns + kind, doc: "read the specified " + kind,
+			action: actionGet, scope: p.itemScope, responses: []response{ok(obj)}},
+		op{method: "PUT", path: p.item, id: "replace" + gvID + ns + kind, doc: "replace the specified " + kind,
+			action: actionPut, scope: p.itemScope, query: writeParams, body: obj, consumes: p.writeTypes, responses: []response{ok(obj), created(obj)}},
+		op{method: "PATCH", path: p.item, id: "patch" + gvID + ns + kind, doc: "partially update the specified " + kind,
+			action: actionPatch, scope: p.itemScope, query: patchParams, body: &metav1.Patch{}, consumes: p.patchTypes, responses: []response{ok(obj), created(obj)}},
+		op{method: "DELETE", path: p.item, id: "delete" + gvID + ns + kind, doc: "delete a " + kind,
+			action: actionDelete, scope: p.itemScope, query: deleteParams, body: &metav1.DeleteOptions{}, consumes: p.writeTypes, responses: []response{ok(status), accepted(status)}},
+		op{method: "GET", path: p.watchCollection, id: "watch" + gvID + ns + kind + "List", doc: "watch changes to a list of " + kind + deprecatedWatch,
+			action: actionWatchList, scope: p.scope, query: listParams, responses: []response{ok(event)}},
+		op{method: "GET", path: p.watchItem, id: "watch" + gvID + ns + kind, doc: "watch changes to an object of kind " + kind + deprecatedWatch + ", filtered to the object with a fieldSelector",
+			action: actionWatch, scope: p.itemScope, query: listParams, responses: []response{ok(event)}},
 	)
 	if m.status {
-		ops = append(ops,
-			op{method: "GET", path: item + "/status", id: "read" + gvID + ns + kind + "Status", doc: "read status of the specified " + kind,
-				action: actionGet, scope: itemScope, responses: []response{ok(obj)}},
-			op{method: "PUT", path: item + "/status", id: "replace" + gvID + ns + kind + "Status", doc: "replace status of the specified " + kind,
-				action: actionPut, scope: itemScope, query: writeParams, body: obj, consumes: writeTypes, responses: []response{ok(obj), created(obj)}},
-			op{method: "PATCH", path: item + "/status", id: "patch" + gvID + ns + kind + "Status", doc: "partially update status of the specified " + kind,
-				action: actionPatch, scope: itemScope, query: patchParams, body: &metav1.Patch{}, consumes: patchTypes, responses: []response{ok(obj), created(obj)}},
-		)
+		ops = append(ops, subresourceOps(p, kind, "Status", "status", obj, nil)...)
 	}
 	if m.scale {
-		ops = append(ops,
-			op{method: "GET", path: item + "/scale", id: "read" + gvID + ns + kind + "Scale", doc: "read scale of the specified " + kind,
-				action: actionGet, scope: itemScope, responses: []response{ok(scale)}, gvk: &scaleGVK},
-			op{method: "PUT", path: item + "/scale", id: "replace" + gvID + ns + kind + "Scale", doc: "replace scale of the specified " + kind,
-				action: actionPut, scope: itemScope, query: writeParams, body: scale, consumes: writeTypes, responses: []response{ok(scale), created(scale)}, gvk: &scaleGVK},
-			op{method: "PATCH", path: item + "/scale", id: "patch" + gvID + ns + kind + "Scale", doc: "partially update scale of the specified " + kind,
-				action: actionPatch, scope: itemScope, query: patchParams, body: &metav1.Patch{}, consumes: patchTypes, responses: []response{ok(scale), created(scale)}, gvk: &scaleGVK},
-		)
+		ops = append(ops, subresourceOps(p, kind, "Scale", "scale", &autoscalingv1.Scale{}, &scaleGVK)...)
 	}
 
-	c := &routeContainer{root: prefix}
+	c := &routeContainer{root: p.prefix}
 	for _, o := range ops {
-		c.routes = append(c.routes, o.route(m.gvk, tag))
+		c.routes = append(c.routes, o.route(m.gvk, p.tag))
 	}
 	return c
+}
+
+// subresourceOps returns get, update and patch of a subresource (named name, Name in
+// operation IDs) whose body is sample, of kind gvk if not nil, else of the resource's kind.
+func subresourceOps(p paths, kind, name, path string, sample any, gvk *schema.GroupVersionKind) []op {
+	id := p.gvID + p.ns + kind + name
+	return []op{
+		{method: "GET", path: p.item + "/" + path, id: "read" + id, doc: "read " + path + " of the specified " + kind,
+			action: actionGet, scope: p.itemScope, responses: []response{ok(sample)}, gvk: gvk},
+		{method: "PUT", path: p.item + "/" + path, id: "replace" + id, doc: "replace " + path + " of the specified " + kind,
+			action: actionPut, scope: p.itemScope, query: writeParams, body: sample, consumes: p.writeTypes, responses: []response{ok(sample), created(sample)}, gvk: gvk},
+		{method: "PATCH", path: p.item + "/" + path, id: "patch" + id, doc: "partially update " + path + " of the specified " + kind,
+			action: actionPatch, scope: p.itemScope, query: patchParams, body: &metav1.Patch{}, consumes: p.patchTypes, responses: []response{ok(sample), created(sample)}, gvk: gvk},
+	}
 }
 
 // route turns o, an operation on kind gvk tagged tag, into a route.

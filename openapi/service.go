@@ -57,7 +57,7 @@ type endpoint struct {
 
 // New returns a Service whose documents describe reg as it is now. Call Run to keep them
 // current, and InstallV2 and InstallV3 to serve them.
-func New(reg *registry.Registry) *Service {
+func New(ctx context.Context, reg *registry.Registry) *Service {
 	s := &Service{
 		reg:   reg,
 		v2:    handler.NewOpenAPIService(emptySwagger()),
@@ -65,7 +65,7 @@ func New(reg *registry.Registry) *Service {
 		built: map[string][]*registry.Resource{},
 	}
 	s.served.Store(&map[string]bool{})
-	s.rebuild(context.Background())
+	s.rebuild(ctx)
 	return s
 }
 

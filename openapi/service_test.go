@@ -46,7 +46,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func TestRunFollowsRegistry(t *testing.T) {
 	reg := testRegistry(t)
-	svc := New(reg)
+	svc := New(t.Context(), reg)
 	srv := serve(t, svc)
 	run(t, svc)
 	fetch := func(path string) (*http.Response, []byte) { return get(t, srv, path, "application/json") }
@@ -95,7 +95,7 @@ func TestRunFollowsRegistry(t *testing.T) {
 }
 
 func TestNewEmptyRegistry(t *testing.T) {
-	srv := serve(t, New(registry.New()))
+	srv := serve(t, New(t.Context(), registry.New()))
 	if resp, body := get(t, srv, V2Path, mediaProtoV2); resp.StatusCode != http.StatusOK || len(body) == 0 {
 		t.Errorf("v2 of an empty registry: %d, %d bytes", resp.StatusCode, len(body))
 	}
@@ -108,7 +108,7 @@ func TestNewEmptyRegistry(t *testing.T) {
 // others read every document and build type converters; run it with -race.
 func TestConcurrentChangesAndReads(t *testing.T) {
 	reg := testRegistry(t)
-	svc := New(reg)
+	svc := New(t.Context(), reg)
 	srv := serve(t, svc)
 	run(t, svc)
 

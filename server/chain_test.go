@@ -83,8 +83,8 @@ func TestChain(t *testing.T) {
 				})
 			}
 		}
-		traced, real := filters.Build(s.mux, chain), s.Handler()
-		for _, h := range []http.Handler{traced, real} {
+		traced, assembled := filters.Build(s.mux, chain), s.Handler()
+		for _, h := range []http.Handler{traced, assembled} {
 			r := httptest.NewRequest(tc.method, tc.path, nil)
 			if tc.token != "" {
 				r.Header.Set("Authorization", "Bearer "+tc.token)

@@ -87,7 +87,8 @@ func (c *objectConvertor) ConvertToVersion(in runtime.Object, target runtime.Gro
 	if gvk.Version == hubVersion || gvk.GroupVersion().String() == u.GetAPIVersion() {
 		return out, nil
 	}
-	if err := c.res.Convert(context.TODO(), []*unstructured.Unstructured{out}, gvk.Version); err != nil {
+	// runtime.ObjectConvertor has no context; a conversion webhook bounds its own calls.
+	if err := c.res.Convert(context.TODO(), []*unstructured.Unstructured{out}, gvk.Version); err != nil { //nolint:forbidigo // see above
 		return nil, err
 	}
 	return out, nil

@@ -21,52 +21,13 @@ import (
 // built-in kinds client-go knows, whose patch strategies come from their Go types) and
 // server-side apply.
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *apiRequest) {
-	ctx := r.Context()
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil {
-		respond.Error(w, r, unsupportedMediaType(r.Header.Get("Content-Type")))
-		return
-	}
-	pt := types.PatchType(mt)
-	switch pt {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
-	default:
-		respond.Error(w, r, unsupportedMediaType(mt))
-		return
-	}
-	if pt == types.ApplyCBORPatchType {
-		respond.Error(w, r, unsupportedMediaType(mt))
-		return
-	}
-	wr, err := parseWrite(r)
+	p, err := s.readPatch(r, q)
 	if err != nil {
 		respond.Error(w, r, err)
 		return
-	}
-	dry, fv, body := wr.dryRun, wr.validation, wr.body
-	manager, err := fieldManagerName(r, pt == types.ApplyYAMLPatchType)
-	if err != nil {
-		respond.Error(w, r, err)
-		return
-	}
-	force := r.URL.Query().Get("force") == "true"
-	if force && pt != types.ApplyYAMLPatchType {
-		respond.Error(w, r, apierrors.NewBadRequest("force is only allowed for apply patches"))
-		return
-	}
-	var smpStruct interface{}
-	if pt == types.StrategicMergePatchType {
-		gvk := q.res.GroupVersion(q.version.Name).WithKind(q.res.Names.Kind)
-		typed, err := typedScheme.New(gvk)
-		if err != nil {
-			respond.Error(w, r, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", q.gr(), q.info.Name,
-				fmt.Sprintf("strategic merge patch is not supported for %s: use a JSON merge patch, a JSON patch or server-side apply", gvk.GroupKind()), 0, false))
-			return
-		}
-		smpStruct = typed
 	}
 	if q.subresource == "scale" {
-		s.patchScale(w, r, q, pt, body, dry)
+		s.patchScale(w, r, q, p.typ, p.body, p.dryRun)
 		return
 	}
 	sub := q.subresource
@@ -79,50 +40,108 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *apiReques
 		sub = ""
 	}
 	var warnings []string
-	apply := pt == types.ApplyYAMLPatchType
-	result, created, err := s.cfg.Store.Update(ctx, store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, func(ctx context.Context, current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	apply := p.typ == types.ApplyYAMLPatchType
+	ref := store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}
+	result, created, err := s.cfg.Store.Update(r.Context(), ref, func(_ context.Context, current *unstructured.Unstructured) (next *unstructured.Unstructured, err error) {
 		if apply {
-			data, err := bodyToJSON(r, body)
+			next, warnings, err = p.applied(r, q)
 			if err != nil {
 				return nil, err
 			}
-			applied, ws, err := decodeObject(data, q.res, q.version.Name, fv)
-			if err != nil {
-				return nil, err
-			}
-			warnings = ws
-			if applied.GetName() != "" && applied.GetName() != q.info.Name {
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the applied object (%s) does not match the name on the URL (%s)", applied.GetName(), q.info.Name))
-			}
-			applied.SetName(q.info.Name)
-			if q.res.Namespaced && applied.GetNamespace() == "" {
-				applied.SetNamespace(q.info.Namespace)
-			}
-			return fm.apply(current, applied, manager, force)
+			return fm.apply(current, next, p.manager, p.force)
 		}
 		if current == nil {
 			return nil, apierrors.NewNotFound(q.gr(), q.info.Name)
 		}
-		currentJSON, err := json.Marshal(current.Object)
-		if err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
-		patched, err := applyPatch(pt, currentJSON, body, smpStruct)
-		if err != nil {
+		if next, warnings, err = p.patched(q, current); err != nil {
 			return nil, err
 		}
-		next, ws, err := decodeObject(patched, q.res, q.version.Name, fv)
-		if err != nil {
-			return nil, err
-		}
-		warnings = ws
-		return fm.track(current, next, manager), nil
-	}, store.UpdateOptions{WriteOptions: store.WriteOptions{DryRun: dry, Subresource: sub}, AllowCreate: apply})
+		return fm.track(current, next, p.manager), nil
+	}, store.UpdateOptions{WriteOptions: store.WriteOptions{DryRun: p.dryRun, Subresource: sub}, AllowCreate: apply})
 	if err != nil {
 		respond.Error(w, r, err)
 		return
 	}
 	s.writeWritten(w, r, q, result, created, warnings)
+}
+
+// patch is a patch request as read.
+type patch struct {
+	typ        types.PatchType
+	body       []byte
+	dryRun     bool
+	validation fieldValidation
+	manager    string
+	force      bool
+	// smpStruct is the Go type strategic merge patches follow.
+	smpStruct interface{}
+}
+
+// readPatch reads and checks the patch type, the body, the field manager and force.
+func (s *Server) readPatch(r *http.Request, q *apiRequest) (*patch, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, unsupportedMediaType(r.Header.Get("Content-Type"))
+	}
+	p := &patch{typ: types.PatchType(mt)}
+	switch p.typ {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
+	default:
+		return nil, unsupportedMediaType(mt)
+	}
+	wr, err := parseWrite(r)
+	if err != nil {
+		return nil, err
+	}
+	p.dryRun, p.validation, p.body = wr.dryRun, wr.validation, wr.body
+	if p.manager, err = fieldManagerName(r, p.typ == types.ApplyYAMLPatchType); err != nil {
+		return nil, err
+	}
+	p.force = r.URL.Query().Get("force") == "true"
+	if p.force && p.typ != types.ApplyYAMLPatchType {
+		return nil, apierrors.NewBadRequest("force is only allowed for apply patches")
+	}
+	if p.typ == types.StrategicMergePatchType {
+		gvk := q.res.GroupVersion(q.version.Name).WithKind(q.res.Names.Kind)
+		if p.smpStruct, err = typedScheme.New(gvk); err != nil {
+			return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", q.gr(), q.info.Name,
+				fmt.Sprintf("strategic merge patch is not supported for %s: use a JSON merge patch, a JSON patch or server-side apply", gvk.GroupKind()), 0, false)
+		}
+	}
+	return p, nil
+}
+
+// applied decodes the object of an apply patch, named by the URL.
+func (p *patch) applied(r *http.Request, q *apiRequest) (*unstructured.Unstructured, []string, error) {
+	data, err := bodyToJSON(r, p.body)
+	if err != nil {
+		return nil, nil, err
+	}
+	applied, warnings, err := decodeObject(data, q.res, q.version.Name, p.validation)
+	if err != nil {
+		return nil, nil, err
+	}
+	if applied.GetName() != "" && applied.GetName() != q.info.Name {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the applied object (%s) does not match the name on the URL (%s)", applied.GetName(), q.info.Name))
+	}
+	applied.SetName(q.info.Name)
+	if q.res.Namespaced && applied.GetNamespace() == "" {
+		applied.SetNamespace(q.info.Namespace)
+	}
+	return applied, warnings, nil
+}
+
+// patched applies a JSON, merge or strategic merge patch to current.
+func (p *patch) patched(q *apiRequest, current *unstructured.Unstructured) (*unstructured.Unstructured, []string, error) {
+	currentJSON, err := json.Marshal(current.Object)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	patched, err := applyPatch(p.typ, currentJSON, p.body, p.smpStruct)
+	if err != nil {
+		return nil, nil, err
+	}
+	return decodeObject(patched, q.res, q.version.Name, p.validation)
 }
 
 // applyPatch applies a JSON, merge or strategic merge patch to a JSON document.

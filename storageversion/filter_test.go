@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/datadriven"
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
@@ -55,61 +59,63 @@ var (
 	loopback = auth.User{Name: auth.LoopbackUser, Groups: []string{auth.GroupMasters}}
 )
 
-// The five kinds of request the KEP lets through, and everything else refused with
-// Kubernetes' message and Retry-After.
+// TestBarrier runs testdata/barrier through the barrier filter of a manager that
+// tracks configmaps (the gate closed until a "gate" directive opens it) and
+// widgets.example.com. Directives:
+//
+//	gate open | gate fail              open configmaps' gate, or close it with the error
+//	                                   given as input
+//	lease valid | lease lapsed         the server's identity lease
+//	request                            one request per input line: METHOD PATH [as=loopback]
+//
+// request prints, per line, whether the request reached the handler behind the
+// barrier or how it was refused. Run with -rewrite to update the file.
 func TestBarrier(t *testing.T) {
 	m, cm, _ := newTestManager(t)
-	cm.gate.fail(errors.New("etcd is sulking"))
-	for _, tc := range []struct {
-		method, path string
-		user         auth.User
-		pass         bool
-	}{
-		{http.MethodGet, "/healthz", admin, true},
-		{http.MethodPost, "/apis", admin, true},
-		{http.MethodGet, "/api/v1/namespaces/default/configmaps/x", admin, true},
-		{http.MethodGet, "/api/v1/configmaps", admin, true},
-		{http.MethodGet, "/api/v1/configmaps?watch=true", admin, true},
-		{http.MethodPost, "/apis/internal.apiserver.k8s.io/v1alpha1/storageversions", admin, true},
-		{http.MethodPost, "/api/v1/namespaces", loopback, true},
-		{http.MethodPut, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x", admin, true},
-		{http.MethodPost, "/apis/authentication.k8s.io/v1/tokenreviews", admin, true}, // not tracked
-		{http.MethodPost, "/api/v1/namespaces/default/configmaps", admin, false},
-		{http.MethodPut, "/api/v1/namespaces/default/configmaps/x", admin, false},
-		{http.MethodPatch, "/api/v1/namespaces/default/configmaps/x", admin, false},
-		{http.MethodDelete, "/api/v1/namespaces/default/configmaps/x", admin, false},
-		{http.MethodDelete, "/api/v1/namespaces/default/configmaps", admin, false},
-		{http.MethodPost, "/api/v1/namespaces/default/configmaps", loopback, false},
-		// A storage-migration rewrite writes the resource's objects.
-		{http.MethodPost, "/concord/v1/rewrite/core/configmaps", admin, false},
-		{http.MethodPost, "/concord/v1/rewrite/example.com/gadgets", admin, true}, // not tracked
-	} {
-		w, reached := serveBarrier(t, m.Filter, tc.method, tc.path, tc.user)
-		if reached != tc.pass {
-			t.Errorf("%s %s as %s: passed=%v, want %v", tc.method, tc.path, tc.user.Name, reached, tc.pass)
-			continue
+	datadriven.RunTest(t, "testdata/barrier", func(t *testing.T, d *datadriven.TestData) string {
+		switch d.Cmd {
+		case "gate":
+			if d.HasArg("fail") {
+				cm.gate.fail(errors.New(strings.TrimSpace(d.Input)))
+			} else {
+				cm.gate.setOpen()
+			}
+			return "ok"
+		case "lease":
+			lapsed := d.HasArg("lapsed")
+			m.cfg.LeaseValid = func(time.Time) bool { return !lapsed }
+			return "ok"
+		case "request":
+			var b strings.Builder
+			for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+				f := strings.Fields(line)
+				user := admin
+				if slices.Contains(f, "as=loopback") {
+					user = loopback
+				}
+				w, reached := serveBarrier(t, m.Filter, f[0], f[1], user)
+				fmt.Fprintf(&b, "%s: %s\n", line, barrierOutcome(t, w, reached))
+			}
+			return b.String()
 		}
-		if tc.pass {
-			continue
-		}
-		var st metav1.Status
-		if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {
-			t.Fatal(err)
-		}
-		want := "wait for storage version registration to complete for resource: configmaps, last seen error: etcd is sulking"
-		if w.Code != http.StatusServiceUnavailable || st.Reason != metav1.StatusReasonServiceUnavailable || st.Status != metav1.StatusFailure ||
-			st.Message != want || w.Header().Get("Retry-After") != "1" {
-			t.Errorf("%s %s: %d %+v Retry-After %q; want 503 ServiceUnavailable %q", tc.method, tc.path, w.Code, st, w.Header().Get("Retry-After"), want)
-		}
+		d.Fatalf(t, "unknown command %q", d.Cmd)
+		return ""
+	})
+}
+
+// barrierOutcome describes what the barrier did with a request.
+func barrierOutcome(t *testing.T, w *httptest.ResponseRecorder, reached bool) string {
+	if reached {
+		return "passes"
 	}
-	cm.gate.setOpen()
-	if _, reached := serveBarrier(t, m.Filter, http.MethodPost, "/api/v1/namespaces/default/configmaps", admin); !reached {
-		t.Error("a write to a registered resource was refused")
+	var st metav1.Status
+	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {
+		t.Fatalf("a refusal that is not a Status: %v: %s", err, w.Body)
 	}
-	m.cfg.LeaseValid = func(time.Time) bool { return false }
-	if w, reached := serveBarrier(t, m.Filter, http.MethodPost, "/api/v1/namespaces/default/configmaps", admin); reached || w.Code != http.StatusServiceUnavailable {
-		t.Errorf("a write with a lapsed identity lease: %d, passed=%v", w.Code, reached)
+	if w.Code != int(st.Code) || st.Status != metav1.StatusFailure {
+		t.Fatalf("a refusal with code %d and Status %+v", w.Code, st)
 	}
+	return fmt.Sprintf("%d %s Retry-After=%s: %s", w.Code, st.Reason, w.Header().Get("Retry-After"), st.Message)
 }
 
 // A custom resource write waits while the storage version changes, and passes once

@@ -174,6 +174,7 @@ func (m *StorageVersionMigration) Terminal() bool {
 	return p == ConditionSucceeded || p == ConditionFailed
 }
 
+// ConditionTrue reports whether conds has a condition of type t with status True.
 func ConditionTrue(conds []metav1.Condition, t string) bool {
 	for _, c := range conds {
 		if c.Type == t {
@@ -183,6 +184,7 @@ func ConditionTrue(conds []metav1.Condition, t string) bool {
 	return false
 }
 
+// FindCondition returns the condition of type t in conds, or nil.
 func FindCondition(conds []metav1.Condition, t string) *metav1.Condition {
 	for i := range conds {
 		if conds[i].Type == t {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/concordproject/concord/migration/api"
+	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/migration/discovery"
 	"github.com/concordproject/concord/migration/migrator"
 	"github.com/concordproject/concord/reconcile"
@@ -112,7 +112,7 @@ func (c *Controller) observe(obj interface{}) {
 	if !ok {
 		return
 	}
-	m, err := api.MigrationFrom(u)
+	m, err := migrationapi.MigrationFrom(u)
 	if err != nil {
 		return
 	}
@@ -144,7 +144,7 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Resu
 		return reconcile.Result{}, err
 	}
 	u := obj.(*unstructured.Unstructured).DeepCopy()
-	m, err := api.MigrationFrom(u)
+	m, err := migrationapi.MigrationFrom(u)
 	if err != nil {
 		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("undecodable migration: %w", err))
 	}
@@ -155,9 +155,9 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Resu
 }
 
 // migrate runs one migration to its end.
-func (c *Controller) migrate(ctx context.Context, u *unstructured.Unstructured, m *api.StorageVersionMigration) error {
+func (c *Controller) migrate(ctx context.Context, u *unstructured.Unstructured, m *migrationapi.StorageVersionMigration) error {
 	gr := schema.GroupResource{Group: m.Spec.Resource.Group, Resource: m.Spec.Resource.Resource}
-	label := api.StorageStateName(gr)
+	label := migrationapi.StorageStateName(gr)
 	parent := klog.NewContext(ctx, klog.FromContext(ctx).WithValues("migration", m.Name, "resource", label))
 	// ctx is cancelled when the migration ends under the migrator; parent carries the
 	// writes that end it (which cancel ctx as soon as the informer sees them).
@@ -182,11 +182,11 @@ func (c *Controller) migrate(ctx context.Context, u *unstructured.Unstructured, 
 					"%s could not be rewritten in the storage version: %s", cache.NewObjectName(f.Namespace, f.Name), f.Reason)
 			}
 		}
-		return w.update(ctx, func(st *api.MigrationStatus) {
+		return w.update(ctx, func(st *migrationapi.MigrationStatus) {
 			progressInto(p, r.Checkpoint)
 			st.Progress = p
 			// Set once, and only to what the server accepts: it never changes after.
-			if st.ResourceVersion == "" && api.WellFormedResourceVersion(r.Checkpoint.ResourceVersion) {
+			if st.ResourceVersion == "" && migrationapi.WellFormedResourceVersion(r.Checkpoint.ResourceVersion) {
 				st.ResourceVersion = r.Checkpoint.ResourceVersion
 			}
 			setRunning(st, m.Generation, r.Checkpoint)
@@ -200,7 +200,7 @@ func (c *Controller) migrate(ctx context.Context, u *unstructured.Unstructured, 
 		if transientError(err) {
 			return err
 		}
-		return c.end(ctx, w, m, p, api.ReasonMigrationError, err.Error())
+		return c.end(ctx, w, m, p, migrationapi.ReasonMigrationError, err.Error())
 	}
 	progressInto(p, final)
 	return c.finish(ctx, parent, w, m, p, gr, final)
@@ -208,7 +208,7 @@ func (c *Controller) migrate(ctx context.Context, u *unstructured.Unstructured, 
 
 // track records that migration m runs here, so that a change of it seen by the
 // informer can stop it; the returned function forgets it.
-func (c *Controller) track(m *api.StorageVersionMigration, cancel context.CancelCauseFunc) func() {
+func (c *Controller) track(m *migrationapi.StorageVersionMigration, cancel context.CancelCauseFunc) func() {
 	c.mu.Lock()
 	c.running[m.Name] = running{uid: m.UID, cancel: cancel}
 	c.mu.Unlock()
@@ -224,7 +224,7 @@ func (c *Controller) track(m *api.StorageVersionMigration, cancel context.Cancel
 // start resolves the resource a migration names and writes it Running, with its
 // progress and checkpoint (resumed from its status). A nil progress with no error
 // means the migration has ended here (the resource cannot be migrated).
-func (c *Controller) start(ctx context.Context, w *statusWriter, m *api.StorageVersionMigration, gr schema.GroupResource) (discovery.Info, *api.Progress, migrator.Checkpoint, error) {
+func (c *Controller) start(ctx context.Context, w *statusWriter, m *migrationapi.StorageVersionMigration, gr schema.GroupResource) (discovery.Info, *migrationapi.Progress, migrator.Checkpoint, error) {
 	logger := klog.FromContext(ctx)
 	info, ok, err := c.res.Lookup(ctx, gr, time.Minute)
 	if err != nil {
@@ -240,14 +240,14 @@ func (c *Controller) start(ctx context.Context, w *statusWriter, m *api.StorageV
 		reason = fmt.Sprintf("%s cannot be listed and updated", gr)
 	}
 	if reason != "" {
-		return info, nil, migrator.Checkpoint{}, c.end(ctx, w, m, nil, api.ReasonMigrationError, reason)
+		return info, nil, migrator.Checkpoint{}, c.end(ctx, w, m, nil, migrationapi.ReasonMigrationError, reason)
 	}
 	p := m.Status.Progress
 	if p == nil {
-		p = &api.Progress{}
+		p = &migrationapi.Progress{}
 	}
 	if p.StorageVersionHash == "" {
-		p.StorageVersionHash = m.Annotations[api.AnnotationStorageVersionHash]
+		p.StorageVersionHash = m.Annotations[migrationapi.AnnotationStorageVersionHash]
 		if p.StorageVersionHash == "" {
 			p.StorageVersionHash = info.Hash
 		}
@@ -262,7 +262,7 @@ func (c *Controller) start(ctx context.Context, w *statusWriter, m *api.StorageV
 	} else {
 		logger.Info("Migration resumed", "path", cp.Path, "migrated", cp.Migrated, "skipped", cp.Skipped, "failed", cp.Failed)
 	}
-	if err := w.update(ctx, func(st *api.MigrationStatus) { st.Progress = p; setRunning(st, m.Generation, cp) }); err != nil {
+	if err := w.update(ctx, func(st *migrationapi.MigrationStatus) { st.Progress = p; setRunning(st, m.Generation, cp) }); err != nil {
 		return info, nil, cp, c.interrupted(ctx, err)
 	}
 	return info, p, cp, nil
@@ -273,22 +273,22 @@ func (c *Controller) start(ctx context.Context, w *statusWriter, m *api.StorageV
 // trigger recorded it) and no object failed; then a custom resource's
 // status.storedVersions is trimmed, before Succeeded is written, so that whoever sees
 // Succeeded sees the definition trimmed too. parent carries the final writes.
-func (c *Controller) finish(ctx, parent context.Context, w *statusWriter, m *api.StorageVersionMigration, p *api.Progress, gr schema.GroupResource, final migrator.Checkpoint) error {
-	if rv := m.Annotations[api.AnnotationStorageVersionResourceVersion]; rv != "" {
-		sv, err := c.dyn.Resource(api.StorageVersions).Get(parent, wire.StorageVersionName(gr), metav1.GetOptions{})
+func (c *Controller) finish(ctx, parent context.Context, w *statusWriter, m *migrationapi.StorageVersionMigration, p *migrationapi.Progress, gr schema.GroupResource, final migrator.Checkpoint) error {
+	if rv := m.Annotations[migrationapi.AnnotationStorageVersionResourceVersion]; rv != "" {
+		sv, err := c.dyn.Resource(migrationapi.StorageVersions).Get(parent, wire.StorageVersionName(gr), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			return c.end(parent, w, m, p, api.ReasonStorageVersionChanged, "The resource's StorageVersion object was deleted during the migration.")
+			return c.end(parent, w, m, p, migrationapi.ReasonStorageVersionChanged, "The resource's StorageVersion object was deleted during the migration.")
 		case err != nil:
 			return err
 		case sv.GetResourceVersion() != rv:
-			return c.end(parent, w, m, p, api.ReasonStorageVersionChanged, fmt.Sprintf(
+			return c.end(parent, w, m, p, migrationapi.ReasonStorageVersionChanged, fmt.Sprintf(
 				"The resource's StorageVersion object changed during the migration (resourceVersion %s, then %s): the migration does not count; a new one replaces it.",
 				rv, sv.GetResourceVersion()))
 		}
 	}
 	if final.Failed > 0 {
-		return c.end(parent, w, m, p, api.ReasonObjectsFailed, failedMessage(final))
+		return c.end(parent, w, m, p, migrationapi.ReasonObjectsFailed, failedMessage(final))
 	}
 	if err := c.trimStoredVersions(ctx, gr, p.StorageVersionHash, w.obj); err != nil {
 		if ctx.Err() != nil {
@@ -296,7 +296,7 @@ func (c *Controller) finish(ctx, parent context.Context, w *statusWriter, m *api
 		}
 		klog.FromContext(ctx).Error(err, "Could not trim the definition's status.storedVersions")
 	}
-	return c.end(parent, w, m, p, api.ReasonMigrationCompleted, "")
+	return c.end(parent, w, m, p, migrationapi.ReasonMigrationCompleted, "")
 }
 
 // interrupted ends a run stopped by ctx or by someone ending the migration: nothing
@@ -317,9 +317,9 @@ func (c *Controller) interrupted(ctx context.Context, err error) error {
 // Succeeded for ReasonMigrationCompleted or Failed with reason and message otherwise
 // (the API refuses Running True beside either). The message is cut to the length the
 // API accepts. It emits an Event and records the metrics.
-func (c *Controller) end(ctx context.Context, w *statusWriter, m *api.StorageVersionMigration, p *api.Progress, reason, message string) error {
+func (c *Controller) end(ctx context.Context, w *statusWriter, m *migrationapi.StorageVersionMigration, p *migrationapi.Progress, reason, message string) error {
 	now := metav1.Now()
-	succeeded := reason == api.ReasonMigrationCompleted
+	succeeded := reason == migrationapi.ReasonMigrationCompleted
 	if p != nil {
 		p.Continue = ""
 		p.CompletionTime = &now
@@ -327,30 +327,30 @@ func (c *Controller) end(ctx context.Context, w *statusWriter, m *api.StorageVer
 			message = fmt.Sprintf("%d objects migrated, %d already current or changed meanwhile", p.Migrated, p.Skipped)
 		}
 	}
-	message = api.ConditionMessage(message)
-	err := w.update(ctx, func(st *api.MigrationStatus) {
+	message = migrationapi.ConditionMessage(message)
+	err := w.update(ctx, func(st *migrationapi.MigrationStatus) {
 		if p != nil {
 			st.Progress = p
 		}
 		runningMsg := "The migration has ended."
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: api.ConditionRunning, Status: metav1.ConditionFalse,
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: migrationapi.ConditionRunning, Status: metav1.ConditionFalse,
 			Reason: reason, Message: runningMsg, ObservedGeneration: m.Generation})
-		cond := metav1.Condition{Type: api.ConditionFailed, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: m.Generation}
+		cond := metav1.Condition{Type: migrationapi.ConditionFailed, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: m.Generation}
 		if succeeded {
-			cond.Type = api.ConditionSucceeded
+			cond.Type = migrationapi.ConditionSucceeded
 		}
 		meta.SetStatusCondition(&st.Conditions, cond)
 	})
 	if err != nil {
 		return c.interrupted(ctx, err)
 	}
-	label := api.StorageStateName(schema.GroupResource{Group: m.Spec.Resource.Group, Resource: m.Spec.Resource.Resource})
+	label := migrationapi.StorageStateName(schema.GroupResource{Group: m.Spec.Resource.Group, Resource: m.Spec.Resource.Resource})
 	result := "failed"
 	switch {
 	case succeeded:
 		result = "succeeded"
 		c.recorder.Eventf(w.obj, nil, "Normal", EventMigrationSucceeded, "Migrate", "%s", message)
-	case reason == api.ReasonStorageVersionChanged:
+	case reason == migrationapi.ReasonStorageVersionChanged:
 		result = "aborted"
 		c.recorder.Eventf(w.obj, nil, "Warning", EventMigrationFailed, "Migrate", "%s", message)
 	default:
@@ -371,7 +371,7 @@ func (c *Controller) trimStoredVersions(ctx context.Context, gr schema.GroupReso
 	if gr.Group == "" || hash == "" {
 		return nil
 	}
-	crds := c.dyn.Resource(api.CustomResourceDefinitions)
+	crds := c.dyn.Resource(migrationapi.CustomResourceDefinitions)
 	name := gr.Resource + "." + gr.Group
 	var trimmed []string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -402,7 +402,7 @@ func (c *Controller) trimStoredVersions(ctx context.Context, gr schema.GroupReso
 		if err := unstructured.SetNestedStringSlice(u.Object, []string{storage}, "status", "storedVersions"); err != nil {
 			return err
 		}
-		if _, err := crds.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: api.FieldManager}); err != nil {
+		if _, err := crds.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: migrationapi.FieldManager}); err != nil {
 			return err
 		}
 		trimmed = crd.Status.StoredVersions
@@ -440,10 +440,10 @@ type statusWriter struct {
 // update applies change to the migration's status and writes it. It returns an
 // error wrapping errAborted if the migration ended or was deleted meanwhile. Fields
 // of the status this package does not know are kept.
-func (w *statusWriter) update(ctx context.Context, change func(*api.MigrationStatus)) error {
-	client := w.dyn.Resource(api.StorageVersionMigrations)
+func (w *statusWriter) update(ctx context.Context, change func(*migrationapi.MigrationStatus)) error {
+	client := w.dyn.Resource(migrationapi.StorageVersionMigrations)
 	for attempt := 0; ; attempt++ {
-		m, err := api.MigrationFrom(w.obj)
+		m, err := migrationapi.MigrationFrom(w.obj)
 		if err != nil {
 			return err
 		}
@@ -461,7 +461,7 @@ func (w *statusWriter) update(ctx context.Context, change func(*api.MigrationSta
 				_ = unstructured.SetNestedField(next.Object, v, "status", f)
 			}
 		}
-		out, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: api.FieldManager})
+		out, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: migrationapi.FieldManager})
 		switch {
 		case err == nil:
 			w.obj = out
@@ -488,9 +488,9 @@ func (w *statusWriter) update(ctx context.Context, change func(*api.MigrationSta
 
 // setRunning sets the Running condition, its message mirroring the progress (it
 // survives where status.progress is pruned: Kubernetes' own API).
-func setRunning(st *api.MigrationStatus, generation int64, cp migrator.Checkpoint) {
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: api.ConditionRunning, Status: metav1.ConditionTrue,
-		Reason: api.ReasonMigrationRunning, Message: progressMessage(cp), ObservedGeneration: generation})
+func setRunning(st *migrationapi.MigrationStatus, generation int64, cp migrator.Checkpoint) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: migrationapi.ConditionRunning, Status: metav1.ConditionTrue,
+		Reason: migrationapi.ReasonMigrationRunning, Message: progressMessage(cp), ObservedGeneration: generation})
 }
 
 // progressMessage describes a checkpoint in one sentence.
@@ -521,7 +521,7 @@ func failedMessage(cp migrator.Checkpoint) string {
 }
 
 // checkpointFrom reads a migrator checkpoint from a migration's progress.
-func checkpointFrom(p *api.Progress, rv string) migrator.Checkpoint {
+func checkpointFrom(p *migrationapi.Progress, rv string) migrator.Checkpoint {
 	cp := migrator.Checkpoint{
 		Path:            p.Path,
 		Continue:        p.Continue,
@@ -536,12 +536,12 @@ func checkpointFrom(p *api.Progress, rv string) migrator.Checkpoint {
 }
 
 // progressInto copies a checkpoint into a migration's progress.
-func progressInto(p *api.Progress, cp migrator.Checkpoint) {
+func progressInto(p *migrationapi.Progress, cp migrator.Checkpoint) {
 	p.Path, p.Continue, p.Total = cp.Path, cp.Continue, cp.Total
 	p.Migrated, p.Skipped, p.Failed = cp.Migrated, cp.Skipped, cp.Failed
 	p.Failures = p.Failures[:0]
 	for _, f := range cp.Failures {
-		p.Failures = append(p.Failures, api.ObjectFailure{Namespace: f.Namespace, Name: f.Name, Reason: f.Reason})
+		p.Failures = append(p.Failures, migrationapi.ObjectFailure{Namespace: f.Namespace, Name: f.Name, Reason: f.Reason})
 	}
 }
 

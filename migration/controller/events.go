@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/concordproject/concord/migration/api"
+	migrationapi "github.com/concordproject/concord/migration/api"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,12 +48,12 @@ func NewRecorder(ctx context.Context, cs kubernetes.Interface, served func(schem
 			return logRecorder{logger: logger}, func() {}
 		}
 		logger.V(4).Info("Recording Events", "resource", eventsV1Events)
-		return b.NewRecorder(scheme.Scheme, api.FieldManager), b.Shutdown
+		return b.NewRecorder(scheme.Scheme, migrationapi.FieldManager), b.Shutdown
 	case served(coreV1Events):
 		b := record.NewBroadcaster(record.WithContext(ctx))
 		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 		logger.V(4).Info("Recording Events", "resource", coreV1Events)
-		legacy := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: api.FieldManager})
+		legacy := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: migrationapi.FieldManager})
 		return record.NewEventRecorderAdapter(legacy), b.Shutdown
 	}
 	logger.V(2).Info("The server serves no Events: they will only be logged")

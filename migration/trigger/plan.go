@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/concordproject/concord/migration/api"
+	migrationapi "github.com/concordproject/concord/migration/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -47,14 +47,14 @@ type migrationSummary struct {
 }
 
 func (m *migrationSummary) terminal() bool {
-	return m.Phase == api.ConditionSucceeded || m.Phase == api.ConditionFailed
+	return m.Phase == migrationapi.ConditionSucceeded || m.Phase == migrationapi.ConditionFailed
 }
 
 // lifecycleInput is everything the life-cycle of one StorageState depends on.
 type lifecycleInput struct {
 	Now time.Time
 	// State is the stored status, nil if there is no StorageState.
-	State    *api.StorageStateStatus
+	State    *migrationapi.StorageStateStatus
 	Observed observation
 	// Latest is the trigger's latest migration of the resource, nil if none.
 	Latest *migrationSummary
@@ -87,7 +87,7 @@ type abort struct {
 type lifecycleOutput struct {
 	// Status is the StorageState status to store; WriteStatus says whether it differs
 	// from the stored one (or there is none).
-	Status      api.StorageStateStatus
+	Status      migrationapi.StorageStateStatus
 	WriteStatus bool
 	// Reset is true when the state was created or found stale.
 	Reset bool
@@ -121,7 +121,7 @@ type lifecycleOutput struct {
 // happened meanwhile, so a new migration is launched.
 func plan(in lifecycleInput, cfg lifecycleConfig) lifecycleOutput {
 	var out lifecycleOutput
-	var st api.StorageStateStatus
+	var st migrationapi.StorageStateStatus
 	if in.State != nil {
 		st = *in.State
 		st.PersistedStorageVersionHashes = slices.Clone(in.State.PersistedStorageVersionHashes)
@@ -129,7 +129,7 @@ func plan(in lifecycleInput, cfg lifecycleConfig) lifecycleOutput {
 	stale := in.State != nil && in.Now.Sub(in.State.LastHeartbeatTime.Time) > cfg.Staleness
 	out.Reset = in.State == nil || stale
 	if out.Reset {
-		st.PersistedStorageVersionHashes = []string{api.Unknown}
+		st.PersistedStorageVersionHashes = []string{migrationapi.Unknown}
 		st.CurrentStorageVersionHash = ""
 	}
 	obs := in.Observed
@@ -137,9 +137,9 @@ func plan(in lifecycleInput, cfg lifecycleConfig) lifecycleOutput {
 		for _, h := range obs.Reported {
 			st.PersistedStorageVersionHashes = appendMissing(st.PersistedStorageVersionHashes, h)
 		}
-		st.CurrentStorageVersionHash = api.Unknown
+		st.CurrentStorageVersionHash = migrationapi.Unknown
 		for _, m := range in.Active {
-			out.Abort = append(out.Abort, abort{Name: m.Name, Reason: api.ReasonStorageVersionsDisagree,
+			out.Abort = append(out.Abort, abort{Name: m.Name, Reason: migrationapi.ReasonStorageVersionsDisagree,
 				Message: "The API servers no longer agree on an encoding version; a migration starts once they do."})
 		}
 		return finish(in, st, out, cfg)
@@ -161,7 +161,7 @@ func plan(in lifecycleInput, cfg lifecycleConfig) lifecycleOutput {
 		switch {
 		case matches && !latest.terminal():
 			keep = latest.Name
-		case matches && latest.Phase == api.ConditionSucceeded:
+		case matches && latest.Phase == migrationapi.ConditionSucceeded:
 			st.PersistedStorageVersionHashes = []string{h}
 		case matches && !latest.Aborted:
 			wait := retryDelay(cfg.RetryFailed, in.ConsecutiveFailures)
@@ -176,7 +176,7 @@ func plan(in lifecycleInput, cfg lifecycleConfig) lifecycleOutput {
 	}
 	for _, m := range in.Active {
 		if m.Triggered && m.Name != keep {
-			out.Abort = append(out.Abort, abort{Name: m.Name, Reason: api.ReasonStorageVersionChanged,
+			out.Abort = append(out.Abort, abort{Name: m.Name, Reason: migrationapi.ReasonStorageVersionChanged,
 				Message: "The storage version, or the StorageVersion object, changed after this migration started; a new migration replaces it."})
 		}
 	}
@@ -184,7 +184,7 @@ func plan(in lifecycleInput, cfg lifecycleConfig) lifecycleOutput {
 }
 
 // finish renews the heartbeat when due or when anything changes.
-func finish(in lifecycleInput, st api.StorageStateStatus, out lifecycleOutput, cfg lifecycleConfig) lifecycleOutput {
+func finish(in lifecycleInput, st migrationapi.StorageStateStatus, out lifecycleOutput, cfg lifecycleConfig) lifecycleOutput {
 	changed := in.State == nil ||
 		!slices.Equal(st.PersistedStorageVersionHashes, in.State.PersistedStorageVersionHashes) ||
 		st.CurrentStorageVersionHash != in.State.CurrentStorageVersionHash
@@ -213,22 +213,22 @@ func appendMissing(list []string, h string) []string {
 }
 
 // summarize extracts what the trigger needs of m.
-func summarize(m *api.StorageVersionMigration) migrationSummary {
+func summarize(m *migrationapi.StorageVersionMigration) migrationSummary {
 	s := migrationSummary{
 		Name:             m.Name,
-		Hash:             m.Annotations[api.AnnotationStorageVersionHash],
-		StorageVersionRV: m.Annotations[api.AnnotationStorageVersionResourceVersion],
+		Hash:             m.Annotations[migrationapi.AnnotationStorageVersionHash],
+		StorageVersionRV: m.Annotations[migrationapi.AnnotationStorageVersionResourceVersion],
 		Phase:            m.Phase(),
 	}
-	if _, ok := m.Annotations[api.AnnotationStorageVersionHash]; ok {
+	if _, ok := m.Annotations[migrationapi.AnnotationStorageVersionHash]; ok {
 		s.Triggered = true
 		s.Sequence = sequenceOf(m.Name)
 	}
 	if s.terminal() {
-		if c := api.FindCondition(m.Status.Conditions, s.Phase); c != nil {
+		if c := migrationapi.FindCondition(m.Status.Conditions, s.Phase); c != nil {
 			s.Finished = c.LastTransitionTime.Time
-			s.Aborted = s.Phase == api.ConditionFailed &&
-				(c.Reason == api.ReasonStorageVersionsDisagree || c.Reason == api.ReasonStorageVersionChanged)
+			s.Aborted = s.Phase == migrationapi.ConditionFailed &&
+				(c.Reason == migrationapi.ReasonStorageVersionsDisagree || c.Reason == migrationapi.ReasonStorageVersionChanged)
 		}
 	}
 	return s

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/concordproject/concord/migration/api"
+	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/migration/discovery"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/wire"
@@ -98,7 +98,7 @@ func New(dyn dynamic.Interface, res *discovery.Resources, factory dynamicinforme
 	migrations cache.SharedIndexInformer, cfg Config) (*Trigger, error) {
 	t := &Trigger{
 		dyn: dyn, res: res, factory: factory, migrations: migrations,
-		states:  factory.ForResource(api.StorageStates).Informer(),
+		states:  factory.ForResource(migrationapi.StorageStates).Informer(),
 		cfg:     lifecycleConfig{Heartbeat: cfg.PollInterval, Staleness: cfg.StalenessWindow, RetryFailed: cfg.RetryFailedAfter},
 		poll:    cfg.PollInterval,
 		history: cfg.HistoryLimit,
@@ -187,8 +187,8 @@ func (t *Trigger) pollOnce(ctx context.Context) {
 	t.mu.Lock()
 	watching := t.versions != nil
 	t.mu.Unlock()
-	if !watching && t.res.Served(api.StorageVersions) {
-		inf := t.factory.ForResource(api.StorageVersions).Informer()
+	if !watching && t.res.Served(migrationapi.StorageVersions) {
+		inf := t.factory.ForResource(migrationapi.StorageVersions).Informer()
 		if _, err := inf.AddEventHandler(t.handler(storageVersionKey)); err != nil {
 			logger.Error(err, "Cannot watch StorageVersions")
 		} else {
@@ -238,7 +238,7 @@ func (t *Trigger) Reconcile(ctx context.Context, gr schema.GroupResource) (recon
 	if slices.Contains(t.ignored, gr) || gr.Resource == "" {
 		return reconcile.Result{}, nil
 	}
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("resource", api.StorageStateName(gr)))
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("resource", migrationapi.StorageStateName(gr)))
 	stateObj, err := t.stateObject(gr)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -282,7 +282,7 @@ func (t *Trigger) observeResource(ctx context.Context, gr schema.GroupResource, 
 		logger.V(4).Info("Not migrated", "served", known, "migratable", info.Migratable, "storageVersionHash", info.Hash, "storageVersionObject", svObj != nil)
 		if stateObj != nil && (!known || !info.Migratable) {
 			logger.Info("Resource no longer served; deleting its storage state")
-			err := t.dyn.Resource(api.StorageStates).Delete(ctx, stateObj.GetName(), metav1.DeleteOptions{
+			err := t.dyn.Resource(migrationapi.StorageStates).Delete(ctx, stateObj.GetName(), metav1.DeleteOptions{
 				Preconditions: &metav1.Preconditions{UID: ptr.To(stateObj.GetUID())}})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return observation{}, false, err
@@ -303,10 +303,10 @@ func (t *Trigger) observeResource(ctx context.Context, gr schema.GroupResource, 
 func (t *Trigger) apply(ctx context.Context, gr schema.GroupResource, stateObj *unstructured.Unstructured, obs observation, migs []migrationSummary) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	in := lifecycleInput{Now: t.now(), Observed: obs}
-	var state *api.StorageState
+	var state *migrationapi.StorageState
 	if stateObj != nil {
 		var err error
-		if state, err = api.StateFrom(stateObj); err != nil {
+		if state, err = migrationapi.StateFrom(stateObj); err != nil {
 			return 0, err
 		}
 		in.State = &state.Status
@@ -397,7 +397,7 @@ func consecutiveFailures(migs []migrationSummary, hash string) int {
 	slices.SortFunc(mine, func(a, b migrationSummary) int { return b.Sequence - a.Sequence })
 	n := 0
 	for _, m := range mine {
-		if m.Hash != hash || m.Phase != api.ConditionFailed || m.Aborted {
+		if m.Hash != hash || m.Phase != migrationapi.ConditionFailed || m.Aborted {
 			break
 		}
 		n++
@@ -406,7 +406,7 @@ func consecutiveFailures(migs []migrationSummary, hash string) int {
 }
 
 func (t *Trigger) stateObject(gr schema.GroupResource) (*unstructured.Unstructured, error) {
-	obj, ok, err := t.states.GetStore().GetByKey(api.StorageStateName(gr))
+	obj, ok, err := t.states.GetStore().GetByKey(migrationapi.StorageStateName(gr))
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -433,7 +433,7 @@ func (t *Trigger) migrationsOf(gr schema.GroupResource) ([]migrationSummary, err
 	}
 	out := make([]migrationSummary, 0, len(objs))
 	for _, obj := range objs {
-		m, err := api.MigrationFrom(obj.(*unstructured.Unstructured))
+		m, err := migrationapi.MigrationFrom(obj.(*unstructured.Unstructured))
 		if err != nil {
 			continue
 		}
@@ -466,23 +466,23 @@ func (t *Trigger) expected(gr schema.GroupResource, migs []migrationSummary) tim
 
 // launch creates the n-th migration of gr, to obs.Current.
 func (t *Trigger) launch(ctx context.Context, gr schema.GroupResource, obs observation, n int) error {
-	m := &api.StorageVersionMigration{
-		TypeMeta:   metav1.TypeMeta{APIVersion: api.StorageVersionMigrations.GroupVersion().String(), Kind: "StorageVersionMigration"},
-		ObjectMeta: metav1.ObjectMeta{Name: migrationName(api.StorageStateName(gr), n), Annotations: map[string]string{api.AnnotationStorageVersionHash: obs.Current}},
+	m := &migrationapi.StorageVersionMigration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: migrationapi.StorageVersionMigrations.GroupVersion().String(), Kind: "StorageVersionMigration"},
+		ObjectMeta: metav1.ObjectMeta{Name: migrationName(migrationapi.StorageStateName(gr), n), Annotations: map[string]string{migrationapi.AnnotationStorageVersionHash: obs.Current}},
 	}
-	m.Spec.Resource = api.MetaGroupResource(gr)
+	m.Spec.Resource = migrationapi.MetaGroupResource(gr)
 	if obs.ResourceVersion != "" {
-		m.Annotations[api.AnnotationStorageVersionResourceVersion] = obs.ResourceVersion
+		m.Annotations[migrationapi.AnnotationStorageVersionResourceVersion] = obs.ResourceVersion
 	}
 	if obs.EncodingVersion != "" {
-		m.Annotations[api.AnnotationEncodingVersion] = obs.EncodingVersion
+		m.Annotations[migrationapi.AnnotationEncodingVersion] = obs.EncodingVersion
 	}
-	u, err := api.ToUnstructured(m)
+	u, err := migrationapi.ToUnstructured(m)
 	if err != nil {
 		return err
 	}
 	unstructured.RemoveNestedField(u.Object, "status")
-	created, err := t.dyn.Resource(api.StorageVersionMigrations).Create(ctx, u, metav1.CreateOptions{FieldManager: api.FieldManager})
+	created, err := t.dyn.Resource(migrationapi.StorageVersionMigrations).Create(ctx, u, metav1.CreateOptions{FieldManager: migrationapi.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		// Created by an earlier attempt whose answer was lost, or a name taken by
 		// someone else: look again once the cache has it.
@@ -501,7 +501,7 @@ func (t *Trigger) launch(ctx context.Context, gr schema.GroupResource, obs obser
 
 // abort marks a running migration Failed; the controller running it stops.
 func (t *Trigger) abort(ctx context.Context, a abort) error {
-	client := t.dyn.Resource(api.StorageVersionMigrations)
+	client := t.dyn.Resource(migrationapi.StorageVersionMigrations)
 	u, err := client.Get(ctx, a.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -509,23 +509,23 @@ func (t *Trigger) abort(ctx context.Context, a abort) error {
 	if err != nil {
 		return err
 	}
-	m, err := api.MigrationFrom(u)
+	m, err := migrationapi.MigrationFrom(u)
 	if err != nil || m.Terminal() {
 		return err
 	}
 	conds := slices.Clone(m.Status.Conditions)
-	meta.SetStatusCondition(&conds, metav1.Condition{Type: api.ConditionRunning, Status: metav1.ConditionFalse, Reason: a.Reason,
+	meta.SetStatusCondition(&conds, metav1.Condition{Type: migrationapi.ConditionRunning, Status: metav1.ConditionFalse, Reason: a.Reason,
 		Message: "The migration was aborted.", ObservedGeneration: m.Generation})
-	meta.SetStatusCondition(&conds, metav1.Condition{Type: api.ConditionFailed, Status: metav1.ConditionTrue, Reason: a.Reason,
+	meta.SetStatusCondition(&conds, metav1.Condition{Type: migrationapi.ConditionFailed, Status: metav1.ConditionTrue, Reason: a.Reason,
 		Message: a.Message, ObservedGeneration: m.Generation})
-	c, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&api.MigrationStatus{Conditions: conds})
+	c, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&migrationapi.MigrationStatus{Conditions: conds})
 	if err != nil {
 		return err
 	}
 	if err := unstructured.SetNestedField(u.Object, c["conditions"], "status", "conditions"); err != nil {
 		return err
 	}
-	if _, err := client.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: api.FieldManager}); err != nil {
+	if _, err := client.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: migrationapi.FieldManager}); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Migration aborted", "migration", a.Name, "reason", a.Reason)
@@ -547,7 +547,7 @@ func (t *Trigger) prune(ctx context.Context, migs []migrationSummary) error {
 	slices.SortFunc(ended, func(a, b migrationSummary) int { return a.Sequence - b.Sequence })
 	var errs []error
 	for _, m := range ended[:len(ended)-t.history] {
-		err := t.dyn.Resource(api.StorageVersionMigrations).Delete(ctx, m.Name, metav1.DeleteOptions{})
+		err := t.dyn.Resource(migrationapi.StorageVersionMigrations).Delete(ctx, m.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 		}
@@ -556,20 +556,20 @@ func (t *Trigger) prune(ctx context.Context, migs []migrationSummary) error {
 }
 
 // writeState creates the StorageState of gr or updates its status.
-func (t *Trigger) writeState(ctx context.Context, gr schema.GroupResource, obj *unstructured.Unstructured, st api.StorageStateStatus) error {
-	client := t.dyn.Resource(api.StorageStates)
+func (t *Trigger) writeState(ctx context.Context, gr schema.GroupResource, obj *unstructured.Unstructured, st migrationapi.StorageStateStatus) error {
+	client := t.dyn.Resource(migrationapi.StorageStates)
 	if obj == nil {
-		s := &api.StorageState{
-			TypeMeta:   metav1.TypeMeta{APIVersion: api.StorageStates.GroupVersion().String(), Kind: "StorageState"},
-			ObjectMeta: metav1.ObjectMeta{Name: api.StorageStateName(gr)},
-			Spec:       api.StorageStateSpec{Resource: api.MetaGroupResource(gr)},
+		s := &migrationapi.StorageState{
+			TypeMeta:   metav1.TypeMeta{APIVersion: migrationapi.StorageStates.GroupVersion().String(), Kind: "StorageState"},
+			ObjectMeta: metav1.ObjectMeta{Name: migrationapi.StorageStateName(gr)},
+			Spec:       migrationapi.StorageStateSpec{Resource: migrationapi.MetaGroupResource(gr)},
 		}
-		u, err := api.ToUnstructured(s)
+		u, err := migrationapi.ToUnstructured(s)
 		if err != nil {
 			return err
 		}
 		unstructured.RemoveNestedField(u.Object, "status")
-		if obj, err = client.Create(ctx, u, metav1.CreateOptions{FieldManager: api.FieldManager}); err != nil {
+		if obj, err = client.Create(ctx, u, metav1.CreateOptions{FieldManager: migrationapi.FieldManager}); err != nil {
 			return err
 		}
 		klog.FromContext(ctx).Info("Storage state created")
@@ -580,6 +580,6 @@ func (t *Trigger) writeState(ctx context.Context, gr schema.GroupResource, obj *
 		return err
 	}
 	next.Object["status"] = s
-	_, err = client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: api.FieldManager})
+	_, err = client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: migrationapi.FieldManager})
 	return err
 }

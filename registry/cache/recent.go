@@ -38,6 +38,7 @@ type Recent struct {
 	bytes atomic.Int64
 }
 
+// NewRecent returns an empty cache of recently seen objects.
 func NewRecent() *Recent {
 	r := &Recent{}
 	r.cache = lru.NewWithEvictionFunc(recentObjectsSize, func(_ lru.Key, v interface{}) {

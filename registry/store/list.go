@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // List returns the objects of res in namespace ns ("" for all) that match the
@@ -32,52 +33,10 @@ func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*un
 		return nil, err
 	}
 	prefix := ref.prefix()
-	gr := res.GroupResource()
-	var (
-		rev      int64 // revision to read at; 0 = current
-		minRV    int64 // the newest state must be at least this
-		start    string
-		fromCont bool
-	)
-	switch {
-	case opts.Continue != "":
-		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
-			return nil, apierrors.NewBadRequest("specifying resourceVersion is not allowed when using continue")
-		}
-		st, r, err := storage.DecodeContinue(prefix, opts.Continue)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
-		}
-		start, fromCont = st, true
-		if r > 0 {
-			rev = r
-		}
-	case opts.ResourceVersion != "":
-		n, err := parseRV(gr, opts.ResourceVersion)
-		if err != nil {
-			return nil, err
-		}
-		switch opts.ResourceVersionMatch {
-		case metav1.ResourceVersionMatchExact:
-			if n == 0 {
-				return nil, apierrors.NewBadRequest("resourceVersionMatch Exact needs a resourceVersion other than 0")
-			}
-			rev = n
-		case metav1.ResourceVersionMatchNotOlderThan:
-			minRV = n
-		case "":
-			if opts.Limit > 0 && n > 0 {
-				rev = n // legacy: a paged list at N is exact
-			} else {
-				minRV = n
-			}
-		default:
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("unknown resourceVersionMatch %q: allowed are Exact and NotOlderThan", opts.ResourceVersionMatch))
-		}
-	case opts.ResourceVersionMatch != "":
-		return nil, apierrors.NewBadRequest("resourceVersionMatch is forbidden unless resourceVersion is set")
+	at, err := planList(prefix, res.GroupResource(), opts)
+	if err != nil {
+		return nil, err
 	}
-
 	out := &unstructured.UnstructuredList{Object: map[string]interface{}{
 		"apiVersion": res.APIVersion(version),
 		"kind":       res.Names.ListKind,
@@ -90,21 +49,19 @@ func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*un
 	// Keep reading pages until limit matches are found: selectors filter after the read.
 	pageSize := opts.Limit
 	for {
-		var want int64
 		if opts.Limit > 0 {
-			want = opts.Limit - int64(len(objs))
-			pageSize = max(pageSize, want)
+			pageSize = max(pageSize, opts.Limit-int64(len(objs)))
 		}
-		page, err := s.storage.List(ctx, prefix, storage.ListOptions{Revision: rev, Limit: pageSize, Start: start})
+		page, err := s.storage.List(ctx, prefix, storage.ListOptions{Revision: at.rev, Limit: pageSize, Start: at.key})
 		if err != nil {
-			if errors.Is(err, storage.ErrCompacted) && fromCont {
-				return nil, expiredContinue(prefix, start)
+			if errors.Is(err, storage.ErrCompacted) && at.fromContinue {
+				return nil, expiredContinue(prefix, at.key)
 			}
 			return nil, s.storageError(res, "", err)
 		}
-		if rev == 0 {
-			rev = page.Revision
-			if err := checkNotTooNew(minRV, rev); err != nil {
+		if at.rev == 0 {
+			at.rev = page.Revision
+			if err := checkNotTooNew(at.minRV, at.rev); err != nil {
 				return nil, err
 			}
 		}
@@ -124,25 +81,88 @@ func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*un
 			objs = append(objs, obj)
 			if opts.Limit > 0 && int64(len(objs)) == opts.Limit {
 				if i < len(page.Items)-1 || page.More {
-					token, err := storage.EncodeContinue(prefix, kv.Key+"\x00", rev)
-					if err != nil {
-						return nil, apierrors.NewInternalError(err)
-					}
-					out.SetContinue(token)
-					if pred.Empty() {
-						remaining := int64(len(page.Items)-1-i) + page.Remaining
-						out.SetRemainingItemCount(&remaining)
+					remaining := int64(len(page.Items)-1-i) + page.Remaining
+					if err := setContinue(out, prefix, kv.Key, at.rev, remaining, pred.Empty()); err != nil {
+						return nil, err
 					}
 				}
-				return s.finishList(ctx, res, version, out, objs, rev, prefix, unreadable)
+				return s.finishList(ctx, res, version, out, objs, at.rev, prefix, unreadable)
 			}
 		}
 		if !page.More || len(page.Items) == 0 {
-			return s.finishList(ctx, res, version, out, objs, rev, prefix, unreadable)
+			return s.finishList(ctx, res, version, out, objs, at.rev, prefix, unreadable)
 		}
-		start = page.Items[len(page.Items)-1].Key + "\x00"
+		at.key = page.Items[len(page.Items)-1].Key + "\x00"
 		pageSize *= 2
 	}
+}
+
+// listStart is where a list reads from.
+type listStart struct {
+	rev          int64  // the revision to read at; 0: the current one
+	minRV        int64  // the current revision must be at least this
+	key          string // the first key (a continue token's)
+	fromContinue bool
+}
+
+// planList reads where a list of prefix starts from its options: Kubernetes'
+// resourceVersion, resourceVersionMatch, limit and continue rules.
+func planList(prefix string, gr schema.GroupResource, opts metav1.ListOptions) (listStart, error) {
+	var at listStart
+	switch {
+	case opts.Continue != "":
+		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+			return at, apierrors.NewBadRequest("specifying resourceVersion is not allowed when using continue")
+		}
+		key, rev, err := storage.DecodeContinue(prefix, opts.Continue)
+		if err != nil {
+			return at, apierrors.NewBadRequest(err.Error()) // the error names the token
+		}
+		at.key, at.fromContinue = key, true
+		if rev > 0 {
+			at.rev = rev
+		}
+	case opts.ResourceVersion != "":
+		n, err := parseRV(gr, opts.ResourceVersion)
+		if err != nil {
+			return at, err
+		}
+		switch opts.ResourceVersionMatch {
+		case metav1.ResourceVersionMatchExact:
+			if n == 0 {
+				return at, apierrors.NewBadRequest("resourceVersionMatch Exact needs a resourceVersion other than 0")
+			}
+			at.rev = n
+		case metav1.ResourceVersionMatchNotOlderThan:
+			at.minRV = n
+		case "":
+			if opts.Limit > 0 && n > 0 {
+				at.rev = n // legacy: a paged list at N is exact
+			} else {
+				at.minRV = n
+			}
+		default:
+			return at, apierrors.NewBadRequest(fmt.Sprintf("unknown resourceVersionMatch %q: allowed are Exact and NotOlderThan", opts.ResourceVersionMatch))
+		}
+	case opts.ResourceVersionMatch != "":
+		return at, apierrors.NewBadRequest("resourceVersionMatch is forbidden unless resourceVersion is set")
+	}
+	return at, nil
+}
+
+// setContinue gives a page that stops at lastKey (at revision rev, with remaining
+// objects after it) its continue token, and the remaining count when every object
+// counts (no selector).
+func setContinue(out *unstructured.UnstructuredList, prefix, lastKey string, rev, remaining int64, counted bool) error {
+	token, err := storage.EncodeContinue(prefix, lastKey+"\x00", rev)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	out.SetContinue(token)
+	if counted {
+		out.SetRemainingItemCount(&remaining)
+	}
+	return nil
 }
 
 // finishList converts and defaults the objects read into out, or, if some objects could

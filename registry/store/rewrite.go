@@ -34,7 +34,7 @@ func (s *Store) Rewrite(ctx context.Context, res *registry.Resource, continueTok
 	if continueToken != "" {
 		st, _, err := storage.DecodeContinue(prefix, continueToken)
 		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
+			return nil, apierrors.NewBadRequest(err.Error()) // the error names the token
 		}
 		start = st
 	}

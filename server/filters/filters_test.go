@@ -60,7 +60,7 @@ func TestRecovery(t *testing.T) {
 	}
 	abort := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) })
 	defer func() {
-		if p := recover(); p != http.ErrAbortHandler {
+		if p := recover(); p != http.ErrAbortHandler { //nolint:errorlint // the very value net/http panics with
 			t.Errorf("recovered %v, want http.ErrAbortHandler to go on up", p)
 		}
 	}()

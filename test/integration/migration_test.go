@@ -54,12 +54,12 @@ func widgetCRD(group, storage string, versions ...string) *apiextensionsv1.Custo
 	if len(versions) == 0 {
 		versions = []string{"v1", "v2"}
 	}
-	props := func(min *float64) *apiextensionsv1.CustomResourceValidation {
+	props := func(minimum *float64) *apiextensionsv1.CustomResourceValidation {
 		return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 			Type: "object",
 			Properties: map[string]apiextensionsv1.JSONSchemaProps{
 				"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
-					"size": {Type: "integer", Minimum: min},
+					"size": {Type: "integer", Minimum: minimum},
 					"note": {Type: "string"},
 				}},
 			},
@@ -75,12 +75,12 @@ func widgetCRD(group, storage string, versions ...string) *apiextensionsv1.Custo
 		},
 	}
 	for i, v := range versions {
-		var min *float64
+		var minimum *float64
 		if i > 0 {
-			min = &zero
+			minimum = &zero
 		}
 		crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
-			Name: v, Served: true, Storage: storage == v, Schema: props(min)})
+			Name: v, Served: true, Storage: storage == v, Schema: props(minimum)})
 	}
 	return crd
 }
@@ -469,9 +469,9 @@ func waitMigration(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource,
 	return got
 }
 
-func migrated(min int64) func(*migrationapi.StorageVersionMigration) bool {
+func migrated(atLeast int64) func(*migrationapi.StorageVersionMigration) bool {
 	return func(m *migrationapi.StorageVersionMigration) bool {
-		return m.Phase() == migrationapi.ConditionRunning && m.Status.Progress != nil && m.Status.Progress.Migrated >= min
+		return m.Phase() == migrationapi.ConditionRunning && m.Status.Progress != nil && m.Status.Progress.Migrated >= atLeast
 	}
 }
 
