@@ -236,7 +236,7 @@ func TestStartEmbeddedTimesOutWithoutQuorum(t *testing.T) {
 	if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "lonely") {
 		t.Errorf("got %v, want ErrNotReady naming the member", err)
 	}
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
+	if elapsed := time.Since(start); elapsed > 30*time.Second { // gives up rather than hanging
 		t.Errorf("StartEmbedded took %s to give up", elapsed)
 	}
 	// Nothing is left listening.

@@ -128,7 +128,7 @@ func TestLease(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	// Deleted: recreated within a second, the lapse reported.
+	// Deleted: recreated, the lapse reported.
 	if _, _, err := st.Delete(context.Background(), store.Ref{Resource: reg.Get(identity.GroupResource), Version: "v1", Namespace: identity.Namespace, Name: "apiserver-test"}, store.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -154,7 +154,7 @@ func TestWatchOrderAndPrev(t *testing.T) {
 		for {
 			select {
 			case ev = <-events:
-			case <-time.After(5 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatalf("event %d did not arrive", i)
 			}
 			if ev.Type != storage.Progress {
@@ -170,7 +170,7 @@ func TestWatchOrderAndPrev(t *testing.T) {
 		}
 	}
 	// Idle: progress notifications carry the current revision.
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(30 * time.Second)
 	for {
 		select {
 		case ev := <-events:

@@ -135,7 +135,7 @@ func TestBarrierCustomResourceWaits(t *testing.T) {
 		if !reached {
 			t.Fatal("the waiting write was refused once the gate opened")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the waiting write did not go through")
 	}
 

@@ -2,10 +2,11 @@ package integration
 
 import (
 	"errors"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"strconv"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // waitFor polls cond every 50 ms for up to 20 s.
@@ -28,3 +29,14 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 }
 
 func errorsAs(err error, target *apierrors.APIStatus) bool { return errors.As(err, target) }
+
+// rvNumber parses a resourceVersion: they are ordered as numbers, never as strings
+// ("10" < "9" as strings).
+func rvNumber(t *testing.T, rv string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q is not a number: %v", rv, err)
+	}
+	return n
+}

@@ -94,7 +94,9 @@ func TestWatchTimeoutAndBookmarks(t *testing.T) {
 	}
 	for range w.ResultChan() {
 	}
-	if d := time.Since(start); d < 900*time.Millisecond || d > 5*time.Second {
+	// A timeout never ends a watch early; how late it ends is the machine's business
+	// (bounded only so that a watch that never ends fails here, not at go test's deadline).
+	if d := time.Since(start); d < 900*time.Millisecond || d > 30*time.Second {
 		t.Fatalf("a 1s watch lasted %v", d)
 	}
 	created, err := cms.Create(ctx, configMap("bm", nil), metav1.CreateOptions{})
@@ -111,7 +113,7 @@ func TestWatchTimeoutAndBookmarks(t *testing.T) {
 		select {
 		case ev := <-w.ResultChan():
 			if ev.Type == watch.Bookmark {
-				if rv := ev.Object.(*corev1.ConfigMap).ResourceVersion; rv < created.ResourceVersion {
+				if rv := ev.Object.(*corev1.ConfigMap).ResourceVersion; rvNumber(t, rv) < rvNumber(t, created.ResourceVersion) {
 					t.Fatalf("bookmark at %s, older than the watch start %s", rv, created.ResourceVersion)
 				}
 				return
