@@ -3,6 +3,7 @@ package builtin
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/concordproject/concord/namespace"
@@ -36,25 +37,38 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 	}
 }
 
-// Configure gives each of resources (the catalog's, not yet in a registry) the
-// behaviour its owner defines, and checks that the resources every server needs are
-// there.
-func Configure(resources []*registry.Resource, opts Options) error {
+// Configure returns the built-in resources of a server: resources (the catalog's, not
+// yet in a registry) with the behaviour each owner defines, and Concord's own
+// definitions in place of the catalog's (see ownResources). It checks that the
+// resources every server needs are there.
+func Configure(resources []*registry.Resource, opts Options) ([]*registry.Resource, error) {
+	out := slices.Clone(resources)
+	for _, own := range ownResources() {
+		out = slices.DeleteFunc(out, func(r *registry.Resource) bool { return r.GroupResource() == own.GroupResource() })
+		out = append(out, own)
+	}
 	table := configurers(opts)
 	have := map[schema.GroupResource]bool{}
-	for _, r := range resources {
+	for _, r := range out {
 		gr := r.GroupResource()
 		have[gr] = true
 		if configure, ok := table[gr]; ok {
 			if err := configure(r); err != nil {
-				return fmt.Errorf("%s: %w", gr, err)
+				return nil, fmt.Errorf("%s: %w", gr, err)
 			}
 		}
 	}
 	for _, gr := range required {
 		if !have[gr] {
-			return fmt.Errorf("%w: %s", ErrMissing, gr)
+			return nil, fmt.Errorf("%w: %s", ErrMissing, gr)
 		}
 	}
-	return nil
+	return out, nil
+}
+
+// ownResources are the resources Concord's own machinery depends on and defines
+// itself, the same in every release whatever the catalog says of them, so that
+// servers of every release a fleet mixes serve them alike: the storage-migration API.
+func ownResources() []*registry.Resource {
+	return []*registry.Resource{storageVersionMigrations()}
 }

@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -40,8 +41,8 @@ func find(rs []*registry.Resource, gr schema.GroupResource) *registry.Resource {
 
 // Every resource with behaviour gets it, through the one table; the others none.
 func TestConfigure(t *testing.T) {
-	rs := catalogResources(t)
-	if err := Configure(rs, Options{EventTTL: time.Hour}); err != nil {
+	rs, err := Configure(catalogResources(t), Options{EventTTL: time.Hour})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for gr := range configurers(Options{}) {
@@ -65,7 +66,7 @@ func TestConfigure(t *testing.T) {
 			withoutLeases = append(withoutLeases, r)
 		}
 	}
-	if err := Configure(withoutLeases, Options{}); !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), "leases") {
+	if _, err := Configure(withoutLeases, Options{}); !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), "leases") {
 		t.Errorf("a catalog without leases: %v", err)
 	}
 }
@@ -130,4 +131,50 @@ func svm(group, resource string, status map[string]interface{}) map[string]inter
 		obj["status"] = status
 	}
 	return obj
+}
+
+// Concord's StorageVersionMigration definition is the same whatever the release: the
+// catalog's (whose versions and storage version follow the release) is replaced, and
+// a catalog without it gets it too.
+func TestOwnStorageVersionMigrations(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var defs []string
+	for _, binary := range []string{"1.34", "1.36", "1.37"} {
+		c, err := (&compatibility.Options{Catalog: cat, BinaryVersion: binary}).Complete(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := c.Resources()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err = Configure(rs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		var def string
+		for _, r := range rs {
+			if r.GroupResource() == storageVersionMigrationsGR {
+				n++
+				def = fmt.Sprintf("storage %s, versions", r.StorageVersion)
+				for _, v := range r.Versions {
+					def += fmt.Sprintf(" %s(served=%v)", v.Name, v.Served)
+				}
+				if r.Hooks == nil || r.Hooks.Validate == nil {
+					t.Errorf("binary %s: no validation", binary)
+				}
+			}
+		}
+		if n != 1 {
+			t.Fatalf("binary %s: %d StorageVersionMigration resources", binary, n)
+		}
+		defs = append(defs, def)
+	}
+	if defs[0] != defs[1] || defs[1] != defs[2] || defs[0] != "storage v1, versions v1(served=true) v1beta1(served=true)" {
+		t.Errorf("definitions by release: %q", defs)
+	}
 }

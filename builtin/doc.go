@@ -5,7 +5,10 @@
 //
 // The behaviours owned elsewhere are applied from here: namespaces (package
 // namespace), StorageVersions (package storageversion), StorageVersionMigrations
-// (Kubernetes' validation rules of migration/api, with Concord's status.progress).
+// (Kubernetes' validation rules of migration/api). The storage-migration API is
+// Concord's own: its definition comes from the manifest of migration/api, not from the
+// catalog, and is the same in every release, so that a fleet mixing releases serves,
+// stores and decodes it alike.
 // The few that no other package owns live here, one file per resource: Events (their
 // expiry, the field selectors of core Events, kubectl's columns) and Leases (created
 // by PUT).

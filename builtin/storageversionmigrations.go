@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"slices"
 
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/registry"
@@ -12,15 +13,42 @@ import (
 
 var storageVersionMigrationsGR = migrationapi.StorageVersionMigrations.GroupResource()
 
-// configureStorageVersionMigrations adds Concord's status.progress (and printer columns
-// showing it) to every version of res, the built-in storagemigration.k8s.io
-// storageversionmigrations resource whose schemas come from the API catalog, so that
-// the server keeps the progress the controllers write instead of pruning it. The
-// fields are those of the StorageVersionMigration manifest of migration/api, the one
-// definition of them.
-//
-// It also gives res Kubernetes' validation of the API, which the catalog's schemas do
-// not carry: on create, spec.resource.resource is required (a DNS-1035 label) and
+// storageVersionMigrations returns Concord's own definition of storagemigration.k8s.io
+// storageversionmigrations, built from the manifest of migration/api (Kubernetes'
+// storagemigration.k8s.io/v1 schema with Concord's status.progress and printer
+// columns): v1, stored, and v1beta1, served with the same schema for clients of
+// Kubernetes 1.35 and 1.36. It does not depend on the binary, emulation or minimum
+// compatibility version: the migration machinery runs while releases are mixed, and
+// every release must serve, store and decode its API alike. (The catalog's resource,
+// whose versions and storage version follow the release, made a fleet of two releases
+// disagree on the storage version and an older server unable to read what a newer
+// one stored.)
+func storageVersionMigrations() *registry.Resource {
+	crd := migrationapi.StorageVersionMigrationCRD()
+	v := crd.Spec.Versions[0]
+	res := &registry.Resource{
+		Group:          crd.Spec.Group,
+		Names:          crd.Spec.Names,
+		Namespaced:     crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		StorageVersion: v.Name,
+		Converter:      registry.NoneConverter{Group: crd.Spec.Group},
+	}
+	warning := "storagemigration.k8s.io/v1beta1 StorageVersionMigration is deprecated; use storagemigration.k8s.io/v1"
+	for _, name := range []string{v.Name, "v1beta1"} {
+		rv := registry.Version{
+			Name: name, Served: true, Schema: v.Schema.OpenAPIV3Schema.DeepCopy(),
+			Subresources: v.Subresources.DeepCopy(), PrinterColumns: slices.Clone(v.AdditionalPrinterColumns),
+		}
+		if name != v.Name {
+			rv.Deprecated, rv.DeprecationWarning = true, &warning
+		}
+		res.Versions = append(res.Versions, rv)
+	}
+	return res
+}
+
+// configureStorageVersionMigrations gives res Kubernetes' validation of the API:
+// on create, spec.resource.resource is required (a DNS-1035 label) and
 // spec.resource.group a DNS-1123 subdomain; on update, spec is immutable; a status
 // write keeps status.resourceVersion once set (and well formed), keeps a True
 // Succeeded or Failed condition True, never has both True, and never has Running
@@ -30,32 +58,6 @@ var storageVersionMigrationsGR = migrationapi.StorageVersionMigrations.GroupReso
 // copy, never changed in place).
 func configureStorageVersionMigrations(res *registry.Resource) error {
 	res.Hooks = withMigrationValidation(res.Hooks)
-	v := migrationapi.StorageVersionMigrationCRD().Spec.Versions[0]
-	progress := v.Schema.OpenAPIV3Schema.Properties["status"].Properties["progress"]
-	done := map[*apiextensionsv1.JSONSchemaProps]bool{}
-	for i := range res.Versions {
-		rv := &res.Versions[i]
-		if rv.Schema == nil {
-			continue // schemaless: nothing is pruned
-		}
-		if !done[rv.Schema] {
-			done[rv.Schema] = true
-			status, ok := rv.Schema.Properties["status"]
-			if !ok {
-				status = apiextensionsv1.JSONSchemaProps{Type: "object"}
-			}
-			if status.Properties == nil {
-				status.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
-			}
-			status.Properties["progress"] = *progress.DeepCopy()
-			rv.Schema.Properties["status"] = status
-		}
-		if len(rv.PrinterColumns) == 0 {
-			for _, c := range v.AdditionalPrinterColumns {
-				rv.PrinterColumns = append(rv.PrinterColumns, *c.DeepCopy())
-			}
-		}
-	}
 	return nil
 }
 

@@ -70,7 +70,13 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	if !i.opts.DisableStorageMigration {
 		// Leader-elected among the servers: one of them triggers and runs migrations.
 		if err := i.start(ctx, lifecycle.Component{Name: "storage-migration", Run: func(ctx context.Context) error {
-			return migration.Run(ctx, migration.Config{RESTConfig: i.LoopbackConfig(), Metrics: i.Metrics})
+			return migration.Run(ctx, migration.Config{RESTConfig: i.LoopbackConfig(), Metrics: i.Metrics, Installed: func(err error) {
+				if err != nil {
+					i.parts.migrationHook.Fail(err)
+					return
+				}
+				i.parts.migrationHook.Done()
+			}})
 		}}); err != nil {
 			return ctx, err
 		}

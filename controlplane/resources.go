@@ -32,7 +32,8 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	if err != nil {
 		return ctx, err
 	}
-	if err := builtin.Configure(builtins, builtin.Options{EventTTL: o.EventTTL}); err != nil {
+	builtins, err = builtin.Configure(builtins, builtin.Options{EventTTL: o.EventTTL})
+	if err != nil {
 		return ctx, err
 	}
 	i.Registry = registry.New()

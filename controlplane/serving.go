@@ -74,6 +74,10 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	return ctx, i.start(ctx, lifecycle.Component{Name: "openapi", Run: docs.Run})
 }
 
+// MigrationDefinitionsHook is the readyz post-start hook that finishes once the
+// storage-migration definitions are installed.
+const MigrationDefinitionsHook = "storage-migration-definitions"
+
 // healthChecks builds /healthz, /livez and /readyz with the checks and post-start
 // hooks of kube-apiserver's names that this server has.
 func (i *Instance) healthChecks() (*health.Endpoints, error) {
@@ -98,6 +102,20 @@ func (i *Instance) healthChecks() (*health.Endpoints, error) {
 		if err := add(hooks...); err != nil {
 			return nil, err
 		}
+	}
+	var readyOnly []health.Checker
+	if i.parts.svm != nil {
+		// Ready only while writes are accepted, not just once they were at start-up.
+		readyOnly = append(readyOnly, i.parts.svm.WritesCheck())
+	}
+	if !i.opts.DisableStorageMigration {
+		// Not ready while storage migration cannot start (its definitions cannot be
+		// installed): an operator must see it, a restart would not help.
+		i.parts.migrationHook = health.NewPostStartHook(MigrationDefinitionsHook)
+		readyOnly = append(readyOnly, i.parts.migrationHook)
+	}
+	if err := checks.AddReadyz(readyOnly...); err != nil {
+		return nil, err
 	}
 	i.parts.checks = checks
 	return checks, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	migrationapi "github.com/concordproject/concord/migration/api"
@@ -31,11 +32,13 @@ const establishTimeout = time.Minute
 // EnsureCRDs installs the StorageState definition, and the StorageVersionMigration
 // definition unless the server serves storagemigration.k8s.io/v1
 // storageversionmigrations itself, and returns once they are established and the
-// server of cfg serves them. It is
-// idempotent and safe when several callers run it at once: a missing definition is
-// created (AlreadyExists means another caller won), one that differs from the
-// embedded manifest is updated under optimistic concurrency (conflicts are read
-// again and retried), one that matches is left alone.
+// server of cfg serves them. It is idempotent and safe when several callers, of
+// several releases, run it at once: a missing definition is created (AlreadyExists
+// means another caller won); one that differs from the embedded manifest is updated
+// under optimistic concurrency (conflicts are read again and retried) unless it
+// carries a higher migrationapi.RevisionAnnotation, which a newer release wrote and an
+// older one leaves alone (so two releases never take turns rewriting it); one that
+// matches is left alone.
 func EnsureCRDs(ctx context.Context, cfg *rest.Config) error {
 	cs, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
@@ -46,21 +49,14 @@ func EnsureCRDs(ctx context.Context, cfg *rest.Config) error {
 		return err
 	}
 	want := []*apiextensionsv1.CustomResourceDefinition{migrationapi.StorageStateCRD()}
-	svm := migrationapi.StorageVersionMigrationCRD()
-	_, err = cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, svm.Name, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		want = append(want, svm) // ours: keep it current
-	case apierrors.IsNotFound(err):
-		builtin, err := servesMigrations(cfg)
-		if err != nil {
-			return err
-		}
-		if !builtin {
-			want = append(want, svm)
-		}
-	default:
+	// A server that serves the API itself (every Concord server) owns it: a definition
+	// installed beside it would only conflict.
+	builtin, err := servesMigrations(cfg)
+	if err != nil {
 		return err
+	}
+	if !builtin {
+		want = append(want, migrationapi.StorageVersionMigrationCRD())
 	}
 	for _, crd := range want {
 		if err := ensureCRD(ctx, cs, dyn, crd); err != nil {
@@ -114,6 +110,10 @@ func ensureCRD(ctx context.Context, cs apiextensionsclient.Interface, dyn dynami
 			return err
 		}
 		if equality.Semantic.DeepEqual(cur.Spec, defaulted.Spec) && annotationsContain(cur.Annotations, want.Annotations) {
+			return nil
+		}
+		if theirs, ours := revision(cur), revision(want); theirs > ours {
+			klog.FromContext(ctx).V(2).Info("Definition left to a newer release", "crd", want.Name, "revision", theirs, "ours", ours)
 			return nil
 		}
 		next := cur.DeepCopy()
@@ -172,6 +172,15 @@ func ensureCRD(ctx context.Context, cs apiextensionsclient.Interface, dyn dynami
 		}
 		return err == nil, err
 	})
+}
+
+// revision is the definition revision crd carries (0 if none or malformed).
+func revision(crd *apiextensionsv1.CustomResourceDefinition) int {
+	n, err := strconv.Atoi(crd.Annotations[migrationapi.RevisionAnnotation])
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 func annotationsContain(have, want map[string]string) bool {

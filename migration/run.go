@@ -66,6 +66,10 @@ type Config struct {
 	SkipCRDs bool
 	// LeaderElection makes one controller active among several.
 	LeaderElection LeaderElection
+	// Installed, if set, is told the outcome of each attempt to install the
+	// definitions: the error of a failed one (they are retried), nil once they are
+	// installed (at once with SkipCRDs).
+	Installed func(error)
 }
 
 // LeaderElection configures the election over a coordination.k8s.io Lease.
@@ -175,10 +179,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if !cfg.SkipCRDs {
 		err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 1 << 30, Cap: 30 * time.Second},
 			func(ctx context.Context) (bool, error) {
-				if err := EnsureCRDs(ctx, restCfg); err != nil {
-					if ctx.Err() == nil {
-						logger.Error(err, "Installing the storage-migration definitions; retrying")
-					}
+				err := EnsureCRDs(ctx, restCfg)
+				if ctx.Err() != nil {
+					return false, nil
+				}
+				if cfg.Installed != nil {
+					cfg.Installed(err)
+				}
+				if err != nil {
+					logger.Error(err, "Installing the storage-migration definitions; retrying")
 					return false, nil
 				}
 				return true, nil
@@ -186,6 +195,9 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return nil // ctx done
 		}
+	}
+	if cfg.SkipCRDs && cfg.Installed != nil {
+		cfg.Installed(nil)
 	}
 	if cfg.LeaderElection.Disabled {
 		return runControllers(ctx, cfg, m)

@@ -65,6 +65,13 @@ func (g *gate) isOpen() bool {
 	return g.open
 }
 
+// state reports whether the gate is open and, closed, why.
+func (g *gate) state() (open bool, reason error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.open, g.reason
+}
+
 // close refuses new writes with reason; writes already admitted go on.
 func (g *gate) close(reason error) {
 	g.mu.Lock()

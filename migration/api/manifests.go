@@ -16,6 +16,11 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// RevisionAnnotation numbers the revisions of a manifest: a release whose manifest
+// changes raises it, and an older release never replaces a definition of a higher
+// revision (see migration.EnsureCRDs).
+const RevisionAnnotation = "migration.concord.io/definition-revision"
+
 // The manifests' file names, which are also the definitions' names.
 const (
 	StorageStatesFile            = "storagestates.migration.k8s.io.yaml"
