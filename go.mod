@@ -3,6 +3,7 @@ module github.com/concordproject/concord
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/go-logr/logr v1.4.3
 	github.com/google/gnostic-models v0.7.0

@@ -11,6 +11,7 @@ import (
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storageversion"
+	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
@@ -70,7 +71,10 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	if !i.opts.DisableStorageMigration {
 		// Leader-elected among the servers: one of them triggers and runs migrations.
 		if err := i.start(ctx, lifecycle.Component{Name: "storage-migration", Run: func(ctx context.Context) error {
-			return migration.Run(ctx, migration.Config{RESTConfig: i.LoopbackConfig(), Metrics: i.Metrics, Installed: func(err error) {
+			// The candidate's identity starts with the server's, so that operators (and
+			// the safety suite) see which server leads.
+			le := migration.LeaderElection{Identity: i.ServerID + "_" + uuid.NewString()}
+			return migration.Run(ctx, migration.Config{RESTConfig: i.LoopbackConfig(), Metrics: i.Metrics, LeaderElection: le, Installed: func(err error) {
 				if err != nil {
 					i.parts.migrationHook.Fail(err)
 					return

@@ -462,10 +462,22 @@ func (m *Manager) registryChanged() {
 	var gone []schema.GroupResource
 	m.mu.Lock()
 	for gr, t := range m.tracked {
-		if t.custom && m.cfg.Registry.Get(gr) == nil {
+		if !t.custom || m.cfg.Registry.Get(gr) != nil {
+			continue
+		}
+		// A resource being published is tracked before it is put into the registry:
+		// leave it to Publish, which puts it (a registry change, and another look) or
+		// abandons it. (Untracking it here withdrew the entry Publish had just written,
+		// for good: the safety suite's restarts found it.)
+		lock := m.lockFor(gr)
+		if !lock.TryLock() {
+			continue
+		}
+		if m.cfg.Registry.Get(gr) == nil {
 			m.untrackLocked(gr)
 			gone = append(gone, gr)
 		}
+		lock.Unlock()
 	}
 	m.mu.Unlock()
 	for _, gr := range gone {

@@ -6,12 +6,13 @@ import (
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/migration"
+	"github.com/concordproject/concord/upgradecheck"
 	"github.com/spf13/cobra"
 )
 
 func main() {
 	root := &cobra.Command{Use: "concord", Short: "Concord: safe storage-version changes for Kubernetes-style API servers", SilenceUsage: true}
-	root.AddCommand(controlplane.NewCommand(), etcd.NewCommand(), migration.NewCommand(), migration.NewMigrationsCommand())
+	root.AddCommand(controlplane.NewCommand(), etcd.NewCommand(), migration.NewCommand(), migration.NewMigrationsCommand(), upgradecheck.NewCommand())
 	if err := root.Execute(); err != nil {
 		os.Exit(1)
 	}

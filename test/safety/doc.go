@@ -1,0 +1,42 @@
+// Package safety runs a real Concord fleet through what Concord promises to survive,
+// and checks its promises against etcd itself.
+//
+// A fleet is real processes: `concord etcd` (one member, or three where a scenario
+// loses one) and `concord server` processes of several releases (--binary-version,
+// --emulation-version), each behind a TCP proxy to etcd that a scenario can cut. A
+// scenario composes, from a seed (-seed), rolling upgrades N-1 → N with graceful stops
+// and kill -9, rollbacks (binary and emulation), skip-level upgrades with stepped
+// emulation, CustomResourceDefinition storage-version flips and served-version changes,
+// storage migrations interrupted by kill -9 of the migration leader, a server cut off
+// from etcd for longer than its identity lease, and the loss of an etcd member; while
+// client-go writers (typed and dynamic; create, update, patch, delete; built-in and
+// custom resources) record every operation they start and how it ended.
+//
+// The invariants, checked during the run from one etcd watch of every key and after it
+// through every live server:
+//
+//   - the history of every object is linearizable (porcupine, a register per object,
+//     operations whose outcome is unknown may or may not have happened), and what etcd
+//     holds at the end is what the last acknowledged write left;
+//   - every stored object is decodable by every live server that reports the resource;
+//   - no object is written in a version no live server had registered for it;
+//   - no migration is Running while the servers disagree on the encoding version, and a
+//     migration that succeeded left no object of its resource in another encoding;
+//   - after quiescence: persisted hashes equal the current one, CRD storedVersions are
+//     trimmed, every StorageVersion has one entry per live server and a common
+//     encoding version, no identity lease of a server that is gone remains, /readyz is
+//     ok and a write goes through on every server, and nothing but leases is written
+//     twice in a few seconds;
+//   - `concord upgrade-check` agrees with what happens when the fleet moves.
+//
+// TestSafety is the short profile, part of `go test ./...`; TestTorture the long one:
+//
+//	go test ./test/safety -run Torture -timeout 0 -args -duration 30m -seed 7
+//
+// which prints a report (scenarios, faults, operations, anomalies). Model: etcd's
+// tests/robustness (traffic, failpoints, a linearizability check, a report).
+//
+// It tests Concord from outside: it imports no Concord package that serves or stores
+// (only wire and migration/api, the contracts clients share, and catalog for the
+// release numbers).
+package safety

@@ -1,0 +1,276 @@
+package safety
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Identity lease timings of every server: short, so that a server cut off from etcd
+// loses its lease within a scenario.
+const (
+	leaseDuration = 5 * time.Second
+	leaseRenew    = time.Second
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	errBuild  error
+)
+
+// concordBinary builds the concord binary once per test process.
+func concordBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "concord-safety-")
+		if err != nil {
+			errBuild = err
+			return
+		}
+		binPath = filepath.Join(dir, "concord")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/concordproject/concord/cmd/concord").CombinedOutput()
+		if err != nil {
+			errBuild = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if errBuild != nil {
+		t.Fatal(errBuild)
+	}
+	return binPath
+}
+
+// proc is one process of the fleet, its output in a log file.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error
+}
+
+func startProc(t *testing.T, dir, name string, args ...string) *proc {
+	t.Helper()
+	logPath := filepath.Join(dir, name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "\n=== %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
+	cmd := exec.Command(concordBinary(t), args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = f.Close()
+		close(p.done)
+	}()
+	return p
+}
+
+// stop ends p: SIGTERM and a wait (graceful), or SIGKILL (kill -9).
+func (p *proc) stop(t *testing.T, graceful bool) {
+	t.Helper()
+	sig := syscall.SIGKILL
+	if graceful {
+		sig = syscall.SIGTERM
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Errorf("%s did not stop within 60s of %v; log %s", p.name, sig, p.log)
+	}
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// member is one etcd member.
+type member struct {
+	name, clientURL, peerURL, dataDir string
+	proc                              *proc
+}
+
+// startEtcd starts an etcd cluster of n members and returns them with a client.
+func startEtcd(t *testing.T, dir string, n int) ([]*member, *clientv3.Client) {
+	t.Helper()
+	var members []*member
+	var initial []string
+	for i := range n {
+		m := &member{name: fmt.Sprintf("etcd-%d", i), dataDir: filepath.Join(dir, fmt.Sprintf("etcd-%d", i)),
+			clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), peerURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+		members = append(members, m)
+		initial = append(initial, m.name+"="+m.peerURL)
+	}
+	for _, m := range members {
+		m.start(t, dir, strings.Join(initial, ","), "new")
+	}
+	var endpoints []string
+	for _, m := range members {
+		endpoints = append(endpoints, m.clientURL)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	waitUntil(t, 60*time.Second, "etcd to answer", func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err := cli.Get(ctx, "health")
+		return err == nil
+	})
+	return members, cli
+}
+
+func (m *member) start(t *testing.T, dir, initial, state string) {
+	t.Helper()
+	m.proc = startProc(t, dir, m.name, "etcd", "--name", m.name, "--data-dir", m.dataDir,
+		"--listen-client-urls", m.clientURL, "--advertise-client-urls", m.clientURL,
+		"--listen-peer-urls", m.peerURL, "--initial-advertise-peer-urls", m.peerURL,
+		"--initial-cluster", initial, "--initial-cluster-state", state, "--unsafe-no-fsync")
+	t.Cleanup(func() {
+		if !m.proc.exited() {
+			m.proc.stop(t, false)
+		}
+	})
+}
+
+// server is one `concord server` of the fleet, reaching etcd through its own proxy.
+type server struct {
+	index             int
+	id                string
+	port              int
+	dataDir           string
+	binary, emulation string // --binary-version and --emulation-version ("" for the default)
+	proxy             *proxy
+	proc              *proc
+	// routable is true from the moment the server is ready until it is stopped: a
+	// load balancer's view, which the writers follow.
+	routable       atomic.Bool
+	cfg            *rest.Config
+	clients        *kubernetes.Clientset
+	dynamicClients *dynamic.DynamicClient
+}
+
+func (s *server) url() string { return fmt.Sprintf("https://127.0.0.1:%d", s.port) }
+
+func (s *server) kubeconfig() string { return filepath.Join(s.dataDir, "admin.kubeconfig") }
+
+// start starts s and waits until it is ready (its kubeconfig written, /readyz ok).
+func (s *server) start(t *testing.T, dir string) {
+	t.Helper()
+	_ = os.Remove(s.kubeconfig())
+	args := []string{"server", "--etcd-servers", s.proxy.url(), "--data-dir", s.dataDir,
+		"--secure-port", fmt.Sprint(s.port), "--server-id", s.id,
+		"--identity-lease-duration", leaseDuration.String(), "--identity-lease-renew-interval", leaseRenew.String(), "-v", "4"}
+	if s.binary != "" {
+		args = append(args, "--binary-version", s.binary)
+	}
+	if s.emulation != "" {
+		args = append(args, "--emulation-version", s.emulation)
+	}
+	p := startProc(t, dir, s.id, args...)
+	liveMu.Lock()
+	s.proc = p
+	liveMu.Unlock()
+	waitUntil(t, 90*time.Second, s.id+" to write its kubeconfig", func() bool {
+		if p.exited() {
+			t.Fatalf("%s exited: %v; log %s", s.id, p.err, p.log)
+		}
+		_, err := os.Stat(s.kubeconfig())
+		return err == nil
+	})
+	if s.cfg == nil {
+		cfg, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.QPS, cfg.Burst = -1, 0
+		cfg.Timeout = 15 * time.Second
+		s.cfg = cfg
+		s.clients = kubernetes.NewForConfigOrDie(cfg)
+		s.dynamicClients = dynamic.NewForConfigOrDie(cfg)
+	}
+	waitUntil(t, 60*time.Second, s.id+" to be ready", func() bool { return s.ready(t) == nil })
+	s.routable.Store(true)
+}
+
+// ready is nil when /readyz answers ok.
+func (s *server) ready(t *testing.T) error {
+	hc, err := rest.HTTPClientFor(s.cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url()+"/readyz?verbose", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%w: %s", errNotReady, resp.Status)
+	}
+	return nil
+}
+
+var errNotReady = errors.New("/readyz is not ok")
+
+func (s *server) live() bool { return s.proc != nil && !s.proc.exited() }
+
+// waitUntil polls cond every 100ms until it holds or timeout passes.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,188 @@
+package safety
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	migrationapi "github.com/concordproject/concord/migration/api"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// settled reports, through s, why the fleet has not settled yet ("" once it has):
+// every StorageState persisted equals its current hash, no migration is pending or
+// running, every StorageVersion has one entry per live server and a common encoding
+// version, every CRD's storedVersions is its storage version alone, and every identity
+// lease belongs to a live server.
+func (f *fleet) settled(ctx context.Context, s *server) string {
+	dyn := s.dynamicClients
+	states, err := dyn.Resource(migrationapi.StorageStates).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	for _, u := range states.Items {
+		var st migrationapi.StorageState
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &st); err != nil {
+			return err.Error()
+		}
+		if p := st.Status.PersistedStorageVersionHashes; len(p) != 1 || p[0] != st.Status.CurrentStorageVersionHash {
+			return fmt.Sprintf("StorageState %s: persisted %v, current %s", st.Name, p, st.Status.CurrentStorageVersionHash)
+		}
+	}
+	migs, err := dyn.Resource(migrationapi.StorageVersionMigrations).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	for i := range migs.Items {
+		if !ended(&migs.Items[i]) {
+			return "migration " + migs.Items[i].GetName() + " has not ended"
+		}
+	}
+	if why := f.storageVersionsSettled(ctx, s); why != "" {
+		return why
+	}
+	if why := crdsSettled(ctx, s); why != "" {
+		return why
+	}
+	return f.leasesSettled(ctx, s)
+}
+
+func ended(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]interface{})
+		if (m["type"] == "Succeeded" || m["type"] == "Failed") && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *fleet) storageVersionsSettled(ctx context.Context, s *server) string {
+	svs, err := s.clients.InternalV1alpha1().StorageVersions().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	live := f.liveIDs()
+	var why []string
+	for _, sv := range svs.Items {
+		var ids []string
+		for _, e := range sv.Status.StorageVersions {
+			ids = append(ids, e.APIServerID)
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, live) || sv.Status.CommonEncodingVersion == nil {
+			why = append(why, fmt.Sprintf("StorageVersion %s: entries of %v (live %v), common set %v", sv.Name, ids, live, sv.Status.CommonEncodingVersion != nil))
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+func crdsSettled(ctx context.Context, s *server) string {
+	list, err := s.dynamicClients.Resource(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	for _, u := range list.Items {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
+			return err.Error()
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Storage && !slices.Equal(crd.Status.StoredVersions, []string{v.Name}) {
+				return fmt.Sprintf("CRD %s: storedVersions %v, storage %s", crd.Name, crd.Status.StoredVersions, v.Name)
+			}
+		}
+	}
+	return ""
+}
+
+func (f *fleet) leasesSettled(ctx context.Context, s *server) string {
+	leases, err := s.clients.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "apiserver.kubernetes.io/identity"})
+	if err != nil {
+		return err.Error()
+	}
+	for _, l := range leases.Items {
+		if !f.isLive(l.Name) {
+			return "identity lease of " + l.Name + ", which is not running"
+		}
+	}
+	return ""
+}
+
+// quiesce waits until the fleet has settled, then checks that it stays quiet, that
+// every live server is ready and accepts a write, and reads every object at the end.
+func (f *fleet) quiesce(t *testing.T) {
+	t.Helper()
+	s := f.randomLive(f.rng)
+	why := "not checked"
+	deadline := time.Now().Add(3 * time.Minute)
+	for why != "" {
+		if time.Now().After(deadline) {
+			f.anomaly("not settled within 3 minutes: %s", why)
+			return
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+		why = f.settled(ctx, s)
+		cancel()
+		if why != "" {
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	f.checkQuiet(t, 3*time.Second)
+	for _, s := range f.servers {
+		if !s.live() {
+			continue
+		}
+		if err := s.ready(t); err != nil {
+			f.anomaly("%s settled but not ready: %v", s.id, err)
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "ready-"}}
+		if _, err := s.clients.CoreV1().ConfigMaps(namespace).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+			f.anomaly("%s is ready but refuses a write: %v", s.id, err)
+		}
+	}
+	f.finalReads(t)
+}
+
+// checkQuiet watches etcd for d: a settled fleet writes no object twice, leases and
+// Events aside.
+func (f *fleet) checkQuiet(t *testing.T, d time.Duration) {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	writes := map[string]int{}
+	for resp := range f.etcd.Watch(ctx, "/registry/", clientv3.WithPrefix()) {
+		for _, ev := range resp.Events {
+			key := string(ev.Kv.Key)
+			if !strings.Contains(key, "/leases/") && !strings.Contains(key, "/events/") {
+				writes[key]++
+			}
+		}
+	}
+	for key, n := range writes {
+		if n > 1 {
+			f.anomaly("a settled fleet wrote %s %d times in %v", key, n, d)
+		}
+	}
+}
+
+// storageVersionsOf returns the StorageVersion status of name as etcd holds it.
+func (f *fleet) storageVersionOf(t *testing.T, name string) svStatus {
+	resp, err := f.etcd.Get(t.Context(), "/registry/internal.apiserver.k8s.io/storageversions/"+name)
+	var obj struct {
+		Status svStatus `json:"status"`
+	}
+	if err == nil && len(resp.Kvs) == 1 {
+		_ = json.Unmarshal(resp.Kvs[0].Value, &obj)
+	}
+	return obj.Status
+}

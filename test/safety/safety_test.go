@@ -1,0 +1,189 @@
+package safety
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+var onlyFlag = flag.String("only", "", "TestTorture runs only the scenarios of this kind")
+
+// scenarioFunc runs one scenario, from its seed, on a fleet of its own.
+type scenarioFunc func(t *testing.T, rep *report, seed uint64)
+
+// short is the profile of `go test ./...`: a rolling upgrade with a CRD flip, a
+// rollback (emulation, then binary) checked by upgrade-check, a partition.
+var short = []struct {
+	name string
+	run  scenarioFunc
+}{
+	{"rolling-upgrade", rollingUpgrade},
+	{"rollback", rollback},
+	{"partition", partition},
+}
+
+// torture adds the long profile's scenarios to the short ones.
+var torture = append(short[:len(short):len(short)], []struct {
+	name string
+	run  scenarioFunc
+}{
+	{"skip-level", skipLevel},
+	{"member-loss", memberLoss},
+	{"migration-kill", migrationKill},
+}...)
+
+func TestSafety(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the safety suite starts real fleets")
+	}
+	rep := &report{}
+	s := seed(t)
+	for i, sc := range short {
+		t.Run(sc.name, func(t *testing.T) { sc.run(t, rep, s+uint64(i)) })
+	}
+	t.Logf("report:\n%s", rep)
+}
+
+// TestTorture runs random scenarios of every kind for -duration, then prints the
+// report.
+func TestTorture(t *testing.T) {
+	if *durationFlag <= 0 {
+		t.Skip("run with -args -duration 30m [-seed N]")
+	}
+	rep := &report{}
+	s := seed(t)
+	deadline := time.Now().Add(*durationFlag)
+	kinds := torture
+	if *onlyFlag != "" {
+		kinds = slices.DeleteFunc(slices.Clone(torture), func(k struct {
+			name string
+			run  scenarioFunc
+		}) bool {
+			return k.name != *onlyFlag
+		})
+	}
+	for i := 0; time.Now().Before(deadline); i++ {
+		sc := kinds[(int(s%1000)+i)%len(kinds)]
+		t.Run(fmt.Sprintf("%03d-%s", i, sc.name), func(t *testing.T) { sc.run(t, rep, s+uint64(i)) })
+	}
+	fmt.Printf("safety report (seed %d, %v):\n%s", s, *durationFlag, rep)
+}
+
+// rollingUpgrade: three servers of N-1 rolled to N one at a time (graceful stops and
+// kill -9 at random), the widgets' storage version flipped after the first server is
+// upgraded, writers throughout.
+func rollingUpgrade(t *testing.T, rep *report, seed uint64) {
+	v := versions(t)
+	f := newFleet(t, rep, "rolling-upgrade", seed, 1, release{binary: v[1]}, release{binary: v[1]}, release{binary: v[1]})
+	f.createWidgets()
+	tr := f.startTraffic(4)
+	time.Sleep(2 * time.Second)
+	if safe, out := f.upgradeCheck(release{binary: v[0]}); !safe {
+		f.anomaly("upgrade-check calls the upgrade to %s unsafe, and the scenario makes it: %s", v[0], out)
+	}
+	f.roll(release{}, func(i int) {
+		if i == 0 {
+			f.storeWidgetsAs("v2")
+		}
+	})
+	f.finish(tr)
+}
+
+// rollback: three servers of N rolled back to emulate N-1 (KEP-4330's rollback), then,
+// once upgrade-check calls it safe, to the binary N-1.
+func rollback(t *testing.T, rep *report, seed uint64) {
+	v := versions(t)
+	f := newFleet(t, rep, "rollback", seed, 1, release{}, release{}, release{})
+	f.createWidgets()
+	tr := f.startTraffic(4)
+	f.storeWidgetsAs("v2")
+	f.roll(release{emulation: v[1]}, nil)
+	f.waitSettled("at emulation " + v[1])
+	safe, out := f.upgradeCheck(release{binary: v[1]})
+	if !safe {
+		f.anomaly("upgrade-check calls the rollback to %s unsafe after the emulation rollback: %s", v[1], out)
+	}
+	f.roll(release{binary: v[1]}, nil)
+	f.finish(tr)
+}
+
+// partition: one server of three cut off from etcd for three lease durations, then
+// healed.
+func partition(t *testing.T, rep *report, seed uint64) {
+	f := newFleet(t, rep, "partition", seed, 1, release{}, release{}, release{})
+	f.createWidgets()
+	tr := f.startTraffic(4)
+	time.Sleep(time.Second)
+	s := f.servers[f.rng.IntN(len(f.servers))]
+	rep.fault(f.name, "cut "+s.id+" off from etcd")
+	s.proxy.setCut(true)
+	waitUntil(t, 3*leaseDuration+10*time.Second, "the entries of "+s.id+" to be collected", func() bool {
+		for _, e := range f.storageVersionOf(t, "core.configmaps").StorageVersions {
+			if e.APIServerID == s.id {
+				return false
+			}
+		}
+		return true
+	})
+	if err := s.ready(t); err == nil {
+		f.anomaly("%s is cut off from etcd, its entries collected, and /readyz is ok", s.id)
+	}
+	time.Sleep(time.Duration(f.rng.IntN(3000)) * time.Millisecond)
+	rep.fault(f.name, "heal "+s.id)
+	s.proxy.setCut(false)
+	waitUntil(t, 60*time.Second, s.id+" to be ready again", func() bool { return s.ready(t) == nil })
+	f.finish(tr)
+}
+
+// skipLevel: three servers of N-3 moved to the binary N emulating N-3, then the
+// emulation stepped up one release at a time, settling between steps.
+func skipLevel(t *testing.T, rep *report, seed uint64) {
+	v := versions(t)
+	f := newFleet(t, rep, "skip-level", seed, 1, release{binary: v[3]}, release{binary: v[3]}, release{binary: v[3]})
+	f.createWidgets()
+	tr := f.startTraffic(4)
+	for _, e := range []string{v[3], v[2], v[1], ""} {
+		f.roll(release{emulation: e}, nil)
+		f.waitSettled("at emulation " + e)
+	}
+	f.finish(tr)
+}
+
+// memberLoss: a three-member etcd loses one member (kill -9) for a while under traffic,
+// with a CRD storage flip meanwhile.
+func memberLoss(t *testing.T, rep *report, seed uint64) {
+	f := newFleet(t, rep, "member-loss", seed, 3, release{}, release{}, release{})
+	f.createWidgets()
+	tr := f.startTraffic(4)
+	m := f.members[f.rng.IntN(len(f.members))]
+	rep.fault(f.name, "kill -9 etcd member "+m.name)
+	m.proc.stop(t, false)
+	f.storeWidgetsAs("v2")
+	time.Sleep(time.Duration(2000+f.rng.IntN(3000)) * time.Millisecond)
+	var initial []string
+	for _, o := range f.members {
+		initial = append(initial, o.name+"="+o.peerURL)
+	}
+	rep.fault(f.name, "restart etcd member "+m.name)
+	m.start(t, f.dir, joinComma(initial), "existing")
+	f.finish(tr)
+}
+
+// migrationKill: a thousand widgets stored in v1, their storage version flipped to v2,
+// and the migration leader (whose rewrite requests it serves itself) killed with -9
+// while it migrates, then restarted.
+func migrationKill(t *testing.T, rep *report, seed uint64) {
+	f := newFleet(t, rep, "migration-kill", seed, 1, release{}, release{}, release{})
+	f.createWidgets()
+	f.seedWidgets(1000)
+	tr := f.startTraffic(2)
+	f.storeWidgetsAs("v2")
+	leader := f.migrationLeader()
+	time.Sleep(time.Duration(f.rng.IntN(1500)) * time.Millisecond)
+	f.stop(leader, false)
+	time.Sleep(time.Second)
+	f.restart(leader, release{binary: leader.binary, emulation: leader.emulation})
+	f.finish(tr)
+}

@@ -1,0 +1,150 @@
+package upgradecheck
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/concordproject/concord/catalog"
+	"github.com/concordproject/concord/compatibility"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// defaultStaleness is the storage-migration trigger's default staleness window.
+const defaultStaleness = 10 * time.Minute
+
+const long = `Check, before deploying release X (an upgrade or a rollback), that a server of X could
+decode every object the cluster has persisted.
+
+It reads, with --kubeconfig, the StorageStates (migration.k8s.io/v1alpha1: the storage
+version hashes each resource's objects may be encoded in), the StorageVersions
+(internal.apiserver.k8s.io/v1alpha1: the version each server writes now), the
+CustomResourceDefinitions (status.storedVersions) and the latest StorageVersionMigration
+of each resource. Hashes are resolved to versions through the API catalog (the built-in
+one, or --api-catalog), and set against what a server of X emulating --emulation-version
+(default X) has: every version it decodes, served or not, of every resource it serves.
+
+A resource blocks when
+  - its objects may be in a version X cannot decode: a version of its persisted hashes
+    or, when they say Unknown (or it has no StorageState, or one whose heartbeat is
+    older than --staleness-window), any version the catalog ever had for it;
+  - servers write it now (StorageVersion) in a version X cannot decode;
+  - a persisted hash matches no version the catalog knows;
+  - it is a custom resource (its versions do not depend on the release) whose
+    definition's status.storedVersions lists a version spec.versions no longer has.
+UNBLOCK names the remedy: the migration to the current storage version, which the
+storage-migration trigger starts by itself while the servers agree (a manifest to create
+one by hand is printed too); or, when X cannot decode the current storage version either,
+the intermediate release to run first with --min-compatibility-version=X.
+
+A resource that X does not serve at all but that has persisted objects is a warning, not
+a block: X neither reads nor writes those objects, which stay in etcd untouched until a
+release that serves the resource runs again.
+
+Exit status: 0 when every resource is safe; 1 when one blocks, a flag is invalid, or the
+cluster cannot be read.`
+
+// options are the command's flags.
+type options struct {
+	to, emulation, kubeconfig, apiCatalog string
+	staleness                             time.Duration
+}
+
+// NewCommand returns `concord upgrade-check`.
+func NewCommand() *cobra.Command {
+	o := &options{}
+	cmd := &cobra.Command{
+		Use:          "upgrade-check --to-version X",
+		Short:        "Check that release X can decode every object the cluster has persisted",
+		Long:         long,
+		Example:      "  concord upgrade-check --kubeconfig admin.kubeconfig --to-version 1.36",
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
+	releases := ""
+	if cat, err := catalog.Default(); err == nil {
+		releases = fmt.Sprintf(" With the built-in catalog: %s to %s.", cat.Releases()[0], cat.BinaryVersion())
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.to, "to-version", "", "The release to upgrade or roll back to (major.minor, a release of the API catalog). Required."+releases)
+	fs.StringVar(&o.emulation, "emulation-version", "", fmt.Sprintf("The emulation version the servers of that release will run with: at most %d releases below --to-version (default: --to-version).", compatibility.SupportedSkew))
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig of the API server (default: $KUBECONFIG, ~/.kube/config, or in-cluster).")
+	fs.StringVar(&o.apiCatalog, "api-catalog", "", "An API catalog file (JSON or YAML) to use instead of the built-in one.")
+	fs.DurationVar(&o.staleness, "staleness-window", defaultStaleness,
+		"A StorageState whose heartbeat is older counts as Unknown, as the storage-migration trigger resets it so (its --staleness-window); 0: never.")
+	return cmd
+}
+
+func (o *options) run(ctx context.Context, out io.Writer) error {
+	cat, err := o.catalog()
+	if err != nil {
+		return err
+	}
+	to, emulation, err := validateVersions(cat, o.to, o.emulation)
+	if err != nil {
+		return err
+	}
+	target, steps, err := Releases(ctx, cat, to, emulation)
+	if err != nil {
+		return oneLine{fmt.Errorf("release %s, emulation %s: %w", to, emulation, err)}
+	}
+	rc, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	obs, err := Read(ctx, dyn)
+	if err != nil {
+		return err
+	}
+	report := Check(Input{
+		Target: target, Steps: steps, Catalog: KnownResources(cat),
+		States: obs.States, StorageVersions: obs.StorageVersions, CRDs: obs.CRDs, Migrations: obs.Migrations,
+		Now: time.Now(), Staleness: o.staleness,
+	})
+	if err := report.Print(out); err != nil {
+		return err
+	}
+	return report.Err()
+}
+
+// catalog returns the full API catalog: --api-catalog's, or the built-in one.
+func (o *options) catalog() (*catalog.Catalog, error) {
+	if o.apiCatalog == "" {
+		return catalog.Default()
+	}
+	cat, err := catalog.Load(o.apiCatalog)
+	if err != nil {
+		return nil, oneLine{fmt.Errorf("%w: --api-catalog %s: %w", ErrFlag, o.apiCatalog, err)}
+	}
+	return cat, nil
+}
+
+// restConfig loads the kubeconfig at path, or the default one (as kubectl does).
+func restConfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// oneLine is an error whose message is err's on one line (errors.Join's lines joined
+// with "; ").
+type oneLine struct{ err error }
+
+func (e oneLine) Error() string { return strings.ReplaceAll(e.err.Error(), "\n", "; ") }
+func (e oneLine) Unwrap() error { return e.err }

@@ -1,0 +1,116 @@
+package upgradecheck
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	migrationapi "github.com/concordproject/concord/migration/api"
+)
+
+// Print writes the report as `concord upgrade-check` shows it: a line naming the
+// target, the table (RESOURCE, PERSISTED, RELEASE X DECODES, VERDICT, UNBLOCK), the
+// warnings (resources the target does not serve), what each blocked resource needs
+// (with a StorageVersionMigration manifest where a migration unblocks it), and a
+// summary line.
+func (r *Report) Print(w io.Writer) error {
+	t := r.Target
+	fmt.Fprintf(w, "Target: release %s (emulation %s). What the cluster has persisted, and what the target decodes:\n\n", t.Binary, t.Emulation)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "RESOURCE\tPERSISTED\tRELEASE %s DECODES\tVERDICT\tUNBLOCK\n", t.Binary)
+	for _, v := range r.Verdicts {
+		name, decodes, verdict := v.Name(), strings.Join(v.Decodes, ","), "ok"
+		if v.CRD {
+			name += " (CRD)"
+		}
+		if !v.Served {
+			decodes = "- (not served)"
+		}
+		if v.Blocked {
+			verdict = "BLOCKED"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, orDash(strings.Join(v.Persisted, ",")), orDash(decodes), verdict, v.Unblock)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	warnings := 0
+	for _, v := range r.Verdicts {
+		if v.Served {
+			continue
+		}
+		if warnings == 0 {
+			fmt.Fprintln(w, "\nWarnings (not blocking):")
+		}
+		warnings++
+		fmt.Fprintf(w, "  %s: release %s would not serve it; its objects stay in etcd untouched, unreachable until a release that serves it runs again.\n", v.Name(), t.Binary)
+	}
+	blocked := r.Blocked()
+	for i, v := range blocked {
+		if i == 0 {
+			fmt.Fprintln(w, "\nBlocked:")
+		}
+		printBlocked(w, &v)
+	}
+	_, err := fmt.Fprintln(w, "\n"+r.summary(len(blocked), warnings))
+	return err
+}
+
+func (r *Report) summary(blocked, warnings int) string {
+	n := len(r.Verdicts)
+	if blocked > 0 {
+		return fmt.Sprintf("Upgrade to %s is NOT safe: %d of %d resources block (%s).", r.Target.Binary, blocked, n, plural(warnings, "warning"))
+	}
+	return fmt.Sprintf("Upgrade to %s is safe: release %s decodes everything persisted of %s (%s).", r.Target.Binary, r.Target.Binary, plural(n, "resource"), plural(warnings, "warning"))
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// printBlocked writes why v blocks and what unblocks it.
+func printBlocked(w io.Writer, v *Verdict) {
+	fmt.Fprintf(w, "  %s:\n", v.Name())
+	for _, s := range v.Reasons {
+		fmt.Fprintf(w, "    - %s\n", s)
+	}
+	for _, s := range v.Advice {
+		fmt.Fprintf(w, "    %s\n", s)
+	}
+	if !v.Migrate {
+		return
+	}
+	if v.CRD {
+		fmt.Fprintln(w, "    To start it:")
+	} else {
+		fmt.Fprintln(w, "    To start one by hand (it rewrites the objects, but only the trigger's own migrations update the StorageState this check reads):")
+	}
+	fmt.Fprint(w, Manifest(v))
+}
+
+// Manifest returns the command that creates a StorageVersionMigration of v's resource.
+func Manifest(v *Verdict) string {
+	gvk := migrationapi.StorageVersionMigrations.GroupVersion().WithKind("StorageVersionMigration")
+	return fmt.Sprintf(`kubectl create -f - <<EOF
+apiVersion: %s
+kind: %s
+metadata:
+  generateName: %s-
+spec:
+  resource:
+    group: %q
+    resource: %s
+EOF
+`, gvk.GroupVersion(), gvk.Kind, v.Name(), v.Resource.Group, v.Resource.Resource)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
