@@ -2,10 +2,14 @@ package storageversion
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/concordproject/concord/registry"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 )
 
@@ -24,6 +28,12 @@ const drainTimeout = 10 * time.Second
 //  2. The entry (encoding = storage version, decodable = every version, served = the
 //     served ones) is written, the object owned by res.Owner.
 //  3. put runs, and writes are let through again, now encoding in the new version.
+//
+// A change to a storage version that another server reporting the resource does not
+// decode yet (it has not seen the definition change) waits: res is put into service
+// keeping its previous storage version, the entry saying that this server decodes the
+// new one too, and ErrPeersCatchingUp is returned for the caller to retry; so no
+// server writes an object another live server cannot read.
 //
 // A failure puts back the previous entry and definition (the worker rewrites the
 // entry, then lets writes through again), so that the resource is never wedged, and
@@ -48,6 +58,60 @@ func (m *Manager) Publish(ctx context.Context, res *registry.Resource, put func(
 	}
 	m.mu.Unlock()
 
+	if hold, waiting := m.holdSwitch(t, res); hold != nil {
+		// Keep encoding in the version every server decodes, while telling them
+		// (through this entry) that this server decodes the new one too.
+		if err := m.publish(ctx, t, known, hold, put); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %s waits for %s to decode %s", ErrPeersCatchingUp, gr, strings.Join(waiting, ", "),
+			res.GroupVersion(res.StorageVersion))
+	}
+	return m.publish(ctx, t, known, res, put)
+}
+
+// ErrPeersCatchingUp means a custom resource keeps its previous storage version until
+// every other server reporting it decodes the new one; the caller retries.
+var ErrPeersCatchingUp = errors.New("other servers do not decode the new storage version yet")
+
+// holdSwitch returns, when res changes the storage version of a custom resource to
+// one that another server reporting it (in its StorageVersion entry) does not decode
+// yet, a copy of res that keeps the previous storage version, and those servers. (A
+// server that has not seen the definition change could not read what this one would
+// write.) nil when the switch may go ahead: no previous version, the same, every peer
+// decoding the new one, or the previous version gone from the definition.
+func (m *Manager) holdSwitch(t *tracked, res *registry.Resource) (*registry.Resource, []string) {
+	prev := t.desired.Load()
+	next := res.GroupVersion(res.StorageVersion).String()
+	if prev == nil || prev.EncodingVersion == next {
+		return nil, nil
+	}
+	obj, exists, err := m.informer.GetStore().GetByKey(t.name)
+	if err != nil || !exists {
+		return nil, nil
+	}
+	sv, err := fromUnstructured(obj.(*unstructured.Unstructured))
+	if err != nil {
+		return nil, nil
+	}
+	var waiting []string
+	for _, e := range sv.Status.StorageVersions {
+		if e.APIServerID != m.cfg.ServerID && !slices.Contains(e.DecodableVersions, next) {
+			waiting = append(waiting, e.APIServerID)
+		}
+	}
+	_, prevVersion, _ := strings.Cut(prev.EncodingVersion, "/")
+	if len(waiting) == 0 || !slices.ContainsFunc(res.Versions, func(v registry.Version) bool { return v.Name == prevVersion }) {
+		return nil, nil
+	}
+	hold := *res
+	hold.StorageVersion = prevVersion
+	return &hold, waiting
+}
+
+// publish is Publish once the storage version to encode in is decided.
+func (m *Manager) publish(ctx context.Context, t *tracked, known bool, res *registry.Resource, put func(context.Context, *registry.Resource) error) error {
+	gr := res.GroupResource()
 	logger := klog.FromContext(ctx)
 	want := EntryFor(m.cfg.ServerID, res)
 	owner := *res.Owner

@@ -2,8 +2,11 @@ package storageversion
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/concordproject/concord/catalog"
 	"github.com/concordproject/concord/compatibility"
@@ -12,6 +15,8 @@ import (
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storage"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Regression (found by the safety suite: restarted servers lost their custom resource
@@ -94,4 +99,70 @@ func runManager(t *testing.T) (*Manager, *registry.Registry) {
 		t.Fatal(err)
 	}
 	return m, reg
+}
+
+// Found by the safety suite (a version added to a CRD and made its storage version at
+// once): a server must not switch a custom resource to a storage version another
+// server reporting it does not decode yet. It keeps the previous one, says it decodes
+// the new one, and switches once the others do.
+func TestPublishWaitsForPeersToDecode(t *testing.T) {
+	ctx := t.Context()
+	m, reg := runManager(t)
+	owner := &registry.OwnerRef{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com", UID: "u1"}
+	widgets := func(storage string, versions ...string) *registry.Resource {
+		res := &registry.Resource{
+			Group: "example.com", Namespaced: true, StorageVersion: storage, Owner: owner,
+			Names:     apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Converter: registry.NoneConverter{Group: "example.com"},
+		}
+		for _, v := range versions {
+			res.Versions = append(res.Versions, registry.Version{Name: v, Served: true})
+		}
+		return res
+	}
+	if err := m.Publish(ctx, widgets("v1", "v1"), reg.Put); err != nil {
+		t.Fatal(err)
+	}
+	name := "example.com.widgets"
+	peer := func(decodable ...string) {
+		t.Helper()
+		if _, _, err := m.objs.putEntry(ctx, name, Entry{APIServerID: "peer", EncodingVersion: "example.com/v1",
+			DecodableVersions: decodable, ServedVersions: decodable}, owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	peer("example.com/v1")
+	waitFor(t, "the manager to see the peer", func() bool {
+		obj, ok, _ := m.informer.GetStore().GetByKey(name)
+		return ok && len(obj.(*unstructured.Unstructured).Object["status"].(map[string]interface{})["storageVersions"].([]interface{})) == 2
+	})
+	err := m.Publish(ctx, widgets("v3", "v1", "v3"), reg.Put)
+	if !errors.Is(err, ErrPeersCatchingUp) {
+		t.Fatalf("switching to v3 while the peer decodes v1 only: %v", err)
+	}
+	if sv := reg.Get(schema.GroupResource{Group: "example.com", Resource: "widgets"}).StorageVersion; sv != "v1" {
+		t.Errorf("serving with storage version %s while the peer cannot read v3", sv)
+	}
+	if e := m.lookup(schema.GroupResource{Group: "example.com", Resource: "widgets"}).desired.Load(); e.EncodingVersion != "example.com/v1" ||
+		!slices.Contains(e.DecodableVersions, "example.com/v3") {
+		t.Errorf("entry while waiting: %+v", e)
+	}
+	peer("example.com/v1", "example.com/v3")
+	waitFor(t, "the switch once the peer decodes v3", func() bool {
+		return m.Publish(ctx, widgets("v3", "v1", "v3"), reg.Put) == nil
+	})
+	if sv := reg.Get(schema.GroupResource{Group: "example.com", Resource: "widgets"}).StorageVersion; sv != "v3" {
+		t.Errorf("storage version %s after the peer caught up", sv)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

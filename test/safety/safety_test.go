@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 var onlyFlag = flag.String("only", "", "TestTorture runs only the scenarios of this kind")
@@ -32,6 +34,7 @@ var torture = append(short[:len(short):len(short)], []struct {
 	{"skip-level", skipLevel},
 	{"member-loss", memberLoss},
 	{"migration-kill", migrationKill},
+	{"served-versions", servedVersions},
 }...)
 
 func TestSafety(t *testing.T) {
@@ -185,5 +188,33 @@ func migrationKill(t *testing.T, rep *report, seed uint64) {
 	f.stop(leader, false)
 	time.Sleep(time.Second)
 	f.restart(leader, release{binary: leader.binary, emulation: leader.emulation})
+	f.finish(tr)
+}
+
+// servedVersions: a version added to the widgets (v3), made the storage version and
+// migrated to, then v2 no longer served, then removed from the definition, writers
+// throughout (they use v1).
+func servedVersions(t *testing.T, rep *report, seed uint64) {
+	f := newFleet(t, rep, "served-versions", seed, 1, release{}, release{}, release{})
+	f.createWidgets()
+	tr := f.startTraffic(4)
+	f.editWidgets("add v3", func(crd *apiextensionsv1.CustomResourceDefinition) {
+		v3 := *crd.Spec.Versions[0].DeepCopy()
+		v3.Name, v3.Storage = "v3", false
+		crd.Spec.Versions = append(crd.Spec.Versions, v3)
+	})
+	f.storeWidgetsAs("v3")
+	f.waitSettled("with widgets stored as v3")
+	f.editWidgets("stop serving v2", func(crd *apiextensionsv1.CustomResourceDefinition) {
+		for i := range crd.Spec.Versions {
+			if crd.Spec.Versions[i].Name == "v2" {
+				crd.Spec.Versions[i].Served = false
+			}
+		}
+	})
+	time.Sleep(time.Duration(500+f.rng.IntN(1500)) * time.Millisecond)
+	f.editWidgets("remove v2", func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions = slices.DeleteFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v2" })
+	})
 	f.finish(tr)
 }
