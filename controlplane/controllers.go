@@ -74,13 +74,7 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 			// The candidate's identity starts with the server's, so that operators (and
 			// the safety suite) see which server leads.
 			le := migration.LeaderElection{Identity: i.ServerID + "_" + uuid.NewString()}
-			return migration.Run(ctx, migration.Config{RESTConfig: i.LoopbackConfig(), Metrics: i.Metrics, LeaderElection: le, Installed: func(err error) {
-				if err != nil {
-					i.parts.migrationHook.Fail(err)
-					return
-				}
-				i.parts.migrationHook.Done()
-			}})
+			return migration.Run(ctx, migration.Config{RESTConfig: i.LoopbackConfig(), Metrics: i.Metrics, LeaderElection: le, Installed: i.parts.migration.set})
 		}}); err != nil {
 			return ctx, err
 		}

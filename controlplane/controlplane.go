@@ -66,9 +66,9 @@ type parts struct {
 	checks  *health.Endpoints
 	// The post-start hooks the controllers phase finishes.
 	bootstrap, leaseHook, collectorHook *health.PostStartHook
-	// migrationHook finishes once the storage-migration definitions are installed
-	// (readyz only; nil with DisableStorageMigration).
-	migrationHook *health.PostStartHook
+	// migration is the outcome of the last attempt to install the storage-migration
+	// definitions (readyz only).
+	migration migrationState
 }
 
 // LoopbackConfig returns a client configuration with the server's own identity

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/concordproject/concord/health"
@@ -74,9 +76,37 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	return ctx, i.start(ctx, lifecycle.Component{Name: "openapi", Run: docs.Run})
 }
 
-// MigrationDefinitionsHook is the readyz post-start hook that finishes once the
-// storage-migration definitions are installed.
-const MigrationDefinitionsHook = "storage-migration-definitions"
+// MigrationDefinitionsCheck is the readyz check that fails while the
+// storage-migration definitions cannot be installed.
+const MigrationDefinitionsCheck = "storage-migration-definitions"
+
+// migrationState is the outcome of the last attempt to install the storage-migration
+// definitions: its check fails, with the error, from a failed attempt until one
+// succeeds (a first attempt under way does not count: a fresh server is not held
+// back by it; a server that cannot install them is seen).
+type migrationState struct {
+	mu        sync.Mutex
+	installed bool
+	err       error
+}
+
+func (m *migrationState) set(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.installed {
+		return
+	}
+	m.installed, m.err = err == nil, err
+}
+
+func (m *migrationState) check(*http.Request) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return fmt.Errorf("installing the storage-migration definitions: %w", m.err)
+	}
+	return nil
+}
 
 // healthChecks builds /healthz, /livez and /readyz with the checks and post-start
 // hooks of kube-apiserver's names that this server has.
@@ -111,8 +141,7 @@ func (i *Instance) healthChecks() (*health.Endpoints, error) {
 	if !i.opts.DisableStorageMigration {
 		// Not ready while storage migration cannot start (its definitions cannot be
 		// installed): an operator must see it, a restart would not help.
-		i.parts.migrationHook = health.NewPostStartHook(MigrationDefinitionsHook)
-		readyOnly = append(readyOnly, i.parts.migrationHook)
+		readyOnly = append(readyOnly, health.NamedCheck(MigrationDefinitionsCheck, i.parts.migration.check))
 	}
 	if err := checks.AddReadyz(readyOnly...); err != nil {
 		return nil, err

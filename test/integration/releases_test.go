@@ -157,7 +157,7 @@ func TestEmulationRollbackMigrates(t *testing.T) {
 	s.Options.Compatibility.EmulationVersion = []string{older}
 	s.Restart(t)
 	waitFor(t, "readyz with the storage-migration definitions installed", func() (bool, error) {
-		code, _, _, body := svHTTP(t, s.Config(), http.MethodGet, "/readyz/poststarthook/"+controlplane.MigrationDefinitionsHook, nil)
+		code, _, _, body := svHTTP(t, s.Config(), http.MethodGet, "/readyz/"+controlplane.MigrationDefinitionsCheck, nil)
 		return code == http.StatusOK && strings.Contains(body, "ok"), nil
 	})
 	dyn = s.Dynamic(t)
