@@ -36,7 +36,8 @@
 // which prints a report (scenarios, faults, operations, anomalies). Model: etcd's
 // tests/robustness (traffic, failpoints, a linearizability check, a report).
 //
-// It tests Concord from outside: it imports no Concord package that serves or stores
+// It tests Concord from outside: it calls no Concord package that serves or stores
 // (only wire and migration/api, the contracts clients share, and catalog for the
-// release numbers).
+// release numbers); cache_test.go imports the binary's packages only so that go test's
+// cache sees the binary change.
 package safety
