@@ -54,3 +54,15 @@ func RESTConfig(serverURL string, caPEM []byte, token string) *rest.Config {
 		TLSClientConfig: rest.TLSClientConfig{CAData: caPEM},
 	}
 }
+
+// LoadKubeconfig returns the client configuration of the kubeconfig at path, or of the
+// default one when path is empty (KUBECONFIG, then ~/.kube/config, as kubectl finds it).
+func LoadKubeconfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return cfg, nil
+}

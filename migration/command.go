@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/migration/migrator"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -19,7 +20,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 )
 
@@ -83,17 +83,6 @@ func (o *Options) Complete(rc *rest.Config, reg prometheus.Registerer) (Config, 
 	return c, c.Validate()
 }
 
-// restConfig loads the kubeconfig.
-func restConfig(path string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
-	}
-	return cfg, nil
-}
-
 // NewCommand returns `concord controller-manager`: the storage-migration trigger and
 // migrator, leader-elected, against the server of --kubeconfig (Concord or
 // Kubernetes).
@@ -114,7 +103,7 @@ clusters or to run them apart. Several instances elect one leader.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rc, err := restConfig(o.Kubeconfig)
+			rc, err := auth.LoadKubeconfig(o.Kubeconfig)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/concordproject/concord/auth"
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,7 +40,7 @@ names and reasons below the table) out of the total counted at its start, and it
 		Args:         cobra.MaximumNArgs(1),
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rc, err := restConfig(kubeconfig)
+			rc, err := auth.LoadKubeconfig(kubeconfig)
 			if err != nil {
 				return err
 			}

@@ -3,14 +3,13 @@ package storageversion
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/concordproject/concord/catalog"
 	"github.com/concordproject/concord/compatibility"
-	"github.com/concordproject/concord/etcd"
+	"github.com/concordproject/concord/etcd/etcdtest"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storage"
@@ -50,16 +49,7 @@ func TestPublishSurvivesARegistryChange(t *testing.T) {
 func runManager(t *testing.T) (*Manager, *registry.Registry) {
 	t.Helper()
 	ctx := t.Context()
-	member, err := etcd.StartLoopback(ctx, filepath.Join(t.TempDir(), "etcd"), etcd.WithUnsafeNoFsync())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(member.Close)
-	client, err := member.NewClient(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Close() })
+	client := etcdtest.Start(t)
 	cat, err := catalog.Default()
 	if err != nil {
 		t.Fatal(err)

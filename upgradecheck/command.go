@@ -7,12 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/catalog"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // defaultStaleness is the storage-migration trigger's default staleness window.
@@ -96,7 +95,7 @@ func (o *options) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return oneLine{fmt.Errorf("release %s, emulation %s: %w", to, emulation, err)}
 	}
-	rc, err := restConfig(o.kubeconfig)
+	rc, err := auth.LoadKubeconfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -129,17 +128,6 @@ func (o *options) catalog() (*catalog.Catalog, error) {
 		return nil, oneLine{fmt.Errorf("%w: --api-catalog %s: %w", ErrFlag, o.apiCatalog, err)}
 	}
 	return cat, nil
-}
-
-// restConfig loads the kubeconfig at path, or the default one (as kubectl does).
-func restConfig(path string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
-	}
-	return cfg, nil
 }
 
 // oneLine is an error whose message is err's on one line (errors.Join's lines joined
