@@ -174,13 +174,13 @@ func memberLoss(t *testing.T, rep *report, seed uint64) {
 	f.finish(tr)
 }
 
-// migrationKill: a thousand widgets stored in v1, their storage version flipped to v2,
+// migrationKill: two thousand widgets stored in v1, their storage version flipped to v2,
 // and the migration leader (whose rewrite requests it serves itself) killed with -9
 // while it migrates, then restarted.
 func migrationKill(t *testing.T, rep *report, seed uint64) {
 	f := newFleet(t, rep, "migration-kill", seed, 1, release{}, release{}, release{})
 	f.createWidgets()
-	f.seedWidgets(1000)
+	f.seedWidgets(2000)
 	tr := f.startTraffic(2)
 	f.storeWidgetsAs("v2")
 	leader := f.migrationLeader()
