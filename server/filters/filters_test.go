@@ -126,6 +126,10 @@ func TestTimeout(t *testing.T) {
 			t.Errorf("%s: deadline in %v, want within [%v, %v]", tc.url, got, tc.min, tc.max)
 		}
 	}
+	w := serve(t, chain, ok, httptest.NewRequest(http.MethodGet, "/api/v1/pods?timeout=soon", nil))
+	if st := status(t, w); w.Code != 400 || st.Reason != metav1.StatusReasonBadRequest || !strings.Contains(st.Message, "invalid timeout specified in the request URL") {
+		t.Errorf("an invalid timeout: %d %+v", w.Code, st)
+	}
 }
 
 func TestAuthorization(t *testing.T) {

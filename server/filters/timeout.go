@@ -2,14 +2,18 @@ package filters
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/server/respond"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // Timeout bounds every request but watches by limit, or by a shorter ?timeout= the
-// client asks for; handlers see the deadline in their context and answer 504 when it
+// client asks for (one that is not a duration is a 400 BadRequest, as in Kubernetes);
+// handlers see the deadline in their context and answer 504 when it
 // passes. Watches are long-running: the watch handler bounds them itself.
 func Timeout(limit time.Duration) Filter {
 	return Filter{Name: "timeout", Wrap: func(next http.Handler) http.Handler {
@@ -20,7 +24,12 @@ func Timeout(limit time.Duration) Filter {
 			}
 			timeout := limit
 			if t := r.URL.Query().Get("timeout"); t != "" {
-				if d, err := time.ParseDuration(t); err == nil && d > 0 && d < timeout {
+				d, err := time.ParseDuration(t)
+				if err != nil {
+					respond.Error(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid timeout specified in the request URL: %q is not a duration (e.g. 30s)", t)))
+					return
+				}
+				if d > 0 && d < timeout {
 					timeout = d
 				}
 			}

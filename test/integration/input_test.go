@@ -138,3 +138,17 @@ func TestAuthentication(t *testing.T) {
 		t.Fatalf("bad token: %d, want 401", code)
 	}
 }
+
+// A timeout parameter that is not a duration is a 400 BadRequest, as in Kubernetes;
+// a valid one is honoured.
+func TestRequestTimeoutParameter(t *testing.T) {
+	c := harness.Start(t, 1)
+	cfg := c.Servers[0].Config()
+	code, st, _, body := svHTTP(t, cfg, http.MethodGet, "/api/v1/namespaces/default/configmaps?timeout=soon", nil)
+	if code != http.StatusBadRequest || st == nil || st.Reason != metav1.StatusReasonBadRequest || !strings.Contains(st.Message, "invalid timeout specified in the request URL") {
+		t.Errorf("an invalid timeout: %d %s", code, body)
+	}
+	if code, _, _, body := svHTTP(t, cfg, http.MethodGet, "/api/v1/namespaces/default/configmaps?timeout=5s", nil); code != http.StatusOK {
+		t.Errorf("a valid timeout: %d %s", code, body)
+	}
+}
