@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -196,4 +197,16 @@ func portOf(rawURL string) int {
 	}
 	p, _ := strconv.Atoi(u.Port())
 	return p
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago, for a process a
+// test starts itself (a concord binary, an etcd member).
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

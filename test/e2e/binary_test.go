@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concordproject/concord/harness"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -25,16 +25,6 @@ func buildConcord(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // process runs a command until the test ends, then interrupts it and waits.
@@ -80,7 +70,7 @@ func waitForFile(t *testing.T, path string, logs *bytes.Buffer) {
 func TestHARecipe(t *testing.T) {
 	bin := buildConcord(t)
 	dir := t.TempDir()
-	client, peer := freePort(t), freePort(t)
+	client, peer := harness.FreePort(t), harness.FreePort(t)
 	clientURL, peerURL := fmt.Sprintf("http://127.0.0.1:%d", client), fmt.Sprintf("http://127.0.0.1:%d", peer)
 	etcdLogs := process(t, bin, "etcd", "--name", "e1", "--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
@@ -89,7 +79,7 @@ func TestHARecipe(t *testing.T) {
 	var kubeconfigs []string
 	for i := 1; i <= 2; i++ {
 		data := filepath.Join(dir, fmt.Sprint("server-", i))
-		logs := process(t, bin, "server", "--etcd-servers", clientURL, "--data-dir", data, "--secure-port", fmt.Sprint(freePort(t)))
+		logs := process(t, bin, "server", "--etcd-servers", clientURL, "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)))
 		kc := filepath.Join(data, "admin.kubeconfig")
 		waitForFile(t, kc, logs)
 		kubeconfigs = append(kubeconfigs, kc)
@@ -122,7 +112,7 @@ func TestQuietStart(t *testing.T) {
 			}
 		}
 	})
-	logs = process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(freePort(t)))
+	logs = process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)))
 	waitForFile(t, filepath.Join(data, "admin.kubeconfig"), logs)
 }
 

@@ -638,7 +638,7 @@ func TestStorageVersionCrash(t *testing.T) {
 func TestStorageVersionStopsServing(t *testing.T) {
 	c := harness.Start(t, 1, svLeases(5*time.Second, 250*time.Millisecond))
 	cs := svClient(t, c.Servers[0].Config())
-	port := svFreePort(t)
+	port := harness.FreePort(t)
 	dir := t.TempDir()
 	h := startHelper(t, c, svHelperOptions{DataDir: dir, Port: port, LeaseDuration: 5 * time.Second, LeaseRenew: 250 * time.Millisecond})
 	svWait(t, cs, "batch.cronjobs", "the helper's entry", func(sv *apiserverinternalv1alpha1.StorageVersion) bool { return svEntry(sv, h.ID) != nil })
@@ -658,16 +658,6 @@ func TestStorageVersionStopsServing(t *testing.T) {
 	if sv, _ := svGet(t.Context(), cs, "core.configmaps"); svEntry(sv, h.ID) == nil {
 		t.Errorf("the restarted server's configmaps entry is missing: %s", svDump(sv))
 	}
-}
-
-func svFreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // A server cut off from etcd for longer than its lease: its lease and entries are

@@ -38,6 +38,6 @@
 //
 // It tests Concord from outside: it calls no Concord package that serves or stores
 // (only wire and migration/api, the contracts clients share, and catalog for the
-// release numbers); cache_test.go imports the binary's packages only so that go test's
+// release numbers, and harness.FreePort); cache_test.go imports the binary's packages only so that go test's
 // cache sees the binary change.
 package safety

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concordproject/concord/harness"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"k8s.io/client-go/dynamic"
@@ -115,16 +115,6 @@ func (p *proc) exited() bool {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // member is one etcd member.
 type member struct {
 	name, clientURL, peerURL, dataDir string
@@ -138,7 +128,7 @@ func startEtcd(t *testing.T, dir string, n int) ([]*member, *clientv3.Client) {
 	var initial []string
 	for i := range n {
 		m := &member{name: fmt.Sprintf("etcd-%d", i), dataDir: filepath.Join(dir, fmt.Sprintf("etcd-%d", i)),
-			clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), peerURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+			clientURL: fmt.Sprintf("http://127.0.0.1:%d", harness.FreePort(t)), peerURL: fmt.Sprintf("http://127.0.0.1:%d", harness.FreePort(t))}
 		members = append(members, m)
 		initial = append(initial, m.name+"="+m.peerURL)
 	}
