@@ -139,9 +139,10 @@ func TestAuthentication(t *testing.T) {
 	}
 }
 
-// A timeout parameter that is not a duration is a 400 BadRequest, as in Kubernetes;
-// a valid one is honoured.
-func TestRequestTimeoutParameter(t *testing.T) {
+// Query parameters a server cannot use are 400 BadRequest with a message that says
+// why, once: a timeout that is not a duration (as in Kubernetes), a continue token that
+// is not one of the server's; a valid timeout is honoured.
+func TestBadQueryParameters(t *testing.T) {
 	c := harness.Start(t, 1)
 	cfg := c.Servers[0].Config()
 	code, st, _, body := svHTTP(t, cfg, http.MethodGet, "/api/v1/namespaces/default/configmaps?timeout=soon", nil)
@@ -150,5 +151,10 @@ func TestRequestTimeoutParameter(t *testing.T) {
 	}
 	if code, _, _, body := svHTTP(t, cfg, http.MethodGet, "/api/v1/namespaces/default/configmaps?timeout=5s", nil); code != http.StatusOK {
 		t.Errorf("a valid timeout: %d %s", code, body)
+	}
+	code, st, _, body = svHTTP(t, cfg, http.MethodGet, "/api/v1/namespaces/default/configmaps?limit=1&continue=garbage", nil)
+	if code != http.StatusBadRequest || st == nil || !strings.HasPrefix(st.Message, "invalid continue token: ") ||
+		strings.Count(st.Message, "invalid continue token") != 1 {
+		t.Errorf("an invalid continue token: %d %s", code, body)
 	}
 }

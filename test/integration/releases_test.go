@@ -13,6 +13,7 @@ import (
 	"github.com/concordproject/concord/catalog"
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/migration"
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/wire"
@@ -277,4 +278,95 @@ func createState(t *testing.T, dyn dynamic.Interface, name, group, resource stri
 		"spec":     map[string]interface{}{"resource": map[string]interface{}{"group": group, "resource": resource}},
 	}}
 	return dyn.Resource(migrationapi.StorageStates).Create(t.Context(), u, metav1.CreateOptions{})
+}
+
+// /readyz says when storage migration cannot start: a definition that takes the
+// StorageState kind in migration.k8s.io keeps the StorageState definition from being
+// accepted, and the storage-migration-definitions check fails with the reason until
+// the conflict is gone.
+func TestMigrationDefinitionsReadiness(t *testing.T) {
+	c := harness.Start(t, 1, harness.WithServerOptions(func(i int, o *controlplane.Options) {
+		o.DisableStorageMigration = i == 0
+	}))
+	crds := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions()
+	squatter := migrationapi.StorageStateCRD()
+	squatter.Name = "otherstates.migration.k8s.io"
+	squatter.Spec.Names.Plural, squatter.Spec.Names.Singular = "otherstates", "otherstate"
+	if _, err := crds.Create(t.Context(), squatter, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitCRD(t, crdClient(t, c.Servers[0]), squatter.Name, "established", established)
+
+	s := c.AddServer(t) // runs storage migration
+	path := "/readyz/" + controlplane.MigrationDefinitionsCheck
+	var body string
+	waitFor(t, "readyz to say the definitions cannot be installed", func() (bool, error) {
+		var code int
+		code, _, _, body = svHTTP(t, s.Config(), http.MethodGet, path, nil)
+		return code == http.StatusInternalServerError, nil
+	})
+	if !strings.Contains(body, "storagestates.migration.k8s.io") {
+		t.Errorf("the check does not say which definition: %s", body)
+	}
+	if err := crds.Delete(t.Context(), squatter.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second) // the install is retried with a backoff of up to 30s
+	for {
+		code, _, _, body := svHTTP(t, s.Config(), http.MethodGet, "/readyz", nil)
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready once the conflict is gone: %s", body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// A definition a newer release installed (a higher definition revision) is left alone
+// by an older one, so that mixed releases never take turns rewriting it; one of a lower
+// revision is replaced.
+func TestDefinitionRevisionNotReplaced(t *testing.T) {
+	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.DisableStorageMigration = true }))
+	cfg := c.Servers[0].Config()
+	if err := migration.EnsureCRDs(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	crds := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions()
+	name := migrationapi.StorageStateCRD().Name
+	rewrite := func(revision string) {
+		t.Helper()
+		if err := retryConflict(func() error {
+			crd, err := crds.Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			crd.Annotations[migrationapi.RevisionAnnotation] = revision
+			crd.Spec.Versions[0].AdditionalPrinterColumns[0].Description = "written by release " + revision
+			_, err = crds.Update(t.Context(), crd, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := migration.EnsureCRDs(t.Context(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	description := func() string {
+		crd, err := crds.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return crd.Annotations[migrationapi.RevisionAnnotation] + ": " + crd.Spec.Versions[0].AdditionalPrinterColumns[0].Description
+	}
+	rewrite("99")
+	if got := description(); got != "99: written by release 99" {
+		t.Errorf("a newer release's definition was replaced: %s", got)
+	}
+	rewrite("1")
+	ours := migrationapi.StorageStateCRD()
+	if got, want := description(), ours.Annotations[migrationapi.RevisionAnnotation]+": "+ours.Spec.Versions[0].AdditionalPrinterColumns[0].Description; got != want {
+		t.Errorf("an older definition was kept: %s, want %s", got, want)
+	}
 }

@@ -16,7 +16,8 @@ var onlyFlag = flag.String("only", "", "TestTorture runs only the scenarios of t
 type scenarioFunc func(t *testing.T, rep *report, seed uint64)
 
 // short is the profile of `go test ./...`: a rolling upgrade with a CRD flip, a
-// rollback (emulation, then binary) checked by upgrade-check, a partition.
+// rollback (emulation, then binary) checked by upgrade-check, a partition, and CRD
+// served versions added and removed.
 var short = []struct {
 	name string
 	run  scenarioFunc
@@ -24,6 +25,7 @@ var short = []struct {
 	{"rolling-upgrade", rollingUpgrade},
 	{"rollback", rollback},
 	{"partition", partition},
+	{"served-versions", servedVersions},
 }
 
 // torture adds the long profile's scenarios to the short ones.
@@ -34,7 +36,6 @@ var torture = append(short[:len(short):len(short)], []struct {
 	{"skip-level", skipLevel},
 	{"member-loss", memberLoss},
 	{"migration-kill", migrationKill},
-	{"served-versions", servedVersions},
 }...)
 
 func TestSafety(t *testing.T) {
