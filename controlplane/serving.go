@@ -85,18 +85,14 @@ const MigrationDefinitionsCheck = "storage-migration-definitions"
 // succeeds (a first attempt under way does not count: a fresh server is not held
 // back by it; a server that cannot install them is seen).
 type migrationState struct {
-	mu        sync.Mutex
-	installed bool
-	err       error
+	mu  sync.Mutex
+	err error // nil once an attempt succeeds: the last one
 }
 
 func (m *migrationState) set(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.installed {
-		return
-	}
-	m.installed, m.err = err == nil, err
+	m.err = err
 }
 
 func (m *migrationState) check(*http.Request) error {
