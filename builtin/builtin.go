@@ -37,6 +37,22 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 	}
 }
 
+// conditionalUpdatesOnly are the built-in resources whose updates must carry the
+// resourceVersion they replace, as in Kubernetes (their strategies do not allow
+// unconditional updates); every other built-in resource allows them.
+var conditionalUpdatesOnly = map[schema.GroupResource]bool{
+	leasesGR: true,
+	{Group: "coordination.k8s.io", Resource: "leasecandidates"}:                            true,
+	{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"}:       true,
+	{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicybindings"}: true,
+	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}:         true,
+	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicybindings"}:   true,
+	{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}:   true,
+	{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}:     true,
+	storageversion.GroupResource: true,
+	storageVersionMigrationsGR:   true,
+}
+
 // Configure returns the built-in resources of a server: resources (the catalog's, not
 // yet in a registry) with the behaviour each owner defines, and Concord's own
 // definitions in place of the catalog's (see ownResources). It checks that the
@@ -52,6 +68,7 @@ func Configure(resources []*registry.Resource, opts Options) ([]*registry.Resour
 	for _, r := range out {
 		gr := r.GroupResource()
 		have[gr] = true
+		r.UnconditionalUpdate = !conditionalUpdatesOnly[gr]
 		if configure, ok := table[gr]; ok {
 			if err := configure(r); err != nil {
 				return nil, fmt.Errorf("%s: %w", gr, err)

@@ -48,6 +48,12 @@ type Resource struct {
 	// Owner, if set, is the object that defines the resource (a CRD); it is reported
 	// as owner of the resource's StorageVersion object.
 	Owner *OwnerRef
+	// UnconditionalUpdate lets an update that carries no metadata.resourceVersion
+	// overwrite whatever is stored, as Kubernetes allows for most built-in resources
+	// (ConfigMaps, Namespaces, Deployments...). Without it, such an update is refused as
+	// invalid, as Kubernetes refuses it for custom resources, Leases and admission
+	// policies.
+	UnconditionalUpdate bool
 
 	prepared *prepared
 }

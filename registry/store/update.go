@@ -111,7 +111,9 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 	if err != nil {
 		return nil, false, true, err
 	}
-	if rv := obj.GetResourceVersion(); rv != "" && rv != current.GetResourceVersion() {
+	if rv := obj.GetResourceVersion(); rv == "" && res.UnconditionalUpdate {
+		obj.SetResourceVersion(current.GetResourceVersion())
+	} else if rv != "" && rv != current.GetResourceVersion() {
 		return nil, false, true, apierrors.NewConflict(res.GroupResource(), name,
 			fmt.Errorf("resourceVersion %s is stale, the object is now at %s: read it again and reapply the change", rv, current.GetResourceVersion()))
 	}

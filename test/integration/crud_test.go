@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/harness"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
@@ -237,4 +239,60 @@ func TestNamespaceLifecycle(t *testing.T) {
 	if len(list.Items) != 0 {
 		t.Fatalf("%d configmaps left in the deleted namespace", len(list.Items))
 	}
+}
+
+// An update without metadata.resourceVersion overwrites a ConfigMap, as Kubernetes
+// allows for most built-in resources, and is refused as invalid for a custom resource,
+// a CRD and a Lease, whose Kubernetes strategies require it.
+func TestUnconditionalUpdate(t *testing.T) {
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	cs := c.Servers[0].Clientset(t)
+	cms := cs.CoreV1().ConfigMaps("default")
+	created, err := cms.Create(ctx, configMap("blind", map[string]string{"k": "v"}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated, err := cms.Update(ctx, configMap("blind", map[string]string{"k": "v2"}), metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("update without resourceVersion: %v", err)
+	}
+	if updated.Data["k"] != "v2" || updated.UID != created.UID || rvNumber(t, updated.ResourceVersion) <= rvNumber(t, created.ResourceVersion) {
+		t.Fatalf("updated = %+v, want v2 over the created object (%s at %s)", updated, created.UID, created.ResourceVersion)
+	}
+
+	refused := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsInvalid(err) || !hasCause(err, "metadata.resourceVersion", "must be specified for an update") {
+			t.Errorf("%s updated without resourceVersion: got %v, want 422 metadata.resourceVersion must be specified", what, err)
+		}
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "held"}}
+	if _, err := cs.CoordinationV1().Leases("default").Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cs.CoordinationV1().Leases("default").Update(ctx, lease, metav1.UpdateOptions{})
+	refused("a Lease", err)
+
+	crds := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions()
+	crd, err := crds.Create(ctx, cronTabCRD("blind.example.com"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd.ResourceVersion = ""
+	_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
+	refused("a CRD", err)
+	gvr := gvrOf(crd, "v1")
+	waitServedEverywhere(t, c, gvr, time.Now())
+	crs := c.Servers[0].Dynamic(t).Resource(gvr).Namespace("default")
+	cr := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "blind.example.com/v1", "kind": "CronTab",
+		"metadata": map[string]interface{}{"name": "nightly"},
+		"spec":     map[string]interface{}{"cronSpec": "0 3 * * *"},
+	}}
+	if _, err := crs.Create(ctx, cr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = crs.Update(ctx, cr, metav1.UpdateOptions{})
+	refused("a custom resource", err)
 }
