@@ -32,6 +32,7 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		storageversion.GroupResource: storageversion.Configure,
 		storageVersionMigrationsGR:   configureStorageVersionMigrations,
 		leasesGR:                     configureLeases,
+		deploymentsGR:                configureDeployments,
 		coreEventsGR:                 func(r *registry.Resource) error { return configureEvents(r, coreEventFields, opts.EventTTL) },
 		eventsGR:                     func(r *registry.Resource) error { return configureEvents(r, eventsEventFields, opts.EventTTL) },
 	}

@@ -10,8 +10,9 @@
 // catalog, and is the same in every release, so that a fleet mixing releases serves,
 // stores and decodes it alike.
 // The few that no other package owns live here, one file per resource: Events (their
-// expiry, the field selectors of core Events, kubectl's columns) and Leases (created
-// by PUT).
+// expiry, the field selectors of core Events, kubectl's columns), Leases (created by
+// PUT) and Deployments (the defaults, selector rules and READY column of Kubernetes'
+// API server; no controller acts on them).
 //
 // It changes definitions before they go into a registry; it serves and stores
 // nothing.

@@ -51,7 +51,8 @@ type Resource struct {
 	Names apiextensionsv1.CustomResourceDefinitionNames
 	// Namespaced is true for namespace-scoped resources.
 	Namespaced bool
-	// Subresources are the subresources every version serves (status only; nil: none).
+	// Subresources are the subresources every version serves (status, and scale for
+	// the few resources that have it; nil: none).
 	Subresources *apiextensionsv1.CustomResourceSubresources
 	// PrinterColumns are the extra Table columns of every version (optional).
 	PrinterColumns []apiextensionsv1.CustomResourceColumnDefinition

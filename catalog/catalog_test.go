@@ -92,7 +92,11 @@ func TestDefault(t *testing.T) {
 	if r := c.Resource("", "configmaps"); r == nil || r.Subresources != nil {
 		t.Errorf("configmaps have no status, got %+v", r)
 	}
-	if c.Resource("apps", "deployments") != nil {
+	if r := c.Resource("apps", "deployments"); r == nil || r.Subresources == nil || r.Subresources.Scale == nil ||
+		r.Subresources.Scale.SpecReplicasPath != ".spec.replicas" || *r.Subresources.Scale.LabelSelectorPath != ".spec.selector" {
+		t.Errorf("deployments have a scale subresource, got %+v", r)
+	}
+	if c.Resource("apps", "replicasets") != nil {
 		t.Error("found a resource the catalog does not have")
 	}
 }

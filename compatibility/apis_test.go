@@ -22,6 +22,7 @@ func TestDefaultAPIs(t *testing.T) {
 		"admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings",
 		"admissionregistration.k8s.io/v1/validatingadmissionpolicies",
 		"admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+		"apps/v1/deployments",
 		"autoscaling/v1/horizontalpodautoscalers",
 		"autoscaling/v2/horizontalpodautoscalers",
 		"batch/v1/cronjobs",

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
@@ -40,11 +41,37 @@ func toScale(q *apiRequest, obj *unstructured.Unstructured) (*autoscalingv1.Scal
 		scale.Status.Replicas, _ = toInt32(v)
 	}
 	if sc.LabelSelectorPath != nil {
-		if v, ok, _ := unstructured.NestedString(obj.Object, jsonPathFields(*sc.LabelSelectorPath)...); ok {
-			scale.Status.Selector = v
+		selector, err := scaleSelector(obj, *sc.LabelSelectorPath)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
 		}
+		scale.Status.Selector = selector
 	}
 	return scale, nil
+}
+
+// scaleSelector reads the selector at path: a string, as custom resources keep it, or a
+// metav1.LabelSelector, as Deployments do, which Scale carries in its string form.
+func scaleSelector(obj *unstructured.Unstructured, path string) (string, error) {
+	v, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, jsonPathFields(path)...)
+	if !ok {
+		return "", nil
+	}
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case map[string]interface{}:
+		var ls metav1.LabelSelector
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(v, &ls); err != nil {
+			return "", fmt.Errorf("%s is not a label selector: %w", path, err)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&ls)
+		if err != nil {
+			return "", fmt.Errorf("%s is not a label selector: %w", path, err)
+		}
+		return sel.String(), nil
+	}
+	return "", nil
 }
 
 func toInt32(v interface{}) (int32, bool) {

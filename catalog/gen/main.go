@@ -129,7 +129,7 @@ func buildResource(b *schemaBuilder, rs resourceSpec, newest *version.Version) (
 			s = from.DeepCopy()
 		}
 		if _, ok := s.Properties["status"]; ok {
-			r.Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
+			r.Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}, Scale: rs.scale}
 		}
 		r.Versions = append(r.Versions, catalog.Version{
 			Name:        vs.name,

@@ -4,6 +4,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	admissionregistrationv1alpha1 "k8s.io/api/admissionregistration/v1alpha1"
 	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
+	appsv1 "k8s.io/api/apps/v1"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -24,6 +25,7 @@ import (
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	storagemigrationv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/utils/ptr"
 )
 
 // oldestRelease is the first release the catalog describes. Releases run from it to
@@ -37,7 +39,9 @@ type resourceSpec struct {
 	shortNames    []string
 	categories    []string
 	columns       []apiextensionsv1.CustomResourceColumnDefinition
-	versions      []versionSpec
+	// scale, if set, is the resource's scale subresource.
+	scale    *apiextensionsv1.CustomResourceSubresourceScale
+	versions []versionSpec
 }
 
 // versionSpec is one version of a resource: its Go type in k8s.io/api, or, for a version
@@ -130,6 +134,21 @@ var resources = []resourceSpec{
 			{name: "v1beta2", obj: &flowcontrolv1beta2.PriorityLevelConfiguration{}},
 			{name: "v1beta1", obj: &flowcontrolv1beta1.PriorityLevelConfiguration{}},
 		},
+	},
+	// Deployments as data: no controller rolls them out. Their scale subresource's
+	// selector is spec.selector, which servers print as a selector string.
+	{
+		group: "apps", plural: "deployments", namespaced: true, shortNames: []string{"deploy"}, categories: []string{"all"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Ready", Type: "string", JSONPath: ".status.readyReplicas"},
+			{Name: "Up-to-date", Type: "integer", JSONPath: ".status.updatedReplicas"},
+			{Name: "Available", Type: "integer", JSONPath: ".status.availableReplicas"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		scale: &apiextensionsv1.CustomResourceSubresourceScale{
+			SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas", LabelSelectorPath: ptr.To(".spec.selector"),
+		},
+		versions: []versionSpec{{name: "v1", obj: &appsv1.Deployment{}}},
 	},
 	{
 		group: "batch", plural: "cronjobs", namespaced: true, shortNames: []string{"cj"}, categories: []string{"all"},

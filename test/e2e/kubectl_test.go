@@ -93,6 +93,12 @@ func TestKubectl(t *testing.T) {
 		out := k.must(t, "", "get", "lease", "ssa", "-o", "yaml", "--show-managed-fields")
 		contains(t, out, "manager: kubectl", "operation: Apply", "holderIdentity: me")
 	})
+	t.Run("deployments", func(t *testing.T) {
+		k.must(t, "", "create", "deployment", "web", "--image=nginx:1.27", "--replicas=2")
+		contains(t, k2.must(t, "", "get", "deployments"), "NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "web", "0/2")
+		contains(t, k.must(t, "", "scale", "deployment", "web", "--replicas=5"), "deployment.apps/web scaled")
+		contains(t, k2.must(t, "", "get", "deployment", "web", "-o", "jsonpath={.spec.replicas} {.spec.strategy.type}"), "5 RollingUpdate")
+	})
 	t.Run("watch", func(t *testing.T) {
 		k.must(t, "", "create", "configmap", "watched")
 		out, _ := k.run(t, "", "get", "configmaps", "--watch", "--request-timeout=3s")
