@@ -4,14 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // parameterCodec decodes query parameters into metav1 option types.
@@ -21,21 +18,16 @@ var parameterCodec = func() runtime.ParameterCodec {
 	return runtime.NewParameterCodec(scheme)
 }()
 
-// typedScheme holds the Go types of the built-in kinds clients know: client-go's and
-// apiextensions.k8s.io's. It decodes the protobuf bodies typed clients send and gives
-// strategic merge patches their patch strategies.
-var typedScheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	return s
-}()
+// typedScheme holds the Go types of the built-in kinds clients know. It decodes the
+// protobuf bodies typed clients send and gives strategic merge patches their patch
+// strategies.
+var typedScheme = respond.TypedScheme
 
 // protobufSerializer reads request bodies that client-go sends as protobuf: objects
 // of the built-in kinds it knows and DeleteOptions.
-var protobufSerializer = protobuf.NewSerializer(typedScheme, typedScheme)
+var protobufSerializer = respond.Protobuf
 
-const protobufMediaType = "application/vnd.kubernetes.protobuf"
+const protobufMediaType = respond.ProtobufMediaType
 
 // protobufToMap decodes a Kubernetes protobuf envelope into an unstructured map.
 func protobufToMap(data []byte) (map[string]interface{}, error) {

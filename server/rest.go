@@ -114,7 +114,7 @@ func (s *Server) route(r *http.Request, info *request.Info) (*apiRequest, error)
 			return nil, apierrors.NewMethodNotSupported(schema.GroupResource{Group: res.Group, Resource: res.Names.Plural + "/" + q.subresource}, info.Verb)
 		}
 	}
-	out, err := respond.Negotiate(r)
+	out, err := respond.Negotiate(r, respond.ProtobufKind(res.GroupVersion(ver.Name).WithKind(res.Names.Kind)) && q.subresource != "scale")
 	if err != nil {
 		return nil, err
 	}

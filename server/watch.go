@@ -16,7 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// serveWatch streams watch events as newline-separated JSON WatchEvents. The watch
+// serveWatch streams watch events: newline-separated JSON WatchEvents, or
+// length-prefixed protobuf ones to clients that negotiated protobuf. The watch
 // ends at timeoutSeconds (or the server's maximum, with jitter), when the client goes
 // away, or when the server shuts down.
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiRequest) {
@@ -57,7 +58,13 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 	defer s.metrics.longrun.WithLabelValues(labels...).Dec()
 	sent := s.metrics.watchSent.WithLabelValues(q.res.Group, q.version.Name, q.res.Names.Plural)
 
-	w.Header().Set("Content-Type", "application/json")
+	appendEvent := appendWatchEvent
+	if q.out.Protobuf {
+		appendEvent = respond.AppendProtobufWatchEvent
+		w.Header().Set("Content-Type", respond.ProtobufMediaType+";stream=watch")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
 	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -77,9 +84,9 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 				st := respond.ErrorToStatus(err)
 				ev, obj = watch.Event{Type: watch.Error}, st
 			}
-			buf, err = appendWatchEvent(buf[:0], ev.Type, obj)
+			buf, err = appendEvent(buf[:0], ev.Type, obj)
 			if err != nil {
-				buf, _ = appendWatchEvent(buf[:0], watch.Error, respond.ErrorToStatus(apierrors.NewInternalError(err)))
+				buf, _ = appendEvent(buf[:0], watch.Error, respond.ErrorToStatus(apierrors.NewInternalError(err)))
 			}
 			if _, err := w.Write(buf); err != nil {
 				return
@@ -97,7 +104,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 
 // appendWatchEvent appends the wire form of a watch event, metav1.WatchEvent with the
 // object inline, and a newline.
-func appendWatchEvent(dst []byte, t watch.EventType, obj interface{}) ([]byte, error) {
+func appendWatchEvent(dst []byte, t watch.EventType, obj runtime.Object) ([]byte, error) {
 	dst = append(dst, `{"type":`...)
 	dst, _ = objectjson.Append(dst, string(t))
 	dst = append(dst, `,"object":`...)

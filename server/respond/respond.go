@@ -1,7 +1,6 @@
 package respond
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -36,12 +35,17 @@ type Negotiation struct {
 	Output Output
 	// YAML is true when the client asked for application/yaml.
 	YAML bool
+	// Protobuf is true when the answer is Kubernetes' protobuf.
+	Protobuf bool
 }
 
-// Negotiate reads Accept. Protobuf is not spoken: clients that offer JSON as well get
-// JSON (client-go decodes by the response Content-Type); a client that accepts only
-// protobuf gets 406.
-func Negotiate(r *http.Request) (Negotiation, error) {
+// Negotiate reads Accept: the first media type offered that the server can answer
+// wins. JSON and YAML are always spoken; protobuf (application/vnd.kubernetes.protobuf)
+// for PartialObjectMetadata, and for objects when protobufObjects says their kind has
+// a protobuf form (built-in kinds do, custom resources do not: a client that offers
+// JSON as well gets JSON, one that accepts only protobuf gets 406). Tables are JSON or
+// YAML only, as in Kubernetes.
+func Negotiate(r *http.Request, protobufObjects bool) (Negotiation, error) {
 	accept := r.Header.Get("Accept")
 	if accept == "" {
 		return Negotiation{}, nil
@@ -52,15 +56,18 @@ func Negotiate(r *http.Request) (Negotiation, error) {
 			continue
 		}
 		switch mt {
-		case "application/json", "*/*", "application/*", "application/yaml":
+		case "application/json", "*/*", "application/*", "application/yaml", ProtobufMediaType:
 		default:
 			continue
 		}
-		n := Negotiation{YAML: mt == "application/yaml"}
+		n := Negotiation{YAML: mt == "application/yaml", Protobuf: mt == ProtobufMediaType}
 		switch params["as"] {
 		case "":
+			if n.Protobuf && !protobufObjects {
+				continue
+			}
 		case "Table":
-			if params["g"] != "meta.k8s.io" || (params["v"] != "v1" && params["v"] != "v1beta1") {
+			if params["g"] != "meta.k8s.io" || (params["v"] != "v1" && params["v"] != "v1beta1") || n.Protobuf {
 				continue
 			}
 			n.Output = OutputTable
@@ -75,7 +82,8 @@ func Negotiate(r *http.Request) (Negotiation, error) {
 		return n, nil
 	}
 	return Negotiation{}, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "",
-		"only application/json and application/yaml are served (optionally as=Table or as=PartialObjectMetadata with g=meta.k8s.io, v=v1)", 0, false)
+		"only application/json, application/yaml and, for built-in kinds, "+ProtobufMediaType+
+			" are served (optionally as=Table, JSON or YAML only, or as=PartialObjectMetadata with g=meta.k8s.io, v=v1)", 0, false)
 }
 
 // jsonValue returns what to hand encoding/json for v: unstructured objects and lists
@@ -106,19 +114,14 @@ func AppendJSON(dst []byte, v interface{}) ([]byte, error) {
 	return objectjson.Append(dst, jsonValue(v))
 }
 
-// Object writes v with code, as JSON (or YAML if the client asked for it).
+// Object writes v with code, as JSON, or as YAML or protobuf if the client asked for
+// it and v has that form.
 func Object(w http.ResponseWriter, r *http.Request, code int, v interface{}) {
-	body, err := AppendJSON(make([]byte, 0, 2048), v)
+	n, _ := Negotiate(r, canProtobuf(v))
+	ctype, body, err := encode(n, v)
 	if err != nil {
 		Error(w, r, apierrors.NewInternalError(fmt.Errorf("encoding the response: %w", err)))
 		return
-	}
-	body = append(body, '\n')
-	ctype := "application/json"
-	if n, err := Negotiate(r); err == nil && n.YAML {
-		if y, err := yaml.JSONToYAML(body); err == nil {
-			ctype, body = "application/yaml", y
-		}
 	}
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -140,21 +143,34 @@ func Error(w http.ResponseWriter, r *http.Request, err error) {
 	if status.Details != nil && status.Details.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(status.Details.RetryAfterSeconds)))
 	}
-	body, err := json.Marshal(status)
+	n, _ := Negotiate(r, true)
+	ctype, body, err := encode(n, status)
 	if err != nil {
-		body = []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the error could not be encoded","code":500}`)
-	}
-	body = append(body, '\n')
-	ctype := "application/json"
-	if n, nerr := Negotiate(r); nerr == nil && n.YAML {
-		if y, yerr := yaml.JSONToYAML(body); yerr == nil {
-			ctype, body = "application/yaml", y
-		}
+		ctype, body = "application/json", []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the error could not be encoded","code":500}`+"\n")
 	}
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(int(status.Code))
 	_, _ = w.Write(body)
+}
+
+// encode returns v's media type and body in the negotiated representation.
+func encode(n Negotiation, v interface{}) (string, []byte, error) {
+	if n.Protobuf {
+		body, err := AppendProtobuf(make([]byte, 0, 2048), v)
+		return ProtobufMediaType, body, err
+	}
+	body, err := AppendJSON(make([]byte, 0, 2048), v)
+	if err != nil {
+		return "", nil, err
+	}
+	body = append(body, '\n')
+	if n.YAML {
+		if y, err := yaml.JSONToYAML(body); err == nil {
+			return "application/yaml", y, nil
+		}
+	}
+	return "application/json", body, nil
 }
 
 // ErrorToStatus returns the Status for err, with kind and apiVersion set.

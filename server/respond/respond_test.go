@@ -29,7 +29,8 @@ func TestError(t *testing.T) {
 		{"API error, no Accept", "", apierrors.NewNotFound(schemaGR, "x"), 404, "application/json", metav1.StatusReasonNotFound, ""},
 		{"API error as YAML", "application/yaml", apierrors.NewNotFound(schemaGR, "x"), 404, "application/yaml", metav1.StatusReasonNotFound, ""},
 		{"kubectl's Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json", apierrors.NewConflict(schemaGR, "x", errors.New("c")), 409, "application/json", metav1.StatusReasonConflict, ""},
-		{"unacceptable Accept: JSON anyway", "application/vnd.kubernetes.protobuf", apierrors.NewBadRequest("b"), 400, "application/json", metav1.StatusReasonBadRequest, ""},
+		{"protobuf", "application/vnd.kubernetes.protobuf", apierrors.NewBadRequest("b"), 400, "application/vnd.kubernetes.protobuf", metav1.StatusReasonBadRequest, ""},
+		{"unacceptable Accept: JSON anyway", "text/html", apierrors.NewBadRequest("b"), 400, "application/json", metav1.StatusReasonBadRequest, ""},
 		{"plain error", "", errors.New("disk on fire"), 500, "application/json", metav1.StatusReasonInternalError, ""},
 		{"Retry-After", "", unavailable, 503, "application/json", metav1.StatusReasonServiceUnavailable, "3"},
 	} {
@@ -44,15 +45,25 @@ func TestError(t *testing.T) {
 				t.Fatalf("%d %q Retry-After %q, want %d %q %q", w.Code, w.Header().Get("Content-Type"), w.Header().Get("Retry-After"), tc.code, tc.ctype, tc.retryAfter)
 			}
 			body := w.Body.Bytes()
-			if tc.ctype == "application/yaml" {
+			var st metav1.Status
+			switch tc.ctype {
+			case "application/yaml":
 				var err error
 				if body, err = yaml.YAMLToJSON(body); err != nil {
 					t.Fatal(err)
 				}
+			case respond.ProtobufMediaType:
+				obj, _, err := respond.Protobuf.Decode(body, nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st = *obj.(*metav1.Status)
+				body = nil
 			}
-			var st metav1.Status
-			if err := json.Unmarshal(body, &st); err != nil {
-				t.Fatal(err)
+			if body != nil {
+				if err := json.Unmarshal(body, &st); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if st.Kind != "Status" || st.APIVersion != "v1" || st.Status != metav1.StatusFailure || st.Reason != tc.reason || st.Code != int32(tc.code) {
 				t.Errorf("Status %+v", st)
@@ -62,26 +73,36 @@ func TestError(t *testing.T) {
 }
 
 func TestNegotiate(t *testing.T) {
+	const pb = respond.ProtobufMediaType
 	for _, tc := range []struct {
-		accept string
-		want   respond.Negotiation
-		ok     bool
+		accept   string
+		protobuf bool // the object's kind has a protobuf form
+		want     respond.Negotiation
+		ok       bool
 	}{
-		{"", respond.Negotiation{}, true},
-		{"application/json", respond.Negotiation{}, true},
-		{"application/yaml", respond.Negotiation{YAML: true}, true},
-		{"*/*", respond.Negotiation{}, true},
-		{"application/json;as=Table;v=v1;g=meta.k8s.io,application/json", respond.Negotiation{Output: respond.OutputTable}, true},
-		{"application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", respond.Negotiation{Output: respond.OutputMetadata}, true},
-		{"application/json;as=Table;v=v2;g=meta.k8s.io,application/json", respond.Negotiation{}, true},
-		{"application/json;as=Unknown", respond.Negotiation{}, false},
-		{"text/html", respond.Negotiation{}, false},
+		{"", true, respond.Negotiation{}, true},
+		{pb, true, respond.Negotiation{Protobuf: true}, true},
+		{pb, false, respond.Negotiation{}, false},
+		{pb + ",application/json", true, respond.Negotiation{Protobuf: true}, true},
+		{pb + ",application/json", false, respond.Negotiation{}, true},
+		{"application/json," + pb, true, respond.Negotiation{}, true},
+		{pb + ";as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", false, respond.Negotiation{Output: respond.OutputMetadata, Protobuf: true}, true},
+		{pb + ";as=Table;v=v1;g=meta.k8s.io," + "application/json;as=Table;v=v1;g=meta.k8s.io", true, respond.Negotiation{Output: respond.OutputTable}, true},
+		{pb + ";as=Table;v=v1;g=meta.k8s.io", true, respond.Negotiation{}, false},
+		{"application/json", false, respond.Negotiation{}, true},
+		{"application/yaml", false, respond.Negotiation{YAML: true}, true},
+		{"*/*", false, respond.Negotiation{}, true},
+		{"application/json;as=Table;v=v1;g=meta.k8s.io,application/json", false, respond.Negotiation{Output: respond.OutputTable}, true},
+		{"application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", false, respond.Negotiation{Output: respond.OutputMetadata}, true},
+		{"application/json;as=Table;v=v2;g=meta.k8s.io,application/json", false, respond.Negotiation{}, true},
+		{"application/json;as=Unknown", false, respond.Negotiation{}, false},
+		{"text/html", false, respond.Negotiation{}, false},
 	} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.Header.Set("Accept", tc.accept)
-		got, err := respond.Negotiate(r)
+		got, err := respond.Negotiate(r, tc.protobuf)
 		if got != tc.want || (err == nil) != tc.ok {
-			t.Errorf("Accept %q: %+v, %v; want %+v, ok=%v", tc.accept, got, err, tc.want, tc.ok)
+			t.Errorf("Accept %q (protobuf kind: %v): %+v, %v; want %+v, ok=%v", tc.accept, tc.protobuf, got, err, tc.want, tc.ok)
 		}
 		if err != nil && !strings.Contains(err.Error(), "application/json") {
 			t.Errorf("Accept %q: the refusal does not say what is served: %v", tc.accept, err)
