@@ -33,6 +33,9 @@ type Schema struct {
 	// values validates values against the OpenAPI form of the schema, unsupported formats
 	// stripped. Built once: kube-openapi validators are safe for concurrent use.
 	values *validate.SchemaValidator
+	// ratchet validates updates the same way, ratcheting: an error in a value that the
+	// update leaves as it was is not reported (Kubernetes' CRD validation ratcheting).
+	ratchet *apiservervalidation.RatchetingSchemaValidator
 	// rules evaluates x-kubernetes-validations; nil when the schema has none.
 	rules *cel.Validator
 	// hasEmbedded and hasListSetsOrMaps tell whether any node below the root is an
@@ -109,6 +112,7 @@ func Compile(ctx context.Context, props *apiextensionsv1.JSONSchemaProps, fldPat
 	s := &Schema{
 		structural: ss,
 		values:     validate.NewSchemaValidator(valueSchema, nil, "", strfmt.Default),
+		ratchet:    apiservervalidation.NewRatchetingSchemaValidator(valueSchema, nil, "", strfmt.Default),
 		rules:      cel.NewValidator(ss, true, celconfig.PerCallLimit),
 		typesOnly:  typesOnly(ss),
 	}

@@ -3,11 +3,14 @@ package schema
 import (
 	"context"
 
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/kube-openapi/pkg/validation/validate"
 )
 
@@ -32,18 +35,29 @@ func (s *Schema) Validate(ctx context.Context, obj map[string]interface{}) field
 	return s.validateRules(ctx, obj, nil, errs)
 }
 
-// ValidateUpdate is Validate for an update of old (the stored object) to obj: list-type
-// uniqueness is only enforced if old satisfied it, and x-kubernetes-validations transition
-// rules (those using oldSelf) are evaluated. All other checks are those of Validate.
+// ValidateUpdate is Validate for an update of old (the stored object) to obj, with
+// Kubernetes' validation ratcheting: an error of value validation or of an
+// x-kubernetes-validations rule in a value the update leaves unchanged (and that can be
+// correlated with its old self: object fields, map values, items of map-type lists) is
+// not reported, so that tightening a schema does not make stored objects
+// un-updatable. List-type uniqueness is only enforced if old satisfied it, and
+// transition rules (those using oldSelf) are evaluated, never ratcheted.
 func (s *Schema) ValidateUpdate(ctx context.Context, obj, old map[string]interface{}) field.ErrorList {
 	if s == nil {
 		return nil
 	}
-	errs := s.validateValues(ctx, obj)
+	correlation := common.NewCorrelatedObject(obj, old, &model.Structural{Structural: s.structural})
+	var errs field.ErrorList
+	if !s.typesOnly || !objectValid(s.structural, obj) {
+		errs = apiservervalidation.ValidateCustomResourceUpdate(nil, obj, old, s.ratchet, apiservervalidation.WithRatcheting(correlation))
+	}
+	if s.hasEmbedded {
+		errs = append(errs, objectmeta.Validate(ctx, nil, obj, s.structural, false)...)
+	}
 	if s.hasListSetsOrMaps && len(listtype.ValidateListSetsAndMaps(nil, s.structural, old)) == 0 {
 		errs = append(errs, listtype.ValidateListSetsAndMaps(nil, s.structural, obj)...)
 	}
-	return s.validateRules(ctx, obj, old, errs)
+	return s.validateRules(ctx, obj, old, errs, cel.WithRatcheting(correlation))
 }
 
 // validateValues runs the OpenAPI value validation and the embedded-resource checks.
@@ -61,7 +75,7 @@ func (s *Schema) validateValues(ctx context.Context, obj map[string]interface{})
 // validateRules appends the errors of the x-kubernetes-validations rules to errs, or the
 // notice that they were skipped when errs holds errors that make rule evaluation
 // meaningless (missing, mistyped or out-of-range values).
-func (s *Schema) validateRules(ctx context.Context, obj, old map[string]interface{}, errs field.ErrorList) field.ErrorList {
+func (s *Schema) validateRules(ctx context.Context, obj, old map[string]interface{}, errs field.ErrorList, opts ...cel.Option) field.ErrorList {
 	if s.rules == nil {
 		return errs
 	}
@@ -75,7 +89,7 @@ func (s *Schema) validateRules(ctx context.Context, obj, old map[string]interfac
 	if old != nil {
 		oldObj = old
 	}
-	ruleErrs, _ := s.rules.Validate(ctx, nil, s.structural, obj, oldObj, celconfig.RuntimeCELCostBudget)
+	ruleErrs, _ := s.rules.Validate(ctx, nil, s.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
 	return append(errs, ruleErrs...)
 }
 

@@ -197,6 +197,21 @@ properties:
         type: array
         x-kubernetes-list-type: set
         items: {type: string}
+      mode: {type: string, enum: [fast, safe]}
+      owner:
+        type: string
+        x-kubernetes-validations:
+        - rule: self.startsWith("team-")
+      items:
+        type: array
+        x-kubernetes-list-type: map
+        x-kubernetes-list-map-keys: [key]
+        items:
+          type: object
+          required: [key]
+          properties:
+            key: {type: string}
+            size: {type: integer, maximum: 10}
 `), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +225,16 @@ properties:
 		{"transition rule broken", `{spec: {level: 2}}`, `{spec: {level: 1}}`, []string{`spec.level: Invalid value: 1: level may not decrease`}},
 		{"duplicates introduced", `{spec: {tags: [a]}}`, `{spec: {tags: [a, a]}}`, []string{`spec.tags[1]: Duplicate value: "a"`}},
 		{"duplicates kept from old", `{spec: {tags: [a, a]}}`, `{spec: {tags: [a, a, b]}}`, nil},
+		// Ratcheting: invalid values the update leaves alone pass; changed ones do not.
+		{"unchanged invalid enum", `{spec: {mode: slow, level: 1}}`, `{spec: {mode: slow, level: 2}}`, nil},
+		{"changed invalid enum", `{spec: {mode: slow}}`, `{spec: {mode: slower}}`, []string{
+			`spec.mode: Unsupported value: "slower": supported values: "fast", "safe"`,
+			`<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`,
+		}},
+		{"unchanged rule failure", `{spec: {owner: bob, level: 1}}`, `{spec: {owner: bob, level: 2}}`, nil},
+		{"changed rule failure", `{spec: {owner: bob}}`, `{spec: {owner: alice}}`, []string{`spec.owner: Invalid value: "alice": failed rule: self.startsWith("team-")`}},
+		{"unchanged map-list item", `{spec: {items: [{key: a, size: 20}]}}`, `{spec: {items: [{key: b, size: 1}, {key: a, size: 20}]}}`, nil},
+		{"changed map-list item", `{spec: {items: [{key: a, size: 20}]}}`, `{spec: {items: [{key: a, size: 30}]}}`, []string{`spec.items[0].size: Invalid value: 30: spec.items[0].size in body should be less than or equal to 10`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

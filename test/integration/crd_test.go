@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
@@ -1348,4 +1349,81 @@ func TestCRDNameConflicts(t *testing.T) {
 	}
 	waitCRD(t, crdClient(t, c.Servers[1]), "crons.conflict.example.com", "established once CronTab is free", established)
 	waitServedEverywhere(t, c, schema.GroupVersionResource{Group: "conflict.example.com", Version: "v1", Resource: "crons"}, time.Now())
+}
+
+// Validation ratcheting: after a CRD's schema tightens, a custom resource that the new
+// schema calls invalid may still be updated as long as the update leaves the invalid
+// values alone; changing one of them is refused.
+func TestValidationRatcheting(t *testing.T) {
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	crds := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions()
+	crd, err := crds.Create(ctx, cronTabCRD("ratchet.example.com"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := gvrOf(crd, "v1")
+	waitServedEverywhere(t, c, gvr, time.Now())
+	crs := c.Servers[0].Dynamic(t).Resource(gvr).Namespace("default")
+	cr := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "ratchet.example.com/v1", "kind": "CronTab",
+		"metadata": map[string]interface{}{"name": "legacy"},
+		"spec":     map[string]interface{}{"cronSpec": "@hourly", "image": "old"},
+	}}
+	if _, err := crs.Create(ctx, cr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The schema now allows only five-field cron specs and images with a tag.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+		spec.Properties["cronSpec"] = apiextensionsv1.JSONSchemaProps{Type: "string", Pattern: `^(\S+ ){4}\S+$`}
+		spec.Properties["image"] = apiextensionsv1.JSONSchemaProps{Type: "string", XValidations: apiextensionsv1.ValidationRules{{Rule: `self.contains(":")`}}}
+		crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the server validates with the new schema: a new object is refused.
+	waitFor(t, "the tightened schema", func() (bool, error) {
+		fresh := cr.DeepCopy()
+		fresh.SetName("fresh")
+		_, err := crs.Create(ctx, fresh, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsInvalid(err), nil
+	})
+
+	current, err := crs.Get(ctx, "legacy", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	current.SetLabels(map[string]string{"touched": "yes"})
+	if current, err = crs.Update(ctx, current, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("an update that leaves the invalid values alone: %v", err)
+	}
+	if _, err := crs.Apply(ctx, "legacy", &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "ratchet.example.com/v1", "kind": "CronTab",
+		"metadata": map[string]interface{}{"name": "legacy", "labels": map[string]interface{}{"applied": "yes"}},
+	}}, metav1.ApplyOptions{FieldManager: "ratchet-test"}); err != nil {
+		t.Fatalf("an apply that leaves the invalid values alone: %v", err)
+	}
+	current, err = crs.Get(ctx, "legacy", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(current.Object, "@daily", "spec", "cronSpec"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(current.Object, "newer", "spec", "image"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = crs.Update(ctx, current, metav1.UpdateOptions{})
+	if !apierrors.IsInvalid(err) || !hasCause(err, "spec.cronSpec", "should match") || !hasCause(err, "spec.image", "failed rule") {
+		t.Fatalf("an update that changes the invalid values: %v, want 422 for spec.cronSpec and spec.image", err)
+	}
 }
