@@ -34,8 +34,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 )
 
@@ -1403,7 +1403,7 @@ func TestValidationRatcheting(t *testing.T) {
 		t.Fatal(err)
 	}
 	current.SetLabels(map[string]string{"touched": "yes"})
-	if current, err = crs.Update(ctx, current, metav1.UpdateOptions{}); err != nil {
+	if _, err = crs.Update(ctx, current, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("an update that leaves the invalid values alone: %v", err)
 	}
 	if _, err := crs.Apply(ctx, "legacy", &unstructured.Unstructured{Object: map[string]interface{}{
