@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -89,6 +91,26 @@ func parseFieldValidation(r *http.Request) (fieldValidation, error) {
 // says (an error for Strict, warnings for Warn); unknown fields are pruned and defaults
 // applied. The warnings are returned for the Warning header.
 func decodeObject(data []byte, res *registry.Resource, version string, fv fieldValidation) (*unstructured.Unstructured, []string, error) {
+	obj, strictErrs, err := parseObject(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := admit(obj, strictErrs, false, res, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	problems := d.problems()
+	if len(problems) > 0 && fv != validationIgnore {
+		if typed := typedStrictProblems(data, obj.GroupVersionKind()); typed != nil {
+			problems = typed
+		}
+	}
+	warnings, err := report(problems, fv)
+	return d.obj, warnings, err
+}
+
+// parseObject parses a JSON object, and names its duplicate fields.
+func parseObject(data []byte) (*unstructured.Unstructured, []error, error) {
 	obj := &unstructured.Unstructured{}
 	var strictErrs []error
 	m, err := objectjson.UnmarshalObjectStrict(data)
@@ -105,7 +127,29 @@ func decodeObject(data []byte, res *registry.Resource, version string, fv fieldV
 	if obj.Object == nil {
 		return nil, nil, apierrors.NewBadRequest("the body is not a valid JSON object: null")
 	}
-	return admitObject(obj, strictErrs, false, res, version, fv)
+	return obj, strictErrs, nil
+}
+
+// typedStrictProblems decodes data strictly into the Go type of a built-in kind, to
+// word its unknown and duplicate fields as Kubernetes does for them: in the order they
+// appear in the body. It returns nil for kinds without a Go type.
+func typedStrictProblems(data []byte, gvk schema.GroupVersionKind) []string {
+	if !typedScheme.Recognizes(gvk) {
+		return nil
+	}
+	obj, err := typedScheme.New(gvk)
+	if err != nil {
+		return nil
+	}
+	strictErrs, err := kjson.UnmarshalStrict(data, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil || len(strictErrs) == 0 {
+		return nil
+	}
+	problems := make([]string, len(strictErrs))
+	for i, e := range strictErrs {
+		problems[i] = e.Error()
+	}
+	return problems
 }
 
 // decodeRequestObject decodes the object in a create or update body: JSON and YAML as
@@ -117,7 +161,12 @@ func decodeRequestObject(r *http.Request, body []byte, res *registry.Resource, v
 		if err != nil {
 			return nil, nil, err
 		}
-		return admitObject(&unstructured.Unstructured{Object: m}, nil, true, res, version, fv)
+		d, err := admit(&unstructured.Unstructured{Object: m}, nil, true, res, version)
+		if err != nil {
+			return nil, nil, err
+		}
+		warnings, err := report(d.problems(), fv)
+		return d.obj, warnings, err
 	}
 	data, err := bodyToJSON(r, body)
 	if err != nil {
@@ -126,50 +175,71 @@ func decodeRequestObject(r *http.Request, body []byte, res *registry.Resource, v
 	return decodeObject(data, res, version, fv)
 }
 
-// admitObject checks a decoded object against the endpoint (apiVersion, kind), prunes
-// unknown fields and applies defaults, reporting problems as fieldValidation says.
-// typedMeta says that metadata was made from a metav1.ObjectMeta (a protobuf body), so
-// it cannot hold what ObjectMeta lacks and needs no normalizing.
-func admitObject(obj *unstructured.Unstructured, strictErrs []error, typedMeta bool, res *registry.Resource, version string, fv fieldValidation) (*unstructured.Unstructured, []string, error) {
+// admitted is a decoded object as the endpoint admits it, with what it dropped.
+type admitted struct {
+	obj *unstructured.Unstructured
+	// duplicates are the strict decoder's complaints (duplicate fields).
+	duplicates []string
+	// unknown are the paths of the fields pruned (no leading dot).
+	unknown []string
+}
+
+// problems are the admission's problems as Kubernetes words them, sorted.
+func (a admitted) problems() []string {
+	problems := slices.Clone(a.duplicates)
+	for _, f := range a.unknown {
+		problems = append(problems, fmt.Sprintf("unknown field %q", f))
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+// report turns problems into the error (Strict) or the warnings (Warn) fieldValidation
+// asks for.
+func report(problems []string, fv fieldValidation) ([]string, error) {
+	switch {
+	case len(problems) == 0:
+	case fv == validationStrict:
+		return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(problems, ", "))
+	case fv == validationWarn:
+		return problems, nil
+	}
+	return nil, nil
+}
+
+// admit checks a decoded object against the endpoint (apiVersion, kind), prunes
+// unknown fields and applies defaults. typedMeta says that metadata was made from a
+// metav1.ObjectMeta (a protobuf body), so it cannot hold what ObjectMeta lacks and
+// needs no normalizing.
+func admit(obj *unstructured.Unstructured, strictErrs []error, typedMeta bool, res *registry.Resource, version string) (admitted, error) {
 	wantAV := res.GroupVersion(version).String()
 	switch av := obj.GetAPIVersion(); {
 	case av == "":
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("apiVersion is not set: expected %q", wantAV))
+		return admitted{}, apierrors.NewBadRequest(fmt.Sprintf("apiVersion is not set: expected %q", wantAV))
 	case av != wantAV:
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("apiVersion %q does not match the endpoint's %q", av, wantAV))
+		return admitted{}, apierrors.NewBadRequest(fmt.Sprintf("apiVersion %q does not match the endpoint's %q", av, wantAV))
 	}
 	switch k := obj.GetKind(); {
 	case k == "":
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("kind is not set: expected %q", res.Names.Kind))
+		return admitted{}, apierrors.NewBadRequest(fmt.Sprintf("kind is not set: expected %q", res.Names.Kind))
 	case k != res.Names.Kind:
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("kind %q does not match the endpoint's %q", k, res.Names.Kind))
+		return admitted{}, apierrors.NewBadRequest(fmt.Sprintf("kind %q does not match the endpoint's %q", k, res.Names.Kind))
 	}
-	var problems []string
+	a := admitted{obj: obj}
 	for _, e := range strictErrs {
-		problems = append(problems, e.Error())
+		a.duplicates = append(a.duplicates, e.Error())
 	}
-	var unknown []string
 	if !typedMeta {
 		var err error
-		if unknown, err = normalizeMetadata(obj); err != nil {
-			return nil, nil, err
+		if a.unknown, err = normalizeMetadata(obj); err != nil {
+			return admitted{}, err
 		}
 	}
-	unknown = append(unknown, res.Schema(version).Prune(obj.Object)...)
-	for _, f := range unknown {
-		problems = append(problems, fmt.Sprintf("unknown field %q", strings.TrimPrefix(f, ".")))
+	for _, f := range res.Schema(version).Prune(obj.Object) {
+		a.unknown = append(a.unknown, strings.TrimPrefix(f, "."))
 	}
 	res.Schema(version).Default(obj.Object)
-	sort.Strings(problems)
-	switch fv {
-	case validationStrict:
-		if len(problems) > 0 {
-			return nil, nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(problems, ", "))
-		}
-	case validationWarn:
-		return obj, problems, nil
-	}
-	return obj, nil, nil
+	return a, nil
 }
 
 // normalizeMetadata round-trips metadata through metav1.ObjectMeta, dropping fields it

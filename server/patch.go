@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/respond"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"sigs.k8s.io/yaml"
 )
 
 // servePatch handles JSON patch, JSON merge patch, strategic merge patch (for the
@@ -111,15 +113,48 @@ func (s *Server) readPatch(r *http.Request, q *apiRequest) (*patch, error) {
 	return p, nil
 }
 
-// applied decodes the object of an apply patch, named by the URL.
+// applied decodes the object of an apply patch, named by the URL. Fields the schema
+// does not declare are refused under fieldValidation Strict, in the words of
+// Kubernetes' structured-merge typed conversion, reported under Warn and dropped under
+// Ignore (Kubernetes refuses them whatever the fieldValidation). Duplicate keys are
+// found by decoding the YAML strictly, as Kubernetes does.
 func (p *patch) applied(r *http.Request, q *apiRequest) (*unstructured.Unstructured, []string, error) {
+	var warnings []string
+	if p.validation != validationIgnore {
+		if err := yaml.UnmarshalStrict(p.body, &map[string]interface{}{}); err != nil {
+			if p.validation == validationStrict {
+				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding patch: %v", err))
+			}
+			warnings = append(warnings, err.Error())
+		}
+	}
 	data, err := bodyToJSON(r, p.body)
 	if err != nil {
 		return nil, nil, err
 	}
-	applied, warnings, err := decodeObject(data, q.res, q.version.Name, p.validation)
+	obj, _, err := parseObject(data)
 	if err != nil {
 		return nil, nil, err
+	}
+	d, err := admit(obj, nil, false, q.res, q.version.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	applied := d.obj
+	if len(d.unknown) > 0 {
+		switch p.validation {
+		case validationStrict:
+			lines := make([]string, len(d.unknown))
+			for i, f := range d.unknown {
+				lines[i] = "." + f + ": field not declared in schema"
+			}
+			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("failed to create typed patch object (%s): %s",
+				applied.GroupVersionKind(), strings.Join(lines, "\n")))
+		case validationWarn:
+			for _, f := range d.unknown {
+				warnings = append(warnings, fmt.Sprintf("unknown field %q", f))
+			}
+		}
 	}
 	if applied.GetName() != "" && applied.GetName() != q.info.Name {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the applied object (%s) does not match the name on the URL (%s)", applied.GetName(), q.info.Name))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/concordproject/concord/harness"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,6 +117,38 @@ func TestFieldValidation(t *testing.T) {
 	code, st, _ = raw(t, s, "POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Sometimes", "application/json", body)
 	if code != 400 || st == nil || !strings.Contains(st.Message, "Ignore, Warn and Strict") {
 		t.Fatalf("bad fieldValidation: %d %+v", code, st)
+	}
+
+	// A built-in kind's unknown and duplicate fields are named in the order they come,
+	// as Kubernetes' typed decoder names them.
+	deployment := []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","labels":{"app":"a"}},
+		"spec":{"unknownField":"foo","replicas":2,"replicas":3,"selector":{"matchLabels":{"app":"a"}},
+		"template":{"metadata":{"labels":{"app":"a"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`)
+	code, st, _ = raw(t, s, "POST", "/apis/apps/v1/namespaces/default/deployments?fieldValidation=Strict", "application/json", deployment)
+	if want := `strict decoding error: unknown field "spec.unknownField", duplicate field "spec.replicas"`; code != 400 || st == nil || st.Message != want {
+		t.Fatalf("typed object under Strict: %d %+v, want 400 %q", code, st, want)
+	}
+
+	// Apply: fields the schema does not declare, and duplicate YAML keys.
+	crd, err := crdClient(t, s).ApiextensionsV1().CustomResourceDefinitions().Create(t.Context(), cronTabCRD("fv.example.com"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitServedEverywhere(t, c, gvrOf(crd, "v1"), time.Now())
+	const applyPath = "/apis/fv.example.com/v1/namespaces/default/crontabs/applied?fieldManager=m&fieldValidation="
+	unknown := []byte("apiVersion: fv.example.com/v1\nkind: CronTab\nmetadata:\n  name: applied\nunknownField: x\nspec:\n  cronSpec: a\n")
+	code, st, _ = raw(t, s, "PATCH", applyPath+"Strict", "application/apply-patch+yaml", unknown)
+	if code != 400 || st == nil || !strings.Contains(st.Message, ".unknownField: field not declared in schema") {
+		t.Fatalf("apply of an undeclared field under Strict: %d %+v", code, st)
+	}
+	code, _, hdr = raw(t, s, "PATCH", applyPath+"Warn", "application/apply-patch+yaml", unknown)
+	if code != 201 || !strings.Contains(hdr.Get("Warning"), `unknown field \"unknownField\"`) {
+		t.Fatalf("apply of an undeclared field under Warn: %d, Warning %q", code, hdr.Get("Warning"))
+	}
+	duplicate := []byte("apiVersion: fv.example.com/v1\nkind: CronTab\nmetadata:\n  name: applied\nspec:\n  cronSpec: a\n  cronSpec: b\n")
+	code, st, _ = raw(t, s, "PATCH", applyPath+"Strict", "application/apply-patch+yaml", duplicate)
+	if code != 400 || st == nil || !strings.Contains(st.Message, `line 7: key "cronSpec" already set in map`) {
+		t.Fatalf("apply with a duplicate key under Strict: %d %+v", code, st)
 	}
 }
 
