@@ -11,8 +11,8 @@
 // stores and decodes it alike.
 // The few that no other package owns live here, one file per resource: Events (their
 // expiry, the field selectors of core Events, kubectl's columns), Leases (created by
-// PUT) and Deployments (the defaults, selector rules and READY column of Kubernetes'
-// API server; no controller acts on them).
+// PUT), Deployments (the defaults, selector rules and READY column of Kubernetes'
+// API server; no controller acts on them) and PodTemplates (the pod-spec defaults).
 //
 // It changes definitions before they go into a registry; it serves and stores
 // nothing.

@@ -18,6 +18,7 @@ func TestDefaultAPIs(t *testing.T) {
 		"v1/configmaps",
 		"v1/events",
 		"v1/namespaces",
+		"v1/podtemplates",
 		"admissionregistration.k8s.io/v1/mutatingadmissionpolicies",
 		"admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings",
 		"admissionregistration.k8s.io/v1/validatingadmissionpolicies",

@@ -78,6 +78,16 @@ var resources = []resourceSpec{
 		group: "", plural: "configmaps", namespaced: true, shortNames: []string{"cm"},
 		versions: []versionSpec{{name: "v1", obj: &corev1.ConfigMap{}}},
 	},
+	// Pod templates as data, as in Kubernetes (no controller reads them).
+	{
+		group: "", plural: "podtemplates", namespaced: true,
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Containers", Type: "string", JSONPath: ".template.spec.containers[*].name"},
+			{Name: "Images", Type: "string", JSONPath: ".template.spec.containers[*].image"},
+			{Name: "Pod Labels", Type: "string", JSONPath: ".template.metadata.labels"},
+		},
+		versions: []versionSpec{{name: "v1", obj: &corev1.PodTemplate{}}},
+	},
 	// Events of both groups, each stored on its own: Kubernetes keeps them in one
 	// place, as one resource with renamed fields, which the registry cannot express.
 	{

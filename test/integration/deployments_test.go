@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/concordproject/concord/harness"
@@ -82,5 +83,34 @@ func TestDeployments(t *testing.T) {
 	d.Spec.Template.Labels = map[string]string{"app": "web", "tier": "front"}
 	if _, err := deployments.Update(ctx, d, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) || !hasCause(err, "spec.selector", "immutable") {
 		t.Errorf("changed selector: got %v, want 422 field is immutable", err)
+	}
+}
+
+// PodTemplates are data with the pod-spec defaults, listed in pages like any resource.
+func TestPodTemplates(t *testing.T) {
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	templates := c.Servers[0].Clientset(t).CoreV1().PodTemplates("default")
+	for i := range 5 {
+		pt := &corev1.PodTemplate{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("template-%d", i)},
+			Template:   corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:latest"}}}},
+		}
+		created, err := templates.Create(ctx, pt, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := created.Template.Spec
+		if spec.RestartPolicy != corev1.RestartPolicyAlways || spec.Containers[0].ImagePullPolicy != corev1.PullAlways {
+			t.Fatalf("pod spec defaults: %+v", spec)
+		}
+	}
+	first, err := templates.List(ctx, metav1.ListOptions{Limit: 3})
+	if err != nil || len(first.Items) != 3 || first.Continue == "" || ptr.Deref(first.RemainingItemCount, 0) != 2 {
+		t.Fatalf("first page: %v, %d items, continue %q, remaining %v", err, len(first.Items), first.Continue, first.RemainingItemCount)
+	}
+	rest, err := templates.List(ctx, metav1.ListOptions{Limit: 3, Continue: first.Continue})
+	if err != nil || len(rest.Items) != 2 || rest.Continue != "" || rest.ResourceVersion != first.ResourceVersion {
+		t.Fatalf("second page: %v, %d items, continue %q, resourceVersion %s (first %s)", err, len(rest.Items), rest.Continue, rest.ResourceVersion, first.ResourceVersion)
 	}
 }
