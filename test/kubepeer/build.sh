@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Builds a part of a real Kubernetes release from the k8s.io/kubernetes Go module, to
+# run beside Concord, and prints the path of the binary. Binaries are cached under
+# ${CONCORD_PEER_CACHE:-$HOME/.cache/concord-peer}; a cached one is reused.
+#
+#   test/kubepeer/build.sh kube-apiserver 1.37.2     # the API server peer
+#   test/kubepeer/build.sh e2e-apimachinery 1.37.2   # test/e2e/apimachinery as one test binary
+#
+# The k8s.io/kubernetes module requires its staging modules (k8s.io/api, ...) at v0.0.0
+# and replaces them with directories of its own repository; a module that depends on it
+# must replace each with its published version, v0.<minor>.<patch>. The list is read from
+# the module's own go.mod, so it follows the release.
+set -euo pipefail
+what=${1:?usage: build.sh kube-apiserver|e2e-apimachinery <release, e.g. 1.37.2>}
+release=${2:?usage: build.sh kube-apiserver|e2e-apimachinery <release, e.g. 1.37.2>}
+cache=${CONCORD_PEER_CACHE:-$HOME/.cache/concord-peer}
+case "$what" in
+  kube-apiserver) out="$cache/kube-apiserver-$release" ;;
+  e2e-apimachinery) out="$cache/e2e-apimachinery-$release.test" ;;
+  *) echo "build.sh: unknown part \"$what\": want kube-apiserver or e2e-apimachinery" >&2; exit 2 ;;
+esac
+if [ -x "$out" ]; then echo "$out"; exit 0; fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+gomod=$(go mod download -json "k8s.io/kubernetes@v$release" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+[ -f "$gomod" ] || { echo "build.sh: cannot download k8s.io/kubernetes@v$release" >&2; exit 1; }
+{
+  printf 'module concordpeer\n\ngo 1.26\n\nrequire k8s.io/kubernetes v%s\n\n' "$release"
+  # Every staging module the release requires at v0.0.0.
+  sed -n 's/^[[:space:]]*\(k8s\.io\/[a-z0-9-]*\) v0\.0\.0$/\1/p' "$gomod" | sort -u |
+    while read -r m; do printf 'replace %s => %s v0.%s\n' "$m" "$m" "${release#1.}"; done
+} > "$work/go.mod"
+
+case "$what" in
+kube-apiserver)
+  cat > "$work/main.go" <<'GO'
+// Command kube-apiserver is Kubernetes' API server, as its release builds it.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+)
+
+func main() { os.Exit(cli.Run(app.NewAPIServerCommand())) }
+GO
+  target=build ;;
+e2e-apimachinery)
+  mkdir -p "$work/apimachinery"
+  cat > "$work/apimachinery/apimachinery_test.go" <<'GO'
+// Package apimachinery runs Kubernetes' sig-api-machinery end-to-end specs against the
+// cluster of --kubeconfig.
+package apimachinery
+
+import (
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	"k8s.io/kubernetes/test/e2e/framework"
+	"k8s.io/kubernetes/test/e2e/framework/config"
+
+	_ "k8s.io/kubernetes/test/e2e/apimachinery" // registers the specs
+)
+
+func TestMain(m *testing.M) {
+	config.CopyFlags(config.Flags, flag.CommandLine)
+	framework.RegisterCommonFlags(flag.CommandLine)
+	framework.RegisterClusterFlags(flag.CommandLine)
+	flag.Parse()
+	framework.AfterReadingAllFlags(&framework.TestContext)
+	os.Exit(m.Run())
+}
+
+func TestSpecs(t *testing.T) {
+	gomega.RegisterFailHandler(framework.Fail)
+	ginkgo.RunSpecs(t, "sig-api-machinery")
+}
+GO
+  target=test ;;
+esac
+
+# The version the release's own build stamps in (without it the binary says
+# v0.0.0-master, which clients that parse the server's version refuse).
+minor=${release#1.}; minor=${minor%%.*}
+pkg=k8s.io/component-base/version
+ldflags="-X $pkg.gitVersion=v$release -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+ldflags="$ldflags -X k8s.io/client-go/pkg/version.gitVersion=v$release -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+
+mkdir -p "$cache"
+(
+  cd "$work"
+  GOFLAGS=-mod=mod go mod tidy >&2
+  if [ "$target" = build ]; then
+    go build -ldflags "$ldflags" -o "$out.tmp" .
+  else
+    go test -c -ldflags "$ldflags" -o "$out.tmp" ./apimachinery
+  fi
+) >&2
+mv "$out.tmp" "$out"
+echo "$out"
