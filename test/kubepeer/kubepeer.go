@@ -95,6 +95,8 @@ func Start(ctx context.Context, o Options) (*Peer, error) {
 		"--service-account-key-file=" + filepath.Join(o.Dir, "sa.key"),
 		"--service-account-signing-key-file=" + filepath.Join(o.Dir, "sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/16",
+		// No Service for the API server itself: it listens on loopback only.
+		"--endpoint-reconciler-type=none",
 	}, o.Args...)
 	p.cmd = exec.Command(o.Binary, args...)
 	out := o.Log
