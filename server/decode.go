@@ -213,6 +213,17 @@ func report(problems []string, fv fieldValidation) ([]string, error) {
 // needs no normalizing.
 func admit(obj *unstructured.Unstructured, strictErrs []error, typedMeta bool, res *registry.Resource, version string) (admitted, error) {
 	wantAV := res.GroupVersion(version).String()
+	if typedScheme.Recognizes(res.GroupVersion(version).WithKind(res.Names.Kind)) {
+		// Kubernetes decodes a built-in kind's body into the endpoint's type, so
+		// what it leaves out of apiVersion and kind is the endpoint's (custom
+		// resources must say both).
+		if obj.GetAPIVersion() == "" {
+			obj.SetAPIVersion(wantAV)
+		}
+		if obj.GetKind() == "" {
+			obj.SetKind(res.Names.Kind)
+		}
+	}
 	switch av := obj.GetAPIVersion(); {
 	case av == "":
 		return admitted{}, apierrors.NewBadRequest(fmt.Sprintf("apiVersion is not set: expected %q", wantAV))

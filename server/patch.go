@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
@@ -168,7 +169,11 @@ func (p *patch) applied(r *http.Request, q *apiRequest) (*unstructured.Unstructu
 
 // patched applies a JSON, merge or strategic merge patch to current.
 func (p *patch) patched(q *apiRequest, current *unstructured.Unstructured) (*unstructured.Unstructured, []string, error) {
-	currentJSON, err := json.Marshal(current.Object)
+	base := current.Object
+	if p.typ == types.JSONPatchType {
+		base = typedForm(current)
+	}
+	currentJSON, err := json.Marshal(base)
 	if err != nil {
 		return nil, nil, apierrors.NewInternalError(err)
 	}
@@ -209,4 +214,32 @@ func applyPatch(pt types.PatchType, current, patch []byte, smpStruct interface{}
 		return out, nil
 	}
 	return nil, unsupportedMediaType(string(pt))
+}
+
+// typedForm returns obj as Kubernetes would render a built-in kind for a JSON patch
+// to apply to: the top-level structs its Go type always has (status, spec) are there
+// even when empty, so that paths below them can be added to. Objects of kinds without
+// a Go type are returned as they are.
+func typedForm(obj *unstructured.Unstructured) map[string]interface{} {
+	gvk := obj.GroupVersionKind()
+	if !typedScheme.Recognizes(gvk) {
+		return obj.Object
+	}
+	typed, err := typedScheme.New(gvk)
+	if err != nil || runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, typed) != nil {
+		return obj.Object
+	}
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return obj.Object
+	}
+	// Only the Go type's empty structs are wanted, not the fields it cannot hold.
+	for k, v := range out {
+		if _, ok := obj.Object[k]; !ok {
+			if m, isMap := v.(map[string]interface{}); isMap && len(m) == 0 {
+				obj.Object[k] = m
+			}
+		}
+	}
+	return obj.Object
 }

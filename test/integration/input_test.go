@@ -191,3 +191,27 @@ func TestBadQueryParameters(t *testing.T) {
 		t.Errorf("an invalid continue token: %d %s", code, body)
 	}
 }
+
+// A body without apiVersion and kind is a built-in kind's as its endpoint says, as in
+// Kubernetes (dynamic clients send such bodies); a custom resource must say both.
+func TestMissingTypeMeta(t *testing.T) {
+	c := harness.Start(t, 1)
+	s := c.Servers[0]
+	code, st, _ := raw(t, s, "POST", "/api/v1/namespaces/default/configmaps", "application/json", []byte(`{"metadata":{"name":"bare"},"data":{"k":"v"}}`))
+	if code != 201 {
+		t.Fatalf("ConfigMap without apiVersion and kind: %d %+v, want 201", code, st)
+	}
+	cm, err := s.Clientset(t).CoreV1().ConfigMaps("default").Get(t.Context(), "bare", metav1.GetOptions{})
+	if err != nil || cm.Data["k"] != "v" {
+		t.Fatalf("get: %v %+v", err, cm)
+	}
+	crd, err := crdClient(t, s).ApiextensionsV1().CustomResourceDefinitions().Create(t.Context(), cronTabCRD("bare.example.com"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitServedEverywhere(t, c, gvrOf(crd, "v1"), time.Now())
+	code, st, _ = raw(t, s, "POST", "/apis/bare.example.com/v1/namespaces/default/crontabs", "application/json", []byte(`{"metadata":{"name":"bare"}}`))
+	if code != 400 || st == nil || !strings.Contains(st.Message, "apiVersion is not set") {
+		t.Fatalf("custom resource without apiVersion and kind: %d %+v, want 400", code, st)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/concordproject/concord/harness"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -92,5 +94,27 @@ func TestServerSideApply(t *testing.T) {
 	_, err = cms.Patch(ctx, "ssa", types.ApplyPatchType, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ssa"}}`), metav1.PatchOptions{})
 	if err == nil {
 		t.Fatal("apply without fieldManager accepted")
+	}
+}
+
+// A JSON patch sees a built-in object as Kubernetes renders its Go type: an object
+// whose status was never written has an empty status to add paths to.
+func TestJSONPatchOfAnEmptyStatus(t *testing.T) {
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	cronJobs := c.Servers[0].Clientset(t).BatchV1().CronJobs("default")
+	cj := &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly"},
+		Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		}}}},
+	}
+	if _, err := cronJobs.Create(ctx, cj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patch := `[{"op":"add","path":"/status/lastScheduleTime","value":"2026-01-01T03:00:00Z"}]`
+	got, err := cronJobs.Patch(ctx, "nightly", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	if err != nil || got.Status.LastScheduleTime == nil || got.Status.LastScheduleTime.Year() != 2026 {
+		t.Fatalf("JSON patch adding to an empty status: %v, %+v", err, got.Status)
 	}
 }
