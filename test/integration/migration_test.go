@@ -48,21 +48,28 @@ const migrationLogVerbosity = 4
 
 // widgetCRD defines widgets.<group> in versions (default v1, v2) of the same shape
 // (None conversion), stored in storage; every version after the first refuses a
-// negative spec.size, so that objects written in the first with one cannot be written
-// back in a later one (a permanent failure for a migration).
+// negative spec.size, and its transition rule refuses to keep one on update, so that
+// objects written in the first with one cannot be written back in a later one (a
+// permanent failure for a migration: the schema's minimum alone would ratchet, as a
+// rewrite leaves the value unchanged, but transition rules never ratchet).
 func widgetCRD(group, storage string, versions ...string) *apiextensionsv1.CustomResourceDefinition {
 	if len(versions) == 0 {
 		versions = []string{"v1", "v2"}
 	}
 	props := func(minimum *float64) *apiextensionsv1.CustomResourceValidation {
+		spec := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"size": {Type: "integer", Minimum: minimum},
+			"note": {Type: "string"},
+		}}
+		if minimum != nil {
+			spec.XValidations = apiextensionsv1.ValidationRules{{
+				Rule:    "self.size >= 0 || !has(oldSelf.size) || oldSelf.size >= 0",
+				Message: "spec.size must not stay negative",
+			}}
+		}
 		return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-			Type: "object",
-			Properties: map[string]apiextensionsv1.JSONSchemaProps{
-				"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
-					"size": {Type: "integer", Minimum: minimum},
-					"note": {Type: "string"},
-				}},
-			},
+			Type:       "object",
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec},
 		}}
 	}
 	zero := 0.0
