@@ -84,7 +84,7 @@ func TestArchitectureImports(t *testing.T) {
 		dir       string
 		forbidden []string // import path prefixes under the module; "" is all of it
 	}{
-		{"server", []string{"controlplane", "apiextensions", "storageversion", "migration"}},
+		{"server", []string{"controlplane", "apiextensions", "storageversion", "flowcontrol", "migration"}},
 		{"wire", []string{""}},
 		{"migration", []string{"registry", "server", "storage", "etcd", "controlplane"}},
 	}

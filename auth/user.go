@@ -31,6 +31,9 @@ type User struct {
 	UID string
 	// Groups the user belongs to.
 	Groups []string
+	// Extra is what else is known of the user (impersonation's Impersonate-Extra-*
+	// headers set it), keyed by lower-case names.
+	Extra map[string][]string
 }
 
 // IsMaster reports whether u is in GroupMasters, and so may do anything.

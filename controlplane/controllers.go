@@ -61,6 +61,12 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 		}
 	}
 	i.parts.bootstrap.Done()
+	if fc := i.parts.flowControl; fc != nil {
+		// Ready once it has read the configuration and written the bootstrap one.
+		if err := i.start(ctx, lifecycle.Component{Name: "priority-and-fairness", Run: fc.Run, Ready: fc.Ready}); err != nil {
+			return ctx, fmt.Errorf("starting API priority and fairness: %w", err)
+		}
+	}
 	namespaces, err := namespace.NewController(i.Registry, i.Store, i.runtime)
 	if err != nil {
 		return ctx, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/flowcontrol"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/lifecycle"
@@ -64,6 +65,8 @@ type parts struct {
 	lease   *identity.Lease
 	svm     *storageversion.Manager
 	checks  *health.Endpoints
+	// flowControl is API priority and fairness (nil when off): serving → controllers.
+	flowControl *flowcontrol.Controller
 	// The post-start hooks the controllers phase finishes.
 	bootstrap, leaseHook, collectorHook *health.PostStartHook
 	// migration is the outcome of the last attempt to install the storage-migration

@@ -57,6 +57,13 @@ type Options struct {
 	// Profiling serves Go's profiles at /debug/pprof/ (default true, as
 	// kube-apiserver's --profiling).
 	Profiling bool
+	// EnablePriorityAndFairness classifies, queues and limits requests by the
+	// FlowSchemas and PriorityLevelConfigurations (default true, as kube-apiserver).
+	EnablePriorityAndFairness bool
+	// MaxRequestsInflight and MaxMutatingRequestsInflight add up to the seats API
+	// priority and fairness shares among priority levels (kube-apiserver's flags of
+	// the same names; defaults 400 and 200).
+	MaxRequestsInflight, MaxMutatingRequestsInflight int
 	// LogFormat is "text" or "json".
 	LogFormat string
 	// Compatibility holds the KEP-4330 flags: the API catalog, binary, emulation and
@@ -67,17 +74,20 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		DataDir:                    "concord-data",
-		BindAddress:                "127.0.0.1",
-		SecurePort:                 6443,
-		EtcdPrefix:                 "/registry",
-		LogFormat:                  "text",
-		WatchBookmarkInterval:      30 * time.Second,
-		EventTTL:                   time.Hour,
-		Profiling:                  true,
-		IdentityLeaseDuration:      identity.DefaultLeaseDuration,
-		IdentityLeaseRenewInterval: identity.DefaultRenewInterval,
-		Compatibility:              *compatibility.NewOptions(),
+		DataDir:                     "concord-data",
+		BindAddress:                 "127.0.0.1",
+		SecurePort:                  6443,
+		EtcdPrefix:                  "/registry",
+		LogFormat:                   "text",
+		WatchBookmarkInterval:       30 * time.Second,
+		EventTTL:                    time.Hour,
+		Profiling:                   true,
+		EnablePriorityAndFairness:   true,
+		MaxRequestsInflight:         400,
+		MaxMutatingRequestsInflight: 200,
+		IdentityLeaseDuration:       identity.DefaultLeaseDuration,
+		IdentityLeaseRenewInterval:  identity.DefaultRenewInterval,
+		Compatibility:               *compatibility.NewOptions(),
 	}
 }
 
@@ -105,6 +115,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DisableStorageMigration, "disable-storage-migration", o.DisableStorageMigration, "Do not run the storage-migration controllers in this server.")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long Events are kept after their last write; etcd then deletes them.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's CPU, heap, goroutine and execution-trace profiles at /debug/pprof/ to authorized clients.")
+	fs.BoolVar(&o.EnablePriorityAndFairness, "enable-priority-and-fairness", o.EnablePriorityAndFairness,
+		"Classify, queue and limit requests by the FlowSchemas and PriorityLevelConfigurations of flowcontrol.apiserver.k8s.io/v1 (API priority and fairness).")
+	fs.IntVar(&o.MaxRequestsInflight, "max-requests-inflight", o.MaxRequestsInflight,
+		"With --max-mutating-requests-inflight, the number of requests the server executes at once, shared among priority levels.")
+	fs.IntVar(&o.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInflight,
+		"With --max-requests-inflight, the number of requests the server executes at once, shared among priority levels.")
 	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
 	o.Compatibility.AddFlags(fs)
 }
@@ -148,6 +164,11 @@ func (o *Options) Validate() error {
 	if o.IdentityLeaseRenewInterval <= 0 || o.IdentityLeaseRenewInterval >= o.IdentityLeaseDuration {
 		errs = append(errs, fmt.Errorf("--identity-lease-renew-interval %s must be positive and shorter than --identity-lease-duration %s", o.IdentityLeaseRenewInterval, o.IdentityLeaseDuration))
 	}
+	if o.MaxRequestsInflight < 0 || o.MaxMutatingRequestsInflight < 0 {
+		errs = append(errs, fmt.Errorf("--max-requests-inflight %d and --max-mutating-requests-inflight %d must not be negative", o.MaxRequestsInflight, o.MaxMutatingRequestsInflight))
+	} else if o.EnablePriorityAndFairness && o.concurrencyLimit() < 1 {
+		errs = append(errs, errors.New("--max-requests-inflight plus --max-mutating-requests-inflight must be at least 1 with --enable-priority-and-fairness"))
+	}
 	if o.LogFormat != "text" && o.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--logging-format %q is not allowed: use text or json", o.LogFormat))
 	}
@@ -155,6 +176,11 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// concurrencyLimit is how many seats API priority and fairness shares.
+func (o *Options) concurrencyLimit() int {
+	return o.MaxRequestsInflight + o.MaxMutatingRequestsInflight
 }
 
 func (o *Options) certDir() string {

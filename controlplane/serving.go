@@ -9,11 +9,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/concordproject/concord/flowcontrol"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/openapi"
 	"github.com/concordproject/concord/server"
+	"github.com/prometheus/client_golang/prometheus"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 )
 
@@ -31,6 +35,10 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, err
 	}
+	fc, err := i.newFlowControl()
+	if err != nil {
+		return ctx, err
+	}
 	checks, err := i.healthChecks()
 	if err != nil {
 		return ctx, err
@@ -39,6 +47,11 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if i.parts.svm != nil {
 		barrier = i.parts.svm.Filter
 	}
+	var fcFilter func(http.Handler) http.Handler
+	var fcMetrics prometheus.Gatherer
+	if fc != nil {
+		fcFilter, fcMetrics = fc.Filter, fc.Gatherer()
+	}
 	sv := i.parts.serving
 	i.Server, err = server.New(server.Config{
 		Registry:              i.Registry,
@@ -46,6 +59,8 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		Authenticator:         sv.authn,
 		Health:                checks,
 		Metrics:               i.Metrics,
+		ExtraMetrics:          fcMetrics,
+		FlowControl:           fcFilter,
 		Profiling:             o.Profiling,
 		Version:               compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
 		ClientSkew:            skew,
@@ -74,6 +89,27 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		return ctx, err
 	}
 	return ctx, i.start(ctx, lifecycle.Component{Name: "openapi", Run: docs.Run})
+}
+
+// errNoFlowControlAPI: API priority and fairness is on but its API is not served.
+var errNoFlowControlAPI = errors.New("--enable-priority-and-fairness needs flowcontrol.apiserver.k8s.io/v1 served (see --runtime-config), or pass --enable-priority-and-fairness=false")
+
+// newFlowControl builds API priority and fairness (nil with
+// --enable-priority-and-fairness=false); startControllers starts it.
+func (i *Instance) newFlowControl() (*flowcontrol.Controller, error) {
+	if !i.opts.EnablePriorityAndFairness {
+		return nil, nil
+	}
+	res := i.Registry.Get(schema.GroupResource{Group: flowcontrolv1.GroupName, Resource: "flowschemas"})
+	if res == nil || res.ServedVersion("v1") == nil {
+		return nil, errNoFlowControlAPI
+	}
+	fc, err := flowcontrol.New(flowcontrol.Config{RESTConfig: i.LoopbackConfig(), ConcurrencyLimit: i.opts.concurrencyLimit(), ReconcileMetrics: i.runtime})
+	if err != nil {
+		return nil, err
+	}
+	i.parts.flowControl = fc
+	return fc, nil
 }
 
 // MigrationDefinitionsCheck is the readyz check that fails while the
@@ -123,6 +159,9 @@ func (i *Instance) healthChecks() (*health.Endpoints, error) {
 	}
 	if i.parts.svm != nil {
 		hooks = append(hooks, i.parts.svm.PostStartHook())
+	}
+	if i.parts.flowControl != nil {
+		hooks = append(hooks, i.parts.flowControl.Hooks()...)
 	}
 	for _, add := range []func(...health.Checker) error{checks.AddHealthz, checks.AddLivez, checks.AddReadyz} {
 		if err := add(hooks...); err != nil {

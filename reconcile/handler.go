@@ -13,7 +13,13 @@ import (
 // before any key is reconciled. Call it before Run; inf is started by its owner
 // (StartInformers).
 func (c *Controller[K]) Watch(inf cache.SharedIndexInformer, keys func(obj *unstructured.Unstructured) []K) error {
-	reg, err := inf.AddEventHandler(Handler(c, keys))
+	return WatchOf(c, inf, keys)
+}
+
+// WatchOf is Watch for an informer of objects of type T, such as client-go's typed
+// informers (*flowcontrolv1.FlowSchema): objects of another type are ignored.
+func WatchOf[K comparable, T any](c *Controller[K], inf cache.SharedIndexInformer, keys func(obj T) []K) error {
+	reg, err := inf.AddEventHandler(HandlerOf(c, keys))
 	if err != nil {
 		return err
 	}
@@ -35,12 +41,17 @@ func StartInformers(ctx context.Context, informers ...cache.SharedIndexInformer)
 // added, updated or deleted (a deletion whose final state is unknown included), the
 // keys keys names for it.
 func Handler[K comparable](c *Controller[K], keys func(obj *unstructured.Unstructured) []K) cache.ResourceEventHandler {
+	return HandlerOf(c, keys)
+}
+
+// HandlerOf is Handler for objects of type T; objects of another type are ignored.
+func HandlerOf[K comparable, T any](c *Controller[K], keys func(obj T) []K) cache.ResourceEventHandler {
 	add := func(obj interface{}) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			for _, k := range keys(u) {
+		if o, ok := obj.(T); ok {
+			for _, k := range keys(o) {
 				c.Add(k)
 			}
 		}

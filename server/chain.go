@@ -18,10 +18,14 @@ import (
 //  4. timeout: the request timeout, watches excepted;
 //  5. body-limit: request bodies capped;
 //  6. authentication: the user, or 401 (public paths admit anonymous users);
-//  7. authorization: 403 unless auth.Authorize allows;
-//  8. client-skew (Config.ClientSkew, if set): clients outside the version skew the
+//  7. impersonation: Impersonate-* headers replace the user, if auth.Authorize
+//     allows the authenticated one to impersonate it; 403 otherwise;
+//  8. priority-and-fairness (Config.FlowControl, if set): the request waits for a
+//     seat of its priority level, or is answered 429;
+//  9. authorization: 403 unless auth.Authorize allows;
+//  10. client-skew (Config.ClientSkew, if set): clients outside the version skew the
 //     server allows are counted and logged, never refused;
-//  9. storage-version-barrier (Config.StorageVersionBarrier, if set): writes of a
+//  11. storage-version-barrier (Config.StorageVersionBarrier, if set): writes of a
 //     resource wait until this server's storage version for it is registered.
 //
 // A filter that does not concern a request passes it on; whichever answers stops it.
@@ -36,8 +40,12 @@ func (s *Server) buildChain() []filters.Filter {
 		filters.Timeout(s.cfg.RequestTimeout),
 		filters.BodyLimit(s.cfg.MaxRequestBodyBytes),
 		filters.Authentication(s.cfg.Authenticator, publicPath),
-		filters.Authorization(),
+		filters.Impersonation(),
 	}
+	if s.cfg.FlowControl != nil {
+		chain = append(chain, filters.Filter{Name: "priority-and-fairness", Wrap: s.cfg.FlowControl})
+	}
+	chain = append(chain, filters.Authorization())
 	if s.cfg.ClientSkew != nil {
 		chain = append(chain, filters.Filter{Name: "client-skew", Wrap: s.cfg.ClientSkew})
 	}

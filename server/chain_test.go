@@ -42,11 +42,12 @@ func TestChain(t *testing.T) {
 	s, err := New(Config{
 		Registry: registry.New(), Store: store.NewStore(storage.New(nil, "/registry")), Authenticator: authn,
 		Profiling: true, ClientSkew: func(h http.Handler) http.Handler { return h }, StorageVersionBarrier: refuseWrites,
+		FlowControl: func(h http.Handler) http.Handler { return h },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := []string{"recovery", "request-info", "metrics", "timeout", "body-limit", "authentication", "authorization", "client-skew", "storage-version-barrier"}
+	all := []string{"recovery", "request-info", "metrics", "timeout", "body-limit", "authentication", "impersonation", "priority-and-fairness", "authorization", "client-skew", "storage-version-barrier"}
 	upTo := func(name string) []string { return all[:slices.Index(all, name)+1] }
 	for _, tc := range []struct {
 		method, path, token string

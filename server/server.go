@@ -38,6 +38,9 @@ type Config struct {
 	Health *health.Endpoints
 	// Metrics registers the server's metrics and serves /metrics.
 	Metrics *prometheus.Registry
+	// ExtraMetrics, if set, are served on /metrics after Metrics: metrics that
+	// libraries keep in registries of their own (API priority and fairness).
+	ExtraMetrics prometheus.Gatherer
 	// Profiling serves Go's profiles under /debug/pprof/ (as kube-apiserver's
 	// --profiling), to authenticated and authorized clients only.
 	Profiling bool
@@ -58,6 +61,10 @@ type Config struct {
 	MaxWatchTimeout time.Duration
 	// ShutdownTimeout bounds the graceful drain of requests and watches (default 30s).
 	ShutdownTimeout time.Duration
+	// FlowControl, if set, fills the chain's "priority-and-fairness" slot, between
+	// impersonation and authorization: it classifies, queues and limits requests
+	// (package flowcontrol).
+	FlowControl func(http.Handler) http.Handler
 	// ClientSkew, if set, fills the chain's "client-skew" slot: it sees every
 	// authorized request (package compatibility's version skew detector).
 	ClientSkew func(http.Handler) http.Handler
@@ -122,7 +129,11 @@ func (s *Server) install() {
 	s.cfg.Health.Install(s.mux)
 	s.mux.Handle("/version", http.HandlerFunc(s.serveVersion))
 	s.mux.Handle("/version/", http.HandlerFunc(s.serveVersion))
-	s.mux.Handle("/metrics", promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}))
+	var gatherer prometheus.Gatherer = s.cfg.Metrics
+	if s.cfg.ExtraMetrics != nil {
+		gatherer = prometheus.Gatherers{s.cfg.Metrics, s.cfg.ExtraMetrics}
+	}
+	s.mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	if s.cfg.Profiling {
 		s.mux.HandleFunc("/debug/pprof/", pprof.Index)
 		s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

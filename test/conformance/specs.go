@@ -155,9 +155,14 @@ func (r Runner) one(ctx context.Context, i int, spec string) Result {
 	if err == nil {
 		err = errNoReport
 		for _, s := range specs {
-			if s.LeafNodeType == "It" && s.name() == spec && s.State != "skipped" {
-				return Result{State: s.State, RunTime: s.RunTime, Failure: failure(s, logPath)}
+			if s.LeafNodeType != "It" || s.name() != spec {
+				continue
 			}
+			if s.State == "skipped" && s.Failure.Message == "" {
+				continue // another spec of the same name, not focused
+			}
+			// A focused spec reported skipped has skipped itself (ginkgo.Skip).
+			return Result{State: s.State, RunTime: s.RunTime, Failure: failure(s, logPath)}
 		}
 	}
 	return Result{State: "failed", RunTime: time.Since(start), Failure: fmt.Sprintf("%v (exit: %v; log: %s)", err, runErr, logPath)}

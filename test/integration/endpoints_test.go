@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -78,14 +76,8 @@ func TestHealthVersionMetrics(t *testing.T) {
 }
 
 func TestReadersMayReadButNotWrite(t *testing.T) {
-	tokens := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokens, []byte("reader-token,reader,1001,\"dev,ops\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
-		o.TokenAuthFile = tokens
-		o.Profiling = false
-	}))
+	c := harness.Start(t, 1, withTokens(t, "reader-token,reader,1001,\"dev,ops\"\n"),
+		harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Profiling = false }))
 	cfg := rest.CopyConfig(c.Servers[0].Config())
 	cfg.BearerToken = "reader-token"
 	cs := kubernetes.NewForConfigOrDie(cfg)

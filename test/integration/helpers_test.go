@@ -2,10 +2,14 @@ package integration
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/concordproject/concord/controlplane"
+	"github.com/concordproject/concord/harness"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -26,6 +30,17 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// withTokens serves the static tokens of csv (token,user,uid,"group1,group2" lines)
+// besides the admin's, as --token-auth-file does.
+func withTokens(t *testing.T, csv string) harness.Option {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(path, []byte(csv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.TokenAuthFile = path })
 }
 
 func errorsAs(err error, target *apierrors.APIStatus) bool { return errors.As(err, target) }

@@ -47,11 +47,7 @@ import (
 // served; the common version set and the condition saying so. Only the servers may
 // write these objects; everyone may read them; Kubernetes' validation applies.
 func TestStorageVersionObjects(t *testing.T) {
-	tokens := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokens, []byte("reader-token,reader,reader-uid\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := harness.Start(t, 2, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.TokenAuthFile = tokens }))
+	c := harness.Start(t, 2, withTokens(t, "reader-token,reader,reader-uid\n"))
 	s0, s1 := c.Servers[0], c.Servers[1]
 	admin := svClient(t, s0.Config())
 	ids := svIDs(s0, s1)
