@@ -50,6 +50,8 @@ func TestConformance(t *testing.T) {
 	dir := *out
 	if dir == "" {
 		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	all, err := List(t.Context(), e2e, dir)
 	if err != nil {
