@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
 	"k8s.io/client-go/informers"
 	flowcontrolclient "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
+	flowcontrollisters "k8s.io/client-go/listers/flowcontrol/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -44,8 +45,11 @@ type wanted struct {
 type bootstrapper struct {
 	flowSchemas    flowcontrolclient.FlowSchemaInterface
 	priorityLevels flowcontrolclient.PriorityLevelConfigurationInterface
-	want           map[configKey]wanted
-	ctrl           *reconcile.Controller[configKey]
+	// The informers' caches, which the controller waits for: what is in the API.
+	flowSchemaLister    flowcontrollisters.FlowSchemaLister
+	priorityLevelLister flowcontrollisters.PriorityLevelConfigurationLister
+	want                map[configKey]wanted
+	ctrl                *reconcile.Controller[configKey]
 
 	mu   sync.Mutex
 	done *health.PostStartHook // marked once every key was ensured
@@ -69,6 +73,7 @@ func newBootstrapper(client flowcontrolclient.FlowcontrolV1Interface, factory in
 	b.ctrl = reconcile.New("priority-and-fairness-bootstrap", reconcile.Func[configKey](b.reconcile),
 		reconcile.Options[configKey]{Workers: 1, Metrics: metrics})
 	v1 := factory.Flowcontrol().V1()
+	b.flowSchemaLister, b.priorityLevelLister = v1.FlowSchemas().Lister(), v1.PriorityLevelConfigurations().Lister()
 	if err := reconcile.WatchOf(b.ctrl, v1.FlowSchemas().Informer(), b.keysOf(flowSchemaKind)); err != nil {
 		return nil, err
 	}
@@ -118,13 +123,13 @@ func (b *bootstrapper) reconcile(ctx context.Context, key configKey) (reconcile.
 	var err error
 	switch want := w.obj.(type) {
 	case *flowcontrolv1.FlowSchema:
-		err = ensure(ctx, b.flowSchemas, want, w.mandatory, func(dst, src *flowcontrolv1.FlowSchema) bool {
+		err = ensure(ctx, b.flowSchemaLister.Get, b.flowSchemas, want, w.mandatory, func(dst, src *flowcontrolv1.FlowSchema) bool {
 			changed := !equality.Semantic.DeepDerivative(src.Spec, dst.Spec)
 			dst.Spec = src.Spec
 			return changed
 		})
 	case *flowcontrolv1.PriorityLevelConfiguration:
-		err = ensure(ctx, b.priorityLevels, want, w.mandatory, func(dst, src *flowcontrolv1.PriorityLevelConfiguration) bool {
+		err = ensure(ctx, b.priorityLevelLister.Get, b.priorityLevels, want, w.mandatory, func(dst, src *flowcontrolv1.PriorityLevelConfiguration) bool {
 			changed := !equality.Semantic.DeepDerivative(src.Spec, dst.Spec)
 			dst.Spec = src.Spec
 			return changed
@@ -138,7 +143,6 @@ func (b *bootstrapper) reconcile(ctx context.Context, key configKey) (reconcile.
 
 // objectClient is the part of a typed client ensure uses.
 type objectClient[T metav1.Object] interface {
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
 	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
 	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
 }
@@ -151,12 +155,13 @@ type deepCopier[T any] interface {
 
 // ensure brings one bootstrap object into the API: created when missing; its spec
 // set to want's when it is mandatory, or when its autoupdate-spec annotation allows
-// (setSpec copies want's spec and reports whether it differed).
-func ensure[T deepCopier[T]](ctx context.Context, client objectClient[T], want T, mandatory bool, setSpec func(dst, src T) bool) error {
-	cur, err := client.Get(ctx, want.GetName(), metav1.GetOptions{})
+// (setSpec copies want's spec and reports whether it differed). get reads the
+// informer's cache: a stale read ends in AlreadyExists (done) or a conflict (retried).
+func ensure[T deepCopier[T]](ctx context.Context, get func(name string) (T, error), client objectClient[T], want T, mandatory bool, setSpec func(dst, src T) bool) error {
+	cur, err := get(want.GetName())
 	if apierrors.IsNotFound(err) {
 		obj := want.DeepCopy()
-		setAutoUpdate(obj, true)
+		setAutoUpdate(obj)
 		if _, err := client.Create(ctx, obj, metav1.CreateOptions{FieldManager: ProducerHook}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %s: %w", want.GetName(), err)
 		}
@@ -174,7 +179,7 @@ func ensure[T deepCopier[T]](ctx context.Context, client objectClient[T], want T
 	if !changed && obj.GetAnnotations()[flowcontrolv1.AutoUpdateAnnotationKey] == "true" {
 		return nil
 	}
-	setAutoUpdate(obj, true)
+	setAutoUpdate(obj)
 	if _, err := client.Update(ctx, obj, metav1.UpdateOptions{FieldManager: ProducerHook}); err != nil {
 		return fmt.Errorf("updating %s: %w", want.GetName(), err)
 	}
@@ -194,11 +199,12 @@ func autoUpdate(obj metav1.Object) bool {
 	return err == nil && b
 }
 
-func setAutoUpdate(obj metav1.Object, on bool) {
+// setAutoUpdate marks obj's spec as Concord's to keep.
+func setAutoUpdate(obj metav1.Object) {
 	a := obj.GetAnnotations()
 	if a == nil {
 		a = map[string]string{}
 	}
-	a[flowcontrolv1.AutoUpdateAnnotationKey] = strconv.FormatBool(on)
+	a[flowcontrolv1.AutoUpdateAnnotationKey] = "true"
 	obj.SetAnnotations(a)
 }
