@@ -3,6 +3,8 @@ package auth
 import (
 	"context"
 	"slices"
+
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 // Well-known groups and user names.
@@ -34,6 +36,12 @@ type User struct {
 	// Extra is what else is known of the user (impersonation's Impersonate-Extra-*
 	// headers set it), keyed by lower-case names.
 	Extra map[string][]string
+}
+
+// Info returns u in the form k8s.io/apiserver's libraries take (priority and
+// fairness, admission).
+func (u User) Info() user.Info {
+	return &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
 }
 
 // IsMaster reports whether u is in GroupMasters, and so may do anything.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/namespace"
+	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storageversion"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,6 +30,7 @@ var required = []schema.GroupResource{namespace.GroupResource, leasesGR}
 func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource) error {
 	return map[schema.GroupResource]func(*registry.Resource) error{
 		namespace.GroupResource:      namespace.Configure,
+		quota.GroupResource:          quota.Configure,
 		storageversion.GroupResource: storageversion.Configure,
 		storageVersionMigrationsGR:   configureStorageVersionMigrations,
 		leasesGR:                     configureLeases,

@@ -39,7 +39,7 @@ func configureDeployments(res *registry.Resource) error {
 			return errs
 		},
 	}
-	if hasColumns(res, deploymentColumns) {
+	if res.HasPrinterColumns(deploymentColumns) {
 		res.Hooks.TableCells = deploymentTableCells
 	}
 	return nil

@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"slices"
 	"strings"
 	"time"
 
@@ -34,7 +33,7 @@ func configureEvents(res *registry.Resource, f eventFields, ttl time.Duration) e
 			}
 		}
 	}
-	if hasColumns(res, eventColumns) {
+	if res.HasPrinterColumns(eventColumns) {
 		res.Hooks = &registry.Hooks{TableCells: eventTableCells(f)}
 	}
 	return nil
@@ -97,14 +96,4 @@ func eventTableCells(f eventFields) func(obj *unstructured.Unstructured) []inter
 			strings.TrimSpace(str(f.message)),
 		}
 	}
-}
-
-// hasColumns reports whether every version of r has exactly the printer columns names.
-func hasColumns(r *registry.Resource, names []string) bool {
-	for _, v := range r.Versions {
-		if !slices.EqualFunc(v.PrinterColumns, names, func(c apiextensionsv1.CustomResourceColumnDefinition, name string) bool { return c.Name == name }) {
-			return false
-		}
-	}
-	return true
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/migration"
 	"github.com/concordproject/concord/namespace"
+	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/google/uuid"
@@ -67,6 +68,9 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 			return ctx, fmt.Errorf("starting API priority and fairness: %w", err)
 		}
 	}
+	if err := i.startQuota(ctx); err != nil {
+		return ctx, err
+	}
 	namespaces, err := namespace.NewController(i.Registry, i.Store, i.runtime)
 	if err != nil {
 		return ctx, err
@@ -86,6 +90,25 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 		}
 	}
 	return ctx, i.start(ctx, closer("readiness", i.parts.checks.ShuttingDown))
+}
+
+// startQuota starts ResourceQuota admission (ready once it has read the quotas) and
+// the usage controller, leader-elected among the servers.
+func (i *Instance) startQuota(ctx context.Context) error {
+	if i.parts.quota == nil {
+		return nil
+	}
+	if err := i.start(ctx, lifecycle.Component{Name: "resourcequota-admission", Run: i.parts.quota.Run, Ready: i.parts.quota.Ready}); err != nil {
+		return fmt.Errorf("starting resource quota admission: %w", err)
+	}
+	usage, err := quota.NewController(quota.ControllerConfig{
+		Registry: i.Registry, Store: i.Store, RESTConfig: i.LoopbackConfig(),
+		Holder: i.ServerID + "_" + uuid.NewString(), ReconcileMetrics: i.runtime,
+	})
+	if err != nil {
+		return err
+	}
+	return i.start(ctx, lifecycle.Component{Name: "resourcequota-controller", Run: usage.Run})
 }
 
 // startIdentity starts the identity lease (ready once written), the garbage collector

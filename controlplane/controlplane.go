@@ -12,6 +12,7 @@ import (
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/lifecycle"
+	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
@@ -67,6 +68,9 @@ type parts struct {
 	checks  *health.Endpoints
 	// flowControl is API priority and fairness (nil when off): serving → controllers.
 	flowControl *flowcontrol.Controller
+	// quota is ResourceQuota admission (nil when quotas are not served): serving →
+	// controllers.
+	quota *quota.Admission
 	// The post-start hooks the controllers phase finishes.
 	bootstrap, leaseHook, collectorHook *health.PostStartHook
 	// migration is the outcome of the last attempt to install the storage-migration

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"k8s.io/apiserver/pkg/admission"
 	"net/http"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/openapi"
+	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/server"
 	"github.com/prometheus/client_golang/prometheus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -36,6 +38,10 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		return ctx, err
 	}
 	fc, err := i.newFlowControl()
+	if err != nil {
+		return ctx, err
+	}
+	quotas, err := i.newQuotaAdmission()
 	if err != nil {
 		return ctx, err
 	}
@@ -65,6 +71,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		Version:               compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
 		ClientSkew:            skew,
 		StorageVersionBarrier: barrier,
+		Admission:             quotas,
 		TLS:                   &tls.Config{Certificates: []tls.Certificate{sv.cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}},
 		Listener:              sv.listener,
 	})
@@ -110,6 +117,21 @@ func (i *Instance) newFlowControl() (*flowcontrol.Controller, error) {
 	}
 	i.parts.flowControl = fc
 	return fc, nil
+}
+
+// newQuotaAdmission builds ResourceQuota admission if quotas are served (nil
+// otherwise: there is nothing to enforce); startControllers starts it.
+func (i *Instance) newQuotaAdmission() (admission.ValidationInterface, error) {
+	res := i.Registry.Get(quota.GroupResource)
+	if res == nil || res.ServedVersion("v1") == nil {
+		return nil, nil
+	}
+	a, err := quota.NewAdmission(i.LoopbackConfig())
+	if err != nil {
+		return nil, err
+	}
+	i.parts.quota = a
+	return a, nil
 }
 
 // MigrationDefinitionsCheck is the readyz check that fails while the

@@ -11,7 +11,6 @@ import (
 	"github.com/concordproject/concord/server/respond"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apiserver/pkg/authentication/user"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	fcrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
@@ -40,7 +39,7 @@ func (c *Controller) Filter(next http.Handler) http.Handler {
 			info = request.Parse(r)
 		}
 		u, _ := auth.UserFrom(r.Context())
-		digest := utilflowcontrol.RequestDigest{RequestInfo: requestInfo(info), User: userInfo(u)}
+		digest := utilflowcontrol.RequestDigest{RequestInfo: requestInfo(info), User: u.Info()}
 		ctx := apirequest.WithUser(apirequest.WithRequestInfo(r.Context(), digest.RequestInfo), digest.User)
 		r = r.WithContext(ctx)
 		watch := info.Verb == "watch"
@@ -101,10 +100,4 @@ func requestInfo(info *request.Info) *apirequest.RequestInfo {
 		Subresource:       info.Subresource,
 		Name:              info.Name,
 	}
-}
-
-// userInfo is a Concord user in the form the flowcontrol library matches subjects
-// against.
-func userInfo(u auth.User) user.Info {
-	return &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
 }

@@ -34,7 +34,7 @@ func RunElected(ctx context.Context, e Election, lead func(ctx context.Context))
 			stopped bool // elector.Run has returned: a late callback must not lead
 		)
 		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            e.Lock,
+			Lock:            finishingLock{Interface: e.Lock, timeout: e.RenewDeadline},
 			LeaseDuration:   e.LeaseDuration,
 			RenewDeadline:   e.RenewDeadline,
 			RetryPeriod:     e.RetryPeriod,
@@ -70,4 +70,35 @@ func RunElected(ctx context.Context, e Election, lead func(ctx context.Context))
 		wg.Wait()
 	}
 	return nil
+}
+
+// finishingLock lets each API call of the lock finish (within timeout) when the
+// election's context ends mid-call, as it does when a server stops while it
+// campaigns: a lease written but not acknowledged would stay held by a candidate that
+// is gone until it expires, and the elector would log the cut-off call as an error.
+type finishingLock struct {
+	resourcelock.Interface
+	timeout time.Duration
+}
+
+func (l finishingLock) detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
+}
+
+func (l finishingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	ctx, cancel := l.detach(ctx)
+	defer cancel()
+	return l.Interface.Get(ctx)
+}
+
+func (l finishingLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	ctx, cancel := l.detach(ctx)
+	defer cancel()
+	return l.Interface.Create(ctx, ler)
+}
+
+func (l finishingLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	ctx, cancel := l.detach(ctx)
+	defer cancel()
+	return l.Interface.Update(ctx, ler)
 }

@@ -103,6 +103,28 @@ func (r *Registry) Generation() uint64 {
 	return r.gen
 }
 
+// OnChange subscribes to changes and, on a goroutine of its own, calls fn after each
+// (several changes may coalesce into one call) until ctx is done. It returns a
+// function that waits for that goroutine to return: defer reg.OnChange(ctx, fn)()
+// in a Run joins it.
+func (r *Registry) OnChange(ctx context.Context, fn func()) (wait func()) {
+	changes, unsubscribe := r.Subscribe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer unsubscribe()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changes:
+				fn()
+			}
+		}
+	}()
+	return func() { <-done }
+}
+
 // Subscribe returns a channel that receives a value after changes (several changes
 // may coalesce into one value), and a function that ends the subscription.
 func (r *Registry) Subscribe() (<-chan struct{}, func()) {

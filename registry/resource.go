@@ -130,6 +130,17 @@ type Converter interface {
 	Convert(ctx context.Context, objs []*unstructured.Unstructured, toVersion string) error
 }
 
+// HasPrinterColumns reports whether every version of r has exactly the printer
+// columns names, in that order: a TableCells hook written for them may be set.
+func (r *Resource) HasPrinterColumns(names []string) bool {
+	for _, v := range r.Versions {
+		if !slices.EqualFunc(v.PrinterColumns, names, func(c apiextensionsv1.CustomResourceColumnDefinition, name string) bool { return c.Name == name }) {
+			return false
+		}
+	}
+	return true
+}
+
 // GroupResource returns the resource's group and plural.
 func (r *Resource) GroupResource() schema.GroupResource {
 	return schema.GroupResource{Group: r.Group, Resource: r.Names.Plural}

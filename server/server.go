@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"k8s.io/apiserver/pkg/admission"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -72,6 +73,9 @@ type Config struct {
 	// the last before the handlers: it holds writes of a resource until this server's
 	// storage version for it is registered (package storageversion).
 	StorageVersionBarrier func(http.Handler) http.Handler
+	// Admission, if set, is the validating admission of creations and updates: it sees
+	// each object after validation, before it is stored (package quota's).
+	Admission admission.ValidationInterface
 }
 
 // Server is one Concord API server. Create it with New, then call Run.

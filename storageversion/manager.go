@@ -171,18 +171,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.trackBuiltins(ctx)
 	var wg sync.WaitGroup
 	wg.Go(reconcile.StartInformers(ctx, m.informer))
-	changes, unsubscribe := m.cfg.Registry.Subscribe()
-	wg.Go(func() {
-		defer unsubscribe()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-changes:
-				m.registryChanged()
-			}
-		}
-	})
+	wg.Go(m.cfg.Registry.OnChange(ctx, m.registryChanged))
 	_ = m.ctrl.Run(ctx)
 	wg.Wait()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)

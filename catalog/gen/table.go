@@ -78,6 +78,17 @@ var resources = []resourceSpec{
 		group: "", plural: "configmaps", namespaced: true, shortNames: []string{"cm"},
 		versions: []versionSpec{{name: "v1", obj: &corev1.ConfigMap{}}},
 	},
+	// Resource quotas: package quota enforces them (admission) and keeps their status
+	// (its usage controller). REQUEST and LIMIT are computed by its table hook.
+	{
+		group: "", plural: "resourcequotas", namespaced: true, shortNames: []string{"quota"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+			{Name: "Request", Type: "string", JSONPath: ".status.hard"},
+			{Name: "Limit", Type: "string", JSONPath: ".status.hard"},
+		},
+		versions: []versionSpec{{name: "v1", obj: &corev1.ResourceQuota{}}},
+	},
 	// Pod templates as data, as in Kubernetes (no controller reads them).
 	{
 		group: "", plural: "podtemplates", namespaced: true,

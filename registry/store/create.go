@@ -19,7 +19,16 @@ type WriteOptions struct {
 	DryRun bool
 	// Subresource is "" for the main resource or "status".
 	Subresource string
+	// Admit, if set, is validating admission for Create and Update: it runs on the
+	// object about to be stored, after validation and before the write.
+	Admit AdmitFunc
 }
+
+// AdmitFunc is validating admission: it sees obj as it will be stored, with old, the
+// current object of an update (nil for a creation), and may refuse the write with an
+// error that goes to the client as is. On an update it runs again for every attempt a
+// storage conflict retries.
+type AdmitFunc func(ctx context.Context, obj, old *registry.Object) error
 
 // DeleteOptions tune Delete.
 type DeleteOptions struct {
@@ -69,6 +78,11 @@ func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts 
 	}
 	if res.Namespaced {
 		if err := s.namespaces.Admit(ctx, res.GroupResource(), ns); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Admit != nil {
+		if err := opts.Admit(ctx, obj, nil); err != nil {
 			return nil, err
 		}
 	}

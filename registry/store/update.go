@@ -127,6 +127,11 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 	if err := res.ValidateUpdate(ctx, version, obj, current); err != nil {
 		return nil, false, true, err
 	}
+	if opts.Admit != nil {
+		if err := opts.Admit(ctx, obj, current); err != nil {
+			return nil, false, true, err
+		}
+	}
 	key := res.Key(ns, name)
 	if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !pendingByHook(res, obj) {
 		// The last finalizer is gone: the deletion completes now.

@@ -24,8 +24,7 @@ type Expectation struct {
 
 // Reasons are the reasons a spec may be expected not to pass, and what each means.
 var Reasons = map[string]string{
-	"pods":       "needs Pods, Nodes or Services, or the controllers that act on them: Concord has no kubelet, scheduler or workload controllers and does not serve them (the peer stores them, but they would be resources that do nothing here)",
-	"not-served": "uses a resource whose behaviour lives in admission and controllers Concord does not have (ResourceQuotas), so Concord does not serve it",
+	"pods":       "needs Pods, Nodes, Services, workload or volume resources, or the controllers that act on them: Concord has no kubelet, scheduler or workload controllers and does not serve them (the peer stores them, but they would be resources that do nothing here)",
 	"controller": "needs a kube-controller-manager controller that Concord does not run (and the peer has no controller manager)",
 	"feature":    "tests a feature that is off by default or alpha, in Kubernetes too",
 	"issue-14":   "waits on issue 14, which serves Secrets, ServiceAccounts, RBAC and access reviews",

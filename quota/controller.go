@@ -1,0 +1,223 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/reconcile"
+	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	quota "k8s.io/apiserver/pkg/quota/v1"
+	"k8s.io/apiserver/pkg/quota/v1/generic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+)
+
+// ElectionLease is the Lease in kube-system the usage controllers' election uses.
+const ElectionLease = "concord-resourcequota-controller"
+
+// Defaults of ControllerConfig.
+const (
+	DefaultResyncPeriod = 5 * time.Minute // kube-controller-manager's --resource-quota-sync-period
+	defaultWorkers      = 5               // its --concurrent-resource-quota-syncs
+)
+
+// ControllerConfig configures a Controller.
+type ControllerConfig struct {
+	// Registry and Store are the server's: counted objects are read in process.
+	Registry *registry.Registry
+	Store    *store.Store
+	// RESTConfig reaches this server as itself: the quotas are read and their status
+	// written through it, and the election runs over a Lease.
+	RESTConfig *rest.Config
+	// Holder identifies this server in the election.
+	Holder string
+	// ResyncPeriod is how often every quota's usage is recalculated in full, which
+	// corrects a charge for a write that then failed (default DefaultResyncPeriod).
+	ResyncPeriod time.Duration
+	// ReconcileMetrics receives the reconcile runtime's samples (nil: none).
+	ReconcileMetrics *reconcile.Metrics
+}
+
+// Controller keeps every ResourceQuota's status: status.hard mirrors spec.hard and
+// status.used is the usage counted from the objects of the quota's namespace.
+// Admission charges a write to the quotas before it happens; the controller
+// recalculates a quota when it is created, when its spec changes (or its status.hard
+// no longer mirrors it), when an object it counts is deleted, and every ResyncPeriod.
+// Every server runs one; they elect a leader, which alone writes.
+type Controller struct {
+	cfg    ControllerConfig
+	client kubernetes.Interface
+}
+
+// NewController returns a usage controller; Run starts it.
+func NewController(cfg ControllerConfig) (*Controller, error) {
+	if cfg.Registry == nil || cfg.Store == nil || cfg.RESTConfig == nil || cfg.Holder == "" {
+		return nil, errors.New("quota: the controller needs Registry, Store, RESTConfig and Holder")
+	}
+	if cfg.ResyncPeriod <= 0 {
+		cfg.ResyncPeriod = DefaultResyncPeriod
+	}
+	restCfg := rest.CopyConfig(cfg.RESTConfig)
+	restCfg.QPS = -1
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{cfg: cfg, client: client}, nil
+}
+
+// Run campaigns for leadership until ctx is done, keeping the quotas' status while it
+// leads, and gives leadership up when ctx is done.
+func (c *Controller) Run(ctx context.Context) error {
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("resourcequota"))
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: identity.Namespace, Name: ElectionLease},
+		Client:     c.client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: c.cfg.Holder},
+	}
+	return reconcile.RunElected(ctx, reconcile.Election{
+		Name: ElectionLease, Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+	}, c.lead)
+}
+
+// usage is one term of leadership: the quotas' informer, the monitors of counted
+// resources and the reconcile controller.
+type usage struct {
+	cfg        ControllerConfig
+	client     kubernetes.Interface
+	quotas     corev1listers.ResourceQuotaLister
+	monitors   *monitors
+	evaluators quota.Registry
+	ctrl       *reconcile.Controller[types.NamespacedName]
+}
+
+// lead keeps the quotas' status until ctx is done (leadership lost).
+func (c *Controller) lead(ctx context.Context) {
+	factory := informers.NewSharedInformerFactory(c.client, 0)
+	informer := factory.Core().V1().ResourceQuotas()
+	u := &usage{cfg: c.cfg, client: c.client, quotas: informer.Lister()}
+	u.monitors = newMonitors(ctx, c.cfg.Registry, c.cfg.Store, u.namespaceChanged)
+	defer u.monitors.stop()
+	u.evaluators = generic.NewRegistry(objectCountEvaluators(u.monitors.listFunc))
+	u.ctrl = reconcile.New("resourcequota", reconcile.Func[types.NamespacedName](u.reconcile),
+		reconcile.Options[types.NamespacedName]{Workers: defaultWorkers, Metrics: c.cfg.ReconcileMetrics})
+	if _, err := informer.Informer().AddEventHandler(u.quotaEvents()); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot follow the resource quotas")
+		return
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	// A resource served or withdrawn (a CRD) starts or stops a monitor: every quota
+	// is looked at again.
+	defer c.cfg.Registry.OnChange(ctx, u.queueAll)()
+	_ = u.ctrl.Run(ctx)
+}
+
+// queueAll queues every quota.
+func (u *usage) queueAll() {
+	quotas, err := u.quotas.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, rq := range quotas {
+		u.ctrl.Add(types.NamespacedName{Namespace: rq.Namespace, Name: rq.Name})
+	}
+}
+
+// namespaceChanged queues every quota of namespace: an object it may count is gone.
+func (u *usage) namespaceChanged(namespace string) {
+	quotas, err := u.quotas.ResourceQuotas(namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, rq := range quotas {
+		u.ctrl.Add(types.NamespacedName{Namespace: rq.Namespace, Name: rq.Name})
+	}
+}
+
+// reconcile recalculates one quota's status and writes it if it changed.
+func (u *usage) reconcile(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
+	rq, err := u.quotas.ResourceQuotas(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	u.addEvaluators(rq.Spec.Hard)
+	calculated, err := quota.CalculateUsage(rq.Namespace, rq.Spec.Scopes, rq.Spec.Hard, u.evaluators, rq.Spec.ScopeSelector)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// Usage of resources no evaluator knows (a pod's cpu) is kept as it was.
+	used := quota.Add(corev1.ResourceList{}, rq.Status.Used)
+	for name, q := range calculated {
+		used[name] = q
+	}
+	used = quota.Mask(used, quota.ResourceNames(rq.Spec.Hard))
+	if quota.Equals(rq.Status.Hard, rq.Spec.Hard) && quota.Equals(rq.Status.Used, used) {
+		return reconcile.Result{RequeueAfter: u.cfg.ResyncPeriod}, nil
+	}
+	next := rq.DeepCopy()
+	next.Status = corev1.ResourceQuotaStatus{Hard: quota.Add(corev1.ResourceList{}, rq.Spec.Hard), Used: used}
+	if _, err := u.client.CoreV1().ResourceQuotas(rq.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: u.cfg.ResyncPeriod}, nil
+}
+
+// addEvaluators registers an object-count evaluator for every resource hard counts
+// that has none yet.
+func (u *usage) addEvaluators(hard corev1.ResourceList) {
+	for name := range hard {
+		gr, ok := countedResource(name)
+		if !ok || u.evaluators.Get(gr) != nil {
+			continue
+		}
+		if _, ignored := IgnoredResources[gr]; ignored {
+			continue
+		}
+		u.evaluators.Add(generic.NewObjectCountEvaluator(gr, u.monitors.listFunc(gr), ""))
+	}
+}
+
+// quotaEvents queues a quota when it is created, when its spec changes, and when its
+// status.hard no longer mirrors spec.hard. Changes of status.used alone are not
+// followed: admission charges a write before the object is stored, so a
+// recalculation right then would give the charge back.
+func (u *usage) quotaEvents() cache.ResourceEventHandler {
+	key := func(rq *corev1.ResourceQuota) types.NamespacedName {
+		return types.NamespacedName{Namespace: rq.Namespace, Name: rq.Name}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if rq, ok := obj.(*corev1.ResourceQuota); ok {
+				u.ctrl.Add(key(rq))
+			}
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			old, ok1 := oldObj.(*corev1.ResourceQuota)
+			rq, ok2 := newObj.(*corev1.ResourceQuota)
+			if !ok1 || !ok2 {
+				return
+			}
+			if !apiequality.Semantic.DeepEqual(old.Spec, rq.Spec) || !quota.Equals(rq.Status.Hard, rq.Spec.Hard) {
+				u.ctrl.Add(key(rq))
+			}
+		},
+	}
+}

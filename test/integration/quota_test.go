@@ -1,0 +1,238 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/quota"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// quotaEnv is a namespace of a cluster with one quota in it.
+type quotaEnv struct {
+	t      *testing.T
+	ns     string
+	name   string
+	client kubernetes.Interface
+}
+
+// newQuotaEnv creates namespace ns and the quota name with hard limits hard.
+func newQuotaEnv(t *testing.T, s *harness.Server, ns, name string, hard map[string]string) *quotaEnv {
+	t.Helper()
+	e := &quotaEnv{t: t, ns: ns, name: name, client: s.Clientset(t)}
+	if _, err := e.client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rq := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{}}}
+	for k, v := range hard {
+		rq.Spec.Hard[corev1.ResourceName(k)] = resource.MustParse(v)
+	}
+	if _, err := e.client.CoreV1().ResourceQuotas(ns).Create(t.Context(), rq, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// waitUsed waits until the quota's status.used has want for every name of want, and
+// status.hard mirrors spec.hard.
+func (e *quotaEnv) waitUsed(want map[string]string) {
+	e.t.Helper()
+	waitFor(e.t, fmt.Sprintf("quota %s/%s to use %v", e.ns, e.name, want), func() (bool, error) {
+		rq, err := e.client.CoreV1().ResourceQuotas(e.ns).Get(e.t.Context(), e.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for k, v := range rq.Spec.Hard {
+			if got, ok := rq.Status.Hard[k]; !ok || got.Cmp(v) != 0 {
+				return false, nil
+			}
+		}
+		for k, v := range want {
+			got, ok := rq.Status.Used[corev1.ResourceName(k)]
+			if !ok || got.Cmp(resource.MustParse(v)) != 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func (e *quotaEnv) configMap(client kubernetes.Interface, name string, opts metav1.CreateOptions) error {
+	_, err := client.CoreV1().ConfigMaps(e.ns).Create(e.t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, opts)
+	return err
+}
+
+// mustExceed fails unless err is the 403 of a write that would exceed the quota.
+func mustExceed(t *testing.T, what string, err error) {
+	t.Helper()
+	var status apierrors.APIStatus
+	if !errorsAs(err, &status) || status.Status().Code != 403 || status.Status().Reason != metav1.StatusReasonForbidden ||
+		!strings.Contains(status.Status().Message, "exceeded quota") {
+		t.Fatalf("%s: got %v, want a 403 Forbidden Status saying the quota is exceeded", what, err)
+	}
+}
+
+// ResourceQuotas through two servers: the usage controller (one leader) fills status
+// (hard mirrors spec, used counts the namespace's objects); admission on every server
+// charges creations and refuses those beyond the quota with 403, dry runs included
+// but never charged; deletions give usage back; a quota's status.hard tampered with is
+// reset; invalid quotas are refused with 422; kubectl prints REQUEST and LIMIT.
+func TestResourceQuota(t *testing.T) {
+	c := harness.Start(t, 2)
+	a, b := c.Servers[0], c.Servers[1]
+	ctx := t.Context()
+	e := newQuotaEnv(t, a, "quota-cm", "q", map[string]string{"configmaps": "2", "cpu": "1", "limits.memory": "1Gi"})
+	e.waitUsed(map[string]string{"configmaps": "0"})
+
+	clientB := b.Clientset(t)
+	if err := e.configMap(clientB, "dry", metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"one", "two"} {
+		if err := e.configMap(clientB, name, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("configmap %s within the quota: %v", name, err)
+		}
+	}
+	e.waitUsed(map[string]string{"configmaps": "2"}) // the dry run was not charged
+	mustExceed(t, "a third configmap", e.configMap(e.client, "three", metav1.CreateOptions{}))
+	mustExceed(t, "a third configmap, dry run", e.configMap(clientB, "three", metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}))
+	// Objects of other namespaces, and updates, are not limited by it.
+	if _, err := clientB.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clientB.CoreV1().ConfigMaps(e.ns).Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "one"}, Data: map[string]string{"k": "v"}}, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("an update within a full quota: %v", err)
+	}
+
+	if err := e.client.CoreV1().ConfigMaps(e.ns).Delete(ctx, "one", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitUsed(map[string]string{"configmaps": "1"})
+	if err := e.configMap(clientB, "three", metav1.CreateOptions{}); err != nil {
+		t.Fatalf("a configmap after one was deleted: %v", err)
+	}
+
+	// status.hard is the controller's: a write to it is undone.
+	patch := []byte(`{"status":{"hard":{"configmaps":"9"}}}`)
+	if _, err := e.client.CoreV1().ResourceQuotas(e.ns).Patch(ctx, "q", types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitUsed(map[string]string{"configmaps": "2"})
+
+	checkInvalidQuota(t, e)
+	checkQuotaTable(t, a, e)
+}
+
+// checkInvalidQuota creates quotas Kubernetes refuses: each is a 422 naming the field.
+func checkInvalidQuota(t *testing.T, e *quotaEnv) {
+	t.Helper()
+	for hard, want := range map[string]string{
+		"pods=-1":           `spec.hard[pods]: Invalid value: "-1": must be greater than or equal to 0`,
+		"widgets=1":         `spec.hard[widgets]: Invalid value: "widgets": must be a standard resource for quota`,
+		"count/widgets=1.5": `spec.hard[count/widgets]: Invalid value: "1500m": must be an integer`,
+	} {
+		name, value, _ := strings.Cut(hard, "=")
+		rq := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "invalid"},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceName(name): resource.MustParse(value)}}}
+		_, err := e.client.CoreV1().ResourceQuotas(e.ns).Create(t.Context(), rq, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("quota %s: got %v, want 422 with %q", hard, err, want)
+		}
+	}
+	rq := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "invalid"}, Spec: corev1.ResourceQuotaSpec{
+		Hard:          corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")},
+		ScopeSelector: &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{{ScopeName: "Sometimes", Operator: corev1.ScopeSelectorOpIn}}},
+	}}
+	_, err := e.client.CoreV1().ResourceQuotas(e.ns).Create(t.Context(), rq, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.scopeSelector.matchExpressions[0].scopeName: Unsupported value") ||
+		!strings.Contains(err.Error(), "spec.scopeSelector.matchExpressions[0].values: Required value") {
+		t.Errorf("quota with a bad scope selector: got %v", err)
+	}
+}
+
+// checkQuotaTable checks kubectl's view of the quota.
+func checkQuotaTable(t *testing.T, s *harness.Server, e *quotaEnv) {
+	t.Helper()
+	kubectl := kubectlOrSkip(t, s)
+	out, err := kubectl("get", "quota", "-n", e.ns)
+	if err != nil {
+		t.Fatalf("kubectl get quota: %v: %s", err, out)
+	}
+	for _, want := range []string{"REQUEST", "LIMIT", "configmaps: 2/2, cpu: 0/1", "limits.memory: 0/1Gi"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get quota: %q lacks %q", out, want)
+		}
+	}
+}
+
+// Object-count quotas of custom resources (count/<plural>.<group>) are kept by the
+// elected usage controller, also after the leader stops: a quota created before its
+// resource is served counts it from when it is; creations beyond it are refused;
+// deletions give usage back through the new leader.
+func TestResourceQuotaCustomResources(t *testing.T) {
+	c := harness.Start(t, 2)
+	ctx := t.Context()
+	const group = "quota.example.com"
+	e := newQuotaEnv(t, c.Servers[0], "quota-cr", "widgets", map[string]string{"count/widgets." + group: "1"})
+	e.waitUsed(map[string]string{"count/widgets." + group: "0"})
+	if _, err := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions().Create(ctx, widgetCRD(group, "v1", "v1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
+	create := func(s *harness.Server, name string) error {
+		w := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": group + "/v1", "kind": "Widget", "metadata": map[string]interface{}{"name": name}}}
+		_, err := s.Dynamic(t).Resource(gvr).Namespace(e.ns).Create(ctx, w, metav1.CreateOptions{})
+		return err
+	}
+	waitFor(t, "widgets served by both servers", func() (bool, error) {
+		return c.Servers[0].Registry.Get(gvr.GroupResource()) != nil && c.Servers[1].Registry.Get(gvr.GroupResource()) != nil, nil
+	})
+	if err := create(c.Servers[1], "first"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitUsed(map[string]string{"count/widgets." + group: "1"})
+	mustExceed(t, "a second widget", create(c.Servers[0], "second"))
+
+	// The leader stops; the other server takes over and sees the deletion.
+	leader := quotaLeader(t, c)
+	c.Servers[leader].Stop(t)
+	other := c.Servers[1-leader]
+	if err := other.Dynamic(t).Resource(gvr).Namespace(e.ns).Delete(ctx, "first", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.client = other.Clientset(t)
+	e.waitUsed(map[string]string{"count/widgets." + group: "0"})
+	if err := create(other, "second"); err != nil {
+		t.Fatalf("a widget after the first was deleted: %v", err)
+	}
+}
+
+// quotaLeader returns the index of the server that leads the usage controllers.
+func quotaLeader(t *testing.T, c *harness.Cluster) int {
+	t.Helper()
+	lease, err := c.Servers[0].Clientset(t).CoordinationV1().Leases(identity.Namespace).Get(t.Context(), quota.ElectionLease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := ""
+	if lease.Spec.HolderIdentity != nil {
+		holder = *lease.Spec.HolderIdentity
+	}
+	for i, s := range c.Servers {
+		if strings.HasPrefix(holder, s.ServerID+"_") {
+			return i
+		}
+	}
+	t.Fatalf("the election lease is held by %q, none of the servers", holder)
+	return -1
+}
