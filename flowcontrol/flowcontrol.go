@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/reconcile"
@@ -44,6 +45,7 @@ type Config struct {
 // configuration it follows and the bootstrap of that configuration.
 type Controller struct {
 	apf       utilflowcontrol.Interface
+	writes    *statusWrites
 	factory   informers.SharedInformerFactory
 	estimate  fcrequest.WorkEstimatorFunc
 	bootstrap *bootstrapper
@@ -65,9 +67,11 @@ func New(cfg Config) (*Controller, error) {
 	}
 	fcmetrics.Register()
 	factory := informers.NewSharedInformerFactory(client, 0)
-	apf := utilflowcontrol.New(factory, client.FlowcontrolV1(), cfg.ConcurrencyLimit)
+	writes := &statusWrites{FlowcontrolV1Interface: client.FlowcontrolV1()}
+	apf := utilflowcontrol.New(factory, writes, cfg.ConcurrencyLimit)
 	c := &Controller{
 		apf:      apf,
+		writes:   writes,
 		factory:  factory,
 		estimate: fcrequest.NewWorkEstimator(unknownObjectCount, apf.GetInterestedWatchCount, fcrequest.DefaultWorkEstimatorConfig(), apf.GetMaxSeats),
 		consumer: health.NewPostStartHook(ConsumerHook),
@@ -94,6 +98,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	wg.Go(func() {
 		// Run returns an error only when ctx is done before the first sync.
 		_ = c.apf.Run(ctx.Done())
+		// Its config worker is not joined: let it finish the pass it is in, while
+		// this server still serves.
+		c.writes.waitIdle(2 * time.Second)
 	})
 	wg.Go(func() {
 		for _, synced := range c.factory.WaitForCacheSync(ctx.Done()) {

@@ -1,0 +1,65 @@
+package flowcontrol
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	flowcontrolapply "k8s.io/client-go/applyconfigurations/flowcontrol/v1"
+	flowcontrolclient "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
+)
+
+// statusWrites is the client the flowcontrol library writes FlowSchema status
+// (the Dangling condition) through. The library's config worker is not joined when
+// its Run returns: a write it has under way, and the others of the same pass, would
+// reach a server that has stopped listening (and be logged as errors). statusWrites
+// counts them, so that Controller.Run can wait for the worker to finish its pass.
+type statusWrites struct {
+	flowcontrolclient.FlowcontrolV1Interface
+
+	mu       sync.Mutex
+	inFlight int
+	last     time.Time // when the last write ended
+}
+
+func (s *statusWrites) FlowSchemas() flowcontrolclient.FlowSchemaInterface {
+	return &countedFlowSchemas{FlowSchemaInterface: s.FlowcontrolV1Interface.FlowSchemas(), writes: s}
+}
+
+type countedFlowSchemas struct {
+	flowcontrolclient.FlowSchemaInterface
+	writes *statusWrites
+}
+
+func (c *countedFlowSchemas) ApplyStatus(ctx context.Context, fs *flowcontrolapply.FlowSchemaApplyConfiguration, opts metav1.ApplyOptions) (*flowcontrolv1.FlowSchema, error) {
+	c.writes.mu.Lock()
+	c.writes.inFlight++
+	c.writes.mu.Unlock()
+	defer func() {
+		c.writes.mu.Lock()
+		c.writes.inFlight--
+		c.writes.last = time.Now()
+		c.writes.mu.Unlock()
+	}()
+	return c.FlowSchemaInterface.ApplyStatus(ctx, fs, opts)
+}
+
+// writesQuiet is how long no status write must have run for the worker's pass to be
+// over: the worker issues the writes of a pass back to back.
+const writesQuiet = 100 * time.Millisecond
+
+// waitIdle waits until no status write has run for writesQuiet, or for at most limit.
+func (s *statusWrites) waitIdle(limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		s.mu.Lock()
+		idle := s.inFlight == 0 && time.Since(s.last) >= writesQuiet
+		s.mu.Unlock()
+		if idle {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
