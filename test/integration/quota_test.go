@@ -72,14 +72,55 @@ func (e *quotaEnv) configMap(client kubernetes.Interface, name string, opts meta
 	return err
 }
 
-// mustExceed fails unless err is the 403 of a write that would exceed the quota.
-func mustExceed(t *testing.T, what string, err error) {
+// waitEnforced waits until server s enforces the quota as last written: the quota
+// forbids PodTemplates (count/podtemplates: 0), so a dry-run PodTemplate refused by s
+// shows that s's admission has read the status that limits them, and with it every
+// earlier write of the quota (its informer sees writes in order).
+func (e *quotaEnv) waitEnforced(s *harness.Server) {
+	e.t.Helper()
+	client := s.Clientset(e.t)
+	waitFor(e.t, fmt.Sprintf("server %d to enforce quota %s/%s", s.Index, e.ns, e.name), func() (bool, error) {
+		pt := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}
+		_, err := client.CoreV1().PodTemplates(e.ns).Create(e.t.Context(), pt, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil || !apierrors.IsForbidden(err) {
+			return false, nil
+		}
+		return strings.Contains(err.Error(), "exceeded quota: "+e.name), nil
+	})
+}
+
+// mustExceed fails unless create ends in the 403 of a write that would exceed the
+// quota. A server whose informer has not yet seen the latest charge tries to charge
+// over it and meets a conflict (409: the quota's optimistic concurrency refuses the
+// stale charge, so nothing is admitted): create is tried again then; it must never
+// succeed.
+func mustExceed(t *testing.T, what string, create func() error) {
 	t.Helper()
-	var status apierrors.APIStatus
-	if !errorsAs(err, &status) || status.Status().Code != 403 || status.Status().Reason != metav1.StatusReasonForbidden ||
-		!strings.Contains(status.Status().Message, "exceeded quota") {
-		t.Fatalf("%s: got %v, want a 403 Forbidden Status saying the quota is exceeded", what, err)
-	}
+	waitFor(t, what+" refused", func() (bool, error) {
+		err := create()
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		var status apierrors.APIStatus
+		if !errorsAs(err, &status) || status.Status().Code != 403 || status.Status().Reason != metav1.StatusReasonForbidden ||
+			!strings.Contains(status.Status().Message, "exceeded quota") {
+			t.Fatalf("%s: got %v, want a 403 Forbidden Status saying the quota is exceeded", what, err)
+		}
+		return true, nil
+	})
+}
+
+// mustAdmit waits until create succeeds: a server admits it once its informer has
+// seen usage given back (until then it is refused as exceeding the quota).
+func mustAdmit(t *testing.T, what string, create func() error) {
+	t.Helper()
+	waitFor(t, what+" admitted", func() (bool, error) {
+		err := create()
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota") {
+			return false, nil
+		}
+		return err == nil, err
+	})
 }
 
 // ResourceQuotas through two servers: the usage controller (one leader) fills status
@@ -91,8 +132,11 @@ func TestResourceQuota(t *testing.T) {
 	c := harness.Start(t, 2)
 	a, b := c.Servers[0], c.Servers[1]
 	ctx := t.Context()
-	e := newQuotaEnv(t, a, "quota-cm", "q", map[string]string{"configmaps": "2", "cpu": "1", "limits.memory": "1Gi"})
+	e := newQuotaEnv(t, a, "quota-cm", "q", map[string]string{"configmaps": "2", "count/podtemplates": "0", "cpu": "1", "limits.memory": "1Gi"})
 	e.waitUsed(map[string]string{"configmaps": "0"})
+	// Until a server has read a quota's calculated status, the quota does not limit
+	// what it admits (as in Kubernetes): wait for the server the test writes through.
+	e.waitEnforced(b)
 
 	clientB := b.Clientset(t)
 	if err := e.configMap(clientB, "dry", metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
@@ -104,8 +148,10 @@ func TestResourceQuota(t *testing.T) {
 		}
 	}
 	e.waitUsed(map[string]string{"configmaps": "2"}) // the dry run was not charged
-	mustExceed(t, "a third configmap", e.configMap(e.client, "three", metav1.CreateOptions{}))
-	mustExceed(t, "a third configmap, dry run", e.configMap(clientB, "three", metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}))
+	mustExceed(t, "a third configmap", func() error { return e.configMap(e.client, "three", metav1.CreateOptions{}) })
+	mustExceed(t, "a third configmap, dry run", func() error {
+		return e.configMap(clientB, "three", metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	})
 	// Objects of other namespaces, and updates, are not limited by it.
 	if _, err := clientB.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -118,9 +164,7 @@ func TestResourceQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitUsed(map[string]string{"configmaps": "1"})
-	if err := e.configMap(clientB, "three", metav1.CreateOptions{}); err != nil {
-		t.Fatalf("a configmap after one was deleted: %v", err)
-	}
+	mustAdmit(t, "a configmap after one was deleted", func() error { return e.configMap(clientB, "three", metav1.CreateOptions{}) })
 
 	// status.hard is the controller's: a write to it is undone.
 	patch := []byte(`{"status":{"hard":{"configmaps":"9"}}}`)
@@ -168,7 +212,7 @@ func checkQuotaTable(t *testing.T, s *harness.Server, e *quotaEnv) {
 	if err != nil {
 		t.Fatalf("kubectl get quota: %v: %s", err, out)
 	}
-	for _, want := range []string{"REQUEST", "LIMIT", "configmaps: 2/2, cpu: 0/1", "limits.memory: 0/1Gi"} {
+	for _, want := range []string{"REQUEST", "LIMIT", "configmaps: 2/2, count/podtemplates: 0/0, cpu: 0/1", "limits.memory: 0/1Gi"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl get quota: %q lacks %q", out, want)
 		}
@@ -183,8 +227,10 @@ func TestResourceQuotaCustomResources(t *testing.T) {
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	const group = "quota.example.com"
-	e := newQuotaEnv(t, c.Servers[0], "quota-cr", "widgets", map[string]string{"count/widgets." + group: "1"})
+	e := newQuotaEnv(t, c.Servers[0], "quota-cr", "widgets", map[string]string{"count/widgets." + group: "1", "count/podtemplates": "0"})
 	e.waitUsed(map[string]string{"count/widgets." + group: "0"})
+	e.waitEnforced(c.Servers[0])
+	e.waitEnforced(c.Servers[1])
 	if _, err := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions().Create(ctx, widgetCRD(group, "v1", "v1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +247,7 @@ func TestResourceQuotaCustomResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitUsed(map[string]string{"count/widgets." + group: "1"})
-	mustExceed(t, "a second widget", create(c.Servers[0], "second"))
+	mustExceed(t, "a second widget", func() error { return create(c.Servers[0], "second") })
 
 	// The leader stops; the other server takes over and sees the deletion.
 	leader := quotaLeader(t, c)
@@ -212,9 +258,7 @@ func TestResourceQuotaCustomResources(t *testing.T) {
 	}
 	e.client = other.Clientset(t)
 	e.waitUsed(map[string]string{"count/widgets." + group: "0"})
-	if err := create(other, "second"); err != nil {
-		t.Fatalf("a widget after the first was deleted: %v", err)
-	}
+	mustAdmit(t, "a widget after the first was deleted", func() error { return create(other, "second") })
 }
 
 // quotaLeader returns the index of the server that leads the usage controllers.
