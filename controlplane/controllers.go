@@ -103,7 +103,7 @@ func (i *Instance) startQuota(ctx context.Context) error {
 	}
 	usage, err := quota.NewController(quota.ControllerConfig{
 		Registry: i.Registry, Store: i.Store, RESTConfig: i.LoopbackConfig(),
-		Holder: i.ServerID + "_" + uuid.NewString(), ReconcileMetrics: i.runtime,
+		Holder: i.ServerID + "_" + uuid.NewString(), ResyncPeriod: i.opts.ResourceQuotaSyncPeriod, ReconcileMetrics: i.runtime,
 	})
 	if err != nil {
 		return err

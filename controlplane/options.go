@@ -11,6 +11,7 @@ import (
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/quota"
 	"github.com/spf13/pflag"
 )
 
@@ -54,6 +55,9 @@ type Options struct {
 	// EventTTL is how long Events (core and events.k8s.io) live after their last
 	// write (default 1h, as kube-apiserver's --event-ttl).
 	EventTTL time.Duration
+	// ResourceQuotaSyncPeriod is how often the usage controller recounts every quota
+	// (default 5m, as kube-controller-manager's --resource-quota-sync-period).
+	ResourceQuotaSyncPeriod time.Duration
 	// Profiling serves Go's profiles at /debug/pprof/ (default true, as
 	// kube-apiserver's --profiling).
 	Profiling bool
@@ -81,6 +85,7 @@ func NewOptions() *Options {
 		LogFormat:                   "text",
 		WatchBookmarkInterval:       30 * time.Second,
 		EventTTL:                    time.Hour,
+		ResourceQuotaSyncPeriod:     quota.DefaultResyncPeriod,
 		Profiling:                   true,
 		EnablePriorityAndFairness:   true,
 		MaxRequestsInflight:         400,
@@ -114,6 +119,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How often the server renews its identity lease; shorter than --identity-lease-duration.")
 	fs.BoolVar(&o.DisableStorageMigration, "disable-storage-migration", o.DisableStorageMigration, "Do not run the storage-migration controllers in this server.")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long Events are kept after their last write; etcd then deletes them.")
+	fs.DurationVar(&o.ResourceQuotaSyncPeriod, "resource-quota-sync-period", o.ResourceQuotaSyncPeriod,
+		"How often every ResourceQuota's usage is recounted in full (which also takes back the charge of a creation that then failed).")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's CPU, heap, goroutine and execution-trace profiles at /debug/pprof/ to authorized clients.")
 	fs.BoolVar(&o.EnablePriorityAndFairness, "enable-priority-and-fairness", o.EnablePriorityAndFairness,
 		"Classify, queue and limit requests by the FlowSchemas and PriorityLevelConfigurations of flowcontrol.apiserver.k8s.io/v1 (API priority and fairness).")
@@ -157,6 +164,9 @@ func (o *Options) Validate() error {
 	}
 	if o.EventTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--event-ttl %s must be at least 1s", o.EventTTL))
+	}
+	if o.ResourceQuotaSyncPeriod < time.Second {
+		errs = append(errs, fmt.Errorf("--resource-quota-sync-period %s must be at least 1s", o.ResourceQuotaSyncPeriod))
 	}
 	if o.IdentityLeaseDuration < time.Second || o.IdentityLeaseDuration%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("--identity-lease-duration %s must be a whole number of seconds, at least 1s", o.IdentityLeaseDuration))

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"k8s.io/apiserver/pkg/admission"
 	"net/http"
 	"sync"
 	"time"
@@ -21,6 +20,7 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/admission"
 )
 
 // errNotListening: the HTTP server has not started listening yet.

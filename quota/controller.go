@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	quota "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/apiserver/pkg/quota/v1/generic"
@@ -53,7 +54,7 @@ type ControllerConfig struct {
 }
 
 // Controller keeps every ResourceQuota's status: status.hard mirrors spec.hard and
-// status.used is the usage counted from the objects of the quota's namespace.
+// status.used counts the objects of the quota's namespace, in etcd.
 // Admission charges a write to the quotas before it happens; the controller
 // recalculates a quota when it is created, when its spec changes (or its status.hard
 // no longer mirrors it), when an object it counts is deleted, and every ResyncPeriod.
@@ -97,6 +98,7 @@ func (c *Controller) Run(ctx context.Context) error {
 // usage is one term of leadership: the quotas' informer, the monitors of counted
 // resources and the reconcile controller.
 type usage struct {
+	ctx        context.Context // the term's
 	cfg        ControllerConfig
 	client     kubernetes.Interface
 	quotas     corev1listers.ResourceQuotaLister
@@ -109,10 +111,10 @@ type usage struct {
 func (c *Controller) lead(ctx context.Context) {
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	informer := factory.Core().V1().ResourceQuotas()
-	u := &usage{cfg: c.cfg, client: c.client, quotas: informer.Lister()}
+	u := &usage{ctx: ctx, cfg: c.cfg, client: c.client, quotas: informer.Lister()}
 	u.monitors = newMonitors(ctx, c.cfg.Registry, c.cfg.Store, u.namespaceChanged)
 	defer u.monitors.stop()
-	u.evaluators = generic.NewRegistry(objectCountEvaluators(u.monitors.listFunc))
+	u.evaluators = generic.NewRegistry(objectCountEvaluators(u.count))
 	u.ctrl = reconcile.New("resourcequota", reconcile.Func[types.NamespacedName](u.reconcile),
 		reconcile.Options[types.NamespacedName]{Workers: defaultWorkers, Metrics: c.cfg.ReconcileMetrics})
 	if _, err := informer.Informer().AddEventHandler(u.quotaEvents()); err != nil {
@@ -128,25 +130,34 @@ func (c *Controller) lead(ctx context.Context) {
 }
 
 // queueAll queues every quota.
-func (u *usage) queueAll() {
-	quotas, err := u.quotas.List(labels.Everything())
-	if err != nil {
-		return
-	}
+func (u *usage) queueAll() { u.queue(u.quotas.List(labels.Everything())) }
+
+// namespaceChanged queues every quota of namespace: an object it may count is gone.
+func (u *usage) namespaceChanged(namespace string) {
+	u.queue(u.quotas.ResourceQuotas(namespace).List(labels.Everything()))
+}
+
+// queue queues the quotas a lister listed (a lister's List fails only on a bad
+// selector).
+func (u *usage) queue(quotas []*corev1.ResourceQuota, _ error) {
 	for _, rq := range quotas {
 		u.ctrl.Add(types.NamespacedName{Namespace: rq.Namespace, Name: rq.Name})
 	}
 }
 
-// namespaceChanged queues every quota of namespace: an object it may count is gone.
-func (u *usage) namespaceChanged(namespace string) {
-	quotas, err := u.quotas.ResourceQuotas(namespace).List(labels.Everything())
-	if err != nil {
-		return
+// count returns the number of objects of gr in namespace, read from etcd (a
+// count-only range read: exact as of now, where an informer's cache may not yet
+// hold an object admission has just charged for), and makes sure gr's monitor
+// reports its deletions. A resource not served has no objects.
+func (u *usage) count(gr schema.GroupResource, namespace string) (int64, error) {
+	if err := u.monitors.ensure(gr); err != nil {
+		return 0, err
 	}
-	for _, rq := range quotas {
-		u.ctrl.Add(types.NamespacedName{Namespace: rq.Namespace, Name: rq.Name})
+	res := u.cfg.Registry.Get(gr)
+	if res == nil {
+		return 0, nil
 	}
+	return u.cfg.Store.Storage().Count(u.ctx, res.Prefix(namespace))
 }
 
 // reconcile recalculates one quota's status and writes it if it changed.
@@ -191,7 +202,7 @@ func (u *usage) addEvaluators(hard corev1.ResourceList) {
 		if _, ignored := IgnoredResources[gr]; ignored {
 			continue
 		}
-		u.evaluators.Add(generic.NewObjectCountEvaluator(gr, u.monitors.listFunc(gr), ""))
+		u.evaluators.Add(countedBy(generic.NewObjectCountEvaluator(gr, nil, ""), u.count))
 	}
 }
 

@@ -21,9 +21,11 @@
 //
 // Controller is the leader-elected usage controller (kube-controller-manager's
 // resourcequota controller, on Concord's reconcile runtime): status.hard mirrors
-// spec.hard, status.used counts the namespace's objects from in-process informers of
-// the counted resources (monitors: metadata only, started for the resources quotas
-// name once they are served, stopped when they no longer are). A quota is
+// spec.hard, status.used counts the namespace's objects with a count-only read of
+// their keys in etcd (exact as of the recount: an informer's cache could lag behind
+// a charge admission has just made). In-process informers of the counted resources
+// (monitors: metadata only, started for the resources quotas name once they are
+// served, stopped when they no longer are) report deletions. A quota is
 // recalculated when created, when its spec changes or its status.hard stops
 // mirroring it, when an object it counts is deleted (usage given back), when the
 // served resources change, and every resync period, which also takes back a charge
@@ -33,6 +35,6 @@
 // # What it must not touch
 //
 // It serves and stores nothing itself: quotas are stored and served by the registry
-// like any resource, and the server decides where admission runs. It counts objects
-// through the registry's in-process informers and never reads etcd directly.
+// like any resource, and the server decides where admission runs. It reads etcd only
+// through the object store's storage (counts under a resource's namespace prefix).
 package quota

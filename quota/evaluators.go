@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	quota "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/apiserver/pkg/quota/v1/generic"
@@ -33,20 +34,52 @@ var legacyCounts = map[schema.GroupResource]corev1.ResourceName{
 	{Resource: "secrets"}:                corev1.ResourceSecrets,
 }
 
+// countFunc counts the objects of a resource in a namespace.
+type countFunc func(gr schema.GroupResource, namespace string) (int64, error)
+
 // objectCountEvaluators returns the evaluators of the legacy counts (each also
-// answers to its count/ name), listing through listFor (nil: evaluators that
-// cannot list, for admission). Other resources get an object-count evaluator when
-// first needed.
-func objectCountEvaluators(listFor func(schema.GroupResource) generic.ListFuncByNamespace) []quota.Evaluator {
+// answers to its count/ name), counting through count (nil: evaluators that cannot
+// count, for admission, which only measures the object a request writes). Other
+// resources get an object-count evaluator when first needed.
+func objectCountEvaluators(count countFunc) []quota.Evaluator {
 	out := make([]quota.Evaluator, 0, len(legacyCounts))
 	for gr, alias := range legacyCounts {
-		var list generic.ListFuncByNamespace
-		if listFor != nil {
-			list = listFor(gr)
+		e := generic.NewObjectCountEvaluator(gr, nil, alias)
+		if count != nil {
+			e = countedBy(e, count)
 		}
-		out = append(out, generic.NewObjectCountEvaluator(gr, list, alias))
+		out = append(out, e)
 	}
 	return out
+}
+
+// countingEvaluator is k8s.io/apiserver's object-count evaluator with its usage
+// counted by count instead of listed.
+type countingEvaluator struct {
+	quota.Evaluator
+	count countFunc
+}
+
+func countedBy(e quota.Evaluator, count countFunc) quota.Evaluator {
+	return countingEvaluator{Evaluator: e, count: count}
+}
+
+// UsageStats counts the namespace's objects for each of opts.Resources. As in
+// k8s.io/apiserver's evaluator, objects match no scope: a quota with scopes counts
+// none.
+func (e countingEvaluator) UsageStats(opts quota.UsageStatsOptions) (quota.UsageStats, error) {
+	stats := quota.UsageStats{Used: corev1.ResourceList{}}
+	var n int64
+	if len(opts.Scopes) == 0 && (opts.ScopeSelector == nil || len(opts.ScopeSelector.MatchExpressions) == 0) {
+		var err error
+		if n, err = e.count(e.GroupResource(), opts.Namespace); err != nil {
+			return stats, err
+		}
+	}
+	for _, name := range opts.Resources {
+		stats.Used[name] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+	return stats, nil
 }
 
 // countedResource returns the resource a quota resource name counts objects of

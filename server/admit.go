@@ -28,13 +28,10 @@ func (s *Server) admit(q *apiRequest, sub string, dry bool) store.AdmitFunc {
 		if !s.cfg.Admission.Handles(op) {
 			return nil
 		}
-		var info auth.User
-		if u, ok := auth.UserFrom(ctx); ok {
-			info = u
-		}
+		u, _ := auth.UserFrom(ctx) // behind authentication every request has one
 		gv := q.res.GroupVersion(q.version.Name)
 		attrs := admission.NewAttributesRecord(obj, oldObj, gv.WithKind(q.res.Names.Kind), obj.GetNamespace(), obj.GetName(),
-			gv.WithResource(q.res.Names.Plural), sub, op, opts, dry, info.Info())
+			gv.WithResource(q.res.Names.Plural), sub, op, opts, dry, u.Info())
 		err := s.cfg.Admission.Validate(ctx, attrs, nil)
 		var status apierrors.APIStatus
 		if err == nil || errors.As(err, &status) {

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/quota"
@@ -15,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	corev1apply "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -149,6 +153,10 @@ func TestResourceQuota(t *testing.T) {
 	}
 	e.waitUsed(map[string]string{"configmaps": "2"}) // the dry run was not charged
 	mustExceed(t, "a third configmap", func() error { return e.configMap(e.client, "three", metav1.CreateOptions{}) })
+	mustExceed(t, "a third configmap by server-side apply", func() error {
+		_, err := clientB.CoreV1().ConfigMaps(e.ns).Apply(ctx, corev1apply.ConfigMap("applied", e.ns), metav1.ApplyOptions{FieldManager: "quota-test"})
+		return err
+	})
 	mustExceed(t, "a third configmap, dry run", func() error {
 		return e.configMap(clientB, "three", metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	})
@@ -249,7 +257,15 @@ func TestResourceQuotaCustomResources(t *testing.T) {
 	e.waitUsed(map[string]string{"count/widgets." + group: "1"})
 	mustExceed(t, "a second widget", func() error { return create(c.Servers[0], "second") })
 
-	// The leader stops; the other server takes over and sees the deletion.
+	// The leader, which counted no widget before they were served, sees the deletion.
+	if err := c.Servers[0].Dynamic(t).Resource(gvr).Namespace(e.ns).Delete(ctx, "first", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitUsed(map[string]string{"count/widgets." + group: "0"})
+	mustAdmit(t, "a widget after the first was deleted", func() error { return create(c.Servers[1], "first") })
+	e.waitUsed(map[string]string{"count/widgets." + group: "1"})
+
+	// The leader stops; the other server takes over and sees the next deletion.
 	leader := quotaLeader(t, c)
 	c.Servers[leader].Stop(t)
 	other := c.Servers[1-leader]
@@ -258,7 +274,7 @@ func TestResourceQuotaCustomResources(t *testing.T) {
 	}
 	e.client = other.Clientset(t)
 	e.waitUsed(map[string]string{"count/widgets." + group: "0"})
-	mustAdmit(t, "a widget after the first was deleted", func() error { return create(other, "second") })
+	mustAdmit(t, "a widget after the new leader saw the deletion", func() error { return create(other, "second") })
 }
 
 // quotaLeader returns the index of the server that leads the usage controllers.
@@ -279,4 +295,53 @@ func quotaLeader(t *testing.T, c *harness.Cluster) int {
 	}
 	t.Fatalf("the election lease is held by %q, none of the servers", holder)
 	return -1
+}
+
+// A creation charged to a quota and then refused by storage (the name exists) keeps
+// its charge only until the next full recount, every --resource-quota-sync-period:
+// a watch of the quota sees used go up by the failed creation, then back.
+func TestResourceQuotaResync(t *testing.T) {
+	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.ResourceQuotaSyncPeriod = 2 * time.Second }))
+	s := c.Servers[0]
+	ctx := t.Context()
+	e := newQuotaEnv(t, s, "quota-resync", "q", map[string]string{"configmaps": "5", "count/podtemplates": "0"})
+	e.waitUsed(map[string]string{"configmaps": "0"})
+	e.waitEnforced(s)
+	if err := e.configMap(e.client, "taken", metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitUsed(map[string]string{"configmaps": "1"})
+	rq, err := e.client.CoreV1().ResourceQuotas(e.ns).Get(ctx, "q", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := e.client.CoreV1().ResourceQuotas(e.ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rq.ResourceVersion, FieldSelector: "metadata.name=q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := e.configMap(e.client, "taken", metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating an existing configmap: got %v, want AlreadyExists", err)
+	}
+	want := []int64{2, 1} // charged, then recounted
+	timeout := time.After(20 * time.Second)
+	for len(want) > 0 {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the watch of the quota ended")
+			}
+			got, isQuota := ev.Object.(*corev1.ResourceQuota)
+			if ev.Type != watch.Modified || !isQuota {
+				t.Fatalf("unexpected event %s %T", ev.Type, ev.Object)
+			}
+			used := got.Status.Used[corev1.ResourceConfigMaps]
+			if used.Value() != want[0] {
+				t.Fatalf("configmaps used went to %s, want %d next", used.String(), want[0])
+			}
+			want = want[1:]
+		case <-timeout:
+			t.Fatalf("timed out waiting for configmaps used to go to %v", want)
+		}
+	}
 }
