@@ -13,6 +13,7 @@ import (
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/quota"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Options are the settings of one server, bound to the `concord server` flags.
@@ -58,6 +59,11 @@ type Options struct {
 	// ResourceQuotaSyncPeriod is how often the usage controller recounts every quota
 	// (default 5m, as kube-controller-manager's --resource-quota-sync-period).
 	ResourceQuotaSyncPeriod time.Duration
+	// WatchCache answers lists and watches from per-resource caches in memory (default
+	// true, as kube-apiserver's --watch-cache); WatchCacheMemoryLimit bounds their
+	// estimated memory, a quantity of bytes ("4Gi"; "0": no bound).
+	WatchCache            bool
+	WatchCacheMemoryLimit string
 	// Profiling serves Go's profiles at /debug/pprof/ (default true, as
 	// kube-apiserver's --profiling).
 	Profiling bool
@@ -86,6 +92,8 @@ func NewOptions() *Options {
 		WatchBookmarkInterval:       30 * time.Second,
 		EventTTL:                    time.Hour,
 		ResourceQuotaSyncPeriod:     quota.DefaultResyncPeriod,
+		WatchCache:                  true,
+		WatchCacheMemoryLimit:       "4Gi",
 		Profiling:                   true,
 		EnablePriorityAndFairness:   true,
 		MaxRequestsInflight:         400,
@@ -121,6 +129,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long Events are kept after their last write; etcd then deletes them.")
 	fs.DurationVar(&o.ResourceQuotaSyncPeriod, "resource-quota-sync-period", o.ResourceQuotaSyncPeriod,
 		"How often every ResourceQuota's usage is recounted in full (which also takes back the charge of a creation that then failed).")
+	fs.BoolVar(&o.WatchCache, "watch-cache", o.WatchCache,
+		"Answer lists and watches from a cache in memory per resource (started when the resource is first read, stopped when unused); false reads etcd every time.")
+	fs.StringVar(&o.WatchCacheMemoryLimit, "watch-cache-memory-limit", o.WatchCacheMemoryLimit,
+		"Bound on the watch caches' estimated memory, in bytes (a quantity: 4Gi, 512Mi; 0 for none). Past it the least recently used caches stop and their resources are read from etcd.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's CPU, heap, goroutine and execution-trace profiles at /debug/pprof/ to authorized clients.")
 	fs.BoolVar(&o.EnablePriorityAndFairness, "enable-priority-and-fairness", o.EnablePriorityAndFairness,
 		"Classify, queue and limit requests by the FlowSchemas and PriorityLevelConfigurations of flowcontrol.apiserver.k8s.io/v1 (API priority and fairness).")
@@ -168,6 +180,9 @@ func (o *Options) Validate() error {
 	if o.ResourceQuotaSyncPeriod < time.Second {
 		errs = append(errs, fmt.Errorf("--resource-quota-sync-period %s must be at least 1s", o.ResourceQuotaSyncPeriod))
 	}
+	if _, err := o.watchCacheMemoryLimit(); err != nil {
+		errs = append(errs, err)
+	}
 	if o.IdentityLeaseDuration < time.Second || o.IdentityLeaseDuration%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("--identity-lease-duration %s must be a whole number of seconds, at least 1s", o.IdentityLeaseDuration))
 	}
@@ -186,6 +201,15 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// watchCacheMemoryLimit parses --watch-cache-memory-limit.
+func (o *Options) watchCacheMemoryLimit() (int64, error) {
+	q, err := resource.ParseQuantity(o.WatchCacheMemoryLimit)
+	if err != nil || q.Sign() < 0 {
+		return 0, fmt.Errorf("--watch-cache-memory-limit %q must be a non-negative quantity of bytes, such as 4Gi or 512Mi (0: no limit)", o.WatchCacheMemoryLimit)
+	}
+	return q.Value(), nil
 }
 
 // concurrencyLimit is how many seats API priority and fairness shares.

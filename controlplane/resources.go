@@ -13,6 +13,7 @@ import (
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
+	"github.com/concordproject/concord/registry/watchcache"
 	"github.com/concordproject/concord/storageversion"
 )
 
@@ -46,6 +47,11 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	if o.WatchBookmarkInterval > 0 {
 		i.Store.BookmarkInterval = o.WatchBookmarkInterval
 	}
+	limit, err := o.watchCacheMemoryLimit()
+	if err != nil {
+		return ctx, err
+	}
+	i.Store.WatchCache = watchcache.Options{Disabled: !o.WatchCache, MemoryLimit: limit, Registerer: i.Metrics}
 	if err := i.start(ctx, lifecycle.Component{Name: "object-store", Run: i.Store.Run}); err != nil {
 		return ctx, err
 	}

@@ -160,9 +160,12 @@ func (u *usage) count(gr schema.GroupResource, namespace string) (int64, error) 
 	return u.cfg.Store.Storage().Count(u.ctx, res.Prefix(namespace))
 }
 
-// reconcile recalculates one quota's status and writes it if it changed.
+// reconcile recalculates one quota's status and writes it if it changed. The quota is
+// read afresh, not from the informer: the informer may not hold yet a charge that
+// admission has just written, and a recount compared with that stale usage would
+// wrongly find nothing to write (a deletion's recount, lost until the next resync).
 func (u *usage) reconcile(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
-	rq, err := u.quotas.ResourceQuotas(key.Namespace).Get(key.Name)
+	rq, err := u.client.CoreV1().ResourceQuotas(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return reconcile.Result{}, nil
 	}

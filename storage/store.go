@@ -99,6 +99,13 @@ func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 	return resp.Header.Revision, nil
 }
 
+// CheckRevision reports whether etcd can still be read at revision rev: nil, or an
+// error matching ErrCompacted (or ErrFutureRevision). It reads no data.
+func (s *Store) CheckRevision(ctx context.Context, rev int64) error {
+	_, err := s.client.Get(ctx, s.abs("\x00concord-revision-probe"), clientv3.WithCountOnly(), clientv3.WithRev(rev))
+	return translate(err)
+}
+
 // translate maps etcd client errors onto the sentinels.
 func translate(err error) error {
 	switch {

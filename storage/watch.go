@@ -33,6 +33,10 @@ type Event struct {
 	// Prev is the value before the change: nil for a creation.
 	Prev *KeyValue
 	Err  error
+	// BatchEnd marks the last event of what etcd sent together. etcd never splits the
+	// changes of one revision (one transaction) across batches, so a reader that has
+	// applied every event up to a BatchEnd holds whole transactions only.
+	BatchEnd bool
 }
 
 // WatchOptions tune a Watch.
@@ -40,6 +44,14 @@ type WatchOptions struct {
 	// ProgressInterval, if positive, asks etcd for a progress notification this often
 	// so that idle watchers still learn the current revision (Progress events).
 	ProgressInterval time.Duration
+	// ProgressRequests, if set, asks etcd for a progress notification each time a value
+	// is received: a reader waiting to have seen a revision learns without delay that
+	// nothing under the prefix changed up to it. Requests made while one is pending
+	// may be merged.
+	ProgressRequests <-chan struct{}
+	// WithoutPrevious leaves Prev unset on every event (etcd then sends less): for a
+	// reader that keeps the previous values itself.
+	WithoutPrevious bool
 }
 
 // Watch streams every change under prefix strictly after revision rev (0: from now on)
@@ -50,7 +62,10 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64, opts WatchO
 		prefix += "/"
 	}
 	out := make(chan Event, 100)
-	wopts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV()}
+	wopts := []clientv3.OpOption{clientv3.WithPrefix()}
+	if !opts.WithoutPrevious {
+		wopts = append(wopts, clientv3.WithPrevKV())
+	}
 	if rev > 0 {
 		// Start at rev itself, not rev+1, and drop what happened at rev below: etcd
 		// withholds progress notifications from a watcher whose start revision the
@@ -88,6 +103,8 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64, opts WatchO
 				return
 			case <-tick:
 				_ = s.client.RequestProgress(wctx)
+			case <-opts.ProgressRequests:
+				_ = s.client.RequestProgress(wctx)
 			case resp, ok := <-wch:
 				if !ok {
 					if ctx.Err() == nil {
@@ -110,17 +127,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64, opts WatchO
 					}
 					continue
 				}
-				for _, ev := range resp.Events {
-					if ev.Kv.ModRevision <= rev {
-						continue
-					}
-					e := Event{Revision: ev.Kv.ModRevision, KV: s.kv(ev.Kv)}
-					if ev.PrevKv != nil {
-						e.Prev = s.kv(ev.PrevKv)
-					}
-					if ev.Type == clientv3.EventTypeDelete {
-						e.Type = Deleted
-					}
+				for _, e := range s.eventsAfter(resp, rev) {
 					if !send(e) {
 						return
 					}
@@ -128,5 +135,28 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64, opts WatchO
 			}
 		}
 	}()
+	return out
+}
+
+// eventsAfter returns the changes of one watch response newer than rev, the last one
+// marked BatchEnd.
+func (s *Store) eventsAfter(resp clientv3.WatchResponse, rev int64) []Event {
+	out := make([]Event, 0, len(resp.Events))
+	for _, ev := range resp.Events {
+		if ev.Kv.ModRevision <= rev {
+			continue
+		}
+		e := Event{Revision: ev.Kv.ModRevision, KV: s.kv(ev.Kv)}
+		if ev.PrevKv != nil {
+			e.Prev = s.kv(ev.PrevKv)
+		}
+		if ev.Type == clientv3.EventTypeDelete {
+			e.Type = Deleted
+		}
+		out = append(out, e)
+	}
+	if len(out) > 0 {
+		out[len(out)-1].BatchEnd = true
+	}
 	return out
 }

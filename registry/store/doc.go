@@ -2,8 +2,12 @@
 // Kubernetes semantics on top of package storage, one file per verb:
 //
 //   - get.go, list.go, watch.go: reads, with resourceVersion semantics, paging,
-//     selectors, conversion to the version asked for and defaulting; watches share one
-//     etcd watch per resource (watchhub.go);
+//     selectors, conversion to the version asked for and defaulting;
+//   - cached.go: which lists and watches the watch caches (package watchcache) answer,
+//     and how their shared changes become each watch's events: lists from a cache's
+//     snapshot (a consistent list once the cache has seen etcd's current revision),
+//     watches from its history and fan-out, and no event for a change that only
+//     re-encoded its object (a storage migration);
 //   - create.go, update.go, delete.go: generated metadata (uid, creationTimestamp,
 //     generation), optimistic concurrency, preconditions, finalizers and
 //     deletionTimestamp, validation, and encoding in the storage version;
@@ -11,7 +15,8 @@
 //
 // Every call names its target with a Ref (resource, version, namespace, name), so a
 // resource redefined at run time (a CRD's storage version flips) takes effect on the
-// next call; the Store holds no per-resource state but caches (package cache).
+// next call; the Store holds no per-resource state but caches (packages cache and
+// watchcache).
 // Updates and deletes take their preconditions the same way, in their options.
 //
 // Every error it returns for a request is an *apierrors.StatusError naming the

@@ -44,6 +44,14 @@ func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*un
 	if out.GetKind() == "" {
 		out.SetKind(res.Names.Kind + "List")
 	}
+	c, snap, cached, err := s.cachedState(ctx, res, at)
+	if err != nil {
+		return nil, err
+	}
+	s.caches.Observe(res.Prefix(""), "list", cached)
+	if cached {
+		return s.listCached(ctx, ref, listParams{pred: pred, at: at, limit: opts.Limit, out: out}, c, snap)
+	}
 	var objs []*registry.Object
 	var unreadable []unreadableObject
 	// Keep reading pages until limit matches are found: selectors filter after the read.
@@ -66,11 +74,10 @@ func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*un
 			}
 		}
 		for i, kv := range page.Items {
-			obj, err := res.Decode(kv.Value, kv.Revision)
-			if err != nil {
-				unreadable = append(unreadable, unreadableObject{key: s.storage.Prefix() + "/" + kv.Key, err: err})
-				if len(unreadable) == maxUnreadable {
-					return nil, s.unreadableError(res, prefix, unreadable, true)
+			obj, err := s.decodeListed(res, prefix, kv, &unreadable)
+			if obj == nil {
+				if err != nil {
+					return nil, err
 				}
 				continue
 			}
@@ -99,8 +106,12 @@ func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*un
 
 // listStart is where a list reads from.
 type listStart struct {
-	rev          int64  // the revision to read at; 0: the current one
-	minRV        int64  // the current revision must be at least this
+	rev   int64 // the revision to read at; 0: the current one
+	minRV int64 // the current revision must be at least this
+	// consistent: the list must see every write acknowledged before it started (a
+	// cache answers it only once it has seen etcd's current revision). Otherwise,
+	// with rev 0, any state at least minRV new will do.
+	consistent   bool
 	key          string // the first key (a continue token's)
 	fromContinue bool
 }
@@ -121,6 +132,8 @@ func planList(prefix string, gr schema.GroupResource, opts metav1.ListOptions) (
 		at.key, at.fromContinue = key, true
 		if rev > 0 {
 			at.rev = rev
+		} else {
+			at.consistent = true // a token that goes on at the current state
 		}
 	case opts.ResourceVersion != "":
 		n, err := parseRV(gr, opts.ResourceVersion)
@@ -146,6 +159,8 @@ func planList(prefix string, gr schema.GroupResource, opts metav1.ListOptions) (
 		}
 	case opts.ResourceVersionMatch != "":
 		return at, apierrors.NewBadRequest("resourceVersionMatch is forbidden unless resourceVersion is set")
+	default:
+		at.consistent = true
 	}
 	return at, nil
 }
@@ -204,6 +219,20 @@ const maxUnreadable = 100
 type unreadableObject struct {
 	key string // the etcd key
 	err error
+}
+
+// decodeListed decodes a listed object. One that cannot be decoded is added to
+// unreadable and nil returned, with the list's error once maxUnreadable are.
+func (s *Store) decodeListed(res *registry.Resource, prefix string, kv *storage.KeyValue, unreadable *[]unreadableObject) (*registry.Object, error) {
+	obj, err := res.Decode(kv.Value, kv.Revision)
+	if err == nil {
+		return obj, nil
+	}
+	*unreadable = append(*unreadable, unreadableObject{key: s.storage.Prefix() + "/" + kv.Key, err: err})
+	if len(*unreadable) == maxUnreadable {
+		return nil, s.unreadableError(res, prefix, *unreadable, true)
+	}
+	return nil, nil
 }
 
 // unreadableError is the answer to a list that met objects it cannot decode (stored in

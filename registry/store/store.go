@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/cache"
+	"github.com/concordproject/concord/registry/watchcache"
 	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,11 +30,12 @@ type Store struct {
 	// BookmarkInterval is how often an idle watch that asked for bookmarks gets one.
 	// Set it before the first watch.
 	BookmarkInterval time.Duration
-	now              func() time.Time
+	// WatchCache configures the watch caches that answer lists and watches while Run
+	// runs (its Observe and ProgressInterval are the store's). Set it before Run.
+	WatchCache watchcache.Options
+	now        func() time.Time
 
-	hubsMu sync.Mutex
-	hubs   map[string]*hub // shared watches, by resource prefix
-
+	caches *watchcache.Caches
 	recent *cache.Recent
 }
 
@@ -42,17 +43,41 @@ type Store struct {
 // the namespaces stored in st (core/namespaces), as Kubernetes' NamespaceLifecycle
 // admission does; call Run to keep the namespace cache warm.
 func NewStore(st *storage.Store) *Store {
-	s := &Store{storage: st, BookmarkInterval: 30 * time.Second, now: time.Now, hubs: map[string]*hub{}, recent: cache.NewRecent()}
+	s := &Store{storage: st, BookmarkInterval: 30 * time.Second, now: time.Now, recent: cache.NewRecent()}
 	s.namespaces = cache.NewNamespaces(st)
+	s.caches = watchcache.New(st)
 	return s
 }
 
 // Storage returns the underlying raw store.
 func (s *Store) Storage() *storage.Store { return s.storage }
 
-// Run does the background work of the store (it keeps the namespace cache warm) until
-// ctx is done, and returns nil then.
-func (s *Store) Run(ctx context.Context) error { return s.namespaces.Run(ctx) }
+// Run does the background work of the store until ctx is done, and returns nil then:
+// it keeps the namespace cache warm and serves the watch caches, without which every
+// list reads etcd and every watch has an etcd watch of its own.
+func (s *Store) Run(ctx context.Context) error {
+	opts := s.WatchCache
+	opts.ProgressInterval = s.BookmarkInterval
+	opts.Observe = s.observe
+	done := make(chan error, 1)
+	go func() { done <- s.caches.Run(ctx, opts) }()
+	err := s.namespaces.Run(ctx)
+	return errors.Join(err, <-done)
+}
+
+// observe keeps what the watch caches see for updates to start from: an informer's
+// controller writes back what its watch delivered (see recentObjects).
+func (s *Store) observe(ev storage.Event) {
+	switch ev.Type {
+	case storage.Put:
+		s.recent.Saw(ev.KV)
+	case storage.Deleted:
+		s.recent.Forget(ev.KV.Key)
+	}
+}
+
+// CacheStats says what the store's watch caches hold.
+func (s *Store) CacheStats() watchcache.Stats { return s.caches.Stats() }
 
 // Ref names what a call of the store is about: objects of Resource, read and written
 // in Version (a version name of the resource), in Namespace ("" for every namespace,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/watchcache"
 	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +45,9 @@ func (s *Store) Watch(ctx context.Context, ref Ref, opts metav1.ListOptions) (wa
 	}
 	var initial bool
 	var from int64
+	// at is the state the watch starts from when it reads one: resourceVersion ""
+	// the current state (consistent), "0" any, N one at least as new as N.
+	at := listStart{consistent: opts.ResourceVersion == ""}
 	switch {
 	case opts.SendInitialEvents != nil:
 		initial = *opts.SendInitialEvents
@@ -59,6 +63,7 @@ func (s *Store) Watch(ctx context.Context, ref Ref, opts metav1.ListOptions) (wa
 			return nil, err
 		}
 	}
+	at.minRV = from
 
 	wctx, cancel := context.WithCancel(ctx)
 	w := &watcher{
@@ -69,7 +74,7 @@ func (s *Store) Watch(ctx context.Context, ref Ref, opts metav1.ListOptions) (wa
 	var list *unstructuredPage
 	if initial || (opts.SendInitialEvents != nil && from == 0) {
 		// Read the starting state now, so that errors are returned to the caller.
-		list, err = s.readPage(ctx, res, ns, from, pred)
+		list, err = s.initialState(ctx, res, ns, at, pred)
 		if err != nil {
 			cancel()
 			return nil, err
@@ -220,32 +225,32 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *unstr
 		}
 		from = rev
 	}
-	queue, unsubscribe := w.store.subscribe(ctx, w.res, from)
-	defer unsubscribe()
+	queue := w.store.subscribe(ctx, w.res, from)
+	defer queue.Stop()
 	nsPrefix := w.res.Prefix(ns)
 	for {
-		batch, ok := queue.take(ctx)
+		batch, ok := queue.Take(ctx)
 		if !ok {
 			return // ctx done, or the queue ended (too slow): the client watches again
 		}
 		for _, ev := range batch {
 			var out watch.Event
-			switch ev.typ {
+			switch ev.Type {
 			case storage.Error:
-				if errors.Is(ev.err, storage.ErrCompacted) {
-					w.fail(ctx, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, ev.rev)))
+				if errors.Is(ev.Err, storage.ErrCompacted) {
+					w.fail(ctx, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, ev.Rev)))
 				} else {
-					logger.V(2).Info("Watch ended by storage", "resource", w.res.GroupResource(), "err", ev.err)
-					w.fail(ctx, w.store.storageError(w.res, "", ev.err))
+					logger.V(2).Info("Watch ended by storage", "resource", w.res.GroupResource(), "err", ev.Err)
+					w.fail(ctx, w.store.storageError(w.res, "", ev.Err))
 				}
 				return
 			case storage.Progress:
 				if !w.bookmarks {
 					continue
 				}
-				out = watch.Event{Type: watch.Bookmark, Object: w.bookmark(ev.rev, false)}
+				out = watch.Event{Type: watch.Bookmark, Object: w.bookmark(ev.Rev, false)}
 			default:
-				if !strings.HasPrefix(ev.kv.Key, nsPrefix) {
+				if !strings.HasPrefix(ev.KV.Key, nsPrefix) || w.store.sameMeaning(ctx, ev, w.res) {
 					continue
 				}
 				e, ok, err := w.translate(ev)
@@ -271,23 +276,23 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *unstr
 
 // translate turns a change into the watch event this watcher's selectors see. The
 // objects are the hub's shared ones: convert copies before changing them.
-func (w *watcher) translate(ev *hubEvent) (watch.Event, bool, error) {
+func (w *watcher) translate(ev *watchcache.Event) (watch.Event, bool, error) {
 	var cur, prev *registry.Object
 	var err error
-	if ev.typ == storage.Put {
-		if cur, err = ev.current(); err != nil {
+	if ev.Type == storage.Put {
+		if cur, err = eventObject(ev, w.res, false); err != nil {
 			return watch.Event{}, false, w.store.internalError(w.res, err)
 		}
 	}
-	if ev.prev != nil && (ev.typ == storage.Deleted || !w.pred.Empty()) {
-		if prev, err = ev.previous(); err != nil {
+	if ev.Prev != nil && (ev.Type == storage.Deleted || !w.pred.Empty()) {
+		if prev, err = eventObject(ev, w.res, true); err != nil {
 			return watch.Event{}, false, w.store.internalError(w.res, err)
 		}
 	}
 	curOK := cur != nil && w.pred.Matches(cur)
 	prevOK := prev != nil && w.pred.Matches(prev)
-	if w.pred.Empty() && ev.typ == storage.Put {
-		prevOK = ev.prev != nil
+	if w.pred.Empty() && ev.Type == storage.Put {
+		prevOK = ev.Prev != nil
 	}
 	switch {
 	case curOK && prevOK:

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/concordproject/concord/etcd/etcdtest"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/watchcache"
 	"github.com/concordproject/concord/storage"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,9 +18,41 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
+// cachedStore returns a store whose watch caches run (with opts) until the test ends,
+// over a fresh etcd, and a namespaced custom resource with versions v1 and v2.
+func cachedStore(t *testing.T, opts watchcache.Options) (*Store, *registry.Resource) {
+	t.Helper()
+	s, res := hubStore(t)
+	runCaches(t, s, opts)
+	return s, res
+}
+
+// runCaches runs s's watch caches with opts until the test ends.
+func runCaches(t *testing.T, s *Store, opts watchcache.Options) {
+	t.Helper()
+	s.WatchCache = opts
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// hubStore returns a store without running watch caches (every read goes to etcd),
+// over a fresh etcd.
 func hubStore(t *testing.T) (*Store, *registry.Resource) {
 	t.Helper()
-	cli := etcdtest.Start(t)
+	return hubStoreOn(t, storage.New(etcdtest.Start(t), "/registry"))
+}
+
+// hubStoreOn returns a store over st (namespaces a and b created), without running
+// watch caches.
+func hubStoreOn(t *testing.T, st *storage.Store) (*Store, *registry.Resource) {
+	t.Helper()
 	res := &registry.Resource{
 		Group: "example.com", Namespaced: true, StorageVersion: "v1",
 		Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList"},
@@ -26,11 +61,11 @@ func hubStore(t *testing.T) (*Store, *registry.Resource) {
 	if err := res.Prepare(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	s := NewStore(storage.New(cli, "/registry"))
+	s := NewStore(st)
 	for _, ns := range []string{"a", "b"} {
 		nsObj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]interface{}{"name": ns}}}
 		data, _ := nsObj.MarshalJSON()
-		if _, err := s.storage.Create(t.Context(), "core/namespaces/"+ns, data); err != nil {
+		if _, err := s.storage.Create(t.Context(), "core/namespaces/"+ns, data); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 			t.Fatal(err)
 		}
 	}
@@ -66,11 +101,11 @@ func collect(t *testing.T, w watch.Interface, n int) []watch.Event {
 	return out
 }
 
-// Many watches of one resource share one hub, each sees exactly its changes in order,
-// in its own version, and the hub goes away with the last watch.
-func TestWatchesShareOneHub(t *testing.T) {
+// Many watches of one resource share one cache, each sees exactly its changes in
+// order, in its own version, and the cache goes away once idle.
+func TestWatchesShareOneCache(t *testing.T) {
 	ctx := t.Context()
-	s, res := hubStore(t)
+	s, res := cachedStore(t, watchcache.Options{IdleTimeout: 300 * time.Millisecond})
 	start, err := s.Create(ctx, Ref{Resource: res, Version: "v1", Namespace: "a"}, gadget("a", "first", 0), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +128,7 @@ func TestWatchesShareOneHub(t *testing.T) {
 		defer w.Stop()
 		ws = append(ws, w)
 	}
-	waitHubs(t, s, 1) // watches subscribe as they start
+	waitCaches(t, s, 1, watchers)
 	var wg sync.WaitGroup
 	for g := 0; g < writers; g++ {
 		wg.Add(1)
@@ -132,14 +167,14 @@ func TestWatchesShareOneHub(t *testing.T) {
 	for _, w := range ws {
 		w.Stop()
 	}
-	waitHubs(t, s, 0)
+	waitCaches(t, s, 0, 0)
 }
 
-// A watch from a revision the shared hub no longer holds gets exactly its changes
-// from a private feed; one from a buffered revision joins the shared hub.
+// A watch from a revision the shared cache no longer holds gets exactly its changes
+// from a private feed; one from a revision in its history joins the shared cache.
 func TestLateJoiners(t *testing.T) {
 	ctx := t.Context()
-	s, res := hubStore(t)
+	s, res := cachedStore(t, watchcache.Options{})
 	first, err := s.Create(ctx, Ref{Resource: res, Version: "v1", Namespace: "a"}, gadget("a", "g-0", 0), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +185,7 @@ func TestLateJoiners(t *testing.T) {
 		}
 	}
 	fifth := mustRV(t, mustGet(t, s, res, "g-4"))
-	// The shared hub starts at the newest revision.
+	// The shared cache starts at the newest revision.
 	early, err := s.Watch(ctx, Ref{Resource: res, Version: "v1"}, metav1.ListOptions{ResourceVersion: fmt.Sprint(fifth)})
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +195,7 @@ func TestLateJoiners(t *testing.T) {
 		t.Fatal(err)
 	}
 	collect(t, early, 1)
-	// Older than the hub: a private feed replays g-1..g-5 from etcd.
+	// Older than the cache: a private feed replays g-1..g-5 from etcd.
 	old, err := s.Watch(ctx, Ref{Resource: res, Version: "v1"}, metav1.ListOptions{ResourceVersion: first.GetResourceVersion()})
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +207,7 @@ func TestLateJoiners(t *testing.T) {
 			t.Fatalf("private feed event %d: %s", i, got)
 		}
 	}
-	// Within the hub's buffer: only g-5.
+	// Within the cache's history: only g-5.
 	late, err := s.Watch(ctx, Ref{Resource: res, Version: "v1"}, metav1.ListOptions{ResourceVersion: fmt.Sprint(fifth)})
 	if err != nil {
 		t.Fatal(err)
@@ -181,12 +216,7 @@ func TestLateJoiners(t *testing.T) {
 	if got := collect(t, late, 1)[0].Object.(*unstructured.Unstructured).GetName(); got != "g-5" {
 		t.Fatalf("late joiner got %s first, want g-5", got)
 	}
-	s.hubsMu.Lock()
-	n := len(s.hubs)
-	s.hubsMu.Unlock()
-	if n != 1 {
-		t.Fatalf("%d shared hubs", n)
-	}
+	waitCaches(t, s, 1, 2) // early and late; old is private
 }
 
 func mustGet(t *testing.T, s *Store, res *registry.Resource, name string) *unstructured.Unstructured {
@@ -207,34 +237,39 @@ func mustRV(t *testing.T, o *unstructured.Unstructured) int64 {
 	return rv
 }
 
-func waitHubs(t *testing.T, s *Store, n int) {
+// waitCaches waits until s runs n caches feeding watchers watchers in all.
+func waitCaches(t *testing.T, s *Store, n, watchers int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s.hubsMu.Lock()
-		got := len(s.hubs)
-		s.hubsMu.Unlock()
-		if got == n {
+		st := s.CacheStats()
+		if st.Caches == n && st.Watchers == watchers {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d hubs, want %d", got, n)
+			t.Fatalf("%d caches feeding %d watchers, want %d and %d", st.Caches, st.Watchers, n, watchers)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-// A watch from a revision further back than a hub's buffer gets every change even when
-// the hub's replay runs through more than the buffer before the watch could have
-// joined: the watch is the hub's from the start.
+// A watch from a revision further back than the cache's history gets every change
+// from a private feed of etcd's history, however long the replay.
 func TestLongReplayMissesNothing(t *testing.T) {
 	ctx := t.Context()
-	s, res := hubStore(t)
+	const history = 64
+	s, res := cachedStore(t, watchcache.Options{HistorySize: history})
 	first, err := s.Create(ctx, Ref{Resource: res, Version: "v1", Namespace: "a"}, gadget("a", "r-0", 0), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = hubBufferSize + 200
+	// A watcher from now on starts the shared cache.
+	shared, err := s.Watch(ctx, Ref{Resource: res, Version: "v1"}, metav1.ListOptions{ResourceVersion: first.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Stop()
+	const n = history*4 + 200
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -247,30 +282,23 @@ func TestLongReplayMissesNothing(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// Hold the watch back until its hub has replayed past its buffer. (The hook is
-	// package-wide: no test of this package runs in parallel with this one.)
-	testHookHubStarted = func(h *hub) {
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			h.mu.Lock()
-			overflowed := h.complete > mustRV(t, first)
-			h.mu.Unlock()
-			if overflowed {
-				return
-			}
+	for _, w := range []watch.Interface{shared, mustWatch(t, s, res, first.GetResourceVersion())} {
+		seen := map[string]bool{}
+		for _, ev := range collect(t, w, n) {
+			seen[ev.Object.(*unstructured.Unstructured).GetName()] = true
 		}
-		t.Error("the hub did not replay past its buffer")
+		if len(seen) != n {
+			t.Fatalf("%d distinct objects of %d", len(seen), n)
+		}
 	}
-	t.Cleanup(func() { testHookHubStarted = nil })
-	w, err := s.Watch(ctx, Ref{Resource: res, Version: "v1"}, metav1.ListOptions{ResourceVersion: first.GetResourceVersion()})
+}
+
+func mustWatch(t *testing.T, s *Store, res *registry.Resource, rv string) watch.Interface {
+	t.Helper()
+	w, err := s.Watch(t.Context(), Ref{Resource: res, Version: "v1"}, metav1.ListOptions{ResourceVersion: rv})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
-	seen := map[string]bool{}
-	for _, ev := range collect(t, w, n) {
-		seen[ev.Object.(*unstructured.Unstructured).GetName()] = true
-	}
-	if len(seen) != n {
-		t.Fatalf("%d distinct objects of %d", len(seen), n)
-	}
+	t.Cleanup(w.Stop)
+	return w
 }

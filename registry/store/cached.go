@@ -1,0 +1,205 @@
+package store
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/watchcache"
+	"github.com/concordproject/concord/storage"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// This file holds the rules by which the watch caches (package watchcache) answer
+// reads: which lists and watches a cache may serve, and how its shared changes become
+// each watch's events.
+
+// cachedState returns the cache of res and the state a read planned as at may be
+// answered from. ok is false when etcd must answer it instead: caching is off or the
+// resource's cache did not fit, the cache has not loaded, it no longer holds the exact
+// revision asked for, or it did not reach the revision the read needs in time.
+func (s *Store) cachedState(ctx context.Context, res *registry.Resource, at listStart) (c *watchcache.Cache, snap *watchcache.Snapshot, ok bool, err error) {
+	c = s.caches.Get(res.Prefix(""), at.rev)
+	if c == nil || !c.WaitReady(ctx) {
+		return nil, nil, false, nil
+	}
+	if at.rev > 0 {
+		if snap, ok = c.SnapshotAt(at.rev); !ok {
+			return nil, nil, false, nil
+		}
+		// A state etcd has compacted is gone for every server: the read gets etcd's
+		// answer (410 Expired), as it would from any server without the snapshot.
+		if err := s.storage.CheckRevision(ctx, at.rev); err != nil {
+			return nil, nil, false, nil
+		}
+		return c, snap, true, nil
+	}
+	want := at.minRV
+	if at.consistent {
+		// Every write acknowledged before this read has a revision at most etcd's
+		// current one (a linearizable read); the cache must have seen it.
+		if want, err = s.storage.CurrentRevision(ctx); err != nil {
+			return nil, nil, false, s.storageError(res, "", err)
+		}
+	}
+	if err := c.WaitFresh(ctx, want); err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, false, s.storageError(res, "", ctx.Err())
+		}
+		return nil, nil, false, nil
+	}
+	if snap, err = c.Snapshot(); err != nil {
+		return nil, nil, false, nil
+	}
+	return c, snap, true, nil
+}
+
+// listCached answers a list from a cache's snapshot, with the paging rules of an
+// etcd read: a page that stops early carries a continue token at the snapshot's
+// revision, and the snapshot is kept for it.
+func (s *Store) listCached(ctx context.Context, ref Ref, opts listParams, c *watchcache.Cache, snap *watchcache.Snapshot) (*unstructured.UnstructuredList, error) {
+	res, prefix, out := ref.Resource, ref.prefix(), opts.out
+	items := snap.Items(prefix)
+	i := 0
+	if opts.at.key != "" {
+		i = watchcache.Search(items, opts.at.key)
+	}
+	var objs []*registry.Object
+	var unreadable []unreadableObject
+	for ; i < len(items); i++ {
+		kv := items[i]
+		obj, err := s.decodeListed(res, prefix, kv, &unreadable)
+		if obj == nil {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if !opts.pred.Matches(obj) {
+			continue
+		}
+		objs = append(objs, obj)
+		if opts.limit > 0 && int64(len(objs)) == opts.limit {
+			if i < len(items)-1 {
+				if err := setContinue(out, prefix, kv.Key, snap.Rev, int64(len(items)-1-i), opts.pred.Empty()); err != nil {
+					return nil, err
+				}
+				c.Keep(snap)
+			}
+			break
+		}
+	}
+	return s.finishList(ctx, res, ref.Version, out, objs, snap.Rev, prefix, unreadable)
+}
+
+// listParams is what List has worked out of a list's options.
+type listParams struct {
+	pred  *registry.Predicate
+	at    listStart
+	limit int64
+	out   *unstructured.UnstructuredList
+}
+
+// initialState reads the objects a watch starts with (those of ns matching pred), at a
+// state planned as at: from the cache when it may answer, else from etcd.
+func (s *Store) initialState(ctx context.Context, res *registry.Resource, ns string, at listStart, pred *registry.Predicate) (*unstructuredPage, error) {
+	_, snap, ok, err := s.cachedState(ctx, res, at)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		s.caches.Observe(res.Prefix(""), "watch", false)
+		return s.readPage(ctx, res, ns, at.minRV, pred)
+	}
+	out := &unstructuredPage{rev: snap.Rev}
+	for _, kv := range snap.Items(res.Prefix(ns)) {
+		obj, err := res.Decode(kv.Value, kv.Revision)
+		if err != nil {
+			return nil, s.internalError(res, err)
+		}
+		if pred.Matches(obj) {
+			out.objs = append(out.objs, obj)
+		}
+	}
+	return out, nil
+}
+
+// subscribe returns a queue of every change of res after revision from: from the
+// resource's cache if it holds them, else from a private watch of etcd's history.
+func (s *Store) subscribe(ctx context.Context, res *registry.Resource, from int64) *watchcache.Watcher {
+	prefix := res.Prefix("")
+	if c := s.caches.Get(prefix, from); c != nil && c.WaitReady(ctx) {
+		if w, err := c.Watch(from); err == nil {
+			s.caches.Observe(prefix, "watch", true)
+			return w
+		}
+	}
+	s.caches.Observe(prefix, "watch", false)
+	return s.caches.Private(ctx, prefix, from, s.BookmarkInterval)
+}
+
+// decodedKey keys an event's decoded objects in its memo: per definition, since a
+// resource redefined at run time may decode differently.
+type decodedKey struct {
+	res  *registry.Resource
+	prev bool
+}
+
+// eventObject returns the object after (prev: before) a change, decoded once per
+// event and definition, with the change's revision as its resourceVersion. Shared: do
+// not modify.
+func eventObject(ev *watchcache.Event, res *registry.Resource, prev bool) (*registry.Object, error) {
+	v, err := ev.Memo(decodedKey{res, prev}, func() (any, error) {
+		kv := ev.KV
+		if prev {
+			kv = ev.Prev
+		}
+		return res.Decode(kv.Value, ev.Rev)
+	})
+	obj, _ := v.(*registry.Object)
+	return obj, err
+}
+
+type sameKey struct{ res *registry.Resource }
+
+// sameMeaning reports whether a change only re-encoded its object: the same bytes (a
+// value written back unchanged, or re-encrypted with a new key), or a new storage
+// version whose content, converted back to the previous one, equals the previous
+// object (defaults applied, resourceVersion aside). A storage migration makes such
+// changes; to a watcher the object is the same, so no event is sent for them.
+func (s *Store) sameMeaning(ctx context.Context, ev *watchcache.Event, res *registry.Resource) bool {
+	if ev.Type != storage.Put || ev.Prev == nil {
+		return false
+	}
+	if bytes.Equal(ev.Prev.Value, ev.KV.Value) {
+		return true
+	}
+	v, _ := ev.Memo(sameKey{res}, func() (any, error) {
+		cur, err := eventObject(ev, res, false)
+		if err != nil {
+			return false, err
+		}
+		prev, err := eventObject(ev, res, true)
+		if err != nil || prev.GetAPIVersion() == cur.GetAPIVersion() {
+			return false, err
+		}
+		gv, err := schema.ParseGroupVersion(prev.GetAPIVersion())
+		if err != nil {
+			return false, err
+		}
+		a, b := prev.DeepCopy(), cur.DeepCopy()
+		if err := res.Convert(context.WithoutCancel(ctx), []*registry.Object{b}, gv.Version); err != nil {
+			return false, err
+		}
+		sch := res.Schema(gv.Version)
+		for _, o := range []*registry.Object{a, b} {
+			sch.DefaultStored(o.Object)
+			unstructured.RemoveNestedField(o.Object, "metadata", "resourceVersion")
+		}
+		return equality.Semantic.DeepEqual(a.Object, b.Object), nil
+	})
+	same, _ := v.(bool)
+	return same
+}

@@ -1,0 +1,131 @@
+package watchcache
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/concordproject/concord/storage"
+	"github.com/google/btree"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+const (
+	// maxSnapshots is how many snapshots of paged lists a cache keeps.
+	maxSnapshots = 32
+	// snapshotTTL is how long a kept snapshot outlives its last use.
+	snapshotTTL = 75 * time.Second
+)
+
+// A Snapshot is a cache's state at one revision. It never changes, and is safe for
+// concurrent use.
+type Snapshot struct {
+	// Rev is the revision of the state.
+	Rev  int64
+	tree *btree.BTreeG[*storage.KeyValue]
+
+	mu   sync.Mutex
+	flat map[string][]*storage.KeyValue // Items' answers, by prefix
+	used atomic.Int64                   // unix nanoseconds
+}
+
+// Items returns the objects whose keys start with prefix, in key order. The slice
+// and its values are shared: never change them.
+func (s *Snapshot) Items(prefix string) []*storage.KeyValue {
+	s.used.Store(time.Now().UnixNano())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if items, ok := s.flat[prefix]; ok {
+		return items
+	}
+	var items []*storage.KeyValue
+	visit := func(kv *storage.KeyValue) bool {
+		items = append(items, kv)
+		return true
+	}
+	if end := clientv3.GetPrefixRangeEnd(prefix); end != "\x00" {
+		s.tree.AscendRange(&storage.KeyValue{Key: prefix}, &storage.KeyValue{Key: end}, visit)
+	} else {
+		s.tree.AscendGreaterOrEqual(&storage.KeyValue{Key: prefix}, visit)
+	}
+	if s.flat == nil {
+		s.flat = map[string][]*storage.KeyValue{}
+	}
+	s.flat[prefix] = items
+	return items
+}
+
+// Search returns the index of the first of items whose key is at or after key.
+func Search(items []*storage.KeyValue, key string) int {
+	return sort.Search(len(items), func(i int) bool { return items[i].Key >= key })
+}
+
+// Snapshot returns the cache's state at its current revision. It fails with
+// ErrStopped once the cache stopped.
+func (c *Cache) Snapshot() (*Snapshot, error) {
+	c.touch()
+	c.mu.RLock()
+	s, stopped := c.current, c.stopped
+	c.mu.RUnlock()
+	if stopped {
+		return nil, c.stoppedErr()
+	}
+	if s != nil {
+		return s, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.current == nil {
+		// Clone is constant-time: the tree copies the nodes it changes from now on.
+		c.current = &Snapshot{Rev: c.rev, tree: c.tree.Clone()}
+	}
+	return c.current, nil
+}
+
+// Keep keeps s for the continue tokens of a paged list, for a while after its last use.
+func (c *Cache) Keep(s *Snapshot) {
+	s.used.Store(time.Now().UnixNano())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.snapshots[s.Rev] = s
+	if len(c.snapshots) > maxSnapshots {
+		var oldest *Snapshot
+		for _, k := range c.snapshots {
+			if oldest == nil || k.used.Load() < oldest.used.Load() {
+				oldest = k
+			}
+		}
+		delete(c.snapshots, oldest.Rev)
+	}
+}
+
+// SnapshotAt returns the state at revision rev if the cache has it: a kept snapshot,
+// or its current state if it is at rev.
+func (c *Cache) SnapshotAt(rev int64) (*Snapshot, bool) {
+	c.mu.RLock()
+	s, ok := c.snapshots[rev]
+	current := c.rev == rev && !c.stopped
+	c.mu.RUnlock()
+	if ok {
+		s.used.Store(time.Now().UnixNano())
+		return s, true
+	}
+	if current {
+		if s, err := c.Snapshot(); err == nil && s.Rev == rev {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// expireSnapshots forgets kept snapshots unused since before.
+func (c *Cache) expireSnapshots(before time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for rev, s := range c.snapshots {
+		if s.used.Load() < before.UnixNano() {
+			delete(c.snapshots, rev)
+		}
+	}
+}

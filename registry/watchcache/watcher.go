@@ -1,0 +1,90 @@
+package watchcache
+
+import (
+	"context"
+
+	"sync"
+
+	"github.com/concordproject/concord/storage"
+)
+
+// maxPending is how many changes a watcher may fall behind before it is ended; its
+// client then watches again from the last revision it saw (Kubernetes ends slow
+// watchers the same way).
+const maxPending = 10000
+
+// A Watcher is one watch's queue of a cache's changes after a revision. The cache
+// appends without ever blocking; the watch drains it with Take. Stop it when done.
+type Watcher struct {
+	cache *Cache
+	// from is the revision the watch starts after: older changes are not its.
+	from int64
+
+	mu      sync.Mutex
+	pending []*Event
+	notify  chan struct{}
+	ended   bool // no more changes will come (after pending)
+}
+
+func newWatcher(c *Cache, from int64) *Watcher {
+	return &Watcher{cache: c, from: from, notify: make(chan struct{}, 1)}
+}
+
+// push queues e unless it is not the watcher's (older than its start). A progress
+// notification at the start revision itself is kept: it tells an idle watch where it
+// stands.
+func (w *Watcher) push(e *Event) {
+	if e.Type != storage.Error && e.Rev <= w.from && (e.Type != storage.Progress || e.Rev < w.from) {
+		return
+	}
+	w.mu.Lock()
+	if !w.ended {
+		if len(w.pending) >= maxPending {
+			w.ended = true // too slow: end the watch rather than buffer without bound
+		} else {
+			w.pending = append(w.pending, e)
+		}
+	}
+	w.mu.Unlock()
+	w.wake()
+}
+
+func (w *Watcher) end() {
+	w.mu.Lock()
+	w.ended = true
+	w.mu.Unlock()
+	w.wake()
+}
+
+func (w *Watcher) wake() {
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Take waits for changes and returns them in revision order; ok is false once the
+// queue has ended and is drained (the cache stopped, or the watcher fell too far
+// behind), or ctx is done. A storage failure arrives as an Error event, last.
+func (w *Watcher) Take(ctx context.Context) (events []*Event, ok bool) {
+	for {
+		w.mu.Lock()
+		events, w.pending = w.pending, nil
+		ended := w.ended
+		w.mu.Unlock()
+		if len(events) > 0 {
+			return events, true
+		}
+		if ended {
+			return nil, false
+		}
+		select {
+		case <-w.notify:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+}
+
+// Stop removes the watcher from its cache. A private cache stops with its watcher.
+func (w *Watcher) Stop() { w.cache.leave(w) }

@@ -1,0 +1,253 @@
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/concordproject/concord/controlplane"
+	"github.com/concordproject/concord/harness"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Lists with no resourceVersion answered by one server's watch cache see every write
+// another server acknowledged before them, including for a resource that nobody
+// writes meanwhile (its cache learns from etcd's progress notifications that it is
+// current: every such list is answered from memory, none waits out its time and
+// falls back to etcd). Pages the cache started continue on another server, which
+// reads etcd at the same revision, with the same answer.
+func TestWatchCacheConsistentAcrossServers(t *testing.T) {
+	c := harness.Start(t, 2)
+	ctx := t.Context()
+	a, b := c.Servers[0].Clientset(t).CoreV1(), c.Servers[1].Clientset(t).CoreV1()
+	before := cacheReads(t, c.Servers[0])
+	const n = 30
+	for i := range n {
+		name := fmt.Sprint("cm-", i)
+		if _, err := b.ConfigMaps("default").Create(ctx, configMap(name, map[string]string{"i": fmt.Sprint(i)}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		l, err := a.ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Items) != i+1 || l.Items[len(l.Items)-1].Name != name && !hasConfigMap(l.Items, name) {
+			t.Fatalf("list %d on server 0 after a create on server 1: %d items, want %d with %s", i, len(l.Items), i+1, name)
+		}
+		if _, err := a.PodTemplates("default").List(ctx, metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := cacheReads(t, c.Servers[0])
+	for _, r := range []string{"core/configmaps", "core/podtemplates"} {
+		// (The server's own informers may list too.)
+		cached, etcd := after[r+" list cache"]-before[r+" list cache"], after[r+" list etcd"]-before[r+" list etcd"]
+		if cached < n || etcd != 0 {
+			t.Errorf("%s: %v lists answered by the watch cache and %v by etcd; want all %d of the test's from the cache", r, cached, etcd, n)
+		}
+	}
+
+	// Pages: the first two from server 0's cache, the rest on server 1 (etcd).
+	first, err := a.ConfigMaps("default").List(ctx, metav1.ListOptions{Limit: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ConfigMaps("default").Create(ctx, configMap("late", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	second, err := a.ConfigMaps("default").List(ctx, metav1.ListOptions{Limit: 7, Continue: first.Continue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere, err := b.ConfigMaps("default").List(ctx, metav1.ListOptions{Limit: 7, Continue: first.Continue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(second.Items, elsewhere.Items) || second.ResourceVersion != elsewhere.ResourceVersion ||
+		second.Continue != elsewhere.Continue || *second.RemainingItemCount != *elsewhere.RemainingItemCount {
+		t.Fatalf("second page: server 0 (cache) and server 1 (etcd) differ:\n%s\n%s", pageOf(second), pageOf(elsewhere))
+	}
+	if second.ResourceVersion != first.ResourceVersion || hasConfigMap(second.Items, "late") || *second.RemainingItemCount != n-14 {
+		t.Fatalf("second page is not of the first page's snapshot: %s", pageOf(second))
+	}
+}
+
+func hasConfigMap(items []corev1.ConfigMap, name string) bool {
+	for _, cm := range items {
+		if cm.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func pageOf(l *corev1.ConfigMapList) string {
+	names := make([]string, len(l.Items))
+	for i, cm := range l.Items {
+		names[i] = cm.Name + "@" + cm.ResourceVersion
+	}
+	return fmt.Sprintf("rv %s, continue %q, remaining %v: %v", l.ResourceVersion, l.Continue, *l.RemainingItemCount, names)
+}
+
+// cacheReads scrapes a server's concord_watch_cache_reads_total, keyed
+// "<resource> <verb> <source>".
+func cacheReads(t *testing.T, s *harness.Server) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, m := range scrape(t, s)["concord_watch_cache_reads_total"].GetMetric() {
+		l := labelsOf(m)
+		out[l["resource"]+" "+l["verb"]+" "+l["source"]] = m.GetCounter().GetValue()
+	}
+	return out
+}
+
+// scrape reads a server's /metrics.
+func scrape(t *testing.T, s *harness.Server) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, body := do(t, s.Config(), http.MethodGet, "/metrics", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", resp.StatusCode, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
+
+func labelsOf(m *dto.Metric) map[string]string {
+	l := map[string]string{}
+	for _, p := range m.GetLabel() {
+		l[p.GetName()] = p.GetValue()
+	}
+	return l
+}
+
+// A storage migration re-encodes every widget in the new storage version; to a
+// watcher of the server's cache the objects are the same, so it sees no event for
+// them (only its bookmarks), and then exactly the one real change that follows. After
+// the flip, lists answered from the cache convert as fresh reads do: each listed
+// object, in either version, equals a get of it (read from etcd).
+func TestWatchCacheMigrationIsInvisible(t *testing.T) {
+	c := startMigrationCluster(t, 1)
+	s := c.Servers[0]
+	e := newMigrationEnv(t, c, "wc.example.com", "v1")
+	const n = 40
+	e.seed("w", "v1", n, 3)
+	dyn := s.Dynamic(t).Resource(e.gvr("v1")).Namespace("default")
+	list, err := dyn.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := dyn.Watch(t.Context(), metav1.ListOptions{ResourceVersion: list.GetResourceVersion(), AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	e.flip("v2")
+	runControllers(t, fastConfig(s.Config(), prometheus.NewRegistry()))
+	waitPersisted(t, s.Dynamic(t), e.gr, e.hash("v2"), e.hash("v2"))
+	if got := e.encodings(); got["wc.example.com/v2"] != n {
+		t.Fatalf("after the migration etcd holds %v, want all %d in v2", got, n)
+	}
+	w0, err := dyn.Get(t.Context(), "w-0000", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(w0.Object, "changed", "spec", "note"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Update(t.Context(), w0, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Bookmark {
+			continue
+		}
+		o := ev.Object.(*unstructured.Unstructured)
+		if note, _, _ := unstructured.NestedString(o.Object, "spec", "note"); ev.Type != watch.Modified || o.GetName() != "w-0000" || note != "changed" || o.GetAPIVersion() != "wc.example.com/v1" {
+			t.Fatalf("the watcher saw %s %s (%s, note %q): want only the real change, MODIFIED w-0000 in v1", ev.Type, o.GetName(), o.GetAPIVersion(), note)
+		}
+		break
+	}
+	for _, v := range []string{"v1", "v2"} {
+		r := s.Dynamic(t).Resource(e.gvr(v)).Namespace("default")
+		l, err := r.List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Items) != n {
+			t.Fatalf("%s list: %d widgets, want %d", v, len(l.Items), n)
+		}
+		for _, item := range l.Items {
+			got, err := r.Get(t.Context(), item.GetName(), metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Object, item.Object) {
+				t.Fatalf("%s: listed from the cache\n%v\nread from etcd\n%v", v, item.Object, got.Object)
+			}
+		}
+	}
+}
+
+// Past --watch-cache-memory-limit a resource's cache stops and its reads go to etcd,
+// with the same answers; --watch-cache=false reads etcd every time. Both are counted.
+func TestWatchCacheLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		set    func(o *controlplane.Options)
+		evicts bool
+	}{
+		{"memory-limit", func(o *controlplane.Options) { o.WatchCacheMemoryLimit = "64Ki" }, true},
+		{"off", func(o *controlplane.Options) { o.WatchCache = false }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { tc.set(o) }))
+			s := c.Servers[0]
+			cms := s.Clientset(t).CoreV1().ConfigMaps("default")
+			const n = 100
+			data := map[string]string{"payload": strings.Repeat("x", 1024)}
+			for i := range n {
+				if _, err := cms.Create(t.Context(), configMap(fmt.Sprint("big-", i), data), metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := time.Now()
+			for range 3 {
+				l, err := cms.List(t.Context(), metav1.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(l.Items) != n {
+					t.Fatalf("%d configmaps listed, want %d", len(l.Items), n)
+				}
+			}
+			reads := cacheReads(t, s)
+			if reads["core/configmaps list etcd"] < 3 || reads["core/configmaps list cache"] != 0 {
+				t.Fatalf("configmaps lists: %v from etcd, %v from the cache; want all 3 from etcd", reads["core/configmaps list etcd"], reads["core/configmaps list cache"])
+			}
+			evictions := 0.0
+			for _, m := range scrape(t, s)["concord_watch_cache_evictions_total"].GetMetric() {
+				if l := labelsOf(m); l["resource"] == "core/configmaps" && l["reason"] == "memory" {
+					evictions += m.GetCounter().GetValue()
+				}
+			}
+			if (evictions > 0) != tc.evicts {
+				t.Fatalf("%v evictions for memory of the configmaps cache (in %v)", evictions, time.Since(start))
+			}
+		})
+	}
+}
