@@ -60,7 +60,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 
 	appendEvent := appendWatchEvent
 	if q.out.Protobuf {
-		appendEvent = respond.AppendProtobufWatchEvent
+		appendEvent = appendProtobufWatchEvent
 		w.Header().Set("Content-Type", respond.ProtobufMediaType+";stream=watch")
 	} else {
 		w.Header().Set("Content-Type", "application/json")
@@ -103,13 +103,34 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 }
 
 // appendWatchEvent appends the wire form of a watch event, metav1.WatchEvent with the
-// object inline, and a newline.
+// object inline, and a newline. An object shared by several watches is encoded once.
 func appendWatchEvent(dst []byte, t watch.EventType, obj runtime.Object) ([]byte, error) {
 	dst = append(dst, `{"type":`...)
 	dst, _ = objectjson.Append(dst, string(t))
 	dst = append(dst, `,"object":`...)
-	dst, err := respond.AppendJSON(dst, obj)
+	var err error
+	if so, ok := obj.(*store.SharedObject); ok {
+		var b []byte
+		b, err = so.Encoded("json", func(u *unstructured.Unstructured) ([]byte, error) { return respond.AppendJSON(nil, u) })
+		dst = append(dst, b...)
+	} else {
+		dst, err = respond.AppendJSON(dst, obj)
+	}
 	return append(dst, "}\n"...), err
+}
+
+// appendProtobufWatchEvent appends one frame of a protobuf watch stream. An object
+// shared by several watches is encoded once.
+func appendProtobufWatchEvent(dst []byte, t watch.EventType, obj runtime.Object) ([]byte, error) {
+	so, ok := obj.(*store.SharedObject)
+	if !ok {
+		return respond.AppendProtobufWatchEvent(dst, t, obj)
+	}
+	raw, err := so.Encoded("protobuf", func(u *unstructured.Unstructured) ([]byte, error) { return respond.AppendProtobuf(nil, u) })
+	if err != nil {
+		return dst, err
+	}
+	return respond.AppendProtobufWatchFrame(dst, t, raw)
 }
 
 // watchObject renders an event's object in the negotiated representation.
@@ -119,6 +140,12 @@ func (s *Server) watchObject(r *http.Request, q *apiRequest, ev watch.Event, col
 		return st, nil
 	}
 	u, ok := ev.Object.(*unstructured.Unstructured)
+	if so, shared := ev.Object.(*store.SharedObject); shared {
+		if q.out.Output != respond.OutputTable && q.out.Output != respond.OutputMetadata {
+			return so, nil // encoded once for every watch that sends it
+		}
+		u, ok = so.Unstructured, true
+	}
 	if !ok || ev.Type == watch.Error {
 		return ev.Object, nil
 	}

@@ -235,7 +235,7 @@ func drain(t *testing.T, w watch.Interface, end int64) []string {
 			if !ok {
 				t.Fatalf("watch closed after %d events", len(out))
 			}
-			o := ev.Object.(*unstructured.Unstructured)
+			o := unwrap(ev.Object)
 			rv := mustRV(t, o)
 			if ev.Type != watch.Bookmark {
 				out = append(out, fmt.Sprintf("%s %s/%s@%d %v", ev.Type, o.GetNamespace(), o.GetName(), rv, o.GetLabels()))

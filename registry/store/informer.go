@@ -60,7 +60,15 @@ func (s *Store) ListWatch(src Source) *cache.ListWatch {
 			if err != nil {
 				return nil, err
 			}
-			return s.Watch(ctx, r, opts)
+			w, err := s.Watch(ctx, r, opts)
+			if err != nil {
+				return nil, err
+			}
+			// Informers hand their objects to code that may change them.
+			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+				e.Object = Private(e.Object)
+				return e, true
+			}), nil
 		},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
@@ -174,17 +175,6 @@ func (w *watcher) bookmark(rev int64, initialEnd bool) *registry.Object {
 	return o
 }
 
-// convert returns a private copy of the shared object o in the watcher's version, with
-// defaults applied.
-func (w *watcher) convert(ctx context.Context, o *registry.Object) (*registry.Object, error) {
-	o = o.DeepCopy()
-	if err := w.res.Convert(ctx, []*registry.Object{o}, w.version); err != nil {
-		return nil, w.store.conversionError(w.res, err)
-	}
-	w.res.Schema(w.version).DefaultStored(o.Object)
-	return o, nil
-}
-
 func (w *watcher) fail(ctx context.Context, err error) {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) {
@@ -253,7 +243,7 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *unstr
 				if !strings.HasPrefix(ev.KV.Key, nsPrefix) || w.store.sameMeaning(ctx, ev, w.res) {
 					continue
 				}
-				e, ok, err := w.translate(ev)
+				typ, prev, ok, err := w.translate(ev)
 				if err != nil {
 					w.fail(ctx, err)
 					return
@@ -261,11 +251,12 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *unstr
 				if !ok {
 					continue
 				}
-				if e.Object, err = w.convert(ctx, e.Object.(*registry.Object)); err != nil {
+				obj, err := w.view(ctx, ev, prev)
+				if err != nil {
 					w.fail(ctx, err)
 					return
 				}
-				out = e
+				out = watch.Event{Type: typ, Object: obj}
 			}
 			if !w.send(ctx, out) {
 				return
@@ -274,36 +265,95 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *unstr
 	}
 }
 
-// translate turns a change into the watch event this watcher's selectors see. The
-// objects are the hub's shared ones: convert copies before changing them.
-func (w *watcher) translate(ev *watchcache.Event) (watch.Event, bool, error) {
-	var cur, prev *registry.Object
-	var err error
+// translate says which watch event a change is to this watcher's selectors, and
+// whether it carries the object before the change (prev) or after it.
+func (w *watcher) translate(ev *watchcache.Event) (typ watch.EventType, prev, ok bool, err error) {
+	var curObj, prevObj *registry.Object
 	if ev.Type == storage.Put {
-		if cur, err = eventObject(ev, w.res, false); err != nil {
-			return watch.Event{}, false, w.store.internalError(w.res, err)
+		if curObj, err = eventObject(ev, w.res, false); err != nil {
+			return "", false, false, w.store.internalError(w.res, err)
 		}
 	}
 	if ev.Prev != nil && (ev.Type == storage.Deleted || !w.pred.Empty()) {
-		if prev, err = eventObject(ev, w.res, true); err != nil {
-			return watch.Event{}, false, w.store.internalError(w.res, err)
+		if prevObj, err = eventObject(ev, w.res, true); err != nil {
+			return "", false, false, w.store.internalError(w.res, err)
 		}
 	}
-	curOK := cur != nil && w.pred.Matches(cur)
-	prevOK := prev != nil && w.pred.Matches(prev)
+	curOK := curObj != nil && w.pred.Matches(curObj)
+	prevOK := prevObj != nil && w.pred.Matches(prevObj)
 	if w.pred.Empty() && ev.Type == storage.Put {
 		prevOK = ev.Prev != nil
 	}
 	switch {
 	case curOK && prevOK:
-		return watch.Event{Type: watch.Modified, Object: cur}, true, nil
+		return watch.Modified, false, true, nil
 	case curOK:
-		return watch.Event{Type: watch.Added, Object: cur}, true, nil
+		return watch.Added, false, true, nil
 	case prevOK:
 		// Gone, or no longer selected: the last state, at the revision of the change.
-		return watch.Event{Type: watch.Deleted, Object: prev}, true, nil
+		return watch.Deleted, true, true, nil
 	}
-	return watch.Event{}, false, nil
+	return "", false, false, nil
+}
+
+// viewKey keys, in an event's memo, its object converted to a version.
+type viewKey struct {
+	res     *registry.Resource
+	version string
+	prev    bool
+}
+
+// view returns the object of a change (prev: before it) in the watcher's version with
+// defaults applied, converted once per event and version for every watcher.
+func (w *watcher) view(ctx context.Context, ev *watchcache.Event, prev bool) (*SharedObject, error) {
+	key := viewKey{w.res, w.version, prev}
+	v, err := ev.Memo(key, func() (any, error) {
+		o, err := eventObject(ev, w.res, prev)
+		if err != nil {
+			return nil, w.store.internalError(w.res, err)
+		}
+		o = o.DeepCopy()
+		if err := w.res.Convert(context.WithoutCancel(ctx), []*registry.Object{o}, w.version); err != nil {
+			return nil, w.store.conversionError(w.res, err)
+		}
+		w.res.Schema(w.version).DefaultStored(o.Object)
+		return o, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &SharedObject{Unstructured: v.(*registry.Object), ev: ev, key: key}, nil
+}
+
+// SharedObject is the object of a watch event, shared by every watch that sends the
+// same change in the same version: read it, never modify it (DeepCopy gives a private
+// copy). Encoded keeps its encodings, so that a change is encoded once per
+// representation however many watchers send it.
+type SharedObject struct {
+	*unstructured.Unstructured
+	ev  *watchcache.Event
+	key viewKey
+}
+
+type encodingKey struct {
+	view   viewKey
+	format string
+}
+
+// Encoded returns encode's result for the object, computed once per format.
+func (o *SharedObject) Encoded(format string, encode func(*unstructured.Unstructured) ([]byte, error)) ([]byte, error) {
+	v, err := o.ev.Memo(encodingKey{o.key, format}, func() (any, error) { return encode(o.Unstructured) })
+	b, _ := v.([]byte)
+	return b, err
+}
+
+// Private returns the unstructured object of a watch event's object, copied if it
+// is shared.
+func Private(obj runtime.Object) runtime.Object {
+	if o, ok := obj.(*SharedObject); ok {
+		return o.DeepCopy()
+	}
+	return obj
 }
 
 var _ runtime.Object = (*registry.Object)(nil)

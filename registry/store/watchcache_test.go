@@ -15,6 +15,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -156,7 +157,7 @@ func TestWatchesShareOneCache(t *testing.T) {
 		evs := collect(t, w, want)
 		last := int64(0)
 		for _, ev := range evs {
-			o := ev.Object.(*unstructured.Unstructured)
+			o := unwrap(ev.Object)
 			rv := mustRV(t, o)
 			if ev.Type != watch.Added || o.GetAPIVersion() != version || (ns != "" && o.GetNamespace() != ns) || rv <= last {
 				t.Fatalf("watcher %d: %s %s/%s %s rv %d after %d", i, ev.Type, o.GetNamespace(), o.GetName(), o.GetAPIVersion(), rv, last)
@@ -203,7 +204,7 @@ func TestLateJoiners(t *testing.T) {
 	defer old.Stop()
 	evs := collect(t, old, 5)
 	for i, ev := range evs {
-		if got := ev.Object.(*unstructured.Unstructured).GetName(); got != fmt.Sprint("g-", i+1) {
+		if got := unwrap(ev.Object).GetName(); got != fmt.Sprint("g-", i+1) {
 			t.Fatalf("private feed event %d: %s", i, got)
 		}
 	}
@@ -213,7 +214,7 @@ func TestLateJoiners(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer late.Stop()
-	if got := collect(t, late, 1)[0].Object.(*unstructured.Unstructured).GetName(); got != "g-5" {
+	if got := unwrap(collect(t, late, 1)[0].Object).GetName(); got != "g-5" {
 		t.Fatalf("late joiner got %s first, want g-5", got)
 	}
 	waitCaches(t, s, 1, 2) // early and late; old is private
@@ -285,7 +286,7 @@ func TestLongReplayMissesNothing(t *testing.T) {
 	for _, w := range []watch.Interface{shared, mustWatch(t, s, res, first.GetResourceVersion())} {
 		seen := map[string]bool{}
 		for _, ev := range collect(t, w, n) {
-			seen[ev.Object.(*unstructured.Unstructured).GetName()] = true
+			seen[unwrap(ev.Object).GetName()] = true
 		}
 		if len(seen) != n {
 			t.Fatalf("%d distinct objects of %d", len(seen), n)
@@ -301,4 +302,12 @@ func mustWatch(t *testing.T, s *Store, res *registry.Resource, rv string) watch.
 	}
 	t.Cleanup(w.Stop)
 	return w
+}
+
+// unwrap returns a watch event's object as unstructured.
+func unwrap(obj runtime.Object) *unstructured.Unstructured {
+	if so, ok := obj.(*SharedObject); ok {
+		return so.Unstructured
+	}
+	return obj.(*unstructured.Unstructured)
 }

@@ -109,12 +109,18 @@ func AppendProtobufWatchEvent(dst []byte, t watch.EventType, v runtime.Object) (
 	if err != nil {
 		return dst, err
 	}
+	return AppendProtobufWatchFrame(dst, t, raw)
+}
+
+// AppendProtobufWatchFrame appends one frame of a protobuf watch stream whose object
+// is raw, an object's protobuf envelope (AppendProtobuf's).
+func AppendProtobufWatchFrame(dst []byte, t watch.EventType, raw []byte) ([]byte, error) {
 	ev := metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: raw}}
 	n := ev.Size()
 	dst = binary.BigEndian.AppendUint32(dst, uint32(n)) //nolint:gosec // an event is far below 4 GiB
 	start := len(dst)
 	dst = append(dst, make([]byte, n)...)
-	_, err = ev.MarshalToSizedBuffer(dst[start:])
+	_, err := ev.MarshalToSizedBuffer(dst[start:])
 	return dst, err
 }
 

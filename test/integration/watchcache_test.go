@@ -15,9 +15,11 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 )
 
 // Lists with no resourceVersion answered by one server's watch cache see every write
@@ -249,5 +251,69 @@ func TestWatchCacheLimits(t *testing.T) {
 				t.Fatalf("%v evictions for memory of the configmaps cache (in %v)", evictions, time.Since(start))
 			}
 		})
+	}
+}
+
+// Watchers of one resource in different representations (JSON and protobuf typed
+// clients, a dynamic client, a metadata-only client) share each change's conversion
+// and encodings; each still gets its own representation of every change.
+func TestWatchFanOutRepresentations(t *testing.T) {
+	c := harness.Start(t, 1)
+	s := c.Servers[0]
+	ctx := t.Context()
+	pb := s.Config()
+	pb.AcceptContentTypes, pb.ContentType = "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf"
+	pbClient := kubernetes.NewForConfigOrDie(pb)
+	cms := s.Clientset(t).CoreV1().ConfigMaps("default")
+	list, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := metav1.ListOptions{ResourceVersion: list.ResourceVersion}
+	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	var ws []watch.Interface
+	for _, open := range []func() (watch.Interface, error){
+		func() (watch.Interface, error) { return cms.Watch(ctx, opts) },
+		func() (watch.Interface, error) { return pbClient.CoreV1().ConfigMaps("default").Watch(ctx, opts) },
+		func() (watch.Interface, error) {
+			return s.Dynamic(t).Resource(gvr).Namespace("default").Watch(ctx, opts)
+		},
+		func() (watch.Interface, error) {
+			return s.Metadata(t).Resource(gvr).Namespace("default").Watch(ctx, opts)
+		},
+	} {
+		w, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		ws = append(ws, w)
+	}
+	const n = 5
+	for i := range n {
+		if _, err := cms.Create(ctx, configMap(fmt.Sprint("fan-", i), map[string]string{"i": fmt.Sprint(i)}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, w := range ws {
+		for i := range n {
+			ev := <-w.ResultChan()
+			obj, err := meta.Accessor(ev.Object)
+			if err != nil || ev.Type != watch.Added || obj.GetName() != fmt.Sprint("fan-", i) {
+				t.Fatalf("watcher %d, event %d: %s %T %v", k, i, ev.Type, ev.Object, err)
+			}
+			var data string
+			switch o := ev.Object.(type) {
+			case *corev1.ConfigMap:
+				data = o.Data["i"]
+			case *unstructured.Unstructured:
+				data, _, _ = unstructured.NestedString(o.Object, "data", "i")
+			case *metav1.PartialObjectMetadata:
+				data = fmt.Sprint(i) // metadata only
+			}
+			if data != fmt.Sprint(i) {
+				t.Fatalf("watcher %d, event %d (%T): data %q", k, i, ev.Object, data)
+			}
+		}
 	}
 }
