@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +29,19 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, q *apiRequest
 		s.serveWatch(w, r, q)
 		return
 	}
+	ref := store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}
+	if n, ok := s.encodedListNegotiation(r, q); ok {
+		l, err := s.cfg.Store.ListEncoded(r.Context(), ref, opts, store.ItemEncoder{
+			Format: respond.ItemFormat(n),
+			Encode: func(o *registry.Object) ([]byte, error) { return respond.EncodeItem(n, o) },
+		})
+		if err != nil {
+			respond.Error(w, r, err)
+			return
+		}
+		respond.List(w, r, n, (*respond.EncodedList)(l))
+		return
+	}
 	list, err := s.cfg.Store.List(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}, opts)
 	if err != nil {
 		respond.Error(w, r, err)
@@ -46,4 +60,15 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, q *apiRequest
 	default:
 		respond.Object(w, r, http.StatusOK, list)
 	}
+}
+
+// encodedListNegotiation says whether a list is answered from its items' encodings
+// (the objects themselves, in JSON or protobuf), and in which.
+func (s *Server) encodedListNegotiation(r *http.Request, q *apiRequest) (respond.Negotiation, bool) {
+	if q.out.Output != respond.OutputObject {
+		return respond.Negotiation{}, false
+	}
+	gvk := q.res.GroupVersion(q.version.Name).WithKind(q.res.Names.Kind)
+	n, err := respond.Negotiate(r, respond.ProtobufKind(gvk))
+	return n, err == nil && !n.YAML
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/etcd/etcdtest"
+	"github.com/concordproject/concord/objectjson"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/watchcache"
 	"github.com/concordproject/concord/storage"
@@ -206,6 +207,37 @@ func compareLists(t *testing.T, cached, etcd *Store, res *registry.Resource, c l
 	if da, db := describeList(a, errA), describeList(b, errB); da != db {
 		t.Fatalf("list %s %+v: the cache answered\n%s\netcd answered\n%s", c.ns, c.opts, da, db)
 	}
+	// Encoded lists (twice: the second from encodings the cache kept) carry the
+	// same items, encoded.
+	enc := ItemEncoder{Format: "json", Encode: func(o *registry.Object) ([]byte, error) { return objectjson.Marshal(o.Object) }}
+	for range 2 {
+		e, errE := cached.ListEncoded(t.Context(), ref, c.opts, enc)
+		if de, db := describeEncoded(t, e, errE), describeList(b, errB); de != db {
+			t.Fatalf("encoded list %s %+v: the cache answered\n%s\netcd answered\n%s", c.ns, c.opts, de, db)
+		}
+	}
+}
+
+// describeEncoded describes an encoded list as describeList does a list.
+func describeEncoded(t *testing.T, l *EncodedList, err error) string {
+	t.Helper()
+	if err != nil {
+		return describeList(nil, err)
+	}
+	out := &unstructured.UnstructuredList{Object: map[string]interface{}{}}
+	out.SetResourceVersion(l.Meta.ResourceVersion)
+	out.SetContinue(l.Meta.Continue)
+	if l.Meta.RemainingItemCount != nil {
+		out.SetRemainingItemCount(l.Meta.RemainingItemCount)
+	}
+	for _, b := range l.Items {
+		m, err := objectjson.UnmarshalObject(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Items = append(out.Items, unstructured.Unstructured{Object: m})
+	}
+	return describeList(out, nil)
 }
 
 func describeList(l *unstructured.UnstructuredList, err error) string {

@@ -59,39 +59,64 @@ func (s *Store) cachedState(ctx context.Context, res *registry.Resource, at list
 // listCached answers a list from a cache's snapshot, with the paging rules of an
 // etcd read: a page that stops early carries a continue token at the snapshot's
 // revision, and the snapshot is kept for it.
-func (s *Store) listCached(ctx context.Context, ref Ref, opts listParams, c *watchcache.Cache, snap *watchcache.Snapshot) (*unstructured.UnstructuredList, error) {
-	res, prefix, out := ref.Resource, ref.prefix(), opts.out
+func (s *Store) listCached(ctx context.Context, ref Ref, p listParams, c *watchcache.Cache, snap *watchcache.Snapshot) (*unstructured.UnstructuredList, error) {
+	sel, err := s.selectEntries(ref, p, c, snap, true)
+	if err != nil {
+		return nil, err
+	}
+	return s.finishList(ctx, ref.Resource, ref.Version, p.out, sel.objs, snap.Rev, ref.prefix(), sel.unreadable)
+}
+
+// selection is what a list selected from a snapshot: entries in key order, with
+// their decoded objects where they were decoded (selectors, or decode asked).
+type selection struct {
+	entries    []*watchcache.Entry
+	objs       []*registry.Object
+	unreadable []unreadableObject
+}
+
+// selectEntries walks a snapshot from the list's start key, selecting the entries
+// its selectors match up to its limit, and gives the list its continue token.
+// Objects are decoded when selectors need them, or when decode is set.
+func (s *Store) selectEntries(ref Ref, p listParams, c *watchcache.Cache, snap *watchcache.Snapshot, decode bool) (selection, error) {
+	res, prefix := ref.Resource, ref.prefix()
 	items := snap.Items(prefix)
 	i := 0
-	if opts.at.key != "" {
-		i = watchcache.Search(items, opts.at.key)
+	if p.at.key != "" {
+		i = watchcache.Search(items, p.at.key)
 	}
-	var objs []*registry.Object
-	var unreadable []unreadableObject
+	var sel selection
 	for ; i < len(items); i++ {
-		kv := items[i]
-		obj, err := s.decodeListed(res, prefix, kv, &unreadable)
-		if obj == nil {
-			if err != nil {
-				return nil, err
+		e := items[i]
+		var obj *registry.Object
+		if decode || !p.pred.Empty() {
+			var err error
+			if obj, err = s.decodeListed(res, prefix, e.KeyValue, &sel.unreadable); obj == nil {
+				if err != nil {
+					return sel, err
+				}
+				continue
 			}
-			continue
+			if !p.pred.Matches(obj) {
+				continue
+			}
 		}
-		if !opts.pred.Matches(obj) {
-			continue
-		}
-		objs = append(objs, obj)
-		if opts.limit > 0 && int64(len(objs)) == opts.limit {
+		sel.entries = append(sel.entries, e)
+		sel.objs = append(sel.objs, obj)
+		if p.limit > 0 && int64(len(sel.entries)) == p.limit {
 			if i < len(items)-1 {
-				if err := setContinue(out, prefix, kv.Key, snap.Rev, int64(len(items)-1-i), opts.pred.Empty()); err != nil {
-					return nil, err
+				if err := setContinue(p.out, prefix, e.Key, snap.Rev, int64(len(items)-1-i), p.pred.Empty()); err != nil {
+					return sel, err
 				}
 				c.Keep(snap)
 			}
 			break
 		}
 	}
-	return s.finishList(ctx, res, ref.Version, out, objs, snap.Rev, prefix, unreadable)
+	if len(sel.unreadable) > 0 {
+		return sel, s.unreadableError(res, prefix, sel.unreadable, false)
+	}
+	return sel, nil
 }
 
 // listParams is what List has worked out of a list's options.

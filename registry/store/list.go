@@ -27,15 +27,31 @@ import (
 //     revision was compacted is a 410 Expired carrying a fresh token that continues at
 //     the current revision.
 func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	res, version := ref.Resource, ref.Version
-	pred, err := registry.NewPredicate(res, version, opts)
+	p, err := s.planListing(ref, opts)
 	if err != nil {
 		return nil, err
 	}
-	prefix := ref.prefix()
-	at, err := planList(prefix, res.GroupResource(), opts)
+	c, snap, cached, err := s.cachedState(ctx, ref.Resource, p.at)
 	if err != nil {
 		return nil, err
+	}
+	s.caches.Observe(ref.Resource.Prefix(""), "list", cached)
+	if cached {
+		return s.listCached(ctx, ref, p, c, snap)
+	}
+	return s.listEtcd(ctx, ref, p)
+}
+
+// planListing works out a list's selectors, where it reads, and its (empty) answer.
+func (s *Store) planListing(ref Ref, opts metav1.ListOptions) (listParams, error) {
+	res, version := ref.Resource, ref.Version
+	pred, err := registry.NewPredicate(res, version, opts)
+	if err != nil {
+		return listParams{}, err
+	}
+	at, err := planList(ref.prefix(), res.GroupResource(), opts)
+	if err != nil {
+		return listParams{}, err
 	}
 	out := &unstructured.UnstructuredList{Object: map[string]interface{}{
 		"apiVersion": res.APIVersion(version),
@@ -44,21 +60,20 @@ func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*un
 	if out.GetKind() == "" {
 		out.SetKind(res.Names.Kind + "List")
 	}
-	c, snap, cached, err := s.cachedState(ctx, res, at)
-	if err != nil {
-		return nil, err
-	}
-	s.caches.Observe(res.Prefix(""), "list", cached)
-	if cached {
-		return s.listCached(ctx, ref, listParams{pred: pred, at: at, limit: opts.Limit, out: out}, c, snap)
-	}
+	return listParams{pred: pred, at: at, limit: opts.Limit, out: out}, nil
+}
+
+// listEtcd answers a list from etcd.
+func (s *Store) listEtcd(ctx context.Context, ref Ref, p listParams) (*unstructured.UnstructuredList, error) {
+	res, version, prefix := ref.Resource, ref.Version, ref.prefix()
+	at, out, pred, limit := p.at, p.out, p.pred, p.limit
 	var objs []*registry.Object
 	var unreadable []unreadableObject
 	// Keep reading pages until limit matches are found: selectors filter after the read.
-	pageSize := opts.Limit
+	pageSize := limit
 	for {
-		if opts.Limit > 0 {
-			pageSize = max(pageSize, opts.Limit-int64(len(objs)))
+		if limit > 0 {
+			pageSize = max(pageSize, limit-int64(len(objs)))
 		}
 		page, err := s.storage.List(ctx, prefix, storage.ListOptions{Revision: at.rev, Limit: pageSize, Start: at.key})
 		if err != nil {
@@ -86,7 +101,7 @@ func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*un
 				continue
 			}
 			objs = append(objs, obj)
-			if opts.Limit > 0 && int64(len(objs)) == opts.Limit {
+			if limit > 0 && int64(len(objs)) == limit {
 				if i < len(page.Items)-1 || page.More {
 					remaining := int64(len(page.Items)-1-i) + page.Remaining
 					if err := setContinue(out, prefix, kv.Key, at.rev, remaining, pred.Empty()); err != nil {

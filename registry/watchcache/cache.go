@@ -58,7 +58,7 @@ type Cache struct {
 	lastUsed atomic.Int64 // unix nanoseconds
 
 	mu   sync.RWMutex
-	tree *btree.BTreeG[*storage.KeyValue]
+	tree *btree.BTreeG[*Entry]
 	rev  int64 // the state is that of this revision
 	// fresh is closed, and replaced, whenever rev moves.
 	fresh   chan struct{}
@@ -75,7 +75,7 @@ type Cache struct {
 	err       error
 }
 
-func lessKey(a, b *storage.KeyValue) bool { return a.Key < b.Key }
+func lessKey(a, b *Entry) bool { return a.Key < b.Key }
 
 // newCache returns a cache of prefix: a stateful one loads it at revision from (0:
 // the current one), a private one relays the changes after from.
@@ -193,8 +193,9 @@ func (c *Cache) load(ctx context.Context, st *storage.Store) error {
 		var added int64
 		c.mu.Lock()
 		for _, kv := range page.Items {
-			c.tree.ReplaceOrInsert(kv)
-			added += entrySize(kv)
+			e := &Entry{KeyValue: kv}
+			c.tree.ReplaceOrInsert(e)
+			added += e.size()
 		}
 		c.bytes += added
 		c.objects = c.tree.Len()
@@ -217,6 +218,65 @@ func entrySize(kv *storage.KeyValue) int64 {
 	return int64(len(kv.Key)+len(kv.Value)) + entryOverhead
 }
 
+// An Entry is one object a cache holds: its stored key and value, and the encoded
+// form of it a reader last kept (Encoded).
+type Entry struct {
+	*storage.KeyValue
+	enc atomic.Pointer[encoding]
+}
+
+type encoding struct {
+	key  any
+	data []byte
+}
+
+func keyOnly(key string) *Entry { return &Entry{KeyValue: &storage.KeyValue{Key: key}} }
+
+// size estimates the memory the entry holds.
+func (e *Entry) size() int64 {
+	n := entrySize(e.KeyValue)
+	if enc := e.enc.Load(); enc != nil {
+		n += int64(len(enc.data))
+	}
+	return n
+}
+
+// Encoded returns the encoded form a reader kept under key, if it is the one kept.
+func (e *Entry) Encoded(key any) ([]byte, bool) {
+	if enc := e.enc.Load(); enc != nil && enc.key == key {
+		return enc.data, true
+	}
+	return nil, false
+}
+
+// KeepEncoded keeps data, the object's encoded form under key (comparable), in place
+// of the one kept before, and returns how many more bytes the entry holds. Readers
+// give the difference to their cache's AddEncoded.
+func (e *Entry) KeepEncoded(key any, data []byte) int64 {
+	old := e.enc.Swap(&encoding{key: key, data: data})
+	delta := int64(len(data))
+	if old != nil {
+		delta -= int64(len(old.data))
+	}
+	return delta
+}
+
+// AddEncoded adds delta bytes of kept encodings to the cache's memory.
+func (c *Cache) AddEncoded(delta int64) {
+	if delta == 0 {
+		return
+	}
+	c.mu.Lock()
+	stopped := c.stopped
+	if !stopped {
+		c.bytes += delta
+	}
+	c.mu.Unlock()
+	if !stopped {
+		_ = c.caches.charge(c, delta)
+	}
+}
+
 // apply applies the changes etcd sent together (whole revisions), and hands them to
 // the watchers.
 func (c *Cache) apply(batch []storage.Event) {
@@ -227,18 +287,18 @@ func (c *Cache) apply(batch []storage.Event) {
 		e := &Event{Type: ev.Type, Rev: ev.Revision, KV: ev.KV, Prev: ev.Prev}
 		if c.stateful {
 			// The previous state is the cached one: the cache has applied every change.
-			var old *storage.KeyValue
+			var old *Entry
 			var had bool
 			if ev.Type == storage.Put {
-				old, had = c.tree.ReplaceOrInsert(ev.KV)
+				old, had = c.tree.ReplaceOrInsert(&Entry{KeyValue: ev.KV})
 				delta += entrySize(ev.KV)
 			} else {
-				old, had = c.tree.Delete(ev.KV)
+				old, had = c.tree.Delete(keyOnly(ev.KV.Key))
 			}
 			e.Prev = nil
 			if had {
-				e.Prev = old
-				delta -= entrySize(old)
+				e.Prev = old.KeyValue
+				delta -= old.size()
 			}
 		}
 		delta += eventSize(e)

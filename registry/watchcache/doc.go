@@ -28,7 +28,10 @@
 // A private Cache, without state, serves one watch from a revision older than the
 // shared cache's history, straight from etcd's.
 //
-// It caches stored bytes, never decoded objects, and must not know what they mean:
+// It caches stored bytes, never decoded objects, and beside each object the one
+// encoded form a reader last kept (Entry.KeepEncoded: a list's item in a version and
+// format, sent again by the next list as long as the object does not change), counted
+// in its memory. It must not know what the bytes mean:
 // decoding, selection, conversion and the Kubernetes rules of which read may be
 // answered from memory belong to the object store (registry/store). It must not know
 // about HTTP or clients.

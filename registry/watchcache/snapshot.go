@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/concordproject/concord/storage"
 	"github.com/google/btree"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -23,41 +22,41 @@ const (
 type Snapshot struct {
 	// Rev is the revision of the state.
 	Rev  int64
-	tree *btree.BTreeG[*storage.KeyValue]
+	tree *btree.BTreeG[*Entry]
 
 	mu   sync.Mutex
-	flat map[string][]*storage.KeyValue // Items' answers, by prefix
-	used atomic.Int64                   // unix nanoseconds
+	flat map[string][]*Entry // Items' answers, by prefix
+	used atomic.Int64        // unix nanoseconds
 }
 
 // Items returns the objects whose keys start with prefix, in key order. The slice
 // and its values are shared: never change them.
-func (s *Snapshot) Items(prefix string) []*storage.KeyValue {
+func (s *Snapshot) Items(prefix string) []*Entry {
 	s.used.Store(time.Now().UnixNano())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if items, ok := s.flat[prefix]; ok {
 		return items
 	}
-	var items []*storage.KeyValue
-	visit := func(kv *storage.KeyValue) bool {
+	var items []*Entry
+	visit := func(kv *Entry) bool {
 		items = append(items, kv)
 		return true
 	}
 	if end := clientv3.GetPrefixRangeEnd(prefix); end != "\x00" {
-		s.tree.AscendRange(&storage.KeyValue{Key: prefix}, &storage.KeyValue{Key: end}, visit)
+		s.tree.AscendRange(keyOnly(prefix), keyOnly(end), visit)
 	} else {
-		s.tree.AscendGreaterOrEqual(&storage.KeyValue{Key: prefix}, visit)
+		s.tree.AscendGreaterOrEqual(keyOnly(prefix), visit)
 	}
 	if s.flat == nil {
-		s.flat = map[string][]*storage.KeyValue{}
+		s.flat = map[string][]*Entry{}
 	}
 	s.flat[prefix] = items
 	return items
 }
 
 // Search returns the index of the first of items whose key is at or after key.
-func Search(items []*storage.KeyValue, key string) int {
+func Search(items []*Entry, key string) int {
 	return sort.Search(len(items), func(i int) bool { return items[i].Key >= key })
 }
 
