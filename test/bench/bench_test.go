@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -185,34 +186,7 @@ var operations = []operation{
 			if err != nil {
 				return nil, err
 			}
-			return func(n int) error {
-				defer func() { w.Stop() }()
-				last := from
-				for got, resumed := 0, 0; got < n; {
-					ev, ok := <-w.ResultChan()
-					if !ok {
-						// The server ends a watch that falls too far behind, as Kubernetes
-						// does; like an informer, watch again from the last event seen.
-						if resumed++; resumed > 100 {
-							return fmt.Errorf("watch closed after %d of %d events, %d times", got, n, resumed)
-						}
-						if w, err = cms.Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(last, 10)}); err != nil {
-							return err
-						}
-						continue
-					}
-					if ev.Type != watch.Added {
-						return fmt.Errorf("watch event %d is %s, not ADDED: %v", got, ev.Type, ev.Object)
-					}
-					if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
-						if rv, err := strconv.ParseInt(cm.ResourceVersion, 10, 64); err == nil {
-							last = rv
-						}
-					}
-					got++
-				}
-				return nil
-			}, nil
+			return func(n int) error { return receiveAdded(ctx, cms, w, from, n, nil) }, nil
 		})
 	}},
 }
@@ -225,18 +199,70 @@ type sample struct {
 	lat     latencies // one per operation; nil for watches
 }
 
+// receiveAdded waits until n ADDED events of ConfigMaps have come after revision
+// from, on w and, if the server ends it, on watches of cms opened again from the last
+// event seen, counting them in received if it is not nil; it stops the watch it ends
+// with.
+func receiveAdded(ctx context.Context, cms typedcorev1.ConfigMapInterface, w watch.Interface, from int64, n int, received *atomic.Int64) error {
+	defer func() { w.Stop() }()
+	last := from
+	for got, resumed := 0, 0; got < n; {
+		ev, ok := <-w.ResultChan()
+		if !ok {
+			// The server ends a watch that falls too far behind, as Kubernetes
+			// does; like an informer, watch again from the last event seen.
+			if resumed++; resumed > 100 {
+				return fmt.Errorf("watch closed after %d of %d events, %d times", got, n, resumed)
+			}
+			var err error
+			if w, err = cms.Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(last, 10)}); err != nil {
+				return err
+			}
+			continue
+		}
+		if ev.Type != watch.Added {
+			return fmt.Errorf("watch event %d is %s, not ADDED: %v", got, ev.Type, ev.Object)
+		}
+		if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
+			if rv, err := strconv.ParseInt(cm.ResourceVersion, 10, 64); err == nil {
+				last = rv
+			}
+		}
+		got++
+		if received != nil {
+			received.Add(1)
+		}
+	}
+	return nil
+}
+
 // runOps calls call b.N times from c goroutines, i running over 0..b.N-1, and times
 // each call and the whole run.
 func runOps(b *testing.B, cl *cluster, c int, call func(ctx context.Context, i int) error) (sample, error) {
-	ctx, n := b.Context(), b.N
-	lat := make(latencies, n)
-	var next atomic.Int64
-	errs := make(chan error, c)
 	before, err := cl.cpu()
 	if err != nil {
 		return sample{}, err
 	}
 	b.ResetTimer()
+	lat, elapsed, err := fanOut(b.Context(), b.N, c, call)
+	b.StopTimer()
+	if err != nil {
+		return sample{}, err
+	}
+	after, err := cl.cpu()
+	if err != nil {
+		return sample{}, err
+	}
+	return sample{ops: b.N, elapsed: elapsed, lat: lat, cpu: after.minus(before)}, nil
+}
+
+// fanOut calls call n times from c goroutines, i running over 0..n-1, and returns
+// the duration of each call and of the whole run, or the first error (which stops
+// the other goroutines).
+func fanOut(ctx context.Context, n, c int, call func(ctx context.Context, i int) error) (latencies, time.Duration, error) {
+	lat := make(latencies, n)
+	var next atomic.Int64
+	errs := make(chan error, c)
 	start := time.Now()
 	for range c {
 		go func() {
@@ -262,16 +288,7 @@ func runOps(b *testing.B, cl *cluster, c int, call func(ctx context.Context, i i
 			firstErr = err
 		}
 	}
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if firstErr != nil {
-		return sample{}, firstErr
-	}
-	after, err := cl.cpu()
-	if err != nil {
-		return sample{}, err
-	}
-	return sample{ops: n, elapsed: elapsed, lat: lat, cpu: after.minus(before)}, nil
+	return lat, time.Since(start), firstErr
 }
 
 // openWatch starts watching the ConfigMaps of nsWatch after revision from, until ctx

@@ -359,10 +359,13 @@ func (c cpu) others() time.Duration {
 	return max(0, c.machine-c.server-c.floor-c.etcd-c.self)
 }
 
-func (cl *cluster) cpu() (cpu, error) {
+func (cl *cluster) cpu() (cpu, error) { return cl.cpuOf(cl.server.pid()) }
+
+// cpuOf is cpu with the process server (pid) in place of the cluster's server.
+func (cl *cluster) cpuOf(server int) (cpu, error) {
 	var c cpu
 	var err error
-	if c.server, err = cpuTime(cl.server.pid()); err != nil {
+	if c.server, err = cpuTime(server); err != nil {
 		return c, err
 	}
 	if c.etcd, err = cpuTime(cl.etcd.pid()); err != nil {

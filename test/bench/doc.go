@@ -34,6 +34,22 @@
 // -concord.binary runs a given binary instead of building one (to keep its symbols
 // for perf report); -concord.etcd-unsafe-no-fsync starts etcd without fsync.
 //
+// BenchmarkReadPath compares Concord with a real kube-apiserver (test/kubepeer's
+// build of -kube.release, or -kube.apiserver) in one run, on the same etcd (the peer
+// under /kube-registry) and with the same client-go clientsets: for each
+// -readpath.sizes N, N ConfigMaps seeded with creates at c=32, gets at c=32, full
+// lists in pages of 500, and watch fan-outs of -readpath.watchers W watchers each
+// receiving 2000 creations; it reports rates, the CPU of server, etcd and client per
+// operation, item or event, the bytes and reads the watchers' connections carried,
+// and the servers' resident memory, then prints both columns side by side with their
+// ratio and what each server answered (content type, protocol, compression).
+// -readpath.json or -readpath.protobuf set the clients' ContentType (by default
+// client-go's typed clients ask for protobuf, then JSON); -readpath.cpuprofile writes
+// a CPU profile of the client during each fan-out; GODEBUG=http2debug=2 logs the
+// HTTP/2 frames the client reads (the servers do not inherit it):
+//
+//	go test ./test/bench -run '^$' -bench ReadPath -benchtime 1x -timeout 60m
+//
 // The package measures the binary from outside, as clients do: it must not import
 // Concord's server packages (the migration benchmark uses the client-side migrator,
 // migration/migrator, as any client would), and it is the only place that knows the

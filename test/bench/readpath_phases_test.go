@@ -1,0 +1,352 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// endpoint is a running server and the clients BenchmarkReadPath uses on it.
+type endpoint struct {
+	name string   // "concord" or "kube"
+	cl   *cluster // the suite's: its etcd, and the payload of a 1 KiB ConfigMap
+	pid  int      // the server's process
+	// clientset does the seeding, gets, lists and watches; writer makes the creations
+	// a watch fan-out delivers, on a connection of its own, so that conns counts
+	// what the watchers read and nothing else during a fan-out. Both are built the
+	// same way from the server's admin kubeconfig.
+	clientset, writer  *kubernetes.Clientset
+	conns, writerConns connStats
+	answers            answers
+}
+
+func newEndpoint(name string, cl *cluster, pid int, kubeconfig, contentType string) (*endpoint, error) {
+	ep := &endpoint{name: name, cl: cl, pid: pid}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS = -1 // no client-side rate limit
+	cfg.ContentType = contentType
+	writerCfg := rest.CopyConfig(cfg)
+	cfg.Dial, writerCfg.Dial = ep.conns.dial, ep.writerConns.dial
+	cfg.WrapTransport = ep.answers.wrap
+	if ep.clientset, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if ep.writer, err = kubernetes.NewForConfig(writerCfg); err != nil {
+		return nil, err
+	}
+	return ep, nil
+}
+
+// measure runs f and returns the CPU that the server, etcd, this process and the
+// machine used meanwhile, and how long f took.
+func (ep *endpoint) measure(f func() error) (cpu, time.Duration, error) {
+	before, err := ep.cl.cpuOf(ep.pid)
+	if err != nil {
+		return cpu{}, 0, err
+	}
+	start := time.Now()
+	if err := f(); err != nil {
+		return cpu{}, 0, errors.Join(err, ep.exited())
+	}
+	elapsed := time.Since(start)
+	after, err := ep.cl.cpuOf(ep.pid)
+	return after.minus(before), elapsed, err
+}
+
+// exited returns an error if the server or etcd has ended.
+func (ep *endpoint) exited() error {
+	err := ep.cl.etcd.exited()
+	if ep.name == "concord" {
+		return errors.Join(err, ep.cl.server.exited())
+	}
+	if _, statErr := os.Stat(fmt.Sprintf("/proc/%d", ep.pid)); statErr != nil {
+		err = errors.Join(err, fmt.Errorf("the kube-apiserver (pid %d) has exited", ep.pid))
+	}
+	return err
+}
+
+// dataset is the namespace of n seeded ConfigMaps on one server, and the phases
+// measured on it, each run once.
+type dataset struct {
+	ctx      context.Context
+	n        int
+	ns       string
+	endpoint func() (*endpoint, error)
+	// rssBefore is the server's resident memory, in KiB, before the seeding.
+	rssBefore int64
+	// seq numbers the creations of the watch fan-outs.
+	seq atomic.Int64
+	// writes returns the CPU that watchCreates creations through the writer at c=8
+	// use with no watcher, measured once.
+	writes func() (cpu, error)
+	mu     sync.Mutex
+	memo   map[string]func() ([]figure, error)
+}
+
+func newDataset(ctx context.Context, n int, ep func() (*endpoint, error)) *dataset {
+	ds := &dataset{ctx: ctx, n: n, ns: fmt.Sprintf("readpath-%d", n), endpoint: ep, memo: map[string]func() ([]figure, error){}}
+	ds.writes = sync.OnceValues(ds.measureWrites)
+	return ds
+}
+
+// once runs the phase called name the first time it is asked for and returns what
+// that run returned every time.
+func (ds *dataset) once(name string, run func() ([]figure, error)) ([]figure, error) {
+	ds.mu.Lock()
+	f, ok := ds.memo[name]
+	if !ok {
+		f = sync.OnceValues(run)
+		ds.memo[name] = f
+	}
+	ds.mu.Unlock()
+	return f()
+}
+
+// seeded seeds the dataset if that has not been done and returns its endpoint.
+func (ds *dataset) seeded() (*endpoint, error) {
+	if _, err := ds.once("create", ds.seed); err != nil {
+		return nil, err
+	}
+	return ds.endpoint()
+}
+
+func (ds *dataset) configMaps(cs *kubernetes.Clientset) typedcorev1.ConfigMapInterface {
+	return cs.CoreV1().ConfigMaps(ds.ns)
+}
+
+// seed creates the namespace and its n ConfigMaps at c=32.
+func (ds *dataset) seed() ([]figure, error) {
+	ep, err := ds.endpoint()
+	if err != nil {
+		return nil, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ds.ns}}
+	if _, err := ep.clientset.CoreV1().Namespaces().Create(ds.ctx, ns, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	if ds.rssBefore, err = vmRSS(ep.pid); err != nil {
+		return nil, err
+	}
+	cms := ds.configMaps(ep.clientset)
+	var lat latencies
+	used, elapsed, err := ep.measure(func() (err error) {
+		lat, _, err = fanOut(ds.ctx, ds.n, readPathConcurrency, func(ctx context.Context, i int) error {
+			_, err := cms.Create(ctx, newConfigMap(objectName('s', int64(i)), ep.cl.payload), metav1.CreateOptions{})
+			return err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("seeding %d ConfigMaps: %w", ds.n, err)
+	}
+	rss, err := vmRSS(ep.pid)
+	if err != nil {
+		return nil, err
+	}
+	label := fmt.Sprintf("create c=%d", readPathConcurrency)
+	figs := append(rateFigures(label, "op", ds.n, elapsed, used), latencyFigures(label, lat)...)
+	return append(figs, memoryFigures("after seeding", rss, ds.rssBefore, ds.n)...), nil
+}
+
+// get reads -readpath.gets random seeded ConfigMaps at c=32.
+func (ds *dataset) get() ([]figure, error) {
+	ep, err := ds.seeded()
+	if err != nil {
+		return nil, err
+	}
+	cms := ds.configMaps(ep.clientset)
+	var lat latencies
+	used, elapsed, err := ep.measure(func() (err error) {
+		lat, _, err = fanOut(ds.ctx, *readPathGets, readPathConcurrency, func(ctx context.Context, _ int) error {
+			_, err := cms.Get(ctx, objectName('s', rand.Int64N(int64(ds.n))), metav1.GetOptions{})
+			return err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	label := fmt.Sprintf("get c=%d", readPathConcurrency)
+	return append(rateFigures(label, "op", *readPathGets, elapsed, used), latencyFigures(label, lat)...), nil
+}
+
+// list lists the namespace in full, in pages of listPage, at least 3 times and for
+// at least -readpath.list-time.
+func (ds *dataset) list() ([]figure, error) {
+	ep, err := ds.seeded()
+	if err != nil {
+		return nil, err
+	}
+	cms := ds.configMaps(ep.clientset)
+	items, lists := 0, 0
+	used, elapsed, err := ep.measure(func() error {
+		for start := time.Now(); lists < 3 || time.Since(start) < *readPathListTime; lists++ {
+			n, err := listAll(ds.ctx, cms)
+			if err != nil {
+				return err
+			}
+			if n < ds.n {
+				return fmt.Errorf("namespace %s lists %d ConfigMaps, want at least %d", ds.ns, n, ds.n)
+			}
+			items += n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rss, err := vmRSS(ep.pid)
+	if err != nil {
+		return nil, err
+	}
+	figs := rateFigures(fmt.Sprintf("list, pages of %d,", listPage), "item", items, elapsed, used)
+	figs = append(figs, figure{"full lists", "lists", float64(lists)})
+	return append(figs, memoryFigures("after lists", rss, ds.rssBefore, ds.n)...), nil
+}
+
+// listAll lists the ConfigMaps of a namespace in pages and returns how many there are.
+func listAll(ctx context.Context, cms typedcorev1.ConfigMapInterface) (int, error) {
+	opts := metav1.ListOptions{Limit: listPage}
+	for n := 0; ; {
+		page, err := cms.List(ctx, opts)
+		if err != nil {
+			return n, err
+		}
+		n += len(page.Items)
+		if page.Continue == "" {
+			return n, nil
+		}
+		opts.Continue = page.Continue
+	}
+}
+
+// watch opens w watches of the namespace at its current resourceVersion, then makes
+// watchCreates creations at c=8 and waits until every watcher has received them all.
+func (ds *dataset) watch(w int) ([]figure, error) {
+	ep, err := ds.seeded()
+	if err != nil {
+		return nil, err
+	}
+	writes, err := ds.writes()
+	if err != nil {
+		return nil, fmt.Errorf("creations with no watcher: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ds.ctx)
+	defer cancel()
+	cms := ds.configMaps(ep.clientset)
+	head, err := cms.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	from, err := strconv.ParseInt(head.ResourceVersion, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("list resourceVersion: %w", err)
+	}
+	watches := make([]watch.Interface, w)
+	for i := range watches {
+		if watches[i], err = cms.Watch(ctx, metav1.ListOptions{ResourceVersion: head.ResourceVersion}); err != nil {
+			return nil, fmt.Errorf("opening watch %d of %d: %w", i+1, w, err)
+		}
+	}
+	conns := ep.conns.counts()
+	stopProfile, err := startProfile(fmt.Sprintf("watch-N=%d-W=%d-%s", ds.n, w, ep.name))
+	if err != nil {
+		return nil, err
+	}
+	used, elapsed, err := ep.measure(func() error { return ds.deliver(ctx, ep, watches, from) })
+	if err := errors.Join(err, stopProfile()); err != nil {
+		return nil, err
+	}
+	events, label := w*watchCreates, fmt.Sprintf("watch W=%d", w)
+	figs := rateFigures(label, "event", events, elapsed, used)
+	net := used.minus(writes)
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(events) }
+	figs = append(figs,
+		figure{label + " server CPU µs/event less the creates", "net-server-cpu-µs/event", per(net.server)},
+		figure{label + " client CPU µs/event less the creates", "net-client-cpu-µs/event", per(net.self)})
+	after := ep.conns.counts()
+	return append(figs, connFigures(label, after.minus(conns), after.conns, events)...), nil
+}
+
+// measureWrites makes watchCreates creations through the writer at c=8, as a watch
+// fan-out does, with no watcher, and returns the CPU they used.
+func (ds *dataset) measureWrites() (cpu, error) {
+	ep, err := ds.seeded()
+	if err != nil {
+		return cpu{}, err
+	}
+	used, _, err := ep.measure(func() error { return ds.write(ds.ctx, ep) })
+	return used, err
+}
+
+// write makes watchCreates creations through the writer at c=8.
+func (ds *dataset) write(ctx context.Context, ep *endpoint) error {
+	writer := ds.configMaps(ep.writer)
+	_, _, err := fanOut(ctx, watchCreates, watchWriterConcurrency, func(ctx context.Context, _ int) error {
+		_, err := writer.Create(ctx, newConfigMap(objectName('w', ds.seq.Add(1)), ep.cl.payload), metav1.CreateOptions{})
+		return err
+	})
+	return err
+}
+
+// deliver makes watchCreates creations through the writer at c=8 and waits until
+// every watch has received all of them, failing if none arrives for watchStall.
+func (ds *dataset) deliver(ctx context.Context, ep *endpoint, watches []watch.Interface, from int64) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cms := ds.configMaps(ep.clientset)
+	var received atomic.Int64
+	errs := make(chan error, len(watches)+1)
+	for _, w := range watches {
+		go func() { errs <- receiveAdded(ctx, cms, w, from, watchCreates, &received) }()
+	}
+	go func() { errs <- ds.write(ctx, ep) }()
+	return collect(errs, len(watches)+1, &received, int64(len(watches)*watchCreates), cancel)
+}
+
+// watchStall is how long a watch fan-out may go without delivering an event.
+const watchStall = time.Minute
+
+// collect waits for the results of n goroutines and returns the first error,
+// calling cancel on it or when received has not grown for watchStall.
+func collect(errs <-chan error, n int, received *atomic.Int64, want int64, cancel func()) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var firstErr error
+	last, since := received.Load(), time.Now()
+	for n > 0 {
+		select {
+		case err := <-errs:
+			n--
+			if err != nil && firstErr == nil {
+				firstErr = err
+				cancel() // unblock the others
+			}
+		case <-tick.C:
+			if got := received.Load(); got != last {
+				last, since = got, time.Now()
+			} else if time.Since(since) > watchStall && firstErr == nil {
+				firstErr = fmt.Errorf("no watch event for %v: %d of %d delivered", watchStall, got, want)
+				cancel()
+			}
+		}
+	}
+	return firstErr
+}
