@@ -317,3 +317,65 @@ func TestWatchFanOutRepresentations(t *testing.T) {
 		}
 	}
 }
+
+// A WatchList (sendInitialEvents) is answered from the watch cache: an ADDED event
+// for every object of a state at least as new as the resourceVersion asked for (the
+// newest, for none), the bookmark that ends them, then the changes.
+func TestWatchListFromCache(t *testing.T) {
+	c := harness.Start(t, 2)
+	ctx := t.Context()
+	a, b := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default"), c.Servers[1].Clientset(t).CoreV1().ConfigMaps("default")
+	const n = 12
+	for i := range n {
+		if _, err := b.Create(ctx, configMap(fmt.Sprint("wl-", i), nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.List(ctx, metav1.ListOptions{}); err != nil { // server 0's cache starts
+		t.Fatal(err)
+	}
+	last, err := b.Create(ctx, configMap("wl-last", nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := cacheReads(t, c.Servers[0])
+	w, err := a.Watch(ctx, metav1.ListOptions{SendInitialEvents: ptrTo(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		ResourceVersion: last.ResourceVersion, AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	names := map[string]bool{}
+	for ev := range w.ResultChan() {
+		cm := ev.Object.(*corev1.ConfigMap)
+		if ev.Type == watch.Bookmark {
+			if cm.Annotations[metav1.InitialEventsAnnotationKey] != "true" || rvNumber(t, cm.ResourceVersion) < rvNumber(t, last.ResourceVersion) {
+				t.Fatalf("bookmark %v at %s before the initial events ended", cm.Annotations, cm.ResourceVersion)
+			}
+			break
+		}
+		if ev.Type != watch.Added {
+			t.Fatalf("initial event %s %s", ev.Type, cm.Name)
+		}
+		names[cm.Name] = true
+	}
+	if len(names) != n+1 || !names["wl-last"] {
+		t.Fatalf("initial events for %d objects (%v), want %d with wl-last", len(names), names, n+1)
+	}
+	if _, err := b.Create(ctx, configMap("wl-after", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Bookmark {
+			continue
+		}
+		if cm := ev.Object.(*corev1.ConfigMap); ev.Type != watch.Added || cm.Name != "wl-after" {
+			t.Fatalf("after the initial events: %s %s, want ADDED wl-after", ev.Type, cm.Name)
+		}
+		break
+	}
+	after := cacheReads(t, c.Servers[0])
+	if after["core/configmaps watch cache"]-before["core/configmaps watch cache"] < 1 || after["core/configmaps watch etcd"] != before["core/configmaps watch etcd"] {
+		t.Fatalf("the WatchList was not answered by the cache: %v", after)
+	}
+}
