@@ -112,7 +112,7 @@ func (c *Controller) lead(ctx context.Context) {
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	informer := factory.Core().V1().ResourceQuotas()
 	u := &usage{ctx: ctx, cfg: c.cfg, client: c.client, quotas: informer.Lister()}
-	u.monitors = newMonitors(ctx, c.cfg.Registry, c.cfg.Store, u.namespaceChanged)
+	u.monitors = newMonitors(ctx, c.cfg.Registry, c.cfg.Store, u.namespaceChanged, u.queueAll)
 	defer u.monitors.stop()
 	u.evaluators = generic.NewRegistry(objectCountEvaluators(u.count))
 	u.ctrl = reconcile.New("resourcequota", reconcile.Func[types.NamespacedName](u.reconcile),

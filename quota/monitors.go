@@ -20,6 +20,9 @@ type monitors struct {
 	store    *store.Store
 	// deleted is called with the namespace of every object deleted.
 	deleted func(namespace string)
+	// synced is called once a new monitor has synced: objects deleted before it
+	// watched were never reported, so every quota must be counted again.
+	synced func()
 
 	mu      sync.Mutex
 	ctx     context.Context                             // the leader's; nil once stopped
@@ -27,8 +30,8 @@ type monitors struct {
 	wg      sync.WaitGroup
 }
 
-func newMonitors(ctx context.Context, reg *registry.Registry, st *store.Store, deleted func(string)) *monitors {
-	return &monitors{registry: reg, store: st, deleted: deleted, ctx: ctx, running: map[schema.GroupResource]context.CancelFunc{}}
+func newMonitors(ctx context.Context, reg *registry.Registry, st *store.Store, deleted func(string), synced func()) *monitors {
+	return &monitors{registry: reg, store: st, deleted: deleted, synced: synced, ctx: ctx, running: map[schema.GroupResource]context.CancelFunc{}}
 }
 
 // ensure starts gr's monitor if gr is served and stops it if gr no longer is. A
@@ -63,6 +66,11 @@ func (m *monitors) ensure(gr schema.GroupResource) error {
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.running[gr] = cancel
 	m.wg.Go(func() { inf.RunWithContext(ctx) })
+	m.wg.Go(func() {
+		if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			m.synced()
+		}
+	})
 	return nil
 }
 
