@@ -95,7 +95,7 @@ func compareHistory(t *testing.T, seed uint64) {
 func comparedStores(t *testing.T, opts watchcache.Options) (cached, etcd *Store, res *registry.Resource) {
 	t.Helper()
 	cli := etcdtest.Start(t)
-	cached, res = hubStoreOn(t, storage.New(cli, "/registry"))
+	cached, res = storeOn(t, storage.New(cli, "/registry"))
 	etcd = NewStore(storage.New(cli, "/registry"))
 	// Bookmarks tell a watch it has seen everything up to a revision.
 	cached.BookmarkInterval, etcd.BookmarkInterval = 100*time.Millisecond, 100*time.Millisecond

@@ -59,12 +59,12 @@ func (s *Store) cachedState(ctx context.Context, res *registry.Resource, at list
 // listCached answers a list from a cache's snapshot, with the paging rules of an
 // etcd read: a page that stops early carries a continue token at the snapshot's
 // revision, and the snapshot is kept for it.
-func (s *Store) listCached(ctx context.Context, ref Ref, p listParams, c *watchcache.Cache, snap *watchcache.Snapshot) (*unstructured.UnstructuredList, error) {
-	sel, err := s.selectEntries(ref, p, c, snap, true)
+func (s *Store) listCached(ctx context.Context, ref Ref, p listParams) (*unstructured.UnstructuredList, error) {
+	sel, err := s.selectEntries(ref, p, true)
 	if err != nil {
 		return nil, err
 	}
-	return s.finishList(ctx, ref.Resource, ref.Version, p.out, sel.objs, snap.Rev, ref.prefix(), sel.unreadable)
+	return s.finishList(ctx, ref.Resource, ref.Version, p.out, sel.objs, p.snap.Rev, ref.prefix(), sel.unreadable)
 }
 
 // selection is what a list selected from a snapshot: entries in key order, with
@@ -78,8 +78,8 @@ type selection struct {
 // selectEntries walks a snapshot from the list's start key, selecting the entries
 // its selectors match up to its limit, and gives the list its continue token.
 // Objects are decoded when selectors need them, or when decode is set.
-func (s *Store) selectEntries(ref Ref, p listParams, c *watchcache.Cache, snap *watchcache.Snapshot, decode bool) (selection, error) {
-	res, prefix := ref.Resource, ref.prefix()
+func (s *Store) selectEntries(ref Ref, p listParams, decode bool) (selection, error) {
+	res, prefix, snap := ref.Resource, ref.prefix(), p.snap
 	items := snap.Items(prefix)
 	i := 0
 	if p.at.key != "" {
@@ -108,7 +108,7 @@ func (s *Store) selectEntries(ref Ref, p listParams, c *watchcache.Cache, snap *
 				if err := setContinue(p.out, prefix, e.Key, snap.Rev, int64(len(items)-1-i), p.pred.Empty()); err != nil {
 					return sel, err
 				}
-				c.Keep(snap)
+				p.cache.Keep(snap)
 			}
 			break
 		}
@@ -119,12 +119,15 @@ func (s *Store) selectEntries(ref Ref, p listParams, c *watchcache.Cache, snap *
 	return sel, nil
 }
 
-// listParams is what List has worked out of a list's options.
+// listParams is what List has worked out of a list's options, and the cache's state
+// that answers it (snap nil: etcd does).
 type listParams struct {
 	pred  *registry.Predicate
 	at    listStart
 	limit int64
 	out   *unstructured.UnstructuredList
+	cache *watchcache.Cache
+	snap  *watchcache.Snapshot
 }
 
 // initialState reads the objects a watch starts with (those of ns matching pred), at a

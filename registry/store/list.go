@@ -27,19 +27,28 @@ import (
 //     revision was compacted is a 410 Expired carrying a fresh token that continues at
 //     the current revision.
 func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	p, err := s.planListing(ref, opts)
+	p, err := s.beginList(ctx, ref, opts)
 	if err != nil {
 		return nil, err
 	}
-	c, snap, cached, err := s.cachedState(ctx, ref.Resource, p.at)
-	if err != nil {
-		return nil, err
-	}
-	s.caches.Observe(ref.Resource.Prefix(""), "list", cached)
-	if cached {
-		return s.listCached(ctx, ref, p, c, snap)
+	if p.snap != nil {
+		return s.listCached(ctx, ref, p)
 	}
 	return s.listEtcd(ctx, ref, p)
+}
+
+// beginList plans a list and finds the cached state that answers it, if one may.
+func (s *Store) beginList(ctx context.Context, ref Ref, opts metav1.ListOptions) (listParams, error) {
+	p, err := s.planListing(ref, opts)
+	if err != nil {
+		return p, err
+	}
+	var cached bool
+	if p.cache, p.snap, cached, err = s.cachedState(ctx, ref.Resource, p.at); err != nil {
+		return p, err
+	}
+	s.caches.Observe(ref.Resource.Prefix(""), "list", cached)
+	return p, nil
 }
 
 // planListing works out a list's selectors, where it reads, and its (empty) answer.

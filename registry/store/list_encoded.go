@@ -40,16 +40,11 @@ type itemKey struct {
 // the same version and format sends the kept bytes: no decoding, conversion,
 // defaulting or encoding of objects that did not change.
 func (s *Store) ListEncoded(ctx context.Context, ref Ref, opts metav1.ListOptions, enc ItemEncoder) (*EncodedList, error) {
-	p, err := s.planListing(ref, opts)
+	p, err := s.beginList(ctx, ref, opts)
 	if err != nil {
 		return nil, err
 	}
-	c, snap, cached, err := s.cachedState(ctx, ref.Resource, p.at)
-	if err != nil {
-		return nil, err
-	}
-	s.caches.Observe(ref.Resource.Prefix(""), "list", cached)
-	if !cached {
+	if p.snap == nil {
 		l, err := s.listEtcd(ctx, ref, p)
 		if err != nil {
 			return nil, err
@@ -64,14 +59,14 @@ func (s *Store) ListEncoded(ctx context.Context, ref Ref, opts metav1.ListOption
 		}
 		return out, nil
 	}
-	sel, err := s.selectEntries(ref, p, c, snap, false)
+	sel, err := s.selectEntries(ref, p, false)
 	if err != nil {
 		return nil, err
 	}
-	items, err := s.encodeEntries(ctx, ref, enc, c, sel)
+	items, err := s.encodeEntries(ctx, ref, enc, p.cache, sel)
 	if errors.Is(err, errUnreadable) {
 		// Selected again, decoding all: the error names every unreadable object.
-		if _, err = s.selectEntries(ref, p, c, snap, true); err == nil {
+		if _, err = s.selectEntries(ref, p, true); err == nil {
 			err = s.internalError(ref.Resource, errUnreadable)
 		}
 	}
@@ -80,7 +75,7 @@ func (s *Store) ListEncoded(ctx context.Context, ref Ref, opts metav1.ListOption
 	}
 	o := p.out
 	out := encodedShell(o.GetAPIVersion(), o.GetKind(), "", o.GetContinue(), o.GetRemainingItemCount())
-	out.Meta.ResourceVersion = strconv.FormatInt(snap.Rev, 10)
+	out.Meta.ResourceVersion = strconv.FormatInt(p.snap.Rev, 10)
 	out.Items = items
 	return out, nil
 }

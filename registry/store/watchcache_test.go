@@ -23,7 +23,7 @@ import (
 // over a fresh etcd, and a namespaced custom resource with versions v1 and v2.
 func cachedStore(t *testing.T, opts watchcache.Options) (*Store, *registry.Resource) {
 	t.Helper()
-	s, res := hubStore(t)
+	s, res := uncachedStore(t)
 	runCaches(t, s, opts)
 	return s, res
 }
@@ -43,16 +43,16 @@ func runCaches(t *testing.T, s *Store, opts watchcache.Options) {
 	})
 }
 
-// hubStore returns a store without running watch caches (every read goes to etcd),
+// uncachedStore returns a store without running watch caches (every read goes to etcd),
 // over a fresh etcd.
-func hubStore(t *testing.T) (*Store, *registry.Resource) {
+func uncachedStore(t *testing.T) (*Store, *registry.Resource) {
 	t.Helper()
-	return hubStoreOn(t, storage.New(etcdtest.Start(t), "/registry"))
+	return storeOn(t, storage.New(etcdtest.Start(t), "/registry"))
 }
 
-// hubStoreOn returns a store over st (namespaces a and b created), without running
+// storeOn returns a store over st (namespaces a and b created), without running
 // watch caches.
-func hubStoreOn(t *testing.T, st *storage.Store) (*Store, *registry.Resource) {
+func storeOn(t *testing.T, st *storage.Store) (*Store, *registry.Resource) {
 	t.Helper()
 	res := &registry.Resource{
 		Group: "example.com", Namespaced: true, StorageVersion: "v1",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,7 +80,7 @@ func lessKey(a, b *Entry) bool { return a.Key < b.Key }
 // the current one), a private one relays the changes after from.
 func newCache(prefix string, caches *Caches, stateful bool, historySize int, from int64) *Cache {
 	c := &Cache{
-		prefix: prefix, resource: strings.TrimSuffix(prefix, "/"), caches: caches, stateful: stateful,
+		prefix: prefix, resource: resourceLabel(prefix), caches: caches, stateful: stateful,
 		rev: from, complete: from,
 		progress: make(chan struct{}, 1), loaded: make(chan struct{}),
 		fresh: make(chan struct{}), history: newHistory(historySize),
@@ -301,10 +300,12 @@ func (c *Cache) apply(batch []storage.Event) {
 				delta -= old.size()
 			}
 		}
-		delta += eventSize(e)
-		if evicted := c.history.push(e); evicted != nil {
-			c.complete = evicted.Rev
-			delta -= eventSize(evicted)
+		if c.stateful { // a private cache relays, and keeps no history
+			delta += eventSize(e)
+			if evicted := c.history.push(e); evicted != nil {
+				c.complete = evicted.Rev
+				delta -= eventSize(evicted)
+			}
 		}
 		for w := range c.watchers {
 			w.push(e)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/concordproject/concord/storage"
@@ -54,7 +55,7 @@ const (
 // use by Get while Run runs. It is safe for concurrent use.
 type Caches struct {
 	st      *storage.Store
-	metrics *metrics
+	metrics atomic.Pointer[metrics] // set by Run
 
 	mu     sync.Mutex
 	opts   Options
@@ -79,7 +80,7 @@ func (m *Caches) Run(ctx context.Context, opts Options) error {
 	}
 	m.mu.Lock()
 	m.opts, m.ctx = opts, ctx
-	m.metrics = newMetrics(opts.Registerer, opts.MemoryLimit)
+	m.metrics.Store(newMetrics(opts.Registerer, opts.MemoryLimit))
 	m.mu.Unlock()
 	t := time.NewTicker(min(sweepEvery, opts.IdleTimeout/2))
 	defer t.Stop()
@@ -155,9 +156,7 @@ func (m *Caches) Private(ctx context.Context, prefix string, from int64, progres
 
 // Observe counts one read of resource answered from the cache (cached) or etcd.
 func (m *Caches) Observe(prefix, verb string, cached bool) {
-	m.mu.Lock()
-	mt := m.metrics
-	m.mu.Unlock()
+	mt := m.metrics.Load()
 	if mt == nil {
 		return
 	}
@@ -229,7 +228,7 @@ func (m *Caches) evict(c *Cache, reason string) {
 	if reason == "memory" {
 		m.over[c.prefix] = time.Now().Add(overLimitBackoff)
 	}
-	mt, ctx := m.metrics, m.ctx
+	mt, ctx := m.metrics.Load(), m.ctx
 	m.mu.Unlock()
 	if ctx != nil {
 		klog.FromContext(ctx).V(2).Info("Watch cache stopped", "resource", c.resource, "reason", reason)
@@ -248,16 +247,16 @@ func (m *Caches) remove(c *Cache, bytes int64) {
 		delete(m.caches, c.prefix)
 	}
 	m.bytes -= bytes
-	if m.metrics != nil {
-		m.metrics.bytes.DeleteLabelValues(c.resource)
-		m.metrics.objects.DeleteLabelValues(c.resource)
+	if mt := m.metrics.Load(); mt != nil {
+		mt.bytes.DeleteLabelValues(c.resource)
+		mt.objects.DeleteLabelValues(c.resource)
 	}
 }
 
 // sweep stops idle caches, forgets old snapshots and updates the gauges.
 func (m *Caches) sweep(now time.Time) {
 	m.mu.Lock()
-	all, idle, mt := m.all(), m.opts.IdleTimeout, m.metrics
+	all, idle, mt := m.all(), m.opts.IdleTimeout, m.metrics.Load()
 	m.mu.Unlock()
 	for _, c := range all {
 		c.expireSnapshots(now.Add(-snapshotTTL))

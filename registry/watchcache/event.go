@@ -56,9 +56,6 @@ func newHistory(size int) history { return history{buf: make([]*Event, size)} }
 
 // push appends e and returns the event it evicted, if the ring was full.
 func (h *history) push(e *Event) (evicted *Event) {
-	if len(h.buf) == 0 {
-		return e
-	}
 	if h.n == len(h.buf) {
 		evicted = h.buf[h.start]
 		h.buf[h.start] = e
