@@ -130,26 +130,22 @@ type listParams struct {
 	snap  *watchcache.Snapshot
 }
 
-// initialState reads the objects a watch starts with (those of ns matching pred), at a
-// state planned as at: from the cache when it may answer, else from etcd.
-func (s *Store) initialState(ctx context.Context, res *registry.Resource, ns string, at listStart, pred *registry.Predicate) (*unstructuredPage, error) {
+// initialState reads the state a watch starts with (the key/values under ns's
+// prefix), at a revision chosen as a list's: from the resource's cache if it can
+// answer, else from etcd. The values are the cache's own, shared, not copied.
+func (s *Store) initialState(ctx context.Context, res *registry.Resource, ns string, at listStart) (*startState, error) {
 	_, snap, ok, err := s.cachedState(ctx, res, at)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		s.caches.Observe(res.Prefix(""), "watch", false)
-		return s.readPage(ctx, res, ns, at.minRV, pred)
+		return s.readState(ctx, res, ns, at.minRV)
 	}
-	out := &unstructuredPage{rev: snap.Rev}
-	for _, kv := range snap.Items(res.Prefix(ns)) {
-		obj, err := res.Decode(kv.Value, kv.Revision)
-		if err != nil {
-			return nil, s.internalError(res, err)
-		}
-		if pred.Matches(obj) {
-			out.objs = append(out.objs, obj)
-		}
+	items := snap.Items(res.Prefix(ns))
+	out := &startState{rev: snap.Rev, kvs: make([]*storage.KeyValue, len(items))}
+	for i, e := range items {
+		out.kvs[i] = e.KeyValue
 	}
 	return out, nil
 }

@@ -72,16 +72,16 @@ func (s *Store) Watch(ctx context.Context, ref Ref, opts metav1.ListOptions) (wa
 		result:    make(chan watch.Event, 64),
 		bookmarks: opts.AllowWatchBookmarks,
 	}
-	var list *unstructuredPage
+	var list *startState
 	if initial || (opts.SendInitialEvents != nil && from == 0) {
 		// Read the starting state now, so that errors are returned to the caller.
-		list, err = s.initialState(ctx, res, ns, at, pred)
+		list, err = s.initialState(ctx, res, ns, at)
 		if err != nil {
 			cancel()
 			return nil, err
 		}
 		if !initial {
-			list.objs = nil // sendInitialEvents=false: only the starting revision matters
+			list.kvs = nil // sendInitialEvents=false: only the starting revision matters
 		}
 		from = list.rev
 	}
@@ -106,14 +106,17 @@ func validateWatchOptions(res *registry.Resource, opts metav1.ListOptions) error
 	return nil
 }
 
-type unstructuredPage struct {
-	objs []*registry.Object
-	rev  int64
+// startState is the state a watch starts from: the stored key/values under the
+// watched prefix at revision rev, decoded, filtered and converted as they are sent.
+type startState struct {
+	kvs []*storage.KeyValue
+	rev int64
 }
 
-// readPage reads every matching object at the current revision (at least minRV).
-func (s *Store) readPage(ctx context.Context, res *registry.Resource, ns string, minRV int64, pred *registry.Predicate) (*unstructuredPage, error) {
-	var out unstructuredPage
+// readState reads every key/value under ns's prefix from etcd at the current
+// revision (at least minRV).
+func (s *Store) readState(ctx context.Context, res *registry.Resource, ns string, minRV int64) (*startState, error) {
+	var out startState
 	start := ""
 	for {
 		page, err := s.storage.List(ctx, res.Prefix(ns), storage.ListOptions{Revision: out.rev, Limit: 1000, Start: start})
@@ -126,15 +129,7 @@ func (s *Store) readPage(ctx context.Context, res *registry.Resource, ns string,
 				return nil, err
 			}
 		}
-		for _, kv := range page.Items {
-			obj, err := res.Decode(kv.Value, kv.Revision)
-			if err != nil {
-				return nil, s.internalError(res, err)
-			}
-			if pred.Matches(obj) {
-				out.objs = append(out.objs, obj)
-			}
-		}
+		out.kvs = append(out.kvs, page.Items...)
 		if !page.More || len(page.Items) == 0 {
 			return &out, nil
 		}
@@ -185,22 +180,49 @@ func (w *watcher) fail(ctx context.Context, err error) {
 	w.send(ctx, watch.Event{Type: watch.Error, Object: &status})
 }
 
-func (w *watcher) run(ctx context.Context, ns string, from int64, initial *unstructuredPage, endBookmark bool) {
+// initialChunk is how many objects of a watch's starting state are decoded and
+// converted at a time: a watch of a large state holds no more than that many decoded
+// objects, however many watches start at once.
+const initialChunk = 256
+
+// sendInitial sends the matching objects of a starting state as ADDED events, and
+// reports whether the watch goes on.
+func (w *watcher) sendInitial(ctx context.Context, kvs []*storage.KeyValue) bool {
+	for len(kvs) > 0 {
+		chunk := kvs[:min(initialChunk, len(kvs))]
+		kvs = kvs[len(chunk):]
+		objs := make([]*registry.Object, 0, len(chunk))
+		for _, kv := range chunk {
+			obj, err := w.res.Decode(kv.Value, kv.Revision)
+			if err != nil {
+				w.fail(ctx, w.store.internalError(w.res, err))
+				return false
+			}
+			if w.pred.Matches(obj) {
+				objs = append(objs, obj)
+			}
+		}
+		if err := w.res.Convert(ctx, objs, w.version); err != nil {
+			w.fail(ctx, w.store.conversionError(w.res, err))
+			return false
+		}
+		for _, o := range objs {
+			w.res.Schema(w.version).DefaultStored(o.Object)
+			if !w.send(ctx, watch.Event{Type: watch.Added, Object: o}) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (w *watcher) run(ctx context.Context, ns string, from int64, initial *startState, endBookmark bool) {
 	defer close(w.result)
 	defer w.cancel()
 	logger := klog.FromContext(ctx)
 	if initial != nil {
-		if err := w.res.Convert(ctx, initial.objs, w.version); err != nil {
-			w.fail(ctx, w.store.conversionError(w.res, err))
+		if !w.sendInitial(ctx, initial.kvs) {
 			return
-		}
-		for _, o := range initial.objs {
-			w.res.Schema(w.version).DefaultStored(o.Object)
-		}
-		for _, o := range initial.objs {
-			if !w.send(ctx, watch.Event{Type: watch.Added, Object: o}) {
-				return
-			}
 		}
 		if endBookmark && !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: w.bookmark(initial.rev, true)}) {
 			return

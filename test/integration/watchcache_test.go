@@ -325,22 +325,36 @@ func TestWatchListFromCache(t *testing.T) {
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	a, b := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default"), c.Servers[1].Clientset(t).CoreV1().ConfigMaps("default")
-	const n = 12
+	// More objects than the server decodes at a time for a watch's starting state (256),
+	// every third left out by the label selector, others in the namespace.
+	const n = 600
+	wanted := 1 // wl-last
 	for i := range n {
-		if _, err := b.Create(ctx, configMap(fmt.Sprint("wl-", i), nil), metav1.CreateOptions{}); err != nil {
+		cm := configMap(fmt.Sprint("wl-", i), nil)
+		if i%3 != 0 {
+			cm.Labels = map[string]string{"keep": "yes"}
+			wanted++
+		}
+		if _, err := b.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	other := c.Servers[1].Clientset(t).CoreV1().ConfigMaps("kube-system")
+	if _, err := other.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "wl-elsewhere", Labels: map[string]string{"keep": "yes"}}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := a.List(ctx, metav1.ListOptions{}); err != nil { // server 0's cache starts
 		t.Fatal(err)
 	}
-	last, err := b.Create(ctx, configMap("wl-last", nil), metav1.CreateOptions{})
+	last, err := b.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "wl-last", Labels: map[string]string{"keep": "yes"}}},
+		metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := cacheReads(t, c.Servers[0])
 	w, err := a.Watch(ctx, metav1.ListOptions{SendInitialEvents: ptrTo(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
-		ResourceVersion: last.ResourceVersion, AllowWatchBookmarks: true})
+		ResourceVersion: last.ResourceVersion, AllowWatchBookmarks: true, LabelSelector: "keep=yes"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,15 +368,16 @@ func TestWatchListFromCache(t *testing.T) {
 			}
 			break
 		}
-		if ev.Type != watch.Added {
-			t.Fatalf("initial event %s %s", ev.Type, cm.Name)
+		if ev.Type != watch.Added || cm.Labels["keep"] != "yes" || cm.Namespace != "default" || names[cm.Name] {
+			t.Fatalf("initial event %s %s/%s %v (seen before: %v)", ev.Type, cm.Namespace, cm.Name, cm.Labels, names[cm.Name])
 		}
 		names[cm.Name] = true
 	}
-	if len(names) != n+1 || !names["wl-last"] {
-		t.Fatalf("initial events for %d objects (%v), want %d with wl-last", len(names), names, n+1)
+	if len(names) != wanted || !names["wl-last"] {
+		t.Fatalf("initial events for %d objects, want %d with wl-last", len(names), wanted)
 	}
-	if _, err := b.Create(ctx, configMap("wl-after", nil), metav1.CreateOptions{}); err != nil {
+	if _, err := b.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "wl-after", Labels: map[string]string{"keep": "yes"}}},
+		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for ev := range w.ResultChan() {
