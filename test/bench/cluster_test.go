@@ -60,6 +60,8 @@ type suite struct {
 
 	bin   func() (string, error)
 	start func() (*cluster, error)
+	// etcdArgs are more flags for the suite's `concord etcd`, set before it starts.
+	etcdArgs []string
 }
 
 func newSuite(b *testing.B) *suite {
@@ -214,6 +216,7 @@ func (s *suite) startCluster() (*cluster, error) {
 	if *unsafeNoFsync {
 		etcdArgs = append(etcdArgs, "--unsafe-no-fsync")
 	}
+	etcdArgs = append(etcdArgs, s.etcdArgs...)
 	if cl.etcd, err = s.startProcess("etcd", etcdArgs...); err != nil {
 		return nil, err
 	}
@@ -313,9 +316,12 @@ type valueTemplate struct {
 }
 
 // template re-encodes the stored object with namespace ns and a placeholder name.
-func (cl *cluster) template(ns string) (valueTemplate, error) {
+func (cl *cluster) template(ns string) (valueTemplate, error) { return newTemplate(cl.stored, ns) }
+
+// newTemplate re-encodes a stored JSON object with namespace ns and a placeholder name.
+func newTemplate(stored []byte, ns string) (valueTemplate, error) {
 	var obj map[string]any
-	dec := json.NewDecoder(bytes.NewReader(cl.stored))
+	dec := json.NewDecoder(bytes.NewReader(stored))
 	dec.UseNumber()
 	if err := dec.Decode(&obj); err != nil {
 		return valueTemplate{}, err

@@ -39,6 +39,9 @@ type process struct {
 	started time.Time
 	done    chan struct{} // closed once the process has been waited for
 	err     error         // the exit status, valid once done is closed
+
+	stopOnce sync.Once
+	stopErr  error // what the first stop returned
 }
 
 // startProcess runs bin with args, appending its output to logPath.
@@ -75,8 +78,14 @@ func (p *process) exited() error {
 	}
 }
 
-// stop interrupts the process and waits for it, killing it after 30s.
+// stop interrupts the process and waits for it, killing it after 30s. Later calls
+// return what the first one did.
 func (p *process) stop() error {
+	p.stopOnce.Do(func() { p.stopErr = p.interrupt() })
+	return p.stopErr
+}
+
+func (p *process) interrupt() error {
 	if err := p.exited(); err != nil {
 		return err
 	}

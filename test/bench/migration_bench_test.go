@@ -59,6 +59,7 @@ type migrationBench struct {
 	// measured next to it (adjacentTxns before and after each migration).
 	adjacent map[string]float64
 	slots    map[int][][]txnSlot
+	memory   map[string]migrationMemory
 	mu       sync.Mutex
 }
 
@@ -74,7 +75,7 @@ type migrationBench struct {
 //	go test ./test/bench -run '^$' -bench Migration -benchtime 1x -timeout 60m
 func BenchmarkMigration(b *testing.B) {
 	s := newSuite(b)
-	mb := &migrationBench{rates: map[string]float64{}, adjacent: map[string]float64{}, slots: map[int][][]txnSlot{}}
+	mb := &migrationBench{rates: map[string]float64{}, adjacent: map[string]float64{}, memory: map[string]migrationMemory{}, slots: map[int][][]txnSlot{}}
 	setup := sync.OnceValue(func() error {
 		return mb.setup(b.Context(), s.cluster(b), filepath.Join(s.dir, "server", "admin.kubeconfig"))
 	})
@@ -232,36 +233,19 @@ func waitMigrated(ctx context.Context, dyn dynamic.Interface, timeout time.Durat
 // seed replaces the seeded widgets with n objects encoded in v1, written straight into
 // etcd, seedBatch per transaction from 4 goroutines.
 func (mb *migrationBench) seed(ctx context.Context, n int) error {
-	kv := mb.cl.kv
-	if _, err := kv.Delete(ctx, widgetKey("m-"), clientv3.WithPrefix()); err != nil {
+	if _, err := mb.cl.kv.Delete(ctx, widgetKey("m-"), clientv3.WithPrefix()); err != nil {
 		return err
 	}
-	var next atomic.Int64
-	errs := make(chan error, 4)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for {
-				start := next.Add(seedBatch) - seedBatch
-				if start >= int64(n) {
-					return
-				}
-				var ops []clientv3.Op
-				for i := start; i < min(start+seedBatch, int64(n)); i++ {
-					name := objectName('m', i)
-					ops = append(ops, clientv3.OpPut(widgetKey(name), mb.template.value(name)))
-				}
-				if _, err := kv.Txn(ctx).Then(ops...).Commit(); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	name := func(i int) string { return objectName('m', int64(i)) }
+	return seedRaw(ctx, mb.cl.kv, 0, n,
+		func(i int) string { return widgetKey(name(i)) },
+		func(i int) string { return mb.template.value(name(i)) })
 }
+
+// migrationMemory is the server's memory during the migrations of one sub-benchmark:
+// its highest resident memory, the most that grew over the resident memory just
+// before a migration (KiB), and its live heap after the last one (bytes).
+type migrationMemory struct{ peakRSS, growth, heapAfter int64 }
 
 // benchMigrate reseeds and migrates n objects b.N times, timing the migrations only.
 func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.Options, n int) {
@@ -288,6 +272,7 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 		txns += adjacentTxns
 	}
 	var used cpu
+	var mem migrationMemory
 	for b.Loop() {
 		b.StopTimer()
 		if err := mb.seed(ctx, n); err != nil {
@@ -298,11 +283,21 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 		if err != nil {
 			b.Fatal(err)
 		}
+		rssBefore, err := vmRSS(mb.cl.server.pid())
+		if err != nil {
+			b.Fatal(err)
+		}
+		rss := sampleRSS(mb.cl.server.pid())
 		b.StartTimer()
 		start := time.Now()
 		cp, err := m.Migrate(ctx, res, migrator.Checkpoint{}, nil)
 		elapsed += time.Since(start)
 		b.StopTimer()
+		peak, rerr := rss.stop()
+		if rerr != nil {
+			b.Fatal(rerr)
+		}
+		mem.peakRSS, mem.growth = max(mem.peakRSS, peak), max(mem.growth, peak-rssBefore)
 		after, cerr := mb.cl.cpu()
 		if cerr != nil {
 			b.Fatal(cerr)
@@ -327,12 +322,21 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 	b.ReportMetric(float64(used.etcd.Microseconds())/objects, "etcd-µs/object")
 	b.ReportMetric(float64(used.self.Microseconds())/objects, "client-µs/object")
 	b.ReportMetric(100*used.others().Seconds()/(elapsed.Seconds()*float64(runtime.NumCPU())), "others-cpu-%")
+	heap, err := liveHeap(ctx, mb.cl.clientset.CoreV1().RESTClient())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(mem.peakRSS)/1024, "server-peak-rss-MiB")
+	b.ReportMetric(float64(mem.growth)/1024, "server-rss-growth-MiB")
+	b.ReportMetric(float64(heap)/(1<<20), "server-heap-after-MiB")
 	txnRate := float64(txns) / txnElapsed.Seconds()
 	b.ReportMetric(txnRate, "adjacent-txn/s")
 	b.ReportMetric(0, "ns/op")
 	mb.mu.Lock()
 	mb.rates[fmt.Sprintf("%s/n=%d", path, n)] = rate
 	mb.adjacent[fmt.Sprintf("%s/n=%d", path, n)] = txnRate
+	mem.heapAfter = heap
+	mb.memory[fmt.Sprintf("%s/n=%d", path, n)] = mem
 	mb.mu.Unlock()
 }
 
@@ -459,7 +463,7 @@ func (mb *migrationBench) writeTable(sizes []int) {
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "\nraw etcd conditional updates:\t%.0f txn/s at c=1\t%.0f txn/s at c=16\t\n", txn1, txn16)
-	fmt.Fprintln(w, "migration\tobjects/s\t/ etcd-txn c=1\t/ etcd-txn c=16\tetcd-txn/s next to it\tratio to it\t")
+	fmt.Fprintln(w, "migration\tobjects/s\t/ etcd-txn c=1\t/ etcd-txn c=16\tetcd-txn/s next to it\tratio to it\tserver peak RSS MiB\tRSS growth MiB\tlive heap after MiB\t")
 	for _, n := range sizes {
 		for _, p := range []string{"client/c=1", "client/c=16", "server"} {
 			key := fmt.Sprintf("%s/n=%d", p, n)
@@ -468,7 +472,9 @@ func (mb *migrationBench) writeTable(sizes []int) {
 				continue
 			}
 			adj := mb.adjacent[key]
-			fmt.Fprintf(w, "%s n=%d\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t\n", p, n, rate, ratioOf(rate, txn1), ratioOf(rate, txn16), adj, ratioOf(rate, adj))
+			mem := mb.memory[key]
+			fmt.Fprintf(w, "%s n=%d\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t%.0f\t%.0f\t%.0f\t\n", p, n, rate, ratioOf(rate, txn1), ratioOf(rate, txn16), adj, ratioOf(rate, adj),
+				float64(mem.peakRSS)/1024, float64(mem.growth)/1024, float64(mem.heapAfter)/(1<<20))
 		}
 	}
 	_ = w.Flush()

@@ -91,6 +91,8 @@ type dataset struct {
 	endpoint func() (*endpoint, error)
 	// rssBefore is the server's resident memory, in KiB, before the seeding.
 	rssBefore int64
+	// heapBefore is the server's live heap, in bytes, before the seeding.
+	heapBefore int64
 	// seq numbers the creations of the watch fan-outs.
 	seq atomic.Int64
 	// writes returns the CPU that watchCreates creations through the writer at c=8
@@ -142,6 +144,9 @@ func (ds *dataset) seed() ([]figure, error) {
 		return nil, err
 	}
 	if ds.rssBefore, err = vmRSS(ep.pid); err != nil {
+		return nil, err
+	}
+	if ds.heapBefore, err = liveHeap(ds.ctx, ep.clientset.CoreV1().RESTClient()); err != nil {
 		return nil, err
 	}
 	cms := ds.configMaps(ep.clientset)
@@ -216,8 +221,14 @@ func (ds *dataset) list() ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
+	heap, err := liveHeap(ds.ctx, ep.clientset.CoreV1().RESTClient())
+	if err != nil {
+		return nil, err
+	}
 	figs := rateFigures(fmt.Sprintf("list, pages of %d,", listPage), "item", items, elapsed, used)
-	figs = append(figs, figure{"full lists", "lists", float64(lists)})
+	figs = append(figs, figure{"full lists", "lists", float64(lists)},
+		figure{"server live heap after lists MiB", "heap-MiB", float64(heap) / (1 << 20)},
+		figure{"server live heap growth since before seeding, B/object", "heap-B/object", float64(heap-ds.heapBefore) / float64(ds.n)})
 	return append(figs, memoryFigures("after lists", rss, ds.rssBefore, ds.n)...), nil
 }
 

@@ -140,3 +140,45 @@ func TestFormatFigure(t *testing.T) {
 		}
 	}
 }
+
+func TestHeapAlloc(t *testing.T) {
+	profile := []byte("heap profile: 1: 2 [3: 4] @ heap/1048576\n1: 2 [3: 4] @ 0x1\n\n# runtime.MemStats\n# Alloc = 123\n# TotalAlloc = 999\n# HeapAlloc = 58736512\n# HeapSys = 1\n")
+	got, err := heapAlloc(profile)
+	if err != nil || got != 58736512 {
+		t.Errorf("heapAlloc = %d, %v; want 58736512", got, err)
+	}
+	if _, err := heapAlloc([]byte("heap profile: 0: 0 [0: 0] @ heap/1048576\n")); err == nil {
+		t.Error("heapAlloc of a profile without MemStats: no error")
+	}
+}
+
+func TestMetricSum(t *testing.T) {
+	exposition := []byte(`# HELP concord_watch_cache_memory_bytes Estimated memory.
+# TYPE concord_watch_cache_memory_bytes gauge
+concord_watch_cache_memory_bytes{resource="configmaps"} 1.5e+06
+concord_watch_cache_memory_bytes{resource="secrets"} 500000
+concord_watch_cache_memory_bytes_limit 7
+concord_watch_cache_memory 3
+`)
+	got, ok := metricSum(exposition, "concord_watch_cache_memory_bytes")
+	if !ok || got != 2e6 {
+		t.Errorf("metricSum = %v, %v; want 2e6, true", got, ok)
+	}
+	if _, ok := metricSum(exposition, "concord_watch_cache_objects"); ok {
+		t.Error("metricSum of an absent metric: found")
+	}
+}
+
+func TestRSSSamplerKeepsThePeak(t *testing.T) {
+	if _, err := vmRSS(os.Getpid()); err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	s := sampleRSS(os.Getpid())
+	peak, err := s.stop()
+	if err != nil || peak <= 0 {
+		t.Errorf("peak resident memory = %d KiB, %v; want a positive figure", peak, err)
+	}
+	if again, _ := s.stop(); again != peak {
+		t.Errorf("a second stop returned %d, the first %d", again, peak)
+	}
+}
