@@ -13,11 +13,13 @@ import (
 
 	"github.com/concordproject/concord/objectjson"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -37,15 +39,22 @@ func readBody(r *http.Request) ([]byte, error) {
 
 // bodyToJSON returns the body as JSON, converting YAML bodies.
 func bodyToJSON(r *http.Request, data []byte) ([]byte, error) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil && r.Header.Get("Content-Type") != "" {
-		return nil, unsupportedMediaType(r.Header.Get("Content-Type"))
+	return contentToJSON(r.Header.Get("Content-Type"), data)
+}
+
+// contentToJSON returns data, of media type contentType, as JSON.
+func contentToJSON(contentType string, data []byte) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil && contentType != "" {
+		return nil, unsupportedMediaType(contentType)
 	}
 	switch mt {
 	case "", "application/json":
 		return data, nil
 	case protobufMediaType:
 		return protobufToJSON(data)
+	case respond.CBORMediaType:
+		return cborToJSON(data)
 	case "application/yaml", "application/apply-patch+yaml":
 		j, err := yaml.YAMLToJSON(data)
 		if err != nil {
@@ -56,11 +65,22 @@ func bodyToJSON(r *http.Request, data []byte) ([]byte, error) {
 	return nil, unsupportedMediaType(mt)
 }
 
+// cborToJSON transcodes a CBOR body (KEP-4222's application/cbor, as client-go's
+// dynamic client sends it with ClientsPreferCBOR) to JSON; the JSON path then
+// decodes, prunes and validates it as any other body.
+func cborToJSON(data []byte) ([]byte, error) {
+	var v any
+	if err := direct.Unmarshal(data, &v); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not valid CBOR: %v", err))
+	}
+	return objectjson.Append(nil, v)
+}
+
 // unsupportedMediaType is the 415 for a Content-Type the endpoint does not take.
 func unsupportedMediaType(mt string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types are: application/json, application/yaml (got %q)", mt),
+		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types are: application/json, application/yaml, application/cbor, application/vnd.kubernetes.protobuf (got %q)", mt),
 	}}
 }
 

@@ -88,7 +88,7 @@ func (s *Server) readPatch(r *http.Request, q *apiRequest) (*patch, error) {
 	}
 	p := &patch{typ: types.PatchType(mt)}
 	switch p.typ {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
 	default:
 		return nil, unsupportedMediaType(mt)
 	}
@@ -97,6 +97,13 @@ func (s *Server) readPatch(r *http.Request, q *apiRequest) (*patch, error) {
 		return nil, err
 	}
 	p.dryRun, p.validation, p.body = wr.dryRun, wr.validation, wr.body
+	if p.typ == types.ApplyCBORPatchType {
+		// An apply configuration in CBOR is applied as its JSON (YAML's subset) is.
+		if p.body, err = cborToJSON(p.body); err != nil {
+			return nil, err
+		}
+		p.typ = types.ApplyYAMLPatchType
+	}
 	if p.manager, err = fieldManagerName(r, p.typ == types.ApplyYAMLPatchType); err != nil {
 		return nil, err
 	}
@@ -129,7 +136,7 @@ func (p *patch) applied(r *http.Request, q *apiRequest) (*unstructured.Unstructu
 			warnings = append(warnings, err.Error())
 		}
 	}
-	data, err := bodyToJSON(r, p.body)
+	data, err := contentToJSON(string(p.typ), p.body)
 	if err != nil {
 		return nil, nil, err
 	}

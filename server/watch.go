@@ -58,13 +58,8 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 	defer s.metrics.longrun.WithLabelValues(labels...).Dec()
 	sent := s.metrics.watchSent.WithLabelValues(q.res.Group, q.version.Name, q.res.Names.Plural)
 
-	appendEvent := appendWatchEvent
-	if q.out.Protobuf {
-		appendEvent = appendProtobufWatchEvent
-		w.Header().Set("Content-Type", respond.ProtobufMediaType+";stream=watch")
-	} else {
-		w.Header().Set("Content-Type", "application/json")
-	}
+	appendEvent, ctype := watchEncoding(q.out)
+	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -102,6 +97,18 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 	}
 }
 
+// watchEncoding returns how the events of a watch answered as n are written, and
+// their media type.
+func watchEncoding(n respond.Negotiation) (func([]byte, watch.EventType, runtime.Object) ([]byte, error), string) {
+	switch {
+	case n.Protobuf:
+		return appendProtobufWatchEvent, respond.ProtobufMediaType + ";stream=watch"
+	case n.CBOR:
+		return appendCBORWatchEvent, respond.CBORSeqMediaType
+	}
+	return appendWatchEvent, "application/json"
+}
+
 // appendWatchEvent appends the wire form of a watch event, metav1.WatchEvent with the
 // object inline, and a newline. An object shared by several watches is encoded once.
 func appendWatchEvent(dst []byte, t watch.EventType, obj runtime.Object) ([]byte, error) {
@@ -131,6 +138,22 @@ func appendProtobufWatchEvent(dst []byte, t watch.EventType, obj runtime.Object)
 		return dst, err
 	}
 	return respond.AppendProtobufWatchFrame(dst, t, raw)
+}
+
+// appendCBORWatchEvent appends one event of a CBOR watch stream (a CBOR sequence). An
+// object shared by several watches is encoded once.
+func appendCBORWatchEvent(dst []byte, t watch.EventType, obj runtime.Object) ([]byte, error) {
+	var raw []byte
+	var err error
+	if so, ok := obj.(*store.SharedObject); ok {
+		raw, err = so.Encoded("cbor", func(u *unstructured.Unstructured) ([]byte, error) { return respond.EncodeCBOR(u) })
+	} else {
+		raw, err = respond.EncodeCBOR(obj)
+	}
+	if err != nil {
+		return dst, err
+	}
+	return respond.AppendCBORWatchEvent(dst, string(t), raw), nil
 }
 
 // watchObject renders an event's object in the negotiated representation.

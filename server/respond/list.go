@@ -21,19 +21,25 @@ type EncodedList struct {
 	Items            [][]byte
 }
 
-// ItemFormat names the representation EncodeItem produces for n ("json" or
-// "protobuf"): lists answered in one format share their items' encodings.
+// ItemFormat names the representation EncodeItem produces for n ("json", "protobuf"
+// or "cbor"): lists answered in one format share their items' encodings.
 func ItemFormat(n Negotiation) string {
-	if n.Protobuf {
+	switch {
+	case n.Protobuf:
 		return "protobuf"
+	case n.CBOR:
+		return "cbor"
 	}
 	return "json"
 }
 
-// EncodeItem encodes one list item for a list answered as n: its JSON, or its
-// protobuf message (the Go type of its kind, without the envelope a whole object
+// EncodeItem encodes one list item for a list answered as n: its JSON, its CBOR, or
+// its protobuf message (the Go type of its kind, without the envelope a whole object
 // gets).
 func EncodeItem(n Negotiation, u *unstructured.Unstructured) ([]byte, error) {
+	if n.CBOR {
+		return EncodeCBOR(u)
+	}
 	if !n.Protobuf {
 		return AppendJSON(nil, u)
 	}
@@ -48,16 +54,20 @@ func EncodeItem(n Negotiation, u *unstructured.Unstructured) ([]byte, error) {
 	return m.Marshal()
 }
 
-// List writes l with code 200 in the representation n, JSON or protobuf, as EncodeItem
-// encoded its items (YAML answers are written by Object).
+// List writes l with code 200 in the representation n, JSON, CBOR or protobuf, as
+// EncodeItem encoded its items (YAML answers are written by Object).
 func List(w http.ResponseWriter, r *http.Request, n Negotiation, l *EncodedList) {
 	var body []byte
 	var err error
 	ctype := "application/json"
-	if n.Protobuf {
+	switch {
+	case n.Protobuf:
 		ctype = ProtobufMediaType
 		body, err = protobufList(l)
-	} else {
+	case n.CBOR:
+		ctype = CBORMediaType
+		body, err = cborList(l)
+	default:
 		body, err = jsonList(l)
 	}
 	if err != nil {

@@ -9,6 +9,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // A list assembled from its items' encodings is byte for byte the list encoded whole,
@@ -67,4 +70,60 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 		t.Fatalf("%q: %v", b, err)
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// A CBOR list assembled from its items' CBOR decodes, with apimachinery's CBOR
+// serializer (client-go's), to the list encoded whole; a CBOR watch event to the
+// metav1.WatchEvent of its object.
+func TestCBORListAndEventDecode(t *testing.T) {
+	whole := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "GadgetList"}}
+	whole.SetResourceVersion("42")
+	whole.SetContinue("token")
+	for i := range 30 { // more than 23 items: a longer array head
+		whole.Items = append(whole.Items, unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "example.com/v1", "kind": "Gadget",
+			"metadata": map[string]interface{}{"name": fmt.Sprint("g-", i), "namespace": "default", "resourceVersion": fmt.Sprint(40 + i)},
+			"spec":     map[string]interface{}{"replicas": int64(i), "ratio": 0.5, "text": string(bytes.Repeat([]byte("x"), 300*i))},
+		}})
+	}
+	l := &EncodedList{APIVersion: "example.com/v1", Kind: "GadgetList", Meta: listMetaOf(whole)}
+	for i := range whole.Items {
+		b, err := EncodeItem(Negotiation{CBOR: true}, &whole.Items[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Items = append(l.Items, b)
+	}
+	data, err := cborList(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
+	s := cbor.NewSerializer(scheme, scheme)
+	got := &unstructured.UnstructuredList{}
+	if _, _, err := s.Decode(data, nil, got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, whole) {
+		t.Fatalf("decoded\n%v\nwant\n%v", got, whole)
+	}
+
+	obj, err := EncodeCBOR(&whole.Items[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// client-go's watch decoder keeps the event's object in CBOR (no transcoding).
+	stream := cbor.NewSerializer(scheme, scheme, cbor.Transcode(false))
+	var ev metav1.WatchEvent
+	if _, _, err := stream.Decode(AppendCBORWatchEvent(nil, string(watch.Added), obj), nil, &ev); err != nil {
+		t.Fatal(err)
+	}
+	item := &unstructured.Unstructured{}
+	if _, _, err := s.Decode(ev.Object.Raw, nil, item); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Type != string(watch.Added) || !reflect.DeepEqual(item, &whole.Items[3]) {
+		t.Fatalf("event %s %v, want ADDED %v", ev.Type, item, whole.Items[3])
+	}
 }

@@ -1,10 +1,12 @@
 package respond
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,42 +39,42 @@ type Negotiation struct {
 	YAML bool
 	// Protobuf is true when the answer is Kubernetes' protobuf.
 	Protobuf bool
+	// CBOR is true when the answer is CBOR (KEP-4222).
+	CBOR bool
 }
 
-// Negotiate reads Accept: the first media type offered that the server can answer
-// wins. JSON and YAML are always spoken; protobuf (application/vnd.kubernetes.protobuf)
-// for PartialObjectMetadata, and for objects when protobufObjects says their kind has
-// a protobuf form (built-in kinds do, custom resources do not: a client that offers
-// JSON as well gets JSON, one that accepts only protobuf gets 406). Tables are JSON or
-// YAML only, as in Kubernetes.
+// Negotiate reads Accept: the most preferred media type (highest q, then first
+// offered) that the server can answer wins. JSON and YAML are always spoken; protobuf
+// (application/vnd.kubernetes.protobuf) for PartialObjectMetadata, and for objects
+// when protobufObjects says their kind has a protobuf form (built-in kinds do, custom
+// resources do not: a client that offers JSON as well gets JSON, one that accepts only
+// protobuf gets 406); CBOR (application/cbor) for the objects of kinds without one,
+// as kube-apiserver does for custom resources. Tables are JSON or YAML only, as in
+// Kubernetes.
 func Negotiate(r *http.Request, protobufObjects bool) (Negotiation, error) {
 	accept := r.Header.Get("Accept")
 	if accept == "" {
 		return Negotiation{}, nil
 	}
-	for _, part := range strings.Split(accept, ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil {
-			continue
-		}
-		switch mt {
-		case "application/json", "*/*", "application/*", "application/yaml", ProtobufMediaType:
+	for _, c := range acceptClauses(accept) {
+		switch c.mediaType {
+		case "application/json", "*/*", "application/*", "application/yaml", ProtobufMediaType, CBORMediaType:
 		default:
 			continue
 		}
-		n := Negotiation{YAML: mt == "application/yaml", Protobuf: mt == ProtobufMediaType}
-		switch params["as"] {
+		n := Negotiation{YAML: c.mediaType == "application/yaml", Protobuf: c.mediaType == ProtobufMediaType, CBOR: c.mediaType == CBORMediaType}
+		switch c.params["as"] {
 		case "":
-			if n.Protobuf && !protobufObjects {
+			if (n.Protobuf && !protobufObjects) || (n.CBOR && protobufObjects) {
 				continue
 			}
 		case "Table":
-			if params["g"] != "meta.k8s.io" || (params["v"] != "v1" && params["v"] != "v1beta1") || n.Protobuf {
+			if !metaGroupVersion(c.params) || n.Protobuf || n.CBOR {
 				continue
 			}
 			n.Output = OutputTable
 		case "PartialObjectMetadata", "PartialObjectMetadataList":
-			if params["g"] != "meta.k8s.io" || (params["v"] != "v1" && params["v"] != "v1beta1") {
+			if !metaGroupVersion(c.params) || n.CBOR {
 				continue
 			}
 			n.Output = OutputMetadata
@@ -82,8 +84,44 @@ func Negotiate(r *http.Request, protobufObjects bool) (Negotiation, error) {
 		return n, nil
 	}
 	return Negotiation{}, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "",
-		"only application/json, application/yaml and, for built-in kinds, "+ProtobufMediaType+
+		"only application/json, application/yaml and, for built-in kinds, "+ProtobufMediaType+", for other kinds "+CBORMediaType+
 			" are served (optionally as=Table, JSON or YAML only, or as=PartialObjectMetadata with g=meta.k8s.io, v=v1)", 0, false)
+}
+
+func metaGroupVersion(params map[string]string) bool {
+	return params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1")
+}
+
+// acceptClause is one media range of an Accept header.
+type acceptClause struct {
+	mediaType string
+	params    map[string]string
+	q         float64
+}
+
+// acceptClauses parses an Accept header into its media ranges, most preferred first:
+// by q (default 1), ties in the order given; ranges with q=0 or that do not parse are
+// left out.
+func acceptClauses(accept string) []acceptClause {
+	var out []acceptClause
+	for part := range strings.SplitSeq(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		q := 1.0
+		if v, ok := params["q"]; ok {
+			if q, err = strconv.ParseFloat(v, 64); err != nil || q < 0 || q > 1 {
+				continue
+			}
+			delete(params, "q")
+		}
+		if q > 0 {
+			out = append(out, acceptClause{mt, params, q})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b acceptClause) int { return cmp.Compare(b.q, a.q) })
+	return out
 }
 
 // jsonValue returns what to hand encoding/json for v: unstructured objects and lists
@@ -156,6 +194,10 @@ func Error(w http.ResponseWriter, r *http.Request, err error) {
 
 // encode returns v's media type and body in the negotiated representation.
 func encode(n Negotiation, v interface{}) (string, []byte, error) {
+	if n.CBOR {
+		body, err := AppendCBOR(make([]byte, 0, 2048), v)
+		return CBORMediaType, body, err
+	}
 	if n.Protobuf {
 		body, err := AppendProtobuf(make([]byte, 0, 2048), v)
 		return ProtobufMediaType, body, err

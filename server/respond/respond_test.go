@@ -97,6 +97,16 @@ func TestNegotiate(t *testing.T) {
 		{"application/json;as=Table;v=v2;g=meta.k8s.io,application/json", false, respond.Negotiation{}, true},
 		{"application/json;as=Unknown", false, respond.Negotiation{}, false},
 		{"text/html", false, respond.Negotiation{}, false},
+		// CBOR (KEP-4222) for kinds without protobuf; preference by q, ties in order.
+		{"application/json;q=0.9,application/cbor;q=1", false, respond.Negotiation{CBOR: true}, true},
+		{"application/json;q=0.9,application/cbor;q=1", true, respond.Negotiation{}, true},
+		{"application/cbor", true, respond.Negotiation{}, false},
+		{"application/cbor,application/json", false, respond.Negotiation{CBOR: true}, true},
+		{"application/json,application/cbor", false, respond.Negotiation{}, true},
+		{"application/cbor;q=0,application/json", false, respond.Negotiation{}, true},
+		{"application/cbor;q=0.5," + pb + ";q=0.7,application/json;q=0.1", true, respond.Negotiation{Protobuf: true}, true},
+		{"application/cbor;as=Table;v=v1;g=meta.k8s.io", false, respond.Negotiation{}, false},
+		{"application/json;q=2", false, respond.Negotiation{}, false},
 	} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.Header.Set("Accept", tc.accept)
