@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/objectjson"
+	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,7 +48,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 		}
 		opts.FieldSelector = sel
 	}
-	wi, err := s.cfg.Store.Watch(ctx, store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}, opts)
+	wi, err := s.startWatch(ctx, q, opts)
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -58,7 +59,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 	defer s.metrics.longrun.WithLabelValues(labels...).Dec()
 	sent := s.metrics.watchSent.WithLabelValues(q.res.Group, q.version.Name, q.res.Names.Plural)
 
-	appendEvent, ctype := watchEncoding(q.out)
+	appendEvent, ctype := watchEncoding(q)
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)
@@ -97,13 +98,37 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 	}
 }
 
-// watchEncoding returns how the events of a watch answered as n are written, and
-// their media type.
-func watchEncoding(n respond.Negotiation) (func([]byte, watch.EventType, runtime.Object) ([]byte, error), string) {
+// startWatch starts the store's watch for a request. A watch of the objects
+// themselves has its starting state sent as list items are, in the same encodings
+// (store.EncodedObject).
+func (s *Server) startWatch(ctx context.Context, q *apiRequest, opts metav1.ListOptions) (watch.Interface, error) {
+	ref := store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}
+	if q.out.Output != respond.OutputObject {
+		return s.cfg.Store.Watch(ctx, ref, opts)
+	}
+	n := respond.Negotiation{Protobuf: q.out.Protobuf, CBOR: q.out.CBOR}
+	return s.cfg.Store.WatchEncoded(ctx, ref, opts, store.ItemEncoder{
+		Format: respond.ItemFormat(n),
+		Encode: func(o *registry.Object) ([]byte, error) { return respond.EncodeItem(n, o) },
+	})
+}
+
+// watchEncoding returns how the events of a watch are written, and their media type.
+func watchEncoding(q *apiRequest) (func([]byte, watch.EventType, runtime.Object) ([]byte, error), string) {
 	switch {
-	case n.Protobuf:
-		return appendProtobufWatchEvent, respond.ProtobufMediaType + ";stream=watch"
-	case n.CBOR:
+	case q.out.Protobuf:
+		apiVersion, kind := q.res.APIVersion(q.version.Name), q.res.Names.Kind
+		return func(dst []byte, t watch.EventType, obj runtime.Object) ([]byte, error) {
+			if eo, ok := obj.(*store.EncodedObject); ok {
+				raw, err := respond.ProtobufEnvelope(apiVersion, kind, eo.Raw)
+				if err != nil {
+					return dst, err
+				}
+				return respond.AppendProtobufWatchFrame(dst, t, raw)
+			}
+			return appendProtobufWatchEvent(dst, t, obj)
+		}, respond.ProtobufMediaType + ";stream=watch"
+	case q.out.CBOR:
 		return appendCBORWatchEvent, respond.CBORSeqMediaType
 	}
 	return appendWatchEvent, "application/json"
@@ -116,7 +141,9 @@ func appendWatchEvent(dst []byte, t watch.EventType, obj runtime.Object) ([]byte
 	dst, _ = objectjson.Append(dst, string(t))
 	dst = append(dst, `,"object":`...)
 	var err error
-	if so, ok := obj.(*store.SharedObject); ok {
+	if eo, ok := obj.(*store.EncodedObject); ok {
+		dst = append(dst, eo.Raw...)
+	} else if so, ok := obj.(*store.SharedObject); ok {
 		var b []byte
 		b, err = so.Encoded("json", func(u *unstructured.Unstructured) ([]byte, error) { return respond.AppendJSON(nil, u) })
 		dst = append(dst, b...)
@@ -145,7 +172,9 @@ func appendProtobufWatchEvent(dst []byte, t watch.EventType, obj runtime.Object)
 func appendCBORWatchEvent(dst []byte, t watch.EventType, obj runtime.Object) ([]byte, error) {
 	var raw []byte
 	var err error
-	if so, ok := obj.(*store.SharedObject); ok {
+	if eo, ok := obj.(*store.EncodedObject); ok {
+		raw = eo.Raw
+	} else if so, ok := obj.(*store.SharedObject); ok {
 		raw, err = so.Encoded("cbor", func(u *unstructured.Unstructured) ([]byte, error) { return respond.EncodeCBOR(u) })
 	} else {
 		raw, err = respond.EncodeCBOR(obj)

@@ -134,7 +134,7 @@ type listParams struct {
 // prefix), at a revision chosen as a list's: from the resource's cache if it can
 // answer, else from etcd. The values are the cache's own, shared, not copied.
 func (s *Store) initialState(ctx context.Context, res *registry.Resource, ns string, at listStart) (*startState, error) {
-	_, snap, ok, err := s.cachedState(ctx, res, at)
+	cache, snap, ok, err := s.cachedState(ctx, res, at)
 	if err != nil {
 		return nil, err
 	}
@@ -142,12 +142,7 @@ func (s *Store) initialState(ctx context.Context, res *registry.Resource, ns str
 		s.caches.Observe(res.Prefix(""), "watch", false)
 		return s.readState(ctx, res, ns, at.minRV)
 	}
-	items := snap.Items(res.Prefix(ns))
-	out := &startState{rev: snap.Rev, kvs: make([]*storage.KeyValue, len(items))}
-	for i, e := range items {
-		out.kvs[i] = e.KeyValue
-	}
-	return out, nil
+	return &startState{rev: snap.Rev, entries: snap.Items(res.Prefix(ns)), cache: cache}, nil
 }
 
 // subscribe returns a queue of every change of res after revision from: from the

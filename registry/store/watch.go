@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 )
@@ -36,6 +37,33 @@ const InitialEventsAnnotation = metav1.InitialEventsAnnotationKey
 // An object that stops matching the selectors is sent as DELETED, one that starts to
 // match as ADDED. The watch ends when ctx is done or Stop is called.
 func (s *Store) Watch(ctx context.Context, ref Ref, opts metav1.ListOptions) (watch.Interface, error) {
+	return s.watch(ctx, ref, opts, nil)
+}
+
+// WatchEncoded is Watch whose starting state, when the resource's cache holds it, is
+// sent as EncodedObjects encoded by enc, sharing the encodings kept for lists: the
+// initial events of an informer's WatchList cost a copy per object, as its list
+// would, not a decoding, conversion and encoding per watch. Changes are sent as by
+// Watch.
+func (s *Store) WatchEncoded(ctx context.Context, ref Ref, opts metav1.ListOptions, enc ItemEncoder) (watch.Interface, error) {
+	return s.watch(ctx, ref, opts, &enc)
+}
+
+// EncodedObject is the object of an initial event of WatchEncoded, in the format of
+// its ItemEncoder: what a list item of the object is.
+type EncodedObject struct {
+	Raw []byte
+}
+
+// GetObjectKind has no kind to give: the watch's resource and version say it.
+func (o *EncodedObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject copies the encoding.
+func (o *EncodedObject) DeepCopyObject() runtime.Object {
+	return &EncodedObject{Raw: append([]byte(nil), o.Raw...)}
+}
+
+func (s *Store) watch(ctx context.Context, ref Ref, opts metav1.ListOptions, enc *ItemEncoder) (watch.Interface, error) {
 	res, version, ns := ref.Resource, ref.Version, ref.Namespace
 	pred, err := registry.NewPredicate(res, version, opts)
 	if err != nil {
@@ -71,6 +99,7 @@ func (s *Store) Watch(ctx context.Context, ref Ref, opts metav1.ListOptions) (wa
 		store: s, res: res, version: version, pred: pred, cancel: cancel,
 		result:    make(chan watch.Event, 64),
 		bookmarks: opts.AllowWatchBookmarks,
+		enc:       enc,
 	}
 	var list *startState
 	if initial || (opts.SendInitialEvents != nil && from == 0) {
@@ -81,7 +110,7 @@ func (s *Store) Watch(ctx context.Context, ref Ref, opts metav1.ListOptions) (wa
 			return nil, err
 		}
 		if !initial {
-			list.kvs = nil // sendInitialEvents=false: only the starting revision matters
+			list.kvs, list.entries = nil, nil // sendInitialEvents=false: only the starting revision matters
 		}
 		from = list.rev
 	}
@@ -107,10 +136,13 @@ func validateWatchOptions(res *registry.Resource, opts metav1.ListOptions) error
 }
 
 // startState is the state a watch starts from: the stored key/values under the
-// watched prefix at revision rev, decoded, filtered and converted as they are sent.
+// watched prefix at revision rev, decoded, filtered and converted as they are sent;
+// read from etcd (kvs) or from a cache's snapshot (entries, of cache).
 type startState struct {
-	kvs []*storage.KeyValue
-	rev int64
+	kvs     []*storage.KeyValue
+	entries []*watchcache.Entry
+	cache   *watchcache.Cache
+	rev     int64
 }
 
 // readState reads every key/value under ns's prefix from etcd at the current
@@ -145,6 +177,7 @@ type watcher struct {
 	cancel    context.CancelFunc
 	result    chan watch.Event
 	bookmarks bool
+	enc       *ItemEncoder // WatchEncoded's
 }
 
 func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
@@ -187,7 +220,17 @@ const initialChunk = 256
 
 // sendInitial sends the matching objects of a starting state as ADDED events, and
 // reports whether the watch goes on.
-func (w *watcher) sendInitial(ctx context.Context, kvs []*storage.KeyValue) bool {
+func (w *watcher) sendInitial(ctx context.Context, st *startState) bool {
+	if w.enc != nil && st.entries != nil {
+		return w.sendInitialEncoded(ctx, st)
+	}
+	kvs := st.kvs
+	if st.entries != nil {
+		kvs = make([]*storage.KeyValue, len(st.entries))
+		for i, e := range st.entries {
+			kvs[i] = e.KeyValue
+		}
+	}
 	for len(kvs) > 0 {
 		chunk := kvs[:min(initialChunk, len(kvs))]
 		kvs = kvs[len(chunk):]
@@ -216,12 +259,51 @@ func (w *watcher) sendInitial(ctx context.Context, kvs []*storage.KeyValue) bool
 	return true
 }
 
+// sendInitialEncoded sends a cached starting state as a list of it would be answered,
+// a chunk at a time: the encodings kept for lists, the others made and kept now.
+func (w *watcher) sendInitialEncoded(ctx context.Context, st *startState) bool {
+	ref := Ref{Resource: w.res, Version: w.version}
+	for entries := st.entries; len(entries) > 0; {
+		chunk := entries[:min(initialChunk, len(entries))]
+		entries = entries[len(chunk):]
+		var sel selection
+		for _, e := range chunk {
+			var obj *registry.Object
+			if !w.pred.Empty() {
+				var err error
+				if obj, err = w.res.Decode(e.Value, e.Revision); err != nil {
+					w.fail(ctx, w.store.internalError(w.res, err))
+					return false
+				}
+				if !w.pred.Matches(obj) {
+					continue
+				}
+			}
+			sel.entries, sel.objs = append(sel.entries, e), append(sel.objs, obj)
+		}
+		items, err := w.store.encodeEntries(ctx, ref, *w.enc, st.cache, sel)
+		if errors.Is(err, errUnreadable) {
+			err = w.store.internalError(w.res, err)
+		}
+		if err != nil {
+			w.fail(ctx, err)
+			return false
+		}
+		for _, raw := range items {
+			if !w.send(ctx, watch.Event{Type: watch.Added, Object: &EncodedObject{Raw: raw}}) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func (w *watcher) run(ctx context.Context, ns string, from int64, initial *startState, endBookmark bool) {
 	defer close(w.result)
 	defer w.cancel()
 	logger := klog.FromContext(ctx)
 	if initial != nil {
-		if !w.sendInitial(ctx, initial.kvs) {
+		if !w.sendInitial(ctx, initial) {
 			return
 		}
 		if endBookmark && !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: w.bookmark(initial.rev, true)}) {

@@ -123,11 +123,17 @@ func protobufList(l *EncodedList) ([]byte, error) {
 	for _, it := range l.Items {
 		msg = appendField(msg, 2, it)
 	}
-	gv, err := schema.ParseGroupVersion(l.APIVersion)
+	return ProtobufEnvelope(l.APIVersion, l.Kind, msg)
+}
+
+// ProtobufEnvelope wraps msg, the protobuf message of an object or list of kind
+// apiVersion/kind, in the envelope a whole answer has (AppendProtobuf's).
+func ProtobufEnvelope(apiVersion, kind string, msg []byte) ([]byte, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil, err
 	}
-	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: gv.String(), Kind: l.Kind}, Raw: msg}
+	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: gv.String(), Kind: kind}, Raw: msg}
 	env, err := unk.Marshal()
 	if err != nil {
 		return nil, err

@@ -157,6 +157,39 @@ func TestCustomResourcesInCBOR(t *testing.T) {
 		}
 	}
 
+	// A WatchList's starting state comes from the cache as the list's items did.
+	wl, err := gadgets.Watch(ctx, metav1.ListOptions{SendInitialEvents: ptrTo(true), AllowWatchBookmarks: true,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wl.Stop()
+	var initial []string
+	for ev := range wl.ResultChan() {
+		u := ev.Object.(*unstructured.Unstructured)
+		if ev.Type == watch.Bookmark {
+			break
+		}
+		if ev.Type != watch.Added {
+			t.Fatalf("initial event %s %s", ev.Type, u.GetName())
+		}
+		if u.GetName() == "g-3" {
+			if r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); r != 30 {
+				t.Fatalf("initial g-3 has replicas %d, want 30", r)
+			}
+		} else {
+			want := int64(len(initial)) // g-i has i replicas
+			if u.GetName() == "g-applied" {
+				want = 7
+			}
+			checkGadget(t, u, want)
+		}
+		initial = append(initial, u.GetName())
+	}
+	if !slices.Equal(initial, names) {
+		t.Fatalf("initial events for %v, want %v", initial, names)
+	}
+
 	_, err = gadgets.Get(ctx, "missing", metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("get of a missing gadget: %v, want NotFound", err)
