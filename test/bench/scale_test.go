@@ -228,6 +228,7 @@ type scaleRow struct {
 	relist                       time.Duration
 	relistPeakRSS, relistHeap    int64 // bytes
 	relistCache, etcdDB          int64 // bytes
+	relistCPU                    cpu   // used during the relist
 }
 
 func (r scaleRow) report(b *testing.B) {
@@ -240,6 +241,9 @@ func (r scaleRow) report(b *testing.B) {
 	b.ReportMetric(mib(r.relistHeap), "relist-heap-MiB")
 	b.ReportMetric(mib(r.relistCache), "cache-MiB")
 	b.ReportMetric(mib(r.etcdDB), "etcd-db-MiB")
+	objects := float64(r.n * scaleInformers)
+	b.ReportMetric(float64(r.relistCPU.server.Nanoseconds())/1e3/objects, "relist-server-µs/object")
+	b.ReportMetric(float64(r.relistCPU.self.Nanoseconds())/1e3/objects, "relist-client-µs/object")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -268,11 +272,20 @@ func (sc *scale) measure(ctx context.Context, n int) (scaleRow, error) {
 		return row, err
 	}
 	rss := sampleRSS(srv.p.pid())
+	before, err := sc.cl.cpuOf(srv.p.pid())
+	if err != nil {
+		return row, err
+	}
 	row.relist, err = sc.relist(ctx, srv)
 	peak, rerr := rss.stop()
 	if err := errors.Join(err, rerr); err != nil {
 		return row, fmt.Errorf("relist: %w", err)
 	}
+	after, err := sc.cl.cpuOf(srv.p.pid())
+	if err != nil {
+		return row, err
+	}
+	row.relistCPU = after.minus(before)
 	row.relistPeakRSS = peak * 1024
 	// The caches' memory gauge is set by their sweep, every five seconds.
 	time.Sleep(6 * time.Second)
@@ -540,11 +553,13 @@ func (sc *scale) writeTable() {
 	}
 	mib := func(v int64) string { return fmt.Sprintf("%.0f", float64(v)/(1<<20)) }
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "\nobjects\tresources\tetcd db MiB\tready s\trest RSS MiB\trest heap MiB\trest cache MiB\trelist s\trelist peak RSS MiB\theap after MiB\tcache after MiB\tcache B/object\t")
+	fmt.Fprintln(w, "\nobjects\tresources\tetcd db MiB\tready s\trest RSS MiB\trest heap MiB\trest cache MiB\trelist s\t"+
+		"server / client CPU µs/object\trelist peak RSS MiB\theap after MiB\tcache after MiB\tcache B/object\t")
 	for _, r := range sc.rows {
-		fmt.Fprintf(w, "%d\t%d\t%s\t%.2f\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%.0f\t\n", r.n, r.resources, mib(r.etcdDB), r.ready.Seconds(),
-			mib(r.restRSS), mib(r.restHeap), mib(r.restCache), r.relist.Seconds(), mib(r.relistPeakRSS), mib(r.relistHeap),
-			mib(r.relistCache), float64(r.relistCache)/float64(r.n))
+		per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(r.n*scaleInformers) }
+		fmt.Fprintf(w, "%d\t%d\t%s\t%.2f\t%s\t%s\t%s\t%.1f\t%.1f / %.1f\t%s\t%s\t%s\t%.0f\t\n", r.n, r.resources, mib(r.etcdDB), r.ready.Seconds(),
+			mib(r.restRSS), mib(r.restHeap), mib(r.restCache), r.relist.Seconds(), per(r.relistCPU.server), per(r.relistCPU.self),
+			mib(r.relistPeakRSS), mib(r.relistHeap), mib(r.relistCache), float64(r.relistCache)/float64(r.n))
 	}
 	_ = w.Flush()
 }
