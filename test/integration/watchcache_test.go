@@ -389,8 +389,32 @@ func TestWatchListFromCache(t *testing.T) {
 		}
 		break
 	}
+	// The same starting state in JSON (a dynamic client), sent from the same kept
+	// item encodings the protobuf watch made, or made now in JSON.
+	cms := c.Servers[0].Dynamic(t).Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace("default")
+	jw, err := cms.Watch(ctx, metav1.ListOptions{SendInitialEvents: ptrTo(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowWatchBookmarks: true, LabelSelector: "keep=yes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jw.Stop()
+	jsonNames := map[string]bool{}
+	for ev := range jw.ResultChan() {
+		u := ev.Object.(*unstructured.Unstructured)
+		if ev.Type == watch.Bookmark {
+			break
+		}
+		if ev.Type != watch.Added || u.GetKind() != "ConfigMap" || u.GetLabels()["keep"] != "yes" || u.GetResourceVersion() == "" {
+			t.Fatalf("JSON initial event %s %s %s %v", ev.Type, u.GetKind(), u.GetName(), u.GetLabels())
+		}
+		jsonNames[u.GetName()] = true
+	}
+	names["wl-after"] = true
+	if !reflect.DeepEqual(jsonNames, names) {
+		t.Fatalf("JSON initial events for %d objects, want the %d of the protobuf watch and wl-after", len(jsonNames), len(names)-1)
+	}
 	after := cacheReads(t, c.Servers[0])
-	if after["core/configmaps watch cache"]-before["core/configmaps watch cache"] < 1 || after["core/configmaps watch etcd"] != before["core/configmaps watch etcd"] {
-		t.Fatalf("the WatchList was not answered by the cache: %v", after)
+	if after["core/configmaps watch cache"]-before["core/configmaps watch cache"] < 2 || after["core/configmaps watch etcd"] != before["core/configmaps watch etcd"] {
+		t.Fatalf("the WatchLists were not answered by the cache: %v", after)
 	}
 }
