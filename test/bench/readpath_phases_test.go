@@ -97,7 +97,7 @@ type dataset struct {
 	seq atomic.Int64
 	// writes returns the CPU that watchCreates creations through the writer at c=8
 	// use with no watcher, measured once.
-	writes func() (cpu, error)
+	writes func() (writesAlone, error)
 	mu     sync.Mutex
 	memo   map[string]func() ([]figure, error)
 }
@@ -255,10 +255,11 @@ func (ds *dataset) watch(w int) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	writes, err := ds.writes()
+	alone, err := ds.writes()
 	if err != nil {
 		return nil, fmt.Errorf("creations with no watcher: %w", err)
 	}
+	writes := alone.used
 	ctx, cancel := context.WithCancel(ds.ctx)
 	defer cancel()
 	cms := ds.configMaps(ep.clientset)
@@ -291,20 +292,29 @@ func (ds *dataset) watch(w int) ([]figure, error) {
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(events) }
 	figs = append(figs,
 		figure{label + " server CPU µs/event less the creates", "net-server-cpu-µs/event", per(net.server)},
-		figure{label + " client CPU µs/event less the creates", "net-client-cpu-µs/event", per(net.self)})
+		figure{label + " client CPU µs/event less the creates", "net-client-cpu-µs/event", per(net.self)},
+		// The creations alone, at the rate of events a watcher would receive: the
+		// most a fan-out paced by its creations could deliver.
+		figure{label + " creations alone, as events/s", "alone-event/s", float64(events) / alone.elapsed.Seconds()})
 	after := ep.conns.counts()
 	return append(figs, connFigures(label, after.minus(conns), after.conns, events)...), nil
 }
 
 // measureWrites makes watchCreates creations through the writer at c=8, as a watch
-// fan-out does, with no watcher, and returns the CPU they used.
-func (ds *dataset) measureWrites() (cpu, error) {
+// fan-out does, with no watcher, and returns the CPU they used and their time.
+func (ds *dataset) measureWrites() (writesAlone, error) {
 	ep, err := ds.seeded()
 	if err != nil {
-		return cpu{}, err
+		return writesAlone{}, err
 	}
-	used, _, err := ep.measure(func() error { return ds.write(ds.ctx, ep) })
-	return used, err
+	used, elapsed, err := ep.measure(func() error { return ds.write(ds.ctx, ep) })
+	return writesAlone{used, elapsed}, err
+}
+
+// writesAlone is what a fan-out's creations cost, and took, with no watcher.
+type writesAlone struct {
+	used    cpu
+	elapsed time.Duration
 }
 
 // write makes watchCreates creations through the writer at c=8.

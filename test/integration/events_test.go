@@ -62,7 +62,7 @@ func TestEvents(t *testing.T) {
 		Type:           corev1.EventTypeWarning,
 		Source:         corev1.EventSource{Component: "events-test", Host: "node-1"},
 		FirstTimestamp: metav1.NewTime(now.Add(-time.Hour)),
-		LastTimestamp:  metav1.NewTime(now.Add(-5 * time.Minute)),
+		LastTimestamp:  metav1.NewTime(now.Add(-30 * time.Minute)),
 		Count:          3,
 	}
 	// An Event of the new kind, written to the core API: eventTime, a series, the
@@ -75,14 +75,14 @@ func TestEvents(t *testing.T) {
 		Type:                corev1.EventTypeNormal,
 		Action:              "Observe",
 		EventTime:           metav1.NewMicroTime(now.Add(-time.Hour)),
-		Series:              &corev1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(now.Add(-90 * time.Second))},
+		Series:              &corev1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(now.Add(-20 * time.Minute))},
 		ReportingController: "example.com/events-test",
 		ReportingInstance:   "events-test-1",
 	}
 	ev := &eventsv1.Event{
 		ObjectMeta:          metav1.ObjectMeta{Name: "lease1.new"},
 		EventTime:           metav1.NewMicroTime(now.Add(-time.Hour)),
-		Series:              &eventsv1.EventSeries{Count: 4, LastObservedTime: metav1.NewMicroTime(now.Add(-3 * time.Minute))},
+		Series:              &eventsv1.EventSeries{Count: 4, LastObservedTime: metav1.NewMicroTime(now.Add(-15 * time.Minute))},
 		ReportingController: "example.com/events-test",
 		ReportingInstance:   "events-test-1",
 		Action:              "Renew",
@@ -131,10 +131,10 @@ func TestEvents(t *testing.T) {
 		}
 
 		checkTable(t, "/api/v1/namespaces/default/events", old.Name, map[string]interface{}{
-			"Last Seen": "5m", "Type": "Warning", "Reason": "Tested", "Object": "configmap/cm1", "Message": "the message",
+			"Last Seen": "30m", "Type": "Warning", "Reason": "Tested", "Object": "configmap/cm1", "Message": "the message",
 		})
 		checkTable(t, "/api/v1/namespaces/default/events", recent.Name, map[string]interface{}{
-			"Last Seen": "90s", "Type": "Normal", "Reason": "Observed", "Object": "configmap/cm2", "Message": "seen twice",
+			"Last Seen": "20m", "Type": "Normal", "Reason": "Observed", "Object": "configmap/cm2", "Message": "seen twice",
 		})
 		checkTable(t, "/api/v1/namespaces/default/events/"+old.Name, old.Name, map[string]interface{}{"Object": "configmap/cm1"})
 	})
@@ -161,7 +161,7 @@ func TestEvents(t *testing.T) {
 			t.Errorf("listed %v, want %s, not the core Events %s and %s (stored apart)", names, ev.Name, old.Name, recent.Name)
 		}
 		checkTable(t, "/apis/events.k8s.io/v1/namespaces/default/events", ev.Name, map[string]interface{}{
-			"Last Seen": "3m", "Type": "Normal", "Reason": "Renewed", "Object": "lease/lease1", "Message": "renewed four times",
+			"Last Seen": "15m", "Type": "Normal", "Reason": "Renewed", "Object": "lease/lease1", "Message": "renewed four times",
 		})
 		// v1beta1 went in 1.25.
 		if _, err := cs.EventsV1beta1().Events("default").List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
@@ -237,9 +237,9 @@ func TestEvents(t *testing.T) {
 			args []string
 			want []string
 		}{
-			{[]string{"get", "events", "-n", "default"}, []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE", "configmap/cm1", "the message", "5m"}},
+			{[]string{"get", "events", "-n", "default"}, []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE", "configmap/cm1", "the message", "30m"}},
 			{[]string{"get", "ev", "-n", "default"}, []string{"configmap/cm2", "seen twice"}},
-			{[]string{"get", "events.events.k8s.io", "-n", "default"}, []string{"lease/lease1", "renewed four times", "3m"}},
+			{[]string{"get", "events.events.k8s.io", "-n", "default"}, []string{"lease/lease1", "renewed four times", "15m"}},
 			{[]string{"api-resources", "--api-group", "events.k8s.io"}, []string{"events", "ev", "events.k8s.io/v1", "Event"}},
 		} {
 			out, err := kubectl(tc.args...)
