@@ -68,7 +68,7 @@ type Cache struct {
 	watchers  map[*Watcher]struct{}
 	current   *Snapshot           // the snapshot of rev, if one was taken
 	snapshots map[int64]*Snapshot // snapshots kept for paged lists
-	bytes     int64               // estimated memory of the objects and the history
+	bytes     int64               // estimated memory of the objects, the history and what kept snapshots hold
 	objects   int
 	stopped   bool
 	err       error
@@ -297,7 +297,11 @@ func (c *Cache) apply(batch []storage.Event) {
 			e.Prev = nil
 			if had {
 				e.Prev = old.KeyValue
-				delta -= old.size()
+				if s := c.holder(old); s != nil {
+					s.held += old.size() // alive while the snapshot is kept
+				} else {
+					delta -= old.size()
+				}
 			}
 		}
 		if c.stateful { // a private cache relays, and keeps no history

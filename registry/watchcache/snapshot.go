@@ -27,6 +27,11 @@ type Snapshot struct {
 	mu   sync.Mutex
 	flat map[string][]*Entry // Items' answers, by prefix
 	used atomic.Int64        // unix nanoseconds
+
+	// held is the memory of the entries the cache replaced or deleted since Rev that
+	// this snapshot, kept, keeps alive (it is the newest kept one holding them):
+	// counted in the cache's memory until the snapshot goes. Guarded by the cache's mu.
+	held int64
 }
 
 // Items returns the objects whose keys start with prefix, in key order. The slice
@@ -85,8 +90,11 @@ func (c *Cache) Snapshot() (*Snapshot, error) {
 // Keep keeps s for the continue tokens of a paged list, for a while after its last use.
 func (c *Cache) Keep(s *Snapshot) {
 	s.used.Store(time.Now().UnixNano())
+	var released int64
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	if old, ok := c.snapshots[s.Rev]; ok && old != s {
+		released += c.dropSnapshot(old)
+	}
 	c.snapshots[s.Rev] = s
 	if len(c.snapshots) > maxSnapshots {
 		var oldest *Snapshot
@@ -95,8 +103,42 @@ func (c *Cache) Keep(s *Snapshot) {
 				oldest = k
 			}
 		}
-		delete(c.snapshots, oldest.Rev)
+		released += c.dropSnapshot(oldest)
 	}
+	c.mu.Unlock()
+	c.release(released)
+}
+
+// dropSnapshot forgets kept snapshot s and returns the memory it held, which leaves
+// the cache's count. Called with c.mu held.
+func (c *Cache) dropSnapshot(s *Snapshot) int64 {
+	delete(c.snapshots, s.Rev)
+	held := s.held
+	s.held = 0
+	if c.stopped {
+		return 0 // the cache's memory left the count when it stopped
+	}
+	c.bytes -= held
+	return held
+}
+
+// release tells the caches' manager that held bytes of kept snapshots are gone.
+func (c *Cache) release(held int64) {
+	if held > 0 && c.stateful {
+		_ = c.caches.charge(c, -held)
+	}
+}
+
+// holder returns the newest kept snapshot that holds old, an entry the cache is
+// replacing or deleting, or nil. Called with c.mu held.
+func (c *Cache) holder(old *Entry) *Snapshot {
+	var h *Snapshot
+	for _, s := range c.snapshots {
+		if s.Rev >= old.Revision && (h == nil || s.Rev > h.Rev) {
+			h = s
+		}
+	}
+	return h
 }
 
 // SnapshotAt returns the state at revision rev if the cache has it: a kept snapshot,
@@ -120,11 +162,13 @@ func (c *Cache) SnapshotAt(rev int64) (*Snapshot, bool) {
 
 // expireSnapshots forgets kept snapshots unused since before.
 func (c *Cache) expireSnapshots(before time.Time) {
+	var released int64
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for rev, s := range c.snapshots {
+	for _, s := range c.snapshots {
 		if s.used.Load() < before.UnixNano() {
-			delete(c.snapshots, rev)
+			released += c.dropSnapshot(s)
 		}
 	}
+	c.mu.Unlock()
+	c.release(released)
 }

@@ -1,0 +1,96 @@
+package watchcache
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/concordproject/concord/etcd/etcdtest"
+	"github.com/concordproject/concord/storage"
+)
+
+// A kept snapshot's entries that the cache has since replaced stay in memory, so they
+// count in the caches' memory (and against their limit) until the snapshot goes: a
+// storage migration that pages through a resource while rewriting it holds both
+// versions of its objects for a while.
+func TestKeptSnapshotsCountWhatTheyHold(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	st := storage.New(etcdtest.Start(t), "/snapshots")
+	m := New(st)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, Options{HistorySize: 16}) }() // the history keeps few previous values
+	defer func() { cancel(); <-done }()
+	const n, size = 200, 1024
+	value := func(gen, i int) []byte {
+		return append([]byte(fmt.Sprintf("%d-%04d-", gen, i)), bytes.Repeat([]byte("x"), size)...)
+	}
+	revs := make([]int64, n)
+	for i := range n {
+		rev, err := st.Create(ctx, fmt.Sprintf("objects/o-%04d", i), value(0, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs[i] = rev
+	}
+	var c *Cache
+	waitFor(t, "a ready cache", func() bool { c = m.Get("objects/", 0); return c != nil && c.WaitReady(ctx) })
+	rewrite := func(gen int) {
+		t.Helper()
+		var last int64
+		for i := range n {
+			rev, err := st.Update(ctx, fmt.Sprintf("objects/o-%04d", i), value(gen, i), revs[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			revs[i], last = rev, rev
+		}
+		if err := c.WaitFresh(ctx, last); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Without a kept snapshot, rewriting every object leaves the memory as it was.
+	rewrite(1)
+	base := m.Stats().Bytes
+	rewrite(2)
+	if got := m.Stats().Bytes; got > base+4*size || got < base-4*size {
+		t.Fatalf("rewriting %d objects with no kept snapshot: %d bytes, was %d", n, got, base)
+	}
+
+	// Kept (a paged list's), the snapshot holds every value rewritten since.
+	snap, err := c.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Keep(snap)
+	rewrite(3)
+	held := m.Stats().Bytes - base
+	if held < n*size {
+		t.Fatalf("with a kept snapshot, rewriting %d objects of %d bytes added %d bytes, want at least %d", n, size, held, n*size)
+	}
+	rewrite(4) // its values are the snapshot's no longer: nothing more is held
+	if again := m.Stats().Bytes - base; again > held+4*size {
+		t.Fatalf("a second rewrite added %d bytes more to the %d the snapshot holds", again-held, held)
+	}
+	if items := snap.Items("objects/"); len(items) != n || !bytes.HasPrefix(items[0].Value, []byte("2-")) {
+		t.Fatalf("the snapshot changed: %d items, the first %q", len(items), items[0].Value[:8])
+	}
+
+	// Gone, it holds nothing.
+	c.expireSnapshots(time.Now().Add(time.Hour))
+	if got := m.Stats().Bytes; got > base+4*size || got < base-4*size {
+		t.Fatalf("after the snapshot went: %d bytes, want about %d", got, base)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after 10s", what)
+		}
+	}
+}
