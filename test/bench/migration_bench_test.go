@@ -322,10 +322,11 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 	b.ReportMetric(float64(used.etcd.Microseconds())/objects, "etcd-µs/object")
 	b.ReportMetric(float64(used.self.Microseconds())/objects, "client-µs/object")
 	b.ReportMetric(100*used.others().Seconds()/(elapsed.Seconds()*float64(runtime.NumCPU())), "others-cpu-%")
-	heap, err := liveHeap(ctx, mb.cl.clientset.CoreV1().RESTClient())
+	_, heap, cached, err := serverMemory(ctx, mb.cl.server.pid(), mb.cl.clientset.CoreV1().RESTClient())
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.ReportMetric(float64(cached)/(1<<20), "server-cache-after-MiB")
 	b.ReportMetric(float64(mem.peakRSS)/1024, "server-peak-rss-MiB")
 	b.ReportMetric(float64(mem.growth)/1024, "server-rss-growth-MiB")
 	b.ReportMetric(float64(heap)/(1<<20), "server-heap-after-MiB")

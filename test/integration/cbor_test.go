@@ -74,7 +74,7 @@ func TestCustomResourcesInCBOR(t *testing.T) {
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	gvr := schema.GroupVersionResource{Group: "cbor.example.com", Version: "v1", Resource: "gadgets"}
-	defineGadgets(t, c.Servers[0], gvr)
+	defineGadgets(t, c, gvr)
 
 	cfg := c.Servers[0].Config()
 	seen := &contentTypes{requests: map[string][]string{}, responses: map[string][]string{}}
@@ -225,7 +225,7 @@ func TestCustomResourcesInCBOR(t *testing.T) {
 
 // defineGadgets defines a custom resource with integer, number, list and defaulted
 // fields, and waits until it is served.
-func defineGadgets(t *testing.T, s *harness.Server, gvr schema.GroupVersionResource) {
+func defineGadgets(t *testing.T, c *harness.Cluster, gvr schema.GroupVersionResource) {
 	t.Helper()
 	spec := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
 		"replicas": {Type: "integer"},
@@ -243,12 +243,12 @@ func defineGadgets(t *testing.T, s *harness.Server, gvr schema.GroupVersionResou
 					Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec}}}}},
 		},
 	}
-	cs := crdClient(t, s)
+	cs := crdClient(t, c.Servers[0])
 	if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitCRD(t, cs, crd.Name, "established", established)
-	servedResource(t, s, gvr)
+	waitServedEverywhere(t, c, gvr, time.Now())
 }
 
 // gadget is a Gadget with every kind of value, and a field its schema does not know.
