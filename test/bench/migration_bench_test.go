@@ -75,6 +75,8 @@ type migrationBench struct {
 //	go test ./test/bench -run '^$' -bench Migration -benchtime 1x -timeout 60m
 func BenchmarkMigration(b *testing.B) {
 	s := newSuite(b)
+	// A million objects of 1 KiB, and their rewritten revisions, pass etcd's 2 GiB.
+	s.etcdArgs = []string{"--quota-backend-bytes", fmt.Sprint(int64(16) << 30)}
 	mb := &migrationBench{rates: map[string]float64{}, adjacent: map[string]float64{}, memory: map[string]migrationMemory{}, slots: map[int][][]txnSlot{}}
 	setup := sync.OnceValue(func() error {
 		return mb.setup(b.Context(), s.cluster(b), filepath.Join(s.dir, "server", "admin.kubeconfig"))
