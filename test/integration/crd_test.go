@@ -1306,6 +1306,11 @@ func TestCRDNameConflicts(t *testing.T) {
 		d.Name = plural + "." + d.Spec.Group
 		return d
 	}
+	// crons asks for CronTab alone: with the default list kind (CronTabList) it would
+	// race crontablists for that name once the first definition is gone, and whichever
+	// server reconciled first would win, as in Kubernetes.
+	crons := rename(cronTabCRD("conflict.example.com"), "crons", "CronTab")
+	crons.Spec.Names.ListKind = "CronList"
 	lease := rename(cronTabCRD("coordination.k8s.io"), "mylease", "Lease")
 	lease.Annotations = map[string]string{"api-approved.kubernetes.io": "unapproved, testing name conflicts"}
 	for _, tc := range []struct {
@@ -1313,7 +1318,7 @@ func TestCRDNameConflicts(t *testing.T) {
 		crd    *apiextensionsv1.CustomResourceDefinition
 		reason string
 	}{
-		{"kind", rename(cronTabCRD("conflict.example.com"), "crons", "CronTab"), "KindConflict"},
+		{"kind", crons, "KindConflict"},
 		{"list kind", rename(cronTabCRD("conflict.example.com"), "crontablists", "CronTabList"), "KindConflict"},
 		{"short name", rename(cronTabCRD("conflict.example.com"), "schedules", "Schedule", "ct"), "ShortNamesConflict"},
 		{"singular taken as short name", rename(cronTabCRD("conflict.example.com"), "cts", "Ct"), "SingularConflict"},
