@@ -1,12 +1,14 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 // Attributes describe one request for Authorize: who asks to do what to which object or
@@ -92,3 +94,22 @@ func Forbidden(a Attributes, reason string) error {
 	}
 	return apierrors.NewForbidden(gr, a.Name, errors.New(msg))
 }
+
+// Authorizer decides with Authorize for code written against k8s.io/apiserver's
+// authorizer interfaces (admission policies' authorizer checks). It allows or denies;
+// it never says "no opinion".
+var Authorizer authorizer.Authorizer = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	u := User{}
+	if info := a.GetUser(); info != nil {
+		u = User{Name: info.GetName(), UID: info.GetUID(), Groups: info.GetGroups(), Extra: info.GetExtra()}
+	}
+	allowed, reason := Authorize(Attributes{
+		User: u, Verb: a.GetVerb(), APIGroup: a.GetAPIGroup(), Resource: a.GetResource(),
+		Subresource: a.GetSubresource(), Namespace: a.GetNamespace(), Name: a.GetName(),
+		ResourceRequest: a.IsResourceRequest(), Path: a.GetPath(),
+	})
+	if allowed {
+		return authorizer.DecisionAllow, reason, nil
+	}
+	return authorizer.DecisionDeny, reason, nil
+})

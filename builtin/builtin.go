@@ -35,6 +35,7 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		storageVersionMigrationsGR:   configureStorageVersionMigrations,
 		leasesGR:                     configureLeases,
 		deploymentsGR:                configureDeployments,
+		replicaSetsGR:                configureReplicaSets,
 		podTemplatesGR:               configurePodTemplates,
 		coreEventsGR:                 func(r *registry.Resource) error { return configureEvents(r, coreEventFields, opts.EventTTL) },
 		eventsGR:                     func(r *registry.Resource) error { return configureEvents(r, eventsEventFields, opts.EventTTL) },

@@ -17,20 +17,41 @@ import (
 
 var deploymentsGR = schema.GroupResource{Group: "apps", Resource: "deployments"}
 
+var replicaSetsGR = schema.GroupResource{Group: "apps", Resource: "replicasets"}
+
 // configureDeployments gives apps Deployments what Kubernetes' API server (not its
 // controllers) gives them: the defaults of apps/v1 and of the pod template, a selector
 // that must select the template's labels and may not change, and kubectl's READY
 // column. No controller acts on them: they are data, as in a cluster whose controller
 // manager is down.
 func configureDeployments(res *registry.Resource) error {
-	res.Hooks = &registry.Hooks{
-		PrepareForCreate: func(_ context.Context, obj *unstructured.Unstructured) { defaultDeployment(obj.Object) },
-		PrepareForUpdate: func(_ context.Context, obj, _ *unstructured.Unstructured) { defaultDeployment(obj.Object) },
+	res.Hooks = replicatedHooks(defaultDeployment, "deployment")
+	if res.HasPrinterColumns(deploymentColumns) {
+		res.Hooks.TableCells = deploymentTableCells
+	}
+	return nil
+}
+
+// configureReplicaSets gives apps ReplicaSets what Kubernetes' API server gives them,
+// as configureDeployments does Deployments: defaults, the selector rules, and kubectl's
+// columns. No controller creates their pods.
+func configureReplicaSets(res *registry.Resource) error {
+	res.Hooks = replicatedHooks(defaultReplicaSet, "replicaset")
+	return nil
+}
+
+// replicatedHooks are the hooks of a workload with a selector and a pod template:
+// defaults on every write, a selector that must select the template's labels and may
+// not change.
+func replicatedHooks(setDefaults func(map[string]interface{}), kind string) *registry.Hooks {
+	return &registry.Hooks{
+		PrepareForCreate: func(_ context.Context, obj *unstructured.Unstructured) { setDefaults(obj.Object) },
+		PrepareForUpdate: func(_ context.Context, obj, _ *unstructured.Unstructured) { setDefaults(obj.Object) },
 		Validate: func(_ context.Context, obj *unstructured.Unstructured) field.ErrorList {
-			return validateSelector(obj.Object)
+			return validateSelector(obj.Object, kind)
 		},
 		ValidateUpdate: func(_ context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
-			errs := validateSelector(obj.Object)
+			errs := validateSelector(obj.Object, kind)
 			sel, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "selector")
 			oldSel, _, _ := unstructured.NestedFieldNoCopy(old.Object, "spec", "selector")
 			if !reflect.DeepEqual(sel, oldSel) {
@@ -39,10 +60,14 @@ func configureDeployments(res *registry.Resource) error {
 			return errs
 		},
 	}
-	if res.HasPrinterColumns(deploymentColumns) {
-		res.Hooks.TableCells = deploymentTableCells
-	}
-	return nil
+}
+
+// defaultReplicaSet sets the defaults Kubernetes sets on an apps/v1 ReplicaSet
+// (SetDefaults_ReplicaSet and those of the pod template), leaving set fields alone.
+func defaultReplicaSet(obj map[string]interface{}) {
+	spec := child(obj, "spec")
+	setDefault(spec, "replicas", int64(1))
+	defaultPodSpec(child(child(spec, "template"), "spec"))
 }
 
 // defaultDeployment sets the defaults of apps/v1 Deployments that Kubernetes sets when
@@ -64,8 +89,9 @@ func defaultDeployment(obj map[string]interface{}) {
 }
 
 // validateSelector checks, as Kubernetes does for apps/v1, that spec.selector is set,
-// not empty, and selects the pod template's labels.
-func validateSelector(obj map[string]interface{}) field.ErrorList {
+// not empty, and selects the pod template's labels; kind names the workload in the
+// messages.
+func validateSelector(obj map[string]interface{}, kind string) field.ErrorList {
 	path := field.NewPath("spec", "selector")
 	raw, ok, _ := unstructured.NestedMap(obj, "spec", "selector")
 	if !ok {
@@ -76,7 +102,7 @@ func validateSelector(obj map[string]interface{}) field.ErrorList {
 		return field.ErrorList{field.Invalid(path, raw, err.Error())}
 	}
 	if len(ls.MatchLabels)+len(ls.MatchExpressions) == 0 {
-		return field.ErrorList{field.Invalid(path, raw, "empty selector is invalid for deployment")}
+		return field.ErrorList{field.Invalid(path, raw, "empty selector is invalid for "+kind)}
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&ls)
 	if err != nil {

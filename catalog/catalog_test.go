@@ -96,7 +96,10 @@ func TestDefault(t *testing.T) {
 		r.Subresources.Scale.SpecReplicasPath != ".spec.replicas" || *r.Subresources.Scale.LabelSelectorPath != ".spec.selector" {
 		t.Errorf("deployments have a scale subresource, got %+v", r)
 	}
-	if c.Resource("apps", "replicasets") != nil {
+	if r := c.Resource("apps", "replicasets"); r == nil || r.Subresources == nil || r.Subresources.Scale == nil || r.Names.ShortNames[0] != "rs" {
+		t.Errorf("replicasets have a scale subresource and the short name rs, got %+v", r)
+	}
+	if c.Resource("apps", "statefulsets") != nil {
 		t.Error("found a resource the catalog does not have")
 	}
 }

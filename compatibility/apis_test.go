@@ -24,7 +24,7 @@ func TestDefaultAPIs(t *testing.T) {
 		"admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings",
 		"admissionregistration.k8s.io/v1/validatingadmissionpolicies",
 		"admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
-		"apps/v1/deployments",
+		"apps/v1/deployments", "apps/v1/replicasets",
 		"autoscaling/v1/horizontalpodautoscalers",
 		"autoscaling/v2/horizontalpodautoscalers",
 		"batch/v1/cronjobs",

@@ -62,6 +62,9 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 		}
 	}
 	i.parts.bootstrap.Done()
+	if err := i.start(ctx, lifecycle.Component{Name: "admission", Run: i.parts.admission.Run, Ready: i.parts.admission.Ready}); err != nil {
+		return ctx, fmt.Errorf("starting admission: %w", err)
+	}
 	if fc := i.parts.flowControl; fc != nil {
 		// Ready once it has read the configuration and written the bootstrap one.
 		if err := i.start(ctx, lifecycle.Component{Name: "priority-and-fairness", Run: fc.Run, Ready: fc.Ready}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/flowcontrol"
@@ -71,6 +72,8 @@ type parts struct {
 	// quota is ResourceQuota admission (nil when quotas are not served): serving →
 	// controllers.
 	quota *quota.Admission
+	// admission is the admission chain: serving → controllers.
+	admission *admission.Chain
 	// The post-start hooks the controllers phase finishes.
 	bootstrap, leaseHook, collectorHook *health.PostStartHook
 	// migration is the outcome of the last attempt to install the storage-migration

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/flowcontrol"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
@@ -20,7 +21,7 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/apiserver/pkg/admission"
+	k8sadmission "k8s.io/apiserver/pkg/admission"
 )
 
 // errNotListening: the HTTP server has not started listening yet.
@@ -41,7 +42,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, err
 	}
-	quotas, err := i.newQuotaAdmission()
+	chain, err := i.newAdmission()
 	if err != nil {
 		return ctx, err
 	}
@@ -71,7 +72,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		Version:               compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
 		ClientSkew:            skew,
 		StorageVersionBarrier: barrier,
-		Admission:             quotas,
+		Admission:             chain,
 		TLS:                   &tls.Config{Certificates: []tls.Certificate{sv.cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}},
 		Listener:              sv.listener,
 	})
@@ -119,19 +120,28 @@ func (i *Instance) newFlowControl() (*flowcontrol.Controller, error) {
 	return fc, nil
 }
 
-// newQuotaAdmission builds ResourceQuota admission if quotas are served (nil
-// otherwise: there is nothing to enforce); startControllers starts it.
-func (i *Instance) newQuotaAdmission() (admission.ValidationInterface, error) {
-	res := i.Registry.Get(quota.GroupResource)
-	if res == nil || res.ServedVersion("v1") == nil {
-		return nil, nil
+// newAdmission builds the admission chain: the admission policies whose APIs are
+// served, then ResourceQuota admission if quotas are served; startControllers starts
+// them.
+func (i *Instance) newAdmission() (*admission.Chain, error) {
+	var validating []k8sadmission.ValidationInterface
+	if res := i.Registry.Get(quota.GroupResource); res != nil && res.ServedVersion("v1") != nil {
+		a, err := quota.NewAdmission(i.LoopbackConfig())
+		if err != nil {
+			return nil, err
+		}
+		i.parts.quota = a
+		validating = append(validating, a)
 	}
-	a, err := quota.NewAdmission(i.LoopbackConfig())
+	chain, err := admission.New(admission.Config{
+		Registry: i.Registry, RESTConfig: i.LoopbackConfig(), ServerID: i.ServerID,
+		CELVersion: i.Compatibility.Versions.Emulation, Validating: validating,
+	})
 	if err != nil {
 		return nil, err
 	}
-	i.parts.quota = a
-	return a, nil
+	i.parts.admission = chain
+	return chain, nil
 }
 
 // MigrationDefinitionsCheck is the readyz check that fails while the

@@ -14,18 +14,20 @@ import (
 //
 //  1. recovery: a panic becomes a 500 Status;
 //  2. request-info: what the method and URL say (request.Info);
-//  3. metrics: apiserver_request_total and _duration_seconds;
-//  4. timeout: the request timeout, watches excepted;
-//  5. body-limit: request bodies capped;
-//  6. authentication: the user, or 401 (public paths admit anonymous users);
-//  7. impersonation: Impersonate-* headers replace the user, if auth.Authorize
+//  3. warnings: what the request's handling warns of (admission policies' Warn
+//     action) becomes Warning headers of the answer;
+//  4. metrics: apiserver_request_total and _duration_seconds;
+//  5. timeout: the request timeout, watches excepted;
+//  6. body-limit: request bodies capped;
+//  7. authentication: the user, or 401 (public paths admit anonymous users);
+//  8. impersonation: Impersonate-* headers replace the user, if auth.Authorize
 //     allows the authenticated one to impersonate it; 403 otherwise;
-//  8. priority-and-fairness (Config.FlowControl, if set): the request waits for a
+//  9. priority-and-fairness (Config.FlowControl, if set): the request waits for a
 //     seat of its priority level, or is answered 429;
-//  9. authorization: 403 unless auth.Authorize allows;
-//  10. client-skew (Config.ClientSkew, if set): clients outside the version skew the
+//  10. authorization: 403 unless auth.Authorize allows;
+//  11. client-skew (Config.ClientSkew, if set): clients outside the version skew the
 //     server allows are counted and logged, never refused;
-//  11. storage-version-barrier (Config.StorageVersionBarrier, if set): writes of a
+//  12. storage-version-barrier (Config.StorageVersionBarrier, if set): writes of a
 //     resource wait until this server's storage version for it is registered.
 //
 // A filter that does not concern a request passes it on; whichever answers stops it.
@@ -36,6 +38,7 @@ func (s *Server) buildChain() []filters.Filter {
 	chain := []filters.Filter{
 		filters.Recovery(),
 		filters.RequestInfo(),
+		filters.Warnings(),
 		filters.Metrics(s.cfg.Metrics),
 		filters.Timeout(s.cfg.RequestTimeout),
 		filters.BodyLimit(s.cfg.MaxRequestBodyBytes),

@@ -42,7 +42,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, q *apiReque
 		return
 	}
 	obj = fm.trackCreate(obj, manager)
-	created, err := s.cfg.Store.Create(ctx, store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}, obj, store.WriteOptions{DryRun: dry, Admit: s.admit(q, "", dry)})
+	created, err := s.cfg.Store.Create(ctx, store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}, obj, s.writeOptions(q, "", dry))
 	if err != nil {
 		respond.Error(w, r, err)
 		return

@@ -60,7 +60,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *apiReques
 			return nil, err
 		}
 		return fm.track(current, next, p.manager), nil
-	}, store.UpdateOptions{WriteOptions: store.WriteOptions{DryRun: p.dryRun, Subresource: sub, Admit: s.admit(q, q.info.Subresource, p.dryRun)}, AllowCreate: apply})
+	}, store.UpdateOptions{WriteOptions: s.writeOptions(q, sub, p.dryRun), AllowCreate: apply})
 	if err != nil {
 		respond.Error(w, r, err)
 		return

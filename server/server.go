@@ -73,9 +73,11 @@ type Config struct {
 	// the last before the handlers: it holds writes of a resource until this server's
 	// storage version for it is registered (package storageversion).
 	StorageVersionBarrier func(http.Handler) http.Handler
-	// Admission, if set, is the validating admission of creations and updates: it sees
-	// each object after validation, before it is stored (package quota's).
-	Admission admission.ValidationInterface
+	// Admission, if set, is the admission of creations and updates (package
+	// admission's chain): as an admission.MutationInterface it may change each object
+	// before the store prepares and validates it; as an admission.ValidationInterface
+	// it sees each object after validation, before it is stored.
+	Admission admission.Interface
 }
 
 // Server is one Concord API server. Create it with New, then call Run.

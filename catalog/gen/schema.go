@@ -131,6 +131,9 @@ func (b *schemaBuilder) fields(t reflect.Type, root bool, props map[string]apiex
 		if err != nil {
 			return fmt.Errorf("%v.%s: %w", t, f.Name, err)
 		}
+		if s.Default, err = fieldDefault(t, f); err != nil {
+			return fmt.Errorf("%v.%s: %w", t, f.Name, err)
+		}
 		props[name] = s
 	}
 	return nil

@@ -171,6 +171,20 @@ var resources = []resourceSpec{
 		},
 		versions: []versionSpec{{name: "v1", obj: &appsv1.Deployment{}}},
 	},
+	// ReplicaSets as data, like Deployments: no controller creates their pods.
+	{
+		group: "apps", plural: "replicasets", namespaced: true, shortNames: []string{"rs"}, categories: []string{"all"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Desired", Type: "integer", JSONPath: ".spec.replicas"},
+			{Name: "Current", Type: "integer", JSONPath: ".status.replicas"},
+			{Name: "Ready", Type: "integer", JSONPath: ".status.readyReplicas"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		scale: &apiextensionsv1.CustomResourceSubresourceScale{
+			SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas", LabelSelectorPath: ptr.To(".spec.selector"),
+		},
+		versions: []versionSpec{{name: "v1", obj: &appsv1.ReplicaSet{}}},
+	},
 	{
 		group: "batch", plural: "cronjobs", namespaced: true, shortNames: []string{"cj"}, categories: []string{"all"},
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	"github.com/concordproject/concord/registry"
@@ -19,6 +20,10 @@ type WriteOptions struct {
 	DryRun bool
 	// Subresource is "" for the main resource or "status".
 	Subresource string
+	// Mutate, if set, is mutating admission for Create and Update: it runs on the
+	// object as the client sent it (an update's as computed from the current object),
+	// before the store prepares and validates it, and may change it in place.
+	Mutate AdmitFunc
 	// Admit, if set, is validating admission for Create and Update: it runs on the
 	// object about to be stored, after validation and before the write.
 	Admit AdmitFunc
@@ -52,6 +57,14 @@ func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts 
 	}
 	if obj.GetResourceVersion() != "" {
 		return nil, apierrors.NewBadRequest("metadata.resourceVersion must not be set on objects to be created")
+	}
+	if opts.Mutate != nil {
+		if err := opts.Mutate(ctx, obj, nil); err != nil {
+			return nil, err
+		}
+		if res.Namespaced && obj.GetNamespace() != ns {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("admission changed the namespace of the object from the request's (%s) to %q", ns, obj.GetNamespace()))
+		}
 	}
 	if obj.GetName() == "" && obj.GetGenerateName() != "" {
 		obj.SetName(obj.GetGenerateName() + utilrand.String(5))

@@ -120,6 +120,14 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 	if obj.GetName() != name || (res.Namespaced && obj.GetNamespace() != ns && obj.GetNamespace() != "") {
 		return nil, false, true, apierrors.NewBadRequest(fmt.Sprintf("the name or namespace of the object (%s/%s) does not match the URL (%s/%s)", obj.GetNamespace(), obj.GetName(), ns, name))
 	}
+	if opts.Mutate != nil {
+		if err := opts.Mutate(ctx, obj, current); err != nil {
+			return nil, false, true, err
+		}
+		if obj.GetName() != name || (res.Namespaced && obj.GetNamespace() != ns && obj.GetNamespace() != "") {
+			return nil, false, true, apierrors.NewBadRequest(fmt.Sprintf("admission changed the name or namespace of the object (%s/%s) from the URL's (%s/%s)", obj.GetNamespace(), obj.GetName(), ns, name))
+		}
+	}
 	s.carryOver(res, version, obj, current, opts.Subresource)
 	if res.Hooks != nil && res.Hooks.PrepareForUpdate != nil {
 		res.Hooks.PrepareForUpdate(ctx, obj, current)

@@ -1,0 +1,190 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/registry"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+// ErrNotSynced means the admission has not read its policies yet.
+var ErrNotSynced = errors.New("the admission policies have not been read yet")
+
+// Config says what a Chain admits with.
+type Config struct {
+	// Registry is the server's registry: which policy APIs are served, and the
+	// objects' conversion, defaulting and types.
+	Registry *registry.Registry
+	// RESTConfig reaches the server with its loopback identity.
+	RESTConfig *rest.Config
+	// ServerID names the server in the policy plugins' metrics.
+	ServerID string
+	// CELVersion is the compatibility version whose CEL environment compiles new
+	// expressions (nil: the library's default).
+	CELVersion *version.Version
+	// Validating are further validating plugins, run after the policies in order
+	// (ResourceQuota).
+	Validating []admission.ValidationInterface
+}
+
+// Chain is the admission of one server: the mutating plugins, then (after
+// validation) the validating ones. Run starts it.
+type Chain struct {
+	objects    *registry.Objects
+	mutating   []admission.MutationInterface
+	validating []admission.ValidationInterface
+	factory    informers.SharedInformerFactory
+	drained    chan struct{}
+}
+
+var (
+	_ admission.MutationInterface   = (*Chain)(nil)
+	_ admission.ValidationInterface = (*Chain)(nil)
+)
+
+// New assembles the chain cfg describes.
+func New(cfg Config) (*Chain, error) {
+	restConfig := rest.CopyConfig(cfg.RESTConfig)
+	restConfig.QPS = -1 // the loopback identity is exempt from priority and fairness too
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	c := &Chain{
+		objects: cfg.Registry.Objects(),
+		factory: informers.NewSharedInformerFactory(client, 0),
+		drained: make(chan struct{}),
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
+	init := initializer.New(client, dyn, c.factory, auth.Authorizer, nil, nil, c.drained, mapper)
+	if served(cfg.Registry, "mutatingadmissionpolicies", "mutatingadmissionpolicybindings") {
+		p := newMutatingPolicies(cfg.Registry, cfg.CELVersion)
+		p.SetAPIServerID(cfg.ServerID)
+		init.Initialize(p)
+		if err := p.ValidateInitialization(); err != nil {
+			return nil, fmt.Errorf("MutatingAdmissionPolicy admission: %w", err)
+		}
+		c.mutating = append(c.mutating, p)
+	}
+	if served(cfg.Registry, "validatingadmissionpolicies", "validatingadmissionpolicybindings") {
+		p, err := validating.NewPlugin(nil)
+		if err != nil {
+			return nil, err
+		}
+		p.SetAPIServerID(cfg.ServerID)
+		init.Initialize(p)
+		if err := p.ValidateInitialization(); err != nil {
+			return nil, fmt.Errorf("ValidatingAdmissionPolicy admission: %w", err)
+		}
+		c.validating = append(c.validating, p)
+	}
+	c.validating = append(c.validating, cfg.Validating...)
+	return c, nil
+}
+
+// served reports whether every named admissionregistration.k8s.io resource is served
+// in v1.
+func served(reg *registry.Registry, resources ...string) bool {
+	for _, r := range resources {
+		res := reg.Get(schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: r})
+		if res == nil || res.ServedVersion("v1") == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Handles reports whether a plugin of the chain acts on op.
+func (c *Chain) Handles(op admission.Operation) bool {
+	for _, p := range c.mutating {
+		if p.Handles(op) {
+			return true
+		}
+	}
+	for _, p := range c.validating {
+		if p.Handles(op) {
+			return true
+		}
+	}
+	return false
+}
+
+// Admit runs the mutating plugins on a, which they may change; if a mutation changed
+// what an earlier plugin saw, they run once more (reinvocation, as in Kubernetes).
+// o is ignored: the registry's objects are the chain's own.
+func (c *Chain) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if err := c.admitOnce(ctx, a); err != nil {
+		return err
+	}
+	if rc := a.GetReinvocationContext(); rc.ShouldReinvoke() {
+		rc.SetIsReinvoke()
+		return c.admitOnce(ctx, a)
+	}
+	return nil
+}
+
+func (c *Chain) admitOnce(ctx context.Context, a admission.Attributes) error {
+	for _, p := range c.mutating {
+		if !p.Handles(a.GetOperation()) {
+			continue
+		}
+		if err := p.Admit(ctx, a, c.objects); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate runs the validating plugins on a, in order; the first refusal is the
+// answer. o is ignored, as for Admit.
+func (c *Chain) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	for _, p := range c.validating {
+		if !p.Handles(a.GetOperation()) {
+			continue
+		}
+		if err := p.Validate(ctx, a, c.objects); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run reads the policies until ctx is done, then stops the plugins and returns
+// once the informers have stopped.
+func (c *Chain) Run(ctx context.Context) error {
+	defer close(c.drained)
+	c.factory.Start(ctx.Done())
+	defer c.factory.Shutdown()
+	<-ctx.Done()
+	return nil
+}
+
+// Ready reports nil once the policies have been read.
+func (c *Chain) Ready() error {
+	for typ, synced := range c.factory.WaitForCacheSync(closedChan) {
+		if !synced {
+			return fmt.Errorf("%w: %v", ErrNotSynced, typ)
+		}
+	}
+	return nil
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
