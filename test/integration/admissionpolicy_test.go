@@ -79,7 +79,6 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "replicas"},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: inNamespace("guarded", "apps", "v1", "deployments"),
 			Variables:        []admissionregistrationv1.Variable{{Name: "replicas", Expression: "object.spec.replicas"}},
 			Validations: []admissionregistrationv1.Validation{{
@@ -88,8 +87,15 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 			}},
 		},
 	}
-	if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+	created, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Defaulted as kube-apiserver defaults them.
+	if m := created.Spec.MatchConstraints; ptr.Deref(created.Spec.FailurePolicy, "") != admissionregistrationv1.Fail ||
+		ptr.Deref(m.MatchPolicy, "") != admissionregistrationv1.Equivalent || m.ObjectSelector == nil ||
+		ptr.Deref(m.ResourceRules[0].Scope, "") != admissionregistrationv1.AllScopes {
+		t.Errorf("policy defaults: %+v", created.Spec)
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "replicas"},

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/concordproject/concord/harness"
@@ -112,5 +113,53 @@ func TestPodTemplates(t *testing.T) {
 	rest, err := templates.List(ctx, metav1.ListOptions{Limit: 3, Continue: first.Continue})
 	if err != nil || len(rest.Items) != 2 || rest.Continue != "" || rest.ResourceVersion != first.ResourceVersion {
 		t.Fatalf("second page: %v, %d items, continue %q, resourceVersion %s (first %s)", err, len(rest.Items), rest.Continue, rest.ResourceVersion, first.ResourceVersion)
+	}
+}
+
+// ReplicaSets are data like Deployments: the apps/v1 and pod template defaults, the
+// scale subresource, the selector rules, and kubectl's columns. No controller creates
+// their pods.
+func TestReplicaSets(t *testing.T) {
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	replicaSets := c.Servers[0].Clientset(t).AppsV1().ReplicaSets("default")
+	app := map[string]string{"app": "web"}
+	template := deployment("web", app, app).Spec.Template
+	rs, err := replicaSets.Create(ctx, &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec:       appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: app}, Template: template},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ptr.Deref(rs.Spec.Replicas, 0) != 1 || rs.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyAlways ||
+		rs.Spec.Template.Spec.Containers[0].ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("defaults: %+v", rs.Spec)
+	}
+	scale, err := replicaSets.GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil || scale.Spec.Replicas != 1 || scale.Status.Selector != "app=web" {
+		t.Fatalf("scale = %+v, %v; want 1 replica and selector app=web", scale, err)
+	}
+	scale.Spec.Replicas = 3
+	if _, err := replicaSets.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err = replicaSets.Get(ctx, "web", metav1.GetOptions{}); err != nil || ptr.Deref(rs.Spec.Replicas, 0) != 3 {
+		t.Fatalf("after scaling: %v, %+v", err, rs)
+	}
+	mismatched := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "mismatched"}, Spec: appsv1.ReplicaSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, Template: template,
+	}}
+	if _, err := replicaSets.Create(ctx, mismatched, metav1.CreateOptions{}); !apierrors.IsInvalid(err) || !hasCause(err, "spec.template.metadata.labels", "does not match") {
+		t.Errorf("selector that does not select the template: got %v, want 422", err)
+	}
+	rs.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "tier": "front"}}
+	rs.Spec.Template.Labels = map[string]string{"app": "web", "tier": "front"}
+	if _, err := replicaSets.Update(ctx, rs, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) || !hasCause(err, "spec.selector", "immutable") {
+		t.Errorf("changed selector: got %v, want 422 field is immutable", err)
+	}
+	kubectl := kubectlOrSkip(t, c.Servers[0])
+	if out, err := kubectl("get", "rs", "web"); err != nil || !strings.Contains(out, "DESIRED") || !strings.Contains(out, "web") {
+		t.Errorf("kubectl get rs: %v\n%s", err, out)
 	}
 }
