@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -36,6 +36,8 @@ type Config struct {
 	// CELVersion is the compatibility version whose CEL environment compiles new
 	// expressions (nil: the library's default).
 	CELVersion *version.Version
+	// Authorizer is the server's authorizer, for the policies' authorizer checks.
+	Authorizer authorizer.Authorizer
 	// Validating are further validating plugins, run after the policies in order
 	// (ResourceQuota).
 	Validating []admission.ValidationInterface
@@ -74,7 +76,7 @@ func New(cfg Config) (*Chain, error) {
 		drained: make(chan struct{}),
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
-	init := initializer.New(client, dyn, c.factory, auth.Authorizer, nil, nil, c.drained, mapper)
+	init := initializer.New(client, dyn, c.factory, cfg.Authorizer, nil, nil, c.drained, mapper)
 	if served(cfg.Registry, "mutatingadmissionpolicies", "mutatingadmissionpolicybindings") {
 		p := newMutatingPolicies(cfg.Registry, cfg.CELVersion)
 		p.SetAPIServerID(cfg.ServerID)

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/authorization/path"
+	"k8s.io/apiserver/pkg/authorization/union"
 )
 
-// Attributes describe one request for Authorize: who asks to do what to which object or
+// Attributes describe one request to authorize: who asks to do what to which object or
 // path. The server's request-info step fills them in.
 type Attributes struct {
 	// User is the caller, as authentication put it into the context.
@@ -30,35 +34,127 @@ type Attributes struct {
 	Path string
 }
 
-// readVerbs are the verbs every authenticated user may use on resources.
-var readVerbs = map[string]bool{"get": true, "list": true, "watch": true}
+// Authorization modes (--authorization-mode). Members of GroupMasters may do anything
+// whatever the modes, and anyone may read the health paths (healthPaths); the modes
+// decide the rest, in order: the first to allow or deny a request decides it.
+const (
+	// ModeRBAC decides with the cluster's Roles, ClusterRoles and their bindings
+	// (package rbac), as in Kubernetes. The default.
+	ModeRBAC = "RBAC"
+	// ModeAuthenticatedRead is Concord's first model: authenticated users may get,
+	// list and watch every resource but Secrets, and create the self reviews
+	// (kubectl auth can-i, whoami); anyone may get a non-resource path but the
+	// profiles under /debug.
+	ModeAuthenticatedRead = "AuthenticatedRead"
+	// ModeAlwaysAllow allows everything. ModeAlwaysDeny allows nothing: as in
+	// Kubernetes, it has no opinion, so a later mode may still allow.
+	ModeAlwaysAllow = "AlwaysAllow"
+	ModeAlwaysDeny  = "AlwaysDeny"
+)
 
-// debugPath is where the server's profiles are served (--profiling).
-const debugPath = "/debug"
+// Modes are the authorization modes, in the order --help lists them.
+var Modes = []string{ModeRBAC, ModeAuthenticatedRead, ModeAlwaysAllow, ModeAlwaysDeny}
 
-// Authorize decides a request. Members of GroupMasters may do anything. Others may read:
-// users in GroupAuthenticated may get, list and watch any resource, and anyone may get or
-// head a non-resource path but those under /debug, the profiles (authentication lets
-// anonymous users reach only public paths). Everything else is denied, and reason says
-// why, for Forbidden and the log.
-func Authorize(a Attributes) (allowed bool, reason string) {
-	u := a.User
-	switch {
-	case u.IsMaster():
-		return true, ""
-	case !a.ResourceRequest && (a.Path == debugPath || strings.HasPrefix(a.Path, debugPath+"/")):
-		return false, fmt.Sprintf("only members of group %q may read the server's profiles", GroupMasters)
-	case !a.ResourceRequest:
-		if a.Verb == "get" || a.Verb == "head" {
-			return true, ""
+// ErrMode means an authorization mode list is empty, repeats a mode or names one
+// that does not exist.
+var ErrMode = errors.New("invalid authorization mode")
+
+// healthPaths are answered to anyone whatever the modes, as kube-apiserver's default
+// --authorization-always-allow-paths: load balancers and probes must read them.
+var healthPaths = []string{"/healthz", "/healthz/*", "/readyz", "/readyz/*", "/livez", "/livez/*"}
+
+// RuleAuthorizer decides requests and lists what a user may do (the RBAC
+// authorizer).
+type RuleAuthorizer interface {
+	authorizer.Authorizer
+	authorizer.RuleResolver
+}
+
+// Authorization is a server's authorizer: the modes of --authorization-mode behind
+// the masters' and the health paths' allowances. Its RulesFor answers
+// SelfSubjectRulesReviews with the modes' rules.
+type Authorization struct {
+	authorizer.Authorizer
+	authorizer.RuleResolver
+}
+
+// NewAuthorization returns the authorizer of modes, in order. rbac is the RBAC
+// authorizer, required when modes name ModeRBAC.
+func NewAuthorization(modes []string, rbac RuleAuthorizer) (*Authorization, error) {
+	if err := ValidateModes(modes); err != nil {
+		return nil, err
+	}
+	paths, err := path.NewAuthorizer(healthPaths)
+	if err != nil {
+		return nil, err
+	}
+	chain := []union.NamedAuthorizer{
+		{AuthorizerName: "Masters", Authorizer: authorizerfactory.NewPrivilegedGroups(GroupMasters)},
+		{AuthorizerName: "HealthPaths", Authorizer: paths},
+	}
+	var resolvers []authorizer.RuleResolver
+	for _, m := range modes {
+		var a RuleAuthorizer
+		switch m {
+		case ModeRBAC:
+			if rbac == nil {
+				return nil, fmt.Errorf("%w: %s needs the RBAC authorizer", ErrMode, m)
+			}
+			a = rbac
+		case ModeAuthenticatedRead:
+			a = authenticatedRead{}
+		case ModeAlwaysAllow:
+			a = authorizerfactory.NewAlwaysAllowAuthorizer()
+		case ModeAlwaysDeny:
+			a = authorizerfactory.NewAlwaysDenyAuthorizer()
 		}
-		return false, fmt.Sprintf("only members of group %q may %s non-resource paths", GroupMasters, a.Verb)
-	case !u.inGroup(GroupAuthenticated):
-		return false, "anonymous requests may not access API resources"
-	case readVerbs[a.Verb]:
+		chain = append(chain, union.NamedAuthorizer{AuthorizerName: m, Authorizer: a})
+		resolvers = append(resolvers, a)
+	}
+	authz, err := union.New(chain...)
+	if err != nil {
+		return nil, err
+	}
+	return &Authorization{Authorizer: authz, RuleResolver: union.NewRuleResolvers(resolvers...)}, nil
+}
+
+// ValidateModes checks a --authorization-mode list: at least one mode, each of Modes,
+// none twice.
+func ValidateModes(modes []string) error {
+	if len(modes) == 0 {
+		return fmt.Errorf("%w: at least one of %s is required", ErrMode, strings.Join(Modes, ", "))
+	}
+	seen := map[string]bool{}
+	for _, m := range modes {
+		switch {
+		case !slices.Contains(Modes, m):
+			return fmt.Errorf("%w %q: allowed modes are %s", ErrMode, m, strings.Join(Modes, ", "))
+		case seen[m]:
+			return fmt.Errorf("%w: %q given twice", ErrMode, m)
+		}
+		seen[m] = true
+	}
+	return nil
+}
+
+// Decide asks authz about a: whether it is allowed, and if not, why (for Forbidden).
+func Decide(ctx context.Context, authz authorizer.Authorizer, a Attributes) (allowed bool, reason string) {
+	decision, reason, err := authz.Authorize(ctx, a.Record())
+	if decision == authorizer.DecisionAllow {
 		return true, ""
-	default:
-		return false, fmt.Sprintf("authenticated users may only get, list and watch; %s is reserved to members of group %q", a.Verb, GroupMasters)
+	}
+	if err != nil {
+		reason = strings.TrimSpace(reason + " " + err.Error())
+	}
+	return false, reason
+}
+
+// Record returns a in the form k8s.io/apiserver's authorizers take.
+func (a Attributes) Record() *authorizer.AttributesRecord {
+	return &authorizer.AttributesRecord{
+		User: a.User.Info(), Verb: a.Verb, APIGroup: a.APIGroup, Resource: a.Resource,
+		Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name,
+		ResourceRequest: a.ResourceRequest, Path: a.Path,
 	}
 }
 
@@ -94,22 +190,3 @@ func Forbidden(a Attributes, reason string) error {
 	}
 	return apierrors.NewForbidden(gr, a.Name, errors.New(msg))
 }
-
-// Authorizer decides with Authorize for code written against k8s.io/apiserver's
-// authorizer interfaces (admission policies' authorizer checks). It allows or denies;
-// it never says "no opinion".
-var Authorizer authorizer.Authorizer = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	u := User{}
-	if info := a.GetUser(); info != nil {
-		u = User{Name: info.GetName(), UID: info.GetUID(), Groups: info.GetGroups(), Extra: info.GetExtra()}
-	}
-	allowed, reason := Authorize(Attributes{
-		User: u, Verb: a.GetVerb(), APIGroup: a.GetAPIGroup(), Resource: a.GetResource(),
-		Subresource: a.GetSubresource(), Namespace: a.GetNamespace(), Name: a.GetName(),
-		ResourceRequest: a.IsResourceRequest(), Path: a.GetPath(),
-	})
-	if allowed {
-		return authorizer.DecisionAllow, reason, nil
-	}
-	return authorizer.DecisionDeny, reason, nil
-})

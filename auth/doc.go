@@ -8,12 +8,18 @@
 //   - serving certificates signed by that CA;
 //   - bearer-token authentication (a static token file, the admin token and a per-process
 //     loopback token) and the HTTP filter that puts the User into the request context;
-//   - authorization (system:masters may do anything; other authenticated users may read);
+//   - authorization: the modes of --authorization-mode (RBAC, whose authorizer package
+//     rbac provides; AuthenticatedRead, Concord's first model; AlwaysAllow; AlwaysDeny)
+//     behind the allowances Kubernetes always makes (system:masters may do anything;
+//     anyone may read the health paths), and the answers of the access reviews
+//     (SubjectAccessReview, SelfSubjectAccessReview, LocalSubjectAccessReview,
+//     SelfSubjectRulesReview, SelfSubjectReview);
 //   - kubeconfig files and rest.Configs for clients of the cluster.
 //
 // It does not own the handler chain (package server decides where the filters go and which
 // paths are public), request parsing into Attributes (the server's request info does that),
-// nor how the etcd client is built (package etcd). It must not import server or registry.
+// RBAC (package rbac), nor how the etcd client is built (package etcd). It must not import
+// server, registry or rbac.
 //
 // # Trust boundary
 //
@@ -29,8 +35,9 @@
 //	loopback := auth.NewLoopbackToken()
 //	authn, err := auth.NewTokenAuthenticator(fileTokens, creds.AdminToken, loopback)
 //	user, ok := authn.AuthenticateRequest(r) // the chain's authentication filter
+//	authz, err := auth.NewAuthorization([]string{auth.ModeRBAC}, rbacAuthorizer)
 //	// later in the chain, once the request's attributes are known:
-//	if ok, reason := auth.Authorize(attrs); !ok {
+//	if ok, reason := auth.Decide(ctx, authz, attrs); !ok {
 //		// write auth.Forbidden(attrs, reason) as a Status
 //	}
 //	err = auth.WriteKubeconfig(path, "https://127.0.0.1:6443", creds.CACert, creds.AdminToken, "concord")

@@ -3,11 +3,14 @@ package builtin
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
+	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/quota"
+	"github.com/concordproject/concord/rbac"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storageversion"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,6 +20,9 @@ import (
 type Options struct {
 	// EventTTL is how long Events live after their last write (--event-ttl).
 	EventTTL time.Duration
+	// Authorization answers the access reviews (SubjectAccessReview and the
+	// others); required by servers (tools that serve nothing leave it nil).
+	Authorization *auth.Authorization
 }
 
 // ErrMissing means the API catalog lacks a resource every server needs.
@@ -28,9 +34,13 @@ var required = []schema.GroupResource{namespace.GroupResource, leasesGR}
 
 // configurers names, for each built-in resource with behaviour, what gives it.
 func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource) error {
-	return map[schema.GroupResource]func(*registry.Resource) error{
+	table := map[schema.GroupResource]func(*registry.Resource) error{
 		namespace.GroupResource:      namespace.Configure,
 		quota.GroupResource:          quota.Configure,
+		rbac.RolesGR:                 rbac.ConfigureRoles,
+		rbac.ClusterRolesGR:          rbac.ConfigureClusterRoles,
+		rbac.RoleBindingsGR:          rbac.ConfigureRoleBindings,
+		rbac.ClusterRoleBindingsGR:   rbac.ConfigureClusterRoleBindings,
 		storageversion.GroupResource: storageversion.Configure,
 		storageVersionMigrationsGR:   configureStorageVersionMigrations,
 		leasesGR:                     configureLeases,
@@ -40,6 +50,8 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		coreEventsGR:                 func(r *registry.Resource) error { return configureEvents(r, coreEventFields, opts.EventTTL) },
 		eventsGR:                     func(r *registry.Resource) error { return configureEvents(r, eventsEventFields, opts.EventTTL) },
 	}
+	maps.Copy(table, reviewConfigurers(opts))
+	return table
 }
 
 // conditionalUpdatesOnly are the built-in resources whose updates must carry the

@@ -25,6 +25,11 @@ func TestDefaultAPIs(t *testing.T) {
 		"admissionregistration.k8s.io/v1/validatingadmissionpolicies",
 		"admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
 		"apps/v1/deployments", "apps/v1/replicasets",
+		"authentication.k8s.io/v1/selfsubjectreviews",
+		"authorization.k8s.io/v1/localsubjectaccessreviews",
+		"authorization.k8s.io/v1/selfsubjectaccessreviews",
+		"authorization.k8s.io/v1/selfsubjectrulesreviews",
+		"authorization.k8s.io/v1/subjectaccessreviews",
 		"autoscaling/v1/horizontalpodautoscalers",
 		"autoscaling/v2/horizontalpodautoscalers",
 		"batch/v1/cronjobs",
@@ -34,6 +39,10 @@ func TestDefaultAPIs(t *testing.T) {
 		"flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
 		"internal.apiserver.k8s.io/v1alpha1/storageversions", // brought by StorageVersionAPI
 		"networking.k8s.io/v1/servicecidrs",
+		"rbac.authorization.k8s.io/v1/clusterrolebindings",
+		"rbac.authorization.k8s.io/v1/clusterroles",
+		"rbac.authorization.k8s.io/v1/rolebindings",
+		"rbac.authorization.k8s.io/v1/roles",
 		"storagemigration.k8s.io/v1/storageversionmigrations",
 	}
 	cfg := complete(t, &Options{})

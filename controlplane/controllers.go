@@ -24,8 +24,9 @@ var errNotSynced = errors.New("the stored CustomResourceDefinitions are not all 
 // startControllers is the controllers phase: the bootstrap namespaces, the identity
 // lease, the storage version garbage collector and manager, the CRD controller
 // (start-up waits until it serves every stored definition, and until every built-in
-// resource had one registration attempt), the namespace controller and storage
-// migration. The last component, started last and so stopped first, turns /readyz
+// resource had one registration attempt), admission, priority and fairness, the
+// bootstrap roles and the ClusterRole aggregation controller, quotas, the namespace
+// controller and storage migration. The last component, started last and so stopped first, turns /readyz
 // off when the server begins to stop.
 func (i *Instance) startControllers(ctx context.Context) (context.Context, error) {
 	if err := bootstrapNamespaces(ctx, i); err != nil {
@@ -70,6 +71,9 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 		if err := i.start(ctx, lifecycle.Component{Name: "priority-and-fairness", Run: fc.Run, Ready: fc.Ready}); err != nil {
 			return ctx, fmt.Errorf("starting API priority and fairness: %w", err)
 		}
+	}
+	if err := i.bootstrapRBAC(ctx); err != nil {
+		return ctx, err
 	}
 	if err := i.startQuota(ctx); err != nil {
 		return ctx, err

@@ -74,8 +74,11 @@ type parts struct {
 	quota *quota.Admission
 	// admission is the admission chain: serving → controllers.
 	admission *admission.Chain
+	// authz is the server's authorizer, rbac its RBAC parts: resources → serving.
+	authz *auth.Authorization
+	rbac  rbacParts
 	// The post-start hooks the controllers phase finishes.
-	bootstrap, leaseHook, collectorHook *health.PostStartHook
+	bootstrap, leaseHook, collectorHook, rbacHook *health.PostStartHook
 	// migration is the outcome of the last attempt to install the storage-migration
 	// definitions (readyz only).
 	migration migrationState

@@ -6,8 +6,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/identity"
@@ -35,6 +37,10 @@ type Options struct {
 	TLSCertFile, TLSKeyFile string
 	// TokenAuthFile is a static token CSV (token,user,uid,"group1,group2").
 	TokenAuthFile string
+	// AuthorizationModes decide requests, in order (auth.Modes; default RBAC, as
+	// kube-apiserver's --authorization-mode=RBAC). Members of system:masters may do
+	// anything whatever the modes.
+	AuthorizationModes []string
 	// KubeconfigOut is where the admin kubeconfig is written (default
 	// DataDir/admin.kubeconfig).
 	KubeconfigOut string
@@ -89,6 +95,7 @@ func NewOptions() *Options {
 		SecurePort:                  6443,
 		EtcdPrefix:                  "/registry",
 		LogFormat:                   "text",
+		AuthorizationModes:          []string{auth.ModeRBAC},
 		WatchBookmarkInterval:       30 * time.Second,
 		EventTTL:                    time.Hour,
 		ResourceQuotaSyncPeriod:     quota.DefaultResyncPeriod,
@@ -117,6 +124,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Serving certificate (PEM); generated when empty.")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "Private key of --tls-cert-file (PEM).")
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, `Static bearer tokens, CSV: token,user,uid,"group1,group2".`)
+	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", o.AuthorizationModes,
+		"Ordered list of authorization modes, each of "+strings.Join(auth.Modes, ", ")+"; the first to allow or deny decides. Members of system:masters may do anything.")
 	fs.StringVar(&o.KubeconfigOut, "kubeconfig-out", o.KubeconfigOut, "Where to write the admin kubeconfig (default <data-dir>/admin.kubeconfig).")
 	fs.StringVar(&o.ServerID, "server-id", o.ServerID, "Identity of this server among those sharing etcd (default derived from hostname and port).")
 	fs.DurationVar(&o.WatchBookmarkInterval, "watch-bookmark-interval", o.WatchBookmarkInterval, "How often idle watches that asked for bookmarks receive one.")
@@ -173,6 +182,9 @@ func (o *Options) Validate() error {
 				errs = append(errs, fmt.Errorf("%s %q cannot be read: %w", f.flag, f.path, err))
 			}
 		}
+	}
+	if err := auth.ValidateModes(o.AuthorizationModes); err != nil {
+		errs = append(errs, fmt.Errorf("--authorization-mode: %w", err))
 	}
 	if o.EventTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--event-ttl %s must be at least 1s", o.EventTTL))

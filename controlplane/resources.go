@@ -19,7 +19,8 @@ import (
 
 // buildResources is the resources phase: the compatibility configuration (KEP-4330),
 // the registry of the built-in resources it selects and the CRD resource, the object
-// store (whose caches run from here on), and the server's identity lease and storage
+// store (whose caches run from here on), the authorizer (whose RBAC informers read
+// the store from here on), and the server's identity lease and storage
 // version manager (KEP-1965, KEP-2339), built now because the handler chain and the
 // health checks need them; they start with the controllers.
 func (i *Instance) buildResources(ctx context.Context) (context.Context, error) {
@@ -33,17 +34,20 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	if err != nil {
 		return ctx, err
 	}
-	builtins, err = builtin.Configure(builtins, builtin.Options{EventTTL: o.EventTTL})
+	i.Registry = registry.New()
+	i.Store = store.NewStore(i.raw)
+	if i.parts.authz, err = i.newAuthorization(); err != nil {
+		return ctx, err
+	}
+	builtins, err = builtin.Configure(builtins, builtin.Options{EventTTL: o.EventTTL, Authorization: i.parts.authz})
 	if err != nil {
 		return ctx, err
 	}
-	i.Registry = registry.New()
 	for _, res := range append(builtins, apiextensions.Resource()) {
 		if err := i.Registry.Put(ctx, res); err != nil {
 			return ctx, fmt.Errorf("registering %s: %w", res.GroupResource(), err)
 		}
 	}
-	i.Store = store.NewStore(i.raw)
 	if o.WatchBookmarkInterval > 0 {
 		i.Store.BookmarkInterval = o.WatchBookmarkInterval
 	}
@@ -53,6 +57,9 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	}
 	i.Store.WatchCache = watchcache.Options{Disabled: !o.WatchCache, MemoryLimit: limit, Registerer: i.Metrics}
 	if err := i.start(ctx, lifecycle.Component{Name: "object-store", Run: i.Store.Run}); err != nil {
+		return ctx, err
+	}
+	if err := i.startRBAC(ctx); err != nil {
 		return ctx, err
 	}
 	i.runtime = reconcile.NewMetrics(i.Metrics)

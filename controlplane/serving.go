@@ -16,6 +16,7 @@ import (
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/openapi"
 	"github.com/concordproject/concord/quota"
+	"github.com/concordproject/concord/rbac"
 	"github.com/concordproject/concord/server"
 	"github.com/prometheus/client_golang/prometheus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -64,6 +65,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		Registry:              i.Registry,
 		Store:                 i.Store,
 		Authenticator:         sv.authn,
+		Authorizer:            i.parts.authz,
 		Health:                checks,
 		Metrics:               i.Metrics,
 		ExtraMetrics:          fcMetrics,
@@ -133,9 +135,13 @@ func (i *Instance) newAdmission() (*admission.Chain, error) {
 		i.parts.quota = a
 		validating = append(validating, a)
 	}
+	if a := i.parts.rbac.authorizer; a != nil {
+		// Kubernetes checks escalation in RBAC's storage, before any admission.
+		validating = append([]k8sadmission.ValidationInterface{rbac.NewEscalationCheck(i.parts.authz, a)}, validating...)
+	}
 	chain, err := admission.New(admission.Config{
 		Registry: i.Registry, RESTConfig: i.LoopbackConfig(), ServerID: i.ServerID,
-		CELVersion: i.Compatibility.Versions.Emulation, Validating: validating,
+		CELVersion: i.Compatibility.Versions.Emulation, Authorizer: i.parts.authz, Validating: validating,
 	})
 	if err != nil {
 		return nil, err
@@ -194,6 +200,10 @@ func (i *Instance) healthChecks() (*health.Endpoints, error) {
 	}
 	if i.parts.flowControl != nil {
 		hooks = append(hooks, i.parts.flowControl.Hooks()...)
+	}
+	if i.parts.rbac.authorizer != nil {
+		i.parts.rbacHook = health.NewPostStartHook(rbacBootstrapHook)
+		hooks = append(hooks, i.parts.rbacHook)
 	}
 	for _, add := range []func(...health.Checker) error{checks.AddHealthz, checks.AddLivez, checks.AddReadyz} {
 		if err := add(hooks...); err != nil {

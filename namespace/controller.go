@@ -80,7 +80,7 @@ func (c *Controller) finalize(ctx context.Context, name string) error {
 	}
 	remaining := 0
 	for _, res := range c.reg.Resources() {
-		if !res.Namespaced {
+		if !res.Namespaced || !res.Persisted() {
 			continue
 		}
 		n, err := c.deleteAll(ctx, res, name)

@@ -176,6 +176,8 @@ type models struct {
 	namespaced bool
 	// status and scale tell which subresources the version has.
 	status, scale bool
+	// review is set for reviews, which are only created (registry.Hooks.Review).
+	review bool
 	// goType is set for kinds client-go has Go types for: the server reads them as
 	// protobuf and patches them strategically.
 	goType bool
@@ -214,6 +216,7 @@ func buildModels(res *registry.Resource, v string) (*models, error) {
 	}
 	m.kindName, m.listName = modelName(m.gvk), modelName(m.listGVK)
 	m.goType = clientgoscheme.Scheme.Recognizes(m.gvk)
+	m.review = !res.Persisted()
 	if sub := ver.Subresources; sub != nil {
 		m.status = sub.Status != nil
 		m.scale = sub.Scale != nil

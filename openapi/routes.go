@@ -232,7 +232,8 @@ const deprecatedWatch = "; deprecated: use the 'watch' parameter with a list ope
 
 // routes returns the operations kube-apiserver would serve for version m of a resource:
 // list, watch (including the legacy /watch/ paths), create, deletecollection, get, update,
-// patch and delete, plus get, update and patch of its status and scale subresources.
+// patch and delete, plus get, update and patch of its status and scale subresources; a
+// review's only operation is its creation.
 func routes(m *models) *routeContainer {
 	p := newPaths(m)
 	kind, gvID, ns := m.gvk.Kind, p.gvID, p.ns
@@ -240,6 +241,10 @@ func routes(m *models) *routeContainer {
 	status, event := &metav1.Status{}, &metav1.WatchEvent{}
 
 	var ops []op
+	if m.review {
+		return p.container(m.gvk, []op{{method: "POST", path: p.collection, id: "create" + gvID + ns + kind, doc: "create a " + kind,
+			action: actionPost, scope: p.scope, query: writeParams, body: obj, consumes: p.writeTypes, responses: []response{ok(obj), created(obj), accepted(obj)}}})
+	}
 	if m.namespaced {
 		ops = append(ops,
 			op{method: "GET", path: p.prefix + "/" + m.plural, id: "list" + gvID + kind + "ForAllNamespaces", doc: "list or watch objects of kind " + kind,
@@ -275,9 +280,14 @@ func routes(m *models) *routeContainer {
 		ops = append(ops, subresourceOps(p, kind, "Scale", "scale", &autoscalingv1.Scale{}, &scaleGVK)...)
 	}
 
+	return p.container(m.gvk, ops)
+}
+
+// container holds the routes of ops on kind gvk.
+func (p paths) container(gvk schema.GroupVersionKind, ops []op) *routeContainer {
 	c := &routeContainer{root: p.prefix}
 	for _, o := range ops {
-		c.routes = append(c.routes, o.route(m.gvk, p.tag))
+		c.routes = append(c.routes, o.route(gvk, p.tag))
 	}
 	return c
 }

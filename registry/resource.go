@@ -119,6 +119,13 @@ type Hooks struct {
 	// Writable reports whether the caller may write this resource at all (beyond the
 	// general authorizer); a non-nil error is answered 403 with its text.
 	Writable func(ctx context.Context) error
+	// Review makes the resource a review (TokenReview, SubjectAccessReview, ...): a
+	// creation is answered, never stored. Review gets the request's object in the
+	// resource's storage version, validated against its schema, and returns the
+	// answer in that version (status filled in); an error, a StatusError, goes to
+	// the client as is. A review serves no other verb, and is not persisted: it has
+	// no StorageVersion entry, and the write barrier and migrations leave it alone.
+	Review func(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
 }
 
 // Converter converts objects of one resource between its versions. Implementations:
@@ -140,6 +147,10 @@ func (r *Resource) HasPrinterColumns(names []string) bool {
 	}
 	return true
 }
+
+// Persisted reports whether the resource's objects are stored: every resource but
+// the reviews (Hooks.Review).
+func (r *Resource) Persisted() bool { return r.Hooks == nil || r.Hooks.Review == nil }
 
 // GroupResource returns the resource's group and plural.
 func (r *Resource) GroupResource() schema.GroupResource {

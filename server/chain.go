@@ -20,11 +20,12 @@ import (
 //  5. timeout: the request timeout, watches excepted;
 //  6. body-limit: request bodies capped;
 //  7. authentication: the user, or 401 (public paths admit anonymous users);
-//  8. impersonation: Impersonate-* headers replace the user, if auth.Authorize
-//     allows the authenticated one to impersonate it; 403 otherwise;
+//  8. impersonation: Impersonate-* headers replace the user, if the authorizer
+//     (Config.Authorizer) allows the authenticated one to impersonate it; 403
+//     otherwise;
 //  9. priority-and-fairness (Config.FlowControl, if set): the request waits for a
 //     seat of its priority level, or is answered 429;
-//  10. authorization: 403 unless auth.Authorize allows;
+//  10. authorization: 403 unless the authorizer allows;
 //  11. client-skew (Config.ClientSkew, if set): clients outside the version skew the
 //     server allows are counted and logged, never refused;
 //  12. storage-version-barrier (Config.StorageVersionBarrier, if set): writes of a
@@ -43,12 +44,12 @@ func (s *Server) buildChain() []filters.Filter {
 		filters.Timeout(s.cfg.RequestTimeout),
 		filters.BodyLimit(s.cfg.MaxRequestBodyBytes),
 		filters.Authentication(s.cfg.Authenticator, publicPath),
-		filters.Impersonation(),
+		filters.Impersonation(s.cfg.Authorizer),
 	}
 	if s.cfg.FlowControl != nil {
 		chain = append(chain, filters.Filter{Name: "priority-and-fairness", Wrap: s.cfg.FlowControl})
 	}
-	chain = append(chain, filters.Authorization())
+	chain = append(chain, filters.Authorization(s.cfg.Authorizer))
 	if s.cfg.ClientSkew != nil {
 		chain = append(chain, filters.Filter{Name: "client-skew", Wrap: s.cfg.ClientSkew})
 	}

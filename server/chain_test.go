@@ -39,8 +39,12 @@ func TestChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	authz, err := auth.NewAuthorization([]string{auth.ModeAuthenticatedRead}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, err := New(Config{
-		Registry: registry.New(), Store: store.NewStore(storage.New(nil, "/registry")), Authenticator: authn,
+		Registry: registry.New(), Store: store.NewStore(storage.New(nil, "/registry")), Authenticator: authn, Authorizer: authz,
 		Profiling: true, ClientSkew: func(h http.Handler) http.Handler { return h }, StorageVersionBarrier: refuseWrites,
 		FlowControl: func(h http.Handler) http.Handler { return h },
 	})
@@ -108,7 +112,11 @@ func TestNewWithoutMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Registry: registry.New(), Store: store.NewStore(storage.New(nil, "/registry")), Authenticator: authn})
+	authz, err := auth.NewAuthorization([]string{auth.ModeAlwaysDeny}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Registry: registry.New(), Store: store.NewStore(storage.New(nil, "/registry")), Authenticator: authn, Authorizer: authz})
 	if err != nil {
 		t.Fatal(err)
 	}

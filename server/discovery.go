@@ -20,6 +20,17 @@ import (
 
 var resourceVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 
+// reviewVerbs are the verbs of reviews, which are created and answered only.
+var reviewVerbs = metav1.Verbs{"create"}
+
+// verbs returns the verbs res serves.
+func verbs(res *registry.Resource) metav1.Verbs {
+	if !res.Persisted() {
+		return reviewVerbs
+	}
+	return resourceVerbs
+}
+
 // serveDiscovery answers /api, /api/v1, /apis, /apis/<group> and
 // /apis/<group>/<version> from the registry as it is now, and aggregated discovery
 // (apidiscovery.k8s.io v2 or v2beta1) on /api and /apis when Accept asks for it.
@@ -124,7 +135,7 @@ func apiResources(res *registry.Resource, version string) []metav1.APIResource {
 		SingularName:       res.Names.Singular,
 		Namespaced:         res.Namespaced,
 		Kind:               res.Names.Kind,
-		Verbs:              resourceVerbs,
+		Verbs:              verbs(res),
 		ShortNames:         res.Names.ShortNames,
 		Categories:         res.Names.Categories,
 		StorageVersionHash: res.StorageVersionHash(),
@@ -184,7 +195,7 @@ func (s *Server) serveAggregated(w http.ResponseWriter, r *http.Request, core bo
 					ResponseKind:     &metav1.GroupVersionKind{Group: res.Group, Version: gv.Version, Kind: res.Names.Kind},
 					Scope:            scope,
 					SingularResource: res.Names.Singular,
-					Verbs:            resourceVerbs,
+					Verbs:            verbs(res),
 					ShortNames:       res.Names.ShortNames,
 					Categories:       res.Names.Categories,
 				}

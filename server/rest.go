@@ -49,6 +49,14 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}
 		addWarning(w, msg)
 	}
+	switch {
+	case !q.res.Persisted() && info.Verb == "create":
+		s.serveReview(w, r, q)
+		return
+	case !q.res.Persisted():
+		respond.Error(w, r, apierrors.NewMethodNotSupported(q.gr(), info.Verb))
+		return
+	}
 	switch info.Verb {
 	case "get":
 		s.serveGet(w, r, q)

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"k8s.io/apiserver/pkg/admission"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -24,6 +23,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/klog/v2"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	Store *store.Store
 	// Authenticator authenticates bearer tokens.
 	Authenticator *auth.TokenAuthenticator
+	// Authorizer decides every request after authentication (auth.NewAuthorization:
+	// the --authorization-mode modes).
+	Authorizer authorizer.Authorizer
 	// Health holds the health checks; the server adds its own.
 	Health *health.Endpoints
 	// Metrics registers the server's metrics and serves /metrics.
@@ -95,8 +99,8 @@ type Server struct {
 
 // New builds a server from cfg, applying defaults.
 func New(cfg Config) (*Server, error) {
-	if cfg.Registry == nil || cfg.Store == nil || cfg.Authenticator == nil {
-		return nil, errors.New("server: Registry, Store and Authenticator are required")
+	if cfg.Registry == nil || cfg.Store == nil || cfg.Authenticator == nil || cfg.Authorizer == nil {
+		return nil, errors.New("server: Registry, Store, Authenticator and Authorizer are required")
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()

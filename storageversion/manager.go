@@ -184,12 +184,14 @@ func (m *Manager) Run(ctx context.Context) error {
 	return nil
 }
 
-// trackBuiltins tracks every resource of the registry as built-in and queues it.
+// trackBuiltins tracks every persisted built-in resource of the registry and
+// queues it. Reviews store nothing: they have no entry, and the barrier lets them
+// pass (the KEP's "not persisted" exemption).
 func (m *Manager) trackBuiltins(ctx context.Context) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, res := range m.cfg.Registry.Resources() {
-		if res.Owner != nil {
+		if res.Owner != nil || !res.Persisted() {
 			continue
 		}
 		t := m.trackLocked(res.GroupResource(), false)

@@ -47,7 +47,7 @@ func Releases(ctx context.Context, cat *catalog.Catalog, to, emulation string) (
 
 // BuildRelease returns what a server of binary version binary, with the given
 // emulation and minimum compatibility versions ("" for the defaults) and no other
-// flags, serves, decodes and stores: the compatibility package's resources with
+// flags, serves, decodes and stores (reviews, which store nothing, left out): the compatibility package's resources with
 // package builtin's own definitions (builtin.Configure), and the CustomResourceDefinition
 // resource every server has.
 func BuildRelease(ctx context.Context, cat *catalog.Catalog, binary, emulation, minCompatibility string) (Release, error) {
@@ -74,7 +74,9 @@ func BuildRelease(ctx context.Context, cat *catalog.Catalog, binary, emulation, 
 	rel := Release{Binary: v.Binary.String(), Emulation: v.Emulation.String(), MinCompatibility: v.MinCompatibility.String(),
 		Resources: map[schema.GroupResource]Served{}}
 	for _, r := range resources {
-		rel.Resources[r.GroupResource()] = served(r)
+		if r.Persisted() { // reviews store nothing to decode
+			rel.Resources[r.GroupResource()] = served(r)
+		}
 	}
 	return rel, nil
 }

@@ -6,6 +6,11 @@ import (
 	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authenticationv1alpha1 "k8s.io/api/authentication/v1alpha1"
+	authenticationv1beta1 "k8s.io/api/authentication/v1beta1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	authorizationv1beta1 "k8s.io/api/authorization/v1beta1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -22,6 +27,8 @@ import (
 	flowcontrolv1beta3 "k8s.io/api/flowcontrol/v1beta3"
 	networkingv1 "k8s.io/api/networking/v1"
 	networkingv1beta1 "k8s.io/api/networking/v1beta1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	rbacv1beta1 "k8s.io/api/rbac/v1beta1"
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	storagemigrationv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -98,6 +105,66 @@ var resources = []resourceSpec{
 			{Name: "Pod Labels", Type: "string", JSONPath: ".template.metadata.labels"},
 		},
 		versions: []versionSpec{{name: "v1", obj: &corev1.PodTemplate{}}},
+	},
+	// RBAC: package rbac enforces the roles and bindings (the authorizer, the
+	// escalation and bind checks) and validates them; rbac/bootstrap creates the
+	// default roles and aggregates ClusterRoles.
+	{
+		group: "rbac.authorization.k8s.io", plural: "roles", namespaced: true,
+		columns:  []apiextensionsv1.CustomResourceColumnDefinition{createdAt},
+		versions: rbacVersions(&rbacv1.Role{}, &rbacv1beta1.Role{}),
+	},
+	{
+		group: "rbac.authorization.k8s.io", plural: "clusterroles",
+		columns:  []apiextensionsv1.CustomResourceColumnDefinition{createdAt},
+		versions: rbacVersions(&rbacv1.ClusterRole{}, &rbacv1beta1.ClusterRole{}),
+	},
+	{
+		group: "rbac.authorization.k8s.io", plural: "rolebindings", namespaced: true,
+		columns:  bindingColumns,
+		versions: rbacVersions(&rbacv1.RoleBinding{}, &rbacv1beta1.RoleBinding{}),
+	},
+	{
+		group: "rbac.authorization.k8s.io", plural: "clusterrolebindings",
+		columns:  bindingColumns,
+		versions: rbacVersions(&rbacv1.ClusterRoleBinding{}, &rbacv1beta1.ClusterRoleBinding{}),
+	},
+	// Reviews: created and answered, never stored (builtin gives them their answers).
+	{
+		group: "authentication.k8s.io", plural: "selfsubjectreviews",
+		versions: []versionSpec{
+			{name: "v1", obj: &authenticationv1.SelfSubjectReview{}},
+			{name: "v1beta1", obj: &authenticationv1beta1.SelfSubjectReview{}},
+			{name: "v1alpha1", obj: &authenticationv1alpha1.SelfSubjectReview{}},
+		},
+	},
+	{
+		group: "authorization.k8s.io", plural: "subjectaccessreviews",
+		versions: []versionSpec{
+			{name: "v1", obj: &authorizationv1.SubjectAccessReview{}},
+			{name: "v1beta1", obj: &authorizationv1beta1.SubjectAccessReview{}},
+		},
+	},
+	{
+		group: "authorization.k8s.io", plural: "selfsubjectaccessreviews",
+		versions: []versionSpec{
+			{name: "v1", obj: &authorizationv1.SelfSubjectAccessReview{}},
+			{name: "v1beta1", obj: &authorizationv1beta1.SelfSubjectAccessReview{}},
+		},
+	},
+	{
+		group: "authorization.k8s.io", plural: "localsubjectaccessreviews", namespaced: true,
+		versions: []versionSpec{
+			{name: "v1", obj: &authorizationv1.LocalSubjectAccessReview{}},
+			{name: "v1beta1", obj: &authorizationv1beta1.LocalSubjectAccessReview{}},
+		},
+	},
+	{
+		group: "authorization.k8s.io", plural: "selfsubjectrulesreviews",
+		versions: []versionSpec{
+			{name: "v1", obj: &authorizationv1.SelfSubjectRulesReview{}},
+			{name: "v1beta1", obj: &authorizationv1beta1.SelfSubjectRulesReview{}},
+		},
 	},
 	// Events of both groups, each stored on its own: Kubernetes keeps them in one
 	// place, as one resource with renamed fields, which the registry cannot express.
@@ -295,5 +362,31 @@ func eventColumns(lastSeen, object, message string) []apiextensionsv1.CustomReso
 		{Name: "Reason", Type: "string", JSONPath: ".reason"},
 		{Name: "Object", Type: "string", JSONPath: object},
 		{Name: "Message", Type: "string", JSONPath: message},
+	}
+}
+
+// createdAt is the column kubectl shows for roles: when they were created.
+var createdAt = apiextensionsv1.CustomResourceColumnDefinition{Name: "Created At", Type: "string", Format: "date-time", JSONPath: ".metadata.creationTimestamp"}
+
+// bindingColumns are kubectl's columns of role bindings: the role as Kind/name (a
+// table hook computes it), the age, and who is bound (wide output).
+var bindingColumns = []apiextensionsv1.CustomResourceColumnDefinition{
+	{Name: "Role", Type: "string", JSONPath: ".roleRef.name"},
+	{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+	{Name: "Users", Type: "string", Priority: 1, JSONPath: ".subjects[?(@.kind==\"User\")].name"},
+	{Name: "Groups", Type: "string", Priority: 1, JSONPath: ".subjects[?(@.kind==\"Group\")].name"},
+	{Name: "ServiceAccounts", Type: "string", Priority: 1, JSONPath: ".subjects[?(@.kind==\"ServiceAccount\")].name"},
+}
+
+// rbacVersions are the versions of an RBAC resource: v1 and v1beta1 from their Go
+// types, and v1alpha1, whose type has no lifecycle, from its history.
+func rbacVersions(v1, v1beta1 any) []versionSpec {
+	return []versionSpec{
+		{name: "v1", obj: v1},
+		{name: "v1beta1", obj: v1beta1},
+		{name: "v1alpha1", schemaOf: "v1beta1", history: &history{
+			introduced: "1.6", deprecated: "1.17", removed: "1.22", replacement: "v1",
+			source: "Kubernetes deprecated API migration guide: rbac.authorization.k8s.io/v1beta1 and v1alpha1 no longer served as of 1.22, deprecated in 1.17",
+		}},
 	}
 }

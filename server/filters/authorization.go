@@ -6,11 +6,12 @@ import (
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/server/request"
 	"github.com/concordproject/concord/server/respond"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
-// Authorization asks auth.Authorize about every request, with the user authentication
-// found and the request info, and answers 403 when it says no.
-func Authorization() Filter {
+// Authorization asks authz about every request, with the user authentication found
+// and the request info, and answers 403 unless it allows.
+func Authorization(authz authorizer.Authorizer) Filter {
 	return Filter{Name: "authorization", Wrap: func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info, _ := request.InfoFrom(r.Context())
@@ -23,7 +24,7 @@ func Authorization() Filter {
 				Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name,
 				ResourceRequest: info.IsResourceRequest, Path: r.URL.Path,
 			}
-			if ok, reason := auth.Authorize(attrs); !ok {
+			if ok, reason := auth.Decide(r.Context(), authz, attrs); !ok {
 				respond.Error(w, r, auth.Forbidden(attrs, reason))
 				return
 			}

@@ -133,7 +133,11 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestAuthorization(t *testing.T) {
-	chain := []filters.Filter{filters.RequestInfo(), filters.Authorization()}
+	authz, err := auth.NewAuthorization([]string{auth.ModeAuthenticatedRead}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := []filters.Filter{filters.RequestInfo(), filters.Authorization(authz)}
 	as := func(r *http.Request, u auth.User) *http.Request { return r.WithContext(auth.WithUser(r.Context(), u)) }
 	reader := auth.User{Name: "alice", Groups: []string{auth.GroupAuthenticated}}
 	admin := auth.User{Name: "root", Groups: []string{auth.GroupMasters, auth.GroupAuthenticated}}

@@ -151,6 +151,10 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--max-requests-inflight", "-1"}, "must not be negative"},
 		{[]string{"server", "--max-requests-inflight", "0", "--max-mutating-requests-inflight", "0"}, "must be at least 1 with --enable-priority-and-fairness"},
 		{[]string{"server", "--runtime-config", "flowcontrol.apiserver.k8s.io/v1=false"}, "--enable-priority-and-fairness needs flowcontrol.apiserver.k8s.io/v1 served"},
+		{[]string{"server", "--authorization-mode", "ABAC"}, `--authorization-mode: invalid authorization mode "ABAC": allowed modes are RBAC, AuthenticatedRead, AlwaysAllow, AlwaysDeny`},
+		{[]string{"server", "--authorization-mode", "RBAC,RBAC"}, `--authorization-mode: invalid authorization mode: "RBAC" given twice`},
+		{[]string{"server", "--authorization-mode", ""}, "--authorization-mode: invalid authorization mode: at least one of RBAC, AuthenticatedRead, AlwaysAllow, AlwaysDeny is required"},
+		{[]string{"server", "--runtime-config", "rbac.authorization.k8s.io/v1=false"}, "--authorization-mode=RBAC needs roles.rbac.authorization.k8s.io served in v1"},
 		{[]string{"etcd", "--listen-client-urls", "::bad"}, "--listen-client-urls"},
 		// Compatibility versions (KEP-4330).
 		{[]string{"server", "--emulation-version", "1.38"}, "emulation version 1.38 is not between [1.34, 1.37]"},

@@ -81,9 +81,14 @@ func TestReadersMayReadButNotWrite(t *testing.T) {
 	cfg := rest.CopyConfig(c.Servers[0].Config())
 	cfg.BearerToken = "reader-token"
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	if _, err := cs.CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{}); err != nil {
-		t.Fatalf("reader get: %v", err)
+	if _, err := cs.CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("reader get without a grant: %v, want 403", err)
 	}
+	grantRead(t, c.Servers[0].Clientset(t), "reader", "", "namespaces")
+	eventually(t, "reader gets once granted", func() error {
+		_, err := cs.CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{})
+		return err
+	})
 	_, err := cs.CoreV1().ConfigMaps("default").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "nope"}}, metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "reader" cannot create resource "configmaps"`) {
 		t.Fatalf("reader create: %v, want 403 naming the user and verb", err)
@@ -92,7 +97,7 @@ func TestReadersMayReadButNotWrite(t *testing.T) {
 		t.Fatalf("reader raw list: %d", code)
 	}
 	// Profiles are for administrators, and --profiling=false serves none.
-	if code, body := get(t, cfg, "/debug/pprof/"); code != http.StatusForbidden || !strings.Contains(body, "profiles") {
+	if code, body := get(t, cfg, "/debug/pprof/"); code != http.StatusForbidden || !strings.Contains(body, `User \"reader\" cannot get path \"/debug/pprof/\"`) {
 		t.Fatalf("reader /debug/pprof/: %d %s, want 403", code, body)
 	}
 	if code, _ := get(t, c.Servers[0].Config(), "/debug/pprof/"); code != http.StatusNotFound {

@@ -291,10 +291,12 @@ func TestImpersonation(t *testing.T) {
 	}
 
 	// An administrator impersonating a user who may only read cannot write.
+	grantRead(t, s.Clientset(t), "bob", "", "namespaces")
 	asBob := kubernetes.NewForConfigOrDie(asUser(s.Config(), "bob"))
-	if _, err := asBob.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
-		t.Fatalf("bob reads: %v", err)
-	}
+	eventually(t, "bob reads", func() error {
+		_, err := asBob.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+		return err
+	})
 	_, err := asBob.CoreV1().ConfigMaps("default").Create(ctx, configMap("by-bob", nil), metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "bob" cannot create`) {
 		t.Fatalf("bob creates: %v, want 403 for bob", err)

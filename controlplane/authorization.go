@@ -1,0 +1,149 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/lifecycle"
+	"github.com/concordproject/concord/rbac"
+	"github.com/concordproject/concord/rbac/bootstrap"
+	"github.com/concordproject/concord/reconcile"
+	"github.com/concordproject/concord/registry/store"
+	"github.com/google/uuid"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	rbaclisters "k8s.io/client-go/listers/rbac/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+)
+
+// errRBACNotSynced: the RBAC informers have not read the roles and bindings yet.
+var errRBACNotSynced = errors.New("the roles and bindings have not been read yet")
+
+// rbacBootstrapHook is the post-start hook of the bootstrap roles, named as
+// kube-apiserver's.
+const rbacBootstrapHook = "rbac/bootstrap-roles"
+
+// aggregationLease is the lease of the ClusterRole aggregation controller's election.
+const aggregationLease = "concord-clusterrole-aggregation"
+
+// rbacParts are RBAC's parts of a server: in-process informers of the roles and
+// bindings (typed, read from the object store), the authorizer over them, and the
+// escalation check of the admission chain.
+type rbacParts struct {
+	informers    []cache.SharedIndexInformer
+	clusterRoles cache.SharedIndexInformer
+	authorizer   *rbac.Authorizer
+}
+
+// newAuthorization builds the server's authorizer from --authorization-mode. With RBAC,
+// its informers read the object store (started by startRBAC once the registry is
+// filled).
+func (i *Instance) newAuthorization() (*auth.Authorization, error) {
+	modes := i.opts.AuthorizationModes
+	if !slices.Contains(modes, auth.ModeRBAC) {
+		return auth.NewAuthorization(modes, nil)
+	}
+	typed := func(gr schema.GroupResource, newObj func() runtime.Object) cache.SharedIndexInformer {
+		inf := i.Store.NewInformer(store.Source{Registry: i.Registry, Resource: gr, Version: "v1"},
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		_ = inf.SetTransform(func(obj interface{}) (interface{}, error) {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				return obj, nil
+			}
+			out := newObj()
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+				return nil, fmt.Errorf("reading %s %s: %w", gr, u.GetName(), err)
+			}
+			return out, nil
+		})
+		i.parts.rbac.informers = append(i.parts.rbac.informers, inf)
+		return inf
+	}
+	roles := typed(rbac.RolesGR, func() runtime.Object { return &rbacv1.Role{} })
+	roleBindings := typed(rbac.RoleBindingsGR, func() runtime.Object { return &rbacv1.RoleBinding{} })
+	clusterRoles := typed(rbac.ClusterRolesGR, func() runtime.Object { return &rbacv1.ClusterRole{} })
+	clusterRoleBindings := typed(rbac.ClusterRoleBindingsGR, func() runtime.Object { return &rbacv1.ClusterRoleBinding{} })
+	i.parts.rbac.clusterRoles = clusterRoles
+	i.parts.rbac.authorizer = rbac.NewAuthorizer(rbac.Listers{
+		Roles:               rbaclisters.NewRoleLister(roles.GetIndexer()),
+		RoleBindings:        rbaclisters.NewRoleBindingLister(roleBindings.GetIndexer()),
+		ClusterRoles:        rbaclisters.NewClusterRoleLister(clusterRoles.GetIndexer()),
+		ClusterRoleBindings: rbaclisters.NewClusterRoleBindingLister(clusterRoleBindings.GetIndexer()),
+	})
+	return auth.NewAuthorization(modes, i.parts.rbac.authorizer)
+}
+
+// startRBAC starts the RBAC informers; ready once they have read every role and
+// binding, so that the server decides with them from its first request.
+func (i *Instance) startRBAC(ctx context.Context) error {
+	infs := i.parts.rbac.informers
+	if len(infs) == 0 {
+		return nil
+	}
+	for _, gr := range []schema.GroupResource{rbac.RolesGR, rbac.RoleBindingsGR, rbac.ClusterRolesGR, rbac.ClusterRoleBindingsGR} {
+		if res := i.Registry.Get(gr); res == nil || res.ServedVersion("v1") == nil {
+			return fmt.Errorf("--authorization-mode=%s needs %s served in v1 (see --runtime-config)", auth.ModeRBAC, gr)
+		}
+	}
+	return i.start(ctx, lifecycle.Component{Name: "rbac-informers",
+		Run: func(ctx context.Context) error {
+			reconcile.StartInformers(ctx, infs...)()
+			return nil
+		},
+		Ready: func() error {
+			for _, inf := range infs {
+				if !inf.HasSynced() {
+					return errRBACNotSynced
+				}
+			}
+			return nil
+		},
+	})
+}
+
+// bootstrapRBAC creates the default roles and bindings (and adds what a newer
+// release gives those still marked for automatic update), then starts the ClusterRole
+// aggregation controller, leader-elected among the servers.
+func (i *Instance) bootstrapRBAC(ctx context.Context) error {
+	if i.parts.rbac.authorizer == nil {
+		return nil
+	}
+	client, err := kubernetes.NewForConfig(i.LoopbackConfig())
+	if err != nil {
+		return err
+	}
+	if err := bootstrap.Ensure(ctx, client); err != nil {
+		return fmt.Errorf("creating the bootstrap roles: %w", err)
+	}
+	i.parts.rbacHook.Done()
+	holder := i.ServerID + "_" + uuid.NewString()
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: identity.Namespace, Name: aggregationLease},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: holder},
+	}
+	election := reconcile.Election{Name: aggregationLease, Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+	return i.start(ctx, lifecycle.Component{Name: "clusterrole-aggregation", Run: func(ctx context.Context) error {
+		return reconcile.RunElected(ctx, election, func(ctx context.Context) {
+			agg, err := bootstrap.NewAggregator(client, i.parts.rbac.clusterRoles)
+			if err == nil {
+				err = agg.Run(ctx)
+			}
+			if err != nil && ctx.Err() == nil {
+				klog.FromContext(ctx).Error(err, "The ClusterRole aggregation controller stopped")
+			}
+		})
+	}})
+}

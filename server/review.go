@@ -1,0 +1,49 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/concordproject/concord/server/respond"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// serveReview answers the creation of a review (TokenReview, SubjectAccessReview,
+// ...): the object is decoded and checked like any creation, converted to the
+// resource's storage version for its Review hook, and the answer goes back in the
+// request's version, 201 Created, as Kubernetes answers. Nothing is stored, so a dry
+// run is answered the same way.
+func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *apiRequest) {
+	ctx := r.Context()
+	wr, err := parseWrite(r)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	obj, warnings, err := decodeRequestObject(r, wr.body, q.res, q.version.Name, wr.validation)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	if q.res.Namespaced {
+		if ns := obj.GetNamespace(); ns != "" && ns != q.info.Namespace {
+			respond.Error(w, r, apierrors.NewBadRequest("namespace of the request object does not match the namespace of the URL"))
+			return
+		}
+		obj.SetNamespace(q.info.Namespace)
+	}
+	if err := q.res.Convert(ctx, []*unstructured.Unstructured{obj}, q.res.StorageVersion); err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	answer, err := q.res.Hooks.Review(ctx, obj)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	if err := q.res.Convert(ctx, []*unstructured.Unstructured{answer}, q.version.Name); err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	s.writeWritten(w, r, q, answer, true, warnings)
+}
