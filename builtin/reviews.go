@@ -65,7 +65,12 @@ func reviewConfigurers(opts Options) map[schema.GroupResource]func(*registry.Res
 	}
 }
 
+// setReview makes r a review answered by review. Its status is part of the answer,
+// not a subresource.
 func setReview(r *registry.Resource, review func(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)) error {
+	for i := range r.Versions {
+		r.Versions[i].Subresources = nil
+	}
 	if r.Hooks == nil {
 		r.Hooks = &registry.Hooks{}
 	}

@@ -181,6 +181,22 @@ func checkReviews(t *testing.T, c *harness.Cluster, admin, alice kubernetes.Inte
 		t.Errorf("GET subjectaccessreviews: %d %s, want 405", resp.StatusCode, body)
 	}
 	checkNothingStored(t, c, "authorization.k8s.io")
+	if _, err := admin.InternalV1alpha1().StorageVersions().Get(ctx, "authorization.k8s.io.subjectaccessreviews", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the StorageVersion of subjectaccessreviews: %v, want 404 (reviews store nothing)", err)
+	}
+	list, err := admin.Discovery().ServerResourcesForGroupVersion("authorization.k8s.io/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range list.APIResources {
+		if !slices.Equal(r.Verbs, metav1.Verbs{"create"}) {
+			t.Errorf("discovery: %s has verbs %v, want [create]", r.Name, r.Verbs)
+		}
+	}
+	_, doc := do(t, c.Servers[0].Config(), http.MethodGet, "/openapi/v3/apis/authorization.k8s.io/v1", nil)
+	if !strings.Contains(doc, `"/apis/authorization.k8s.io/v1/subjectaccessreviews":{"post"`) || strings.Contains(doc, `/apis/authorization.k8s.io/v1/subjectaccessreviews/{name}`) {
+		t.Errorf("OpenAPI v3 of authorization.k8s.io/v1 does not show subjectaccessreviews as create-only")
+	}
 }
 
 // checkKubectlAuth: kubectl auth can-i and whoami, as alice, answer from the reviews.
