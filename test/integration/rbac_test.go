@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 )
 
 // rbacTokens are the users of the RBAC tests besides the admin.
@@ -380,5 +381,84 @@ func grantRead(t *testing.T, admin kubernetes.Interface, user, group, resource s
 	}
 	if _, err := admin.RbacV1().ClusterRoleBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRBACBootstrap: a starting server creates the default roles that are missing and
+// gives back what a default role still marked for automatic update lost, keeping what
+// an administrator added; a role marked autoupdate "false" is left as edited.
+func TestRBACBootstrap(t *testing.T) {
+	c := harness.Start(t, 1, withTokens(t, rbacTokens))
+	ctx := t.Context()
+	roles := c.Servers[0].Clientset(t).RbacV1().ClusterRoles()
+	if err := roles.Delete(ctx, "system:basic-user", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	edit, err := roles.Get(ctx, "system:aggregate-to-edit", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := slices.Clone(edit.Rules)
+	added := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{"example.com"}, Resources: []string{"gadgets"}}
+	edit.Rules = append(edit.Rules[1:], added) // one default rule lost, one rule added
+	if _, err := roles.Update(ctx, edit, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	view, err := roles.Get(ctx, "system:aggregate-to-view", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view.Annotations[rbacv1.AutoUpdateAnnotationKey] = "false"
+	view.Rules = view.Rules[1:]
+	if view, err = roles.Update(ctx, view, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	c.Servers[0].Restart(t)
+	roles = c.Servers[0].Clientset(t).RbacV1().ClusterRoles()
+	if _, err := roles.Get(ctx, "system:basic-user", metav1.GetOptions{}); err != nil {
+		t.Errorf("system:basic-user after a restart: %v", err)
+	}
+	edit, err = roles.Get(ctx, "system:aggregate-to-edit", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if covers, missing := rbacvalidation.Covers(edit.Rules, defaults); !covers {
+		t.Errorf("system:aggregate-to-edit after a restart lacks default rules: %v", missing)
+	}
+	if !slices.ContainsFunc(edit.Rules, func(r rbacv1.PolicyRule) bool { return slices.Equal(r.Resources, added.Resources) }) {
+		t.Errorf("system:aggregate-to-edit after a restart lost the added rule")
+	}
+	after, err := roles.Get(ctx, "system:aggregate-to-view", metav1.GetOptions{})
+	if err != nil || len(after.Rules) != len(view.Rules) {
+		t.Errorf("system:aggregate-to-view (autoupdate false) after a restart: %d rules, want %d as edited (%v)", len(after.Rules), len(view.Rules), err)
+	}
+
+	// An RBAC grant to impersonate a user lets alice act as that user, only.
+	admin := c.Servers[0].Clientset(t)
+	impersonator := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "impersonate-bob"}, Rules: []rbacv1.PolicyRule{{
+		Verbs: []string{"impersonate"}, APIGroups: []string{""}, Resources: []string{"users"}, ResourceNames: []string{"bob"},
+	}}}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, impersonator, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "alice-impersonates-bob"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "impersonate-bob"},
+		Subjects:   []rbacv1.Subject{userSubject("alice")},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	alice := withToken(c.Servers[0].Config(), "alice-token")
+	eventually(t, "alice acts as bob", func() error {
+		who, err := kubernetes.NewForConfigOrDie(asUser(alice, "bob")).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err == nil && who.Status.UserInfo.Username != "bob" {
+			err = errNotYet
+		}
+		return err
+	})
+	_, err = kubernetes.NewForConfigOrDie(asUser(alice, "carol")).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `cannot impersonate resource "users"`) {
+		t.Errorf("alice acts as carol: %v, want 403", err)
 	}
 }
