@@ -12,9 +12,16 @@ import (
 // ...): the object is decoded and checked like any creation, converted to the
 // resource's storage version for its Review hook, and the answer goes back in the
 // request's version, 201 Created, as Kubernetes answers. Nothing is stored, so a dry
-// run is answered the same way.
+// run is answered the same way. Asked for a Table or metadata alone, it answers 406,
+// as Kubernetes does.
 func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *apiRequest) {
 	ctx := r.Context()
+	if q.out.Output != respond.OutputObject {
+		// A review is an answer, not a listed object: no Table, no metadata alone.
+		respond.Error(w, r, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", q.gr(), "",
+			"a review is answered as the object itself: as=Table and as=PartialObjectMetadata are not served", 0, false))
+		return
+	}
 	wr, err := parseWrite(r)
 	if err != nil {
 		respond.Error(w, r, err)

@@ -181,6 +181,13 @@ func checkReviews(t *testing.T, c *harness.Cluster, admin, alice kubernetes.Inte
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET subjectaccessreviews: %d %s, want 405", resp.StatusCode, body)
 	}
+	err = alice.AuthorizationV1().RESTClient().Post().Resource("selfsubjectaccessreviews").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Body(&authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/", Verb: "get"}},
+	}).Do(ctx).Error()
+	if st, ok := err.(apierrors.APIStatus); !ok || st.Status().Code != http.StatusNotAcceptable {
+		t.Errorf("a review asked for as a Table: %v, want 406", err)
+	}
 	checkNothingStored(t, c, "authorization.k8s.io")
 	if _, err := admin.InternalV1alpha1().StorageVersions().Get(ctx, "authorization.k8s.io.subjectaccessreviews", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the StorageVersion of subjectaccessreviews: %v, want 404 (reviews store nothing)", err)
