@@ -47,6 +47,7 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		deploymentsGR:                configureDeployments,
 		replicaSetsGR:                configureReplicaSets,
 		podTemplatesGR:               configurePodTemplates,
+		secretsGR:                    configureSecrets,
 		coreEventsGR:                 func(r *registry.Resource) error { return configureEvents(r, coreEventFields, opts.EventTTL) },
 		eventsGR:                     func(r *registry.Resource) error { return configureEvents(r, eventsEventFields, opts.EventTTL) },
 	}

@@ -20,6 +20,7 @@ func TestDefaultAPIs(t *testing.T) {
 		"v1/namespaces",
 		"v1/podtemplates",
 		"v1/resourcequotas",
+		"v1/secrets",
 		"admissionregistration.k8s.io/v1/mutatingadmissionpolicies",
 		"admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings",
 		"admissionregistration.k8s.io/v1/validatingadmissionpolicies",

@@ -31,9 +31,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, q *apiRequest
 	}
 	ref := store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}
 	if n, ok := s.encodedListNegotiation(r, q); ok {
+		builtin := respond.ProtobufKind(q.res.GroupVersion(q.version.Name).WithKind(q.res.Names.Kind))
 		l, err := s.cfg.Store.ListEncoded(r.Context(), ref, opts, store.ItemEncoder{
-			Format: respond.ItemFormat(n),
-			Encode: func(o *registry.Object) ([]byte, error) { return respond.EncodeItem(n, o) },
+			Format: respond.ListItemFormat(n, builtin),
+			Encode: func(o *registry.Object) ([]byte, error) { return respond.EncodeListItem(n, builtin, o) },
 		})
 		if err != nil {
 			respond.Error(w, r, err)

@@ -203,9 +203,9 @@ func (s *Server) watchObject(r *http.Request, q *apiRequest, ev watch.Event, col
 	}
 	switch q.out.Output {
 	case respond.OutputTable:
-		if ev.Type == watch.Bookmark {
-			return toPartial(u), nil
-		}
+		// Bookmarks too are Tables, of one row whose object carries their metadata (the
+		// end of the initial events of a watch list is in its annotations), as
+		// Kubernetes sends them: a reflector cannot take Tables for objects.
 		t, err := s.table(r, q, []unstructured.Unstructured{*u}, &metav1.ListMeta{ResourceVersion: u.GetResourceVersion()})
 		if err != nil {
 			return nil, err

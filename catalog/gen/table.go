@@ -85,6 +85,17 @@ var resources = []resourceSpec{
 		group: "", plural: "configmaps", namespaced: true, shortNames: []string{"cm"},
 		versions: []versionSpec{{name: "v1", obj: &corev1.ConfigMap{}}},
 	},
+	// Secrets: builtin gives them Kubernetes' behaviour (stringData, the types' keys,
+	// immutability); readable only with a grant (RBAC's view role has none).
+	{
+		group: "", plural: "secrets", namespaced: true,
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Type", Type: "string", JSONPath: ".type"},
+			{Name: "Data", Type: "integer", JSONPath: ".data"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		versions: []versionSpec{{name: "v1", obj: &corev1.Secret{}}},
+	},
 	// Resource quotas: package quota enforces them (admission) and keeps their status
 	// (its usage controller). REQUEST and LIMIT are computed by its table hook.
 	{

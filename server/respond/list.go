@@ -54,6 +54,35 @@ func EncodeItem(n Negotiation, u *unstructured.Unstructured) ([]byte, error) {
 	return m.Marshal()
 }
 
+// Kubernetes writes the JSON items of a built-in kind's list without apiVersion and
+// kind (its typed lists' items have none: clients decode them as the list's), while
+// watch events and the items of custom resources carry both.
+const jsonListItemFormat = "json-list-item"
+
+// ListItemFormat is ItemFormat for the items of a list of a built-in kind (builtin)
+// or not.
+func ListItemFormat(n Negotiation, builtin bool) string {
+	if f := ItemFormat(n); f != "json" || !builtin {
+		return f
+	}
+	return jsonListItemFormat
+}
+
+// EncodeListItem is EncodeItem for the items of a list of a built-in kind (builtin) or
+// not: JSON items of built-in kinds have no apiVersion and kind.
+func EncodeListItem(n Negotiation, builtin bool, u *unstructured.Unstructured) ([]byte, error) {
+	if ListItemFormat(n, builtin) != jsonListItemFormat {
+		return EncodeItem(n, u)
+	}
+	m := make(map[string]interface{}, len(u.Object))
+	for k, v := range u.Object {
+		if k != "apiVersion" && k != "kind" {
+			m[k] = v
+		}
+	}
+	return AppendJSON(nil, m)
+}
+
 // List writes l with code 200 in the representation n, JSON, CBOR or protobuf, as
 // EncodeItem encoded its items (YAML answers are written by Object).
 func List(w http.ResponseWriter, r *http.Request, n Negotiation, l *EncodedList) {

@@ -356,6 +356,9 @@ func TestAuthorizationModes(t *testing.T) {
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "authenticated users may only get, list and watch") {
 		t.Fatalf("alice creates: %v, want 403", err)
 	}
+	if _, err := alice.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "secrets are reserved") {
+		t.Errorf("alice lists secrets in AuthenticatedRead mode: %v, want 403", err)
+	}
 	for _, tc := range []struct {
 		verb string
 		want bool
