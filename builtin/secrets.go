@@ -50,7 +50,9 @@ func configureSecrets(res *registry.Resource) error {
 	res.Hooks = &registry.Hooks{
 		PrepareForCreate: func(_ context.Context, obj *unstructured.Unstructured) { prepareSecret(obj.Object) },
 		PrepareForUpdate: func(_ context.Context, obj, _ *unstructured.Unstructured) { prepareSecret(obj.Object) },
-		Validate:         func(_ context.Context, obj *unstructured.Unstructured) field.ErrorList { return validateSecret(obj.Object) },
+		Validate: func(_ context.Context, obj *unstructured.Unstructured) field.ErrorList {
+			return validateSecret(obj.Object)
+		},
 		ValidateUpdate: func(_ context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
 			return append(validateSecret(obj.Object), validateSecretUpdate(obj.Object, old.Object)...)
 		},

@@ -86,7 +86,10 @@ func TestSecrets(t *testing.T) {
 		return err
 	})
 	for _, read := range []func() error{
-		func() error { _, err := alice.CoreV1().Secrets("default").Get(ctx, "db", metav1.GetOptions{}); return err },
+		func() error {
+			_, err := alice.CoreV1().Secrets("default").Get(ctx, "db", metav1.GetOptions{})
+			return err
+		},
 		func() error { _, err := alice.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{}); return err },
 		func() error { _, err := alice.CoreV1().Secrets("").List(ctx, metav1.ListOptions{}); return err },
 		func() error { _, err := alice.CoreV1().Secrets("default").Watch(ctx, metav1.ListOptions{}); return err },
