@@ -49,14 +49,18 @@ type ClusterCredentials struct {
 	// AdminToken is the bearer token of the cluster administrator (AdminUser, in
 	// GroupMasters).
 	AdminToken string
+	// ServiceAccountKey is the PEM-encoded private key every server signs service
+	// account tokens with (and verifies them by).
+	ServiceAccountKey []byte
 }
 
 // storedCredentials is the JSON record in etcd. PEM blocks are kept as strings so the
 // record stays readable with etcdctl.
 type storedCredentials struct {
-	CACert     string `json:"caCert"`
-	CAKey      string `json:"caKey"`
-	AdminToken string `json:"adminToken"`
+	CACert            string `json:"caCert"`
+	CAKey             string `json:"caKey"`
+	AdminToken        string `json:"adminToken"`
+	ServiceAccountKey string `json:"serviceAccountKey,omitempty"`
 }
 
 // EnsureClusterCredentials returns the credentials of the cluster whose servers share the
@@ -78,12 +82,15 @@ func EnsureClusterCredentials(ctx context.Context, client *clientv3.Client, key 
 		return nil, errors.New("cluster credentials: empty etcd key")
 	}
 
-	creds, err := getCredentials(ctx, client, key)
+	creds, rev, err := getCredentials(ctx, client, key)
 	if err != nil {
 		return nil, err
 	}
 	if creds != nil {
 		logger.V(2).Info("Using cluster credentials from etcd", "key", key)
+		if creds, err = ensureServiceAccountKey(ctx, client, key, creds, rev); err != nil {
+			return nil, err
+		}
 	} else {
 		candidate, source, err := localCredentials(certDir)
 		if err != nil {
@@ -106,28 +113,70 @@ func EnsureClusterCredentials(ctx context.Context, client *clientv3.Client, key 
 	return creds, nil
 }
 
-// getCredentials reads key; it returns nil and no error if key does not exist.
-func getCredentials(ctx context.Context, client *clientv3.Client, key string) (*ClusterCredentials, error) {
+// getCredentials reads key and the revision it was last written at; it returns nil
+// and no error if key does not exist.
+func getCredentials(ctx context.Context, client *clientv3.Client, key string) (*ClusterCredentials, int64, error) {
 	resp, err := client.Get(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("reading cluster credentials at %q: %w", key, err)
+		return nil, 0, fmt.Errorf("reading cluster credentials at %q: %w", key, err)
 	}
 	if len(resp.Kvs) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
-	return decodeCredentials(key, resp.Kvs[0].Value)
+	creds, err := decodeCredentials(key, resp.Kvs[0].Value)
+	return creds, resp.Kvs[0].ModRevision, err
+}
+
+// ensureServiceAccountKey adds a service account signing key to credentials stored
+// (at revision rev) by a release that had none, unless another server does first.
+func ensureServiceAccountKey(ctx context.Context, client *clientv3.Client, key string, creds *ClusterCredentials, rev int64) (*ClusterCredentials, error) {
+	if len(creds.ServiceAccountKey) > 0 {
+		return creds, nil
+	}
+	saKey, err := keyutil.MakeEllipticPrivateKeyPEM()
+	if err != nil {
+		return nil, fmt.Errorf("generating the service account key: %w", err)
+	}
+	withKey := *creds
+	withKey.ServiceAccountKey = saKey
+	value, err := encodeCredentials(&withKey)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+		Then(clientv3.OpPut(key, string(value))).
+		Commit()
+	if err != nil {
+		return nil, fmt.Errorf("storing the service account key at %q: %w", key, err)
+	}
+	if resp.Succeeded {
+		klog.FromContext(ctx).Info("Added a service account signing key to the cluster credentials", "key", key)
+		return &withKey, nil
+	}
+	again, rev, err := getCredentials(ctx, client, key)
+	if err != nil || again == nil {
+		return nil, fmt.Errorf("re-reading cluster credentials at %q: %w", key, err)
+	}
+	return ensureServiceAccountKey(ctx, client, key, again, rev)
+}
+
+func encodeCredentials(c *ClusterCredentials) ([]byte, error) {
+	value, err := json.Marshal(storedCredentials{
+		CACert: string(c.CACert), CAKey: string(c.CAKey), AdminToken: c.AdminToken, ServiceAccountKey: string(c.ServiceAccountKey),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding cluster credentials: %w", err)
+	}
+	return value, nil
 }
 
 // createCredentials stores candidate under key if key is absent, and returns candidate
 // itself on success or the credentials some other server stored first.
 func createCredentials(ctx context.Context, client *clientv3.Client, key string, candidate *ClusterCredentials) (*ClusterCredentials, error) {
-	value, err := json.Marshal(storedCredentials{
-		CACert:     string(candidate.CACert),
-		CAKey:      string(candidate.CAKey),
-		AdminToken: candidate.AdminToken,
-	})
+	value, err := encodeCredentials(candidate)
 	if err != nil {
-		return nil, fmt.Errorf("encoding cluster credentials: %w", err)
+		return nil, err
 	}
 	resp, err := client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
@@ -155,9 +204,10 @@ func decodeCredentials(key string, value []byte) (*ClusterCredentials, error) {
 		return nil, fmt.Errorf("%w: etcd key %q: %w", ErrInvalidCredentials, key, err)
 	}
 	creds := &ClusterCredentials{
-		CACert:     []byte(stored.CACert),
-		CAKey:      []byte(stored.CAKey),
-		AdminToken: stored.AdminToken,
+		CACert:            []byte(stored.CACert),
+		CAKey:             []byte(stored.CAKey),
+		AdminToken:        stored.AdminToken,
+		ServiceAccountKey: []byte(stored.ServiceAccountKey),
 	}
 	if creds.AdminToken == "" {
 		return nil, fmt.Errorf("%w: etcd key %q: empty admin token", ErrInvalidCredentials, key)
@@ -172,6 +222,9 @@ func decodeCredentials(key string, value []byte) (*ClusterCredentials, error) {
 // of certDir if it has one, or a new CA; and always a new admin token. source says which.
 func localCredentials(certDir string) (creds *ClusterCredentials, source string, err error) {
 	creds = &ClusterCredentials{AdminToken: newToken()}
+	if creds.ServiceAccountKey, err = keyutil.MakeEllipticPrivateKeyPEM(); err != nil {
+		return nil, "", fmt.Errorf("generating the service account key: %w", err)
+	}
 	if certDir != "" {
 		certPEM, keyPEM, err := readCertDirCA(certDir)
 		if err != nil {

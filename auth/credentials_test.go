@@ -203,3 +203,45 @@ func TestEnsureClusterCredentialsErrors(t *testing.T) {
 		}
 	})
 }
+
+// Credentials stored by a release without a service account key get one, the same for
+// every server that starts at once.
+func TestEnsureClusterCredentialsAddsServiceAccountKey(t *testing.T) {
+	client := etcdtest.Start(t)
+	const key = "/registry/concord/credentials"
+	caCert, caKey, err := generateCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := json.Marshal(map[string]string{"caCert": string(caCert), "caKey": string(caKey), "adminToken": "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Put(t.Context(), key, string(old)); err != nil {
+		t.Fatal(err)
+	}
+	keys := make([][]byte, 4)
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			creds, err := EnsureClusterCredentials(t.Context(), client, key, "")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			keys[i] = creds.ServiceAccountKey
+		}()
+	}
+	wg.Wait()
+	for i, k := range keys {
+		if len(k) == 0 || !bytes.Equal(k, keys[0]) {
+			t.Fatalf("server %d got service account key %q, want the same non-empty key as server 0", i, k)
+		}
+	}
+	creds, err := EnsureClusterCredentials(t.Context(), client, key, "")
+	if err != nil || !bytes.Equal(creds.ServiceAccountKey, keys[0]) || string(creds.CACert) != string(caCert) || creds.AdminToken != "t" {
+		t.Errorf("after the key was added: %v; the CA and admin token must stay", err)
+	}
+}

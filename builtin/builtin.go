@@ -21,8 +21,12 @@ type Options struct {
 	// EventTTL is how long Events live after their last write (--event-ttl).
 	EventTTL time.Duration
 	// Authorization answers the access reviews (SubjectAccessReview and the
-	// others); required by servers (tools that serve nothing leave it nil).
-	Authorization *auth.Authorization
+	// others), Authentication the TokenReviews; required by servers (tools that
+	// serve nothing leave them nil).
+	Authorization  *auth.Authorization
+	Authentication *auth.Authentication
+	// ServiceAccountTokens issues the tokens of TokenRequests (nil: as above).
+	ServiceAccountTokens *ServiceAccountTokens
 }
 
 // ErrMissing means the API catalog lacks a resource every server needs.
@@ -48,6 +52,7 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		replicaSetsGR:                configureReplicaSets,
 		podTemplatesGR:               configurePodTemplates,
 		secretsGR:                    configureSecrets,
+		serviceAccountsGR:            configureServiceAccounts(opts.ServiceAccountTokens),
 		coreEventsGR:                 func(r *registry.Resource) error { return configureEvents(r, coreEventFields, opts.EventTTL) },
 		eventsGR:                     func(r *registry.Resource) error { return configureEvents(r, eventsEventFields, opts.EventTTL) },
 	}

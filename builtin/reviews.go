@@ -19,6 +19,10 @@ import (
 // without Options.Authorization, which only tools that serve nothing do.
 var ErrNoAuthorization = errors.New("access reviews need the server's authorization")
 
+// ErrNoAuthentication means a TokenReview was asked of resources configured without
+// Options.Authentication, which only tools that serve nothing do.
+var ErrNoAuthentication = errors.New("token reviews need the server's authentication")
+
 // The reviews: created and answered, never stored.
 var (
 	subjectAccessReviewsGR      = schema.GroupResource{Group: authorizationv1.GroupName, Resource: "subjectaccessreviews"}
@@ -26,6 +30,7 @@ var (
 	localSubjectAccessReviewsGR = schema.GroupResource{Group: authorizationv1.GroupName, Resource: "localsubjectaccessreviews"}
 	selfSubjectRulesReviewsGR   = schema.GroupResource{Group: authorizationv1.GroupName, Resource: "selfsubjectrulesreviews"}
 	selfSubjectReviewsGR        = schema.GroupResource{Group: authenticationv1.GroupName, Resource: "selfsubjectreviews"}
+	tokenReviewsGR              = schema.GroupResource{Group: authenticationv1.GroupName, Resource: "tokenreviews"}
 )
 
 // reviewConfigurers give every review its answer.
@@ -56,6 +61,15 @@ func reviewConfigurers(opts Options) map[schema.GroupResource]func(*registry.Res
 		selfSubjectRulesReviewsGR: withAuthz(typedReview(func(ctx context.Context, u auth.User, ssrr *authorizationv1.SelfSubjectRulesReview) error {
 			return auth.ReviewSelfSubjectRules(ctx, authz, u, ssrr)
 		})),
+		tokenReviewsGR: func(r *registry.Resource) error {
+			authn := opts.Authentication
+			return setReview(r, typedReview(func(ctx context.Context, _ auth.User, tr *authenticationv1.TokenReview) error {
+				if authn == nil {
+					return apierrors.NewInternalError(ErrNoAuthentication)
+				}
+				return auth.ReviewToken(ctx, authn, tr)
+			}))
+		},
 		selfSubjectReviewsGR: func(r *registry.Resource) error {
 			return setReview(r, typedReview(func(_ context.Context, u auth.User, ssr *authenticationv1.SelfSubjectReview) error {
 				auth.ReviewSelf(u, ssr)

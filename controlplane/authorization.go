@@ -97,7 +97,13 @@ func (i *Instance) startRBAC(ctx context.Context) error {
 			return fmt.Errorf("--authorization-mode=%s needs %s served in v1 (see --runtime-config)", auth.ModeRBAC, gr)
 		}
 	}
-	return i.start(ctx, lifecycle.Component{Name: "rbac-informers",
+	return i.start(ctx, informersComponent("rbac-informers", errRBACNotSynced, infs...))
+}
+
+// informersComponent runs in-process informers until stopped; it is ready once they
+// have all synced, else notSynced says what is missing.
+func informersComponent(name string, notSynced error, infs ...cache.SharedIndexInformer) lifecycle.Component {
+	return lifecycle.Component{Name: name,
 		Run: func(ctx context.Context) error {
 			reconcile.StartInformers(ctx, infs...)()
 			return nil
@@ -105,12 +111,12 @@ func (i *Instance) startRBAC(ctx context.Context) error {
 		Ready: func() error {
 			for _, inf := range infs {
 				if !inf.HasSynced() {
-					return errRBACNotSynced
+					return notSynced
 				}
 			}
 			return nil
 		},
-	})
+	}
 }
 
 // bootstrapRBAC creates the default roles and bindings (and adds what a newer

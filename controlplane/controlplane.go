@@ -18,11 +18,13 @@ import (
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server"
+	"github.com/concordproject/concord/serviceaccount"
 	"github.com/concordproject/concord/storage"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -77,6 +79,10 @@ type parts struct {
 	// authz is the server's authorizer, rbac its RBAC parts: resources → serving.
 	authz *auth.Authorization
 	rbac  rbacParts
+	// serviceAccounts is the informer of service accounts their tokens' authenticator
+	// reads, issuer signs the tokens: resources → serving.
+	serviceAccounts cache.SharedIndexInformer
+	issuer          *serviceaccount.Issuer
 	// The post-start hooks the controllers phase finishes.
 	bootstrap, leaseHook, collectorHook, rbacHook *health.PostStartHook
 	// migration is the outcome of the last attempt to install the storage-migration

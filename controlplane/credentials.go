@@ -18,7 +18,11 @@ import (
 type serving struct {
 	listener net.Listener
 	cert     tls.Certificate
-	authn    *auth.TokenAuthenticator
+	// authn authenticates requests: the static tokens from here on, service account
+	// tokens once the resources phase adds their authenticator.
+	authn *auth.Authentication
+	// serviceAccountKey signs and verifies service account tokens.
+	serviceAccountKey []byte
 }
 
 // loadCredentials is the credentials phase: the listener first (its port names the
@@ -72,6 +76,7 @@ func (i *Instance) loadCredentials(ctx context.Context) (context.Context, error)
 	if err != nil {
 		return ctx, err
 	}
-	i.parts.serving = serving{listener: ln, cert: cert, authn: authn}
+	i.parts.serving = serving{listener: ln, cert: cert, serviceAccountKey: creds.ServiceAccountKey,
+		authn: &auth.Authentication{Static: authn, APIAudiences: o.apiAudiences()}}
 	return ctx, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,14 @@ type Options struct {
 	TLSCertFile, TLSKeyFile string
 	// TokenAuthFile is a static token CSV (token,user,uid,"group1,group2").
 	TokenAuthFile string
+	// ServiceAccountIssuer is the "iss" of the service account tokens the servers
+	// issue, and the issuer of their OpenID discovery document (kube-apiserver's
+	// --service-account-issuer). APIAudiences are the audiences the API accepts in
+	// tokens (default: the issuer). ServiceAccountMaxTokenExpiration caps the lifetime
+	// of requested tokens (0: no cap).
+	ServiceAccountIssuer             string
+	APIAudiences                     []string
+	ServiceAccountMaxTokenExpiration time.Duration
 	// AuthorizationModes decide requests, in order (auth.Modes; default RBAC, as
 	// kube-apiserver's --authorization-mode=RBAC). Members of system:masters may do
 	// anything whatever the modes.
@@ -96,6 +105,7 @@ func NewOptions() *Options {
 		EtcdPrefix:                  "/registry",
 		LogFormat:                   "text",
 		AuthorizationModes:          []string{auth.ModeRBAC},
+		ServiceAccountIssuer:        "https://kubernetes.default.svc.cluster.local",
 		WatchBookmarkInterval:       30 * time.Second,
 		EventTTL:                    time.Hour,
 		ResourceQuotaSyncPeriod:     quota.DefaultResyncPeriod,
@@ -124,6 +134,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Serving certificate (PEM); generated when empty.")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "Private key of --tls-cert-file (PEM).")
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, `Static bearer tokens, CSV: token,user,uid,"group1,group2".`)
+	fs.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", o.ServiceAccountIssuer,
+		"Issuer (iss) of the service account tokens every server of the cluster issues and accepts: an https URL, or a name without a colon (as Kubernetes allows).")
+	fs.StringSliceVar(&o.APIAudiences, "api-audiences", o.APIAudiences,
+		"Audiences a token must be for to authenticate to the API (default: --service-account-issuer).")
+	fs.DurationVar(&o.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", o.ServiceAccountMaxTokenExpiration,
+		"Longest lifetime of a requested service account token; longer requests get this lifetime (0: no cap; else at least 1h).")
 	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", o.AuthorizationModes,
 		"Ordered list of authorization modes, each of "+strings.Join(auth.Modes, ", ")+"; the first to allow or deny decides. Members of system:masters may do anything.")
 	fs.StringVar(&o.KubeconfigOut, "kubeconfig-out", o.KubeconfigOut, "Where to write the admin kubeconfig (default <data-dir>/admin.kubeconfig).")
@@ -186,6 +202,7 @@ func (o *Options) Validate() error {
 	if err := auth.ValidateModes(o.AuthorizationModes); err != nil {
 		errs = append(errs, fmt.Errorf("--authorization-mode: %w", err))
 	}
+	errs = append(errs, o.validateServiceAccounts()...)
 	if o.EventTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--event-ttl %s must be at least 1s", o.EventTTL))
 	}
@@ -213,6 +230,28 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// validateServiceAccounts checks the service account token flags as kube-apiserver
+// does: an issuer that is an https URL or has no colon, a cap of at least an hour.
+func (o *Options) validateServiceAccounts() []error {
+	var errs []error
+	iss := o.ServiceAccountIssuer
+	if u, err := url.Parse(iss); iss == "" || (strings.Contains(iss, ":") && (err != nil || u.Scheme != "https" || u.Host == "")) {
+		errs = append(errs, fmt.Errorf("--service-account-issuer %q must be an https URL or a name without a colon", iss))
+	}
+	if d := o.ServiceAccountMaxTokenExpiration; d != 0 && d < time.Hour {
+		errs = append(errs, fmt.Errorf("--service-account-max-token-expiration %s must be 0 (no cap) or at least 1h", d))
+	}
+	return errs
+}
+
+// apiAudiences are the audiences the API accepts: --api-audiences, else the issuer.
+func (o *Options) apiAudiences() []string {
+	if len(o.APIAudiences) > 0 {
+		return o.APIAudiences
+	}
+	return []string{o.ServiceAccountIssuer}
 }
 
 // watchCacheMemoryLimit parses --watch-cache-memory-limit.

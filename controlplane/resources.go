@@ -39,7 +39,13 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	if i.parts.authz, err = i.newAuthorization(); err != nil {
 		return ctx, err
 	}
-	builtins, err = builtin.Configure(builtins, builtin.Options{EventTTL: o.EventTTL, Authorization: i.parts.authz})
+	tokens, err := i.newServiceAccountTokens(i.parts.serving.serviceAccountKey)
+	if err != nil {
+		return ctx, err
+	}
+	builtins, err = builtin.Configure(builtins, builtin.Options{
+		EventTTL: o.EventTTL, Authorization: i.parts.authz, Authentication: i.parts.serving.authn, ServiceAccountTokens: tokens,
+	})
 	if err != nil {
 		return ctx, err
 	}
@@ -60,6 +66,9 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 		return ctx, err
 	}
 	if err := i.startRBAC(ctx); err != nil {
+		return ctx, err
+	}
+	if err := i.startServiceAccounts(ctx); err != nil {
 		return ctx, err
 	}
 	i.runtime = reconcile.NewMetrics(i.Metrics)

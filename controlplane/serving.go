@@ -81,6 +81,9 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, err
 	}
+	if err := i.installIssuerDiscovery(i.Server.Mux()); err != nil {
+		return ctx, err
+	}
 	docs := openapi.New(ctx, i.Registry)
 	docs.InstallV2(i.Server.Mux())
 	docs.InstallV3(i.Server.Mux())

@@ -11,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/version"
@@ -126,6 +127,29 @@ type Hooks struct {
 	// the client as is. A review serves no other verb, and is not persisted: it has
 	// no StorageVersion entry, and the write barrier and migrations leave it alone.
 	Review func(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
+	// Actions are subresources that answer a creation from their object and store
+	// nothing (a ServiceAccount's token), by subresource name.
+	Actions map[string]Action
+}
+
+// Action is a subresource that answers a creation from its object: POST
+// <object>/<name> with a body of Kind is answered 201 with what Do returns. Only
+// create is served.
+type Action struct {
+	// Kind is the kind of the request's body and of the answer.
+	Kind schema.GroupVersionKind
+	// Do answers body (JSON) for obj, the object as stored, read for the request;
+	// an error, a StatusError, goes to the client as is.
+	Do func(ctx context.Context, obj *unstructured.Unstructured, body []byte) (runtime.Object, error)
+}
+
+// Action returns the action subresource named name, and false if r has none.
+func (r *Resource) Action(name string) (Action, bool) {
+	if r.Hooks == nil {
+		return Action{}, false
+	}
+	a, ok := r.Hooks.Actions[name]
+	return a, ok
 }
 
 // Converter converts objects of one resource between its versions. Implementations:

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"mime"
 	"net/http"
 	"slices"
@@ -147,7 +148,19 @@ func apiResources(res *registry.Resource, version string) []metav1.APIResource {
 	if v.Subresources != nil && v.Subresources.Scale != nil {
 		out = append(out, metav1.APIResource{Name: res.Names.Plural + "/scale", Namespaced: res.Namespaced, Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: metav1.Verbs{"get", "patch", "update"}})
 	}
+	for _, name := range actionNames(res) {
+		a, _ := res.Action(name)
+		out = append(out, metav1.APIResource{Name: res.Names.Plural + "/" + name, Namespaced: res.Namespaced, Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind, Verbs: metav1.Verbs{"create"}})
+	}
 	return out
+}
+
+// actionNames returns the names of res's action subresources, sorted.
+func actionNames(res *registry.Resource) []string {
+	if res.Hooks == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(res.Hooks.Actions))
 }
 
 // wantsAggregated reports whether Accept asks for aggregated discovery first among
@@ -211,6 +224,14 @@ func (s *Server) serveAggregated(w http.ResponseWriter, r *http.Request, core bo
 						Subresource:  "scale",
 						ResponseKind: &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
 						Verbs:        []string{"get", "patch", "update"},
+					})
+				}
+				for _, name := range actionNames(res) {
+					a, _ := res.Action(name)
+					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+						Subresource:  name,
+						ResponseKind: &metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind},
+						Verbs:        []string{"create"},
 					})
 				}
 				vd.Resources = append(vd.Resources, rd)

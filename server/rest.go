@@ -19,7 +19,7 @@ type apiRequest struct {
 	info    *request.Info
 	res     *registry.Resource
 	version *registry.Version
-	// subresource is "", "status" or "scale".
+	// subresource is "", "status", "scale", "finalize" or an action's name.
 	subresource string
 	out         respond.Negotiation
 }
@@ -48,6 +48,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			msg = *v.DeprecationWarning
 		}
 		addWarning(w, msg)
+	}
+	if action, ok := q.res.Action(q.subresource); ok {
+		s.serveAction(w, r, q, action)
+		return
 	}
 	switch {
 	case !q.res.Persisted() && info.Verb == "create":
@@ -113,9 +117,15 @@ func (s *Server) route(r *http.Request, info *request.Info) (*apiRequest, error)
 		}
 		q.subresource = "finalize"
 	default:
-		return nil, notFoundPath(info)
+		if _, ok := res.Action(info.Subresource); !ok {
+			return nil, notFoundPath(info)
+		}
+		if info.Verb != "create" {
+			return nil, apierrors.NewMethodNotSupported(schema.GroupResource{Group: res.Group, Resource: res.Names.Plural + "/" + info.Subresource}, info.Verb)
+		}
+		q.subresource = info.Subresource
 	}
-	if q.subresource != "" {
+	if _, action := res.Action(q.subresource); q.subresource != "" && !action {
 		switch info.Verb {
 		case "get", "update", "patch":
 		default:

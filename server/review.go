@@ -3,8 +3,11 @@ package server
 import (
 	"net/http"
 
+	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -53,4 +56,32 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *apiReque
 		return
 	}
 	s.writeWritten(w, r, q, answer, true, warnings)
+}
+
+// serveAction answers the creation of an action subresource (a ServiceAccount's
+// token): the object is read as it is stored, and the action answers the body from
+// it, 201 Created. Nothing is stored.
+func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, q *apiRequest, action registry.Action) {
+	ctx := r.Context()
+	body, err := readBody(r)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	data, err := bodyToJSON(r, body)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	obj, err := s.cfg.Store.Get(ctx, store.Ref{Resource: q.res, Version: q.res.StorageVersion, Namespace: q.info.Namespace, Name: q.info.Name}, metav1.GetOptions{})
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	answer, err := action.Do(ctx, obj, data)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	respond.Object(w, r, http.StatusCreated, answer)
 }

@@ -35,7 +35,7 @@ type Config struct {
 	// Store persists objects.
 	Store *store.Store
 	// Authenticator authenticates bearer tokens.
-	Authenticator *auth.TokenAuthenticator
+	Authenticator auth.RequestAuthenticator
 	// Authorizer decides every request after authentication (auth.NewAuthorization:
 	// the --authorization-mode modes).
 	Authorizer authorizer.Authorizer

@@ -96,6 +96,16 @@ var resources = []resourceSpec{
 		},
 		versions: []versionSpec{{name: "v1", obj: &corev1.Secret{}}},
 	},
+	// Service accounts: builtin issues their tokens (TokenRequest, the token
+	// subresource); package serviceaccount signs and authenticates them.
+	{
+		group: "", plural: "serviceaccounts", namespaced: true, shortNames: []string{"sa"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Secrets", Type: "integer", JSONPath: ".secrets"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		versions: []versionSpec{{name: "v1", obj: &corev1.ServiceAccount{}}},
+	},
 	// Resource quotas: package quota enforces them (admission) and keeps their status
 	// (its usage controller). REQUEST and LIMIT are computed by its table hook.
 	{
@@ -141,6 +151,13 @@ var resources = []resourceSpec{
 		versions: rbacVersions(&rbacv1.ClusterRoleBinding{}, &rbacv1beta1.ClusterRoleBinding{}),
 	},
 	// Reviews: created and answered, never stored (builtin gives them their answers).
+	{
+		group: "authentication.k8s.io", plural: "tokenreviews",
+		versions: []versionSpec{
+			{name: "v1", obj: &authenticationv1.TokenReview{}},
+			{name: "v1beta1", obj: &authenticationv1beta1.TokenReview{}},
+		},
+	},
 	{
 		group: "authentication.k8s.io", plural: "selfsubjectreviews",
 		versions: []versionSpec{

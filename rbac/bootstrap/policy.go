@@ -34,6 +34,13 @@ const (
 	// ControllerManager is the role of Concord's out-of-process controller manager;
 	// it is bound to the user of the same name (ControllerManagerUser).
 	ControllerManager = "system:concord:controller-manager"
+	// AuthDelegator lets a server delegate authentication and authorization to
+	// Concord (TokenReview, SubjectAccessReview), as aggregated API servers do; it is
+	// not bound by default.
+	AuthDelegator = "system:auth-delegator"
+	// IssuerDiscovery reads the service account issuer's OpenID discovery document
+	// and keys; it is bound to every service account.
+	IssuerDiscovery = "system:service-account-issuer-discovery"
 )
 
 // The subjects of the bootstrap bindings.
@@ -46,6 +53,8 @@ const (
 	UnauthenticatedGroup = user.AllUnauthenticated
 	// MonitoringGroup is bound to Monitoring.
 	MonitoringGroup = user.MonitoringGroup
+	// ServiceAccountsGroup holds every service account.
+	ServiceAccountsGroup = "system:serviceaccounts"
 	// ControllerManagerUser is the user Concord's controller manager authenticates
 	// as.
 	ControllerManagerUser = "system:concord:controller-manager"
@@ -151,6 +160,17 @@ func ClusterRoles() []rbacv1.ClusterRole {
 				allow([]string{"get"}, in(coreGroup), "nodes/metrics"),
 			},
 		},
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: AuthDelegator},
+			Rules: []rbacv1.PolicyRule{
+				allow([]string{"create"}, in(authenticationGroup), "tokenreviews"),
+				allow([]string{"create"}, in(authorizationGroup), "subjectaccessreviews"),
+			},
+		},
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: IssuerDiscovery},
+			Rules:      []rbacv1.PolicyRule{allowURLs([]string{"get"}, "/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/")},
+		},
 		controllerManagerRole(),
 	}
 	for i := range roles {
@@ -168,6 +188,7 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		binding(Discovery, groups(AuthenticatedGroup)),
 		binding(PublicInfoViewer, groups(AuthenticatedGroup, UnauthenticatedGroup)),
 		binding(Monitoring, groups(MonitoringGroup)),
+		binding(IssuerDiscovery, groups(ServiceAccountsGroup)),
 		binding(ControllerManager, []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: ControllerManagerUser}}),
 	}
 	for i := range bindings {

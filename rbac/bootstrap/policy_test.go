@@ -26,7 +26,7 @@ func rolesByName(t *testing.T) map[string]rbacv1.ClusterRole {
 func TestPolicyNames(t *testing.T) {
 	roles := rolesByName(t)
 	want := []string{ClusterAdmin, Admin, Edit, View, AggregateToAdmin, AggregateToEdit, AggregateToView,
-		BasicUser, Discovery, PublicInfoViewer, Monitoring, ControllerManager}
+		BasicUser, Discovery, PublicInfoViewer, Monitoring, ControllerManager, AuthDelegator, IssuerDiscovery}
 	if len(roles) != len(want) {
 		t.Errorf("%d ClusterRoles, want %d", len(roles), len(want))
 	}
@@ -90,6 +90,7 @@ func TestBindingSubjects(t *testing.T) {
 		Discovery:         {group("system:authenticated")},
 		PublicInfoViewer:  {group("system:authenticated"), group("system:unauthenticated")},
 		Monitoring:        {group("system:monitoring")},
+		IssuerDiscovery:   {group("system:serviceaccounts")},
 		ControllerManager: {{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "system:concord:controller-manager"}},
 	}
 	bindings := ClusterRoleBindings()

@@ -17,7 +17,7 @@ import (
 // request whose path public(path) accepts runs as auth.AnonymousUser in
 // auth.GroupUnauthenticated; the rest get 401 (reason Unauthorized). A nil public
 // accepts no path.
-func Authentication(a *auth.TokenAuthenticator, public func(path string) bool) Filter {
+func Authentication(a auth.RequestAuthenticator, public func(path string) bool) Filter {
 	return Filter{Name: "authentication", Wrap: func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			u, ok := a.AuthenticateRequest(r)

@@ -155,6 +155,8 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--authorization-mode", "RBAC,RBAC"}, `--authorization-mode: invalid authorization mode: "RBAC" given twice`},
 		{[]string{"server", "--authorization-mode", ""}, "--authorization-mode: invalid authorization mode: at least one of RBAC, AuthenticatedRead, AlwaysAllow, AlwaysDeny is required"},
 		{[]string{"server", "--runtime-config", "rbac.authorization.k8s.io/v1=false"}, "--authorization-mode=RBAC needs roles.rbac.authorization.k8s.io served in v1"},
+		{[]string{"server", "--service-account-issuer", "http://insecure.example.com"}, `--service-account-issuer "http://insecure.example.com" must be an https URL or a name without a colon`},
+		{[]string{"server", "--service-account-max-token-expiration", "10m"}, "--service-account-max-token-expiration 10m0s must be 0 (no cap) or at least 1h"},
 		{[]string{"etcd", "--listen-client-urls", "::bad"}, "--listen-client-urls"},
 		// Compatibility versions (KEP-4330).
 		{[]string{"server", "--emulation-version", "1.38"}, "emulation version 1.38 is not between [1.34, 1.37]"},

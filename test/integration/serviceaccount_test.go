@@ -1,0 +1,227 @@
+package integration
+
+import (
+	"crypto"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/serviceaccount"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// TestServiceAccountTokens: a token requested through one server (TokenRequest,
+// kubectl create token) authenticates on every server as its service account, is
+// authorized by RBAC bindings to it, is reviewed by TokenReview, and stops working when
+// the account is deleted; an expired token or one signed by another key is 401.
+func TestServiceAccountTokens(t *testing.T) {
+	c := harness.Start(t, 2)
+	ctx := t.Context()
+	admin := c.Servers[0].Clientset(t)
+	sa, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "bot"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl := kubectlOrSkip(t, c.Servers[0])
+	out, err := kubectl("create", "token", "bot", "--duration=1h")
+	if err != nil {
+		t.Fatalf("kubectl create token: %s %v", out, err)
+	}
+	token := strings.TrimSpace(out)
+	wantUser := "system:serviceaccount:default:bot"
+	for i, s := range c.Servers {
+		bot := kubernetes.NewForConfigOrDie(withToken(s.Config(), token))
+		eventually(t, "the token authenticates on server "+string(rune('0'+i)), func() error {
+			who, err := bot.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			if err == nil && (who.Status.UserInfo.Username != wantUser || who.Status.UserInfo.UID != string(sa.UID) ||
+				!slices.Contains(who.Status.UserInfo.Groups, "system:serviceaccounts:default")) {
+				t.Fatalf("server %d: the token's user is %+v", i, who.Status.UserInfo)
+			}
+			return err
+		})
+	}
+
+	// Authorized by a binding to the service account, like any user.
+	bot := kubernetes.NewForConfigOrDie(withToken(c.Servers[1].Config(), token))
+	if _, err := bot.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the bot lists without a binding: %v, want 403", err)
+	}
+	botSubject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "bot", Namespace: "default"}
+	if _, err := admin.RbacV1().RoleBindings("default").Create(ctx, roleBinding("default", "bot-view", "ClusterRole", "view", botSubject), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the bot lists once bound", func() error {
+		_, err := bot.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		return err
+	})
+
+	checkTokenReviews(t, admin, bot, token, wantUser)
+	checkIssuerDiscovery(t, c, token)
+	checkForgedTokens(t, c, sa)
+
+	// Bad requests are refused, and nothing is stored.
+	for _, tc := range []struct {
+		spec authenticationv1.TokenRequestSpec
+		want string
+	}{
+		{authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](60)}, "may not specify a duration less than 10 minutes"},
+		{authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "p"}}, "boundObjectRef.kind"},
+	} {
+		_, err := admin.CoreV1().ServiceAccounts("default").CreateToken(ctx, "bot", &authenticationv1.TokenRequest{Spec: tc.spec}, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("TokenRequest %+v: %v, want 422 with %q", tc.spec, err, tc.want)
+		}
+	}
+	if _, err := admin.CoreV1().ServiceAccounts("default").CreateToken(ctx, "nobody", &authenticationv1.TokenRequest{}, metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a token for a missing service account: %v, want 404", err)
+	}
+
+	// Deleted, the account's tokens stop working on every server, and a new account
+	// of the same name does not revive them.
+	if err := admin.CoreV1().ServiceAccounts("default").Delete(ctx, "bot", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "bot"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range c.Servers {
+		bot := kubernetes.NewForConfigOrDie(withToken(s.Config(), token))
+		eventually(t, "the deleted account's token is refused on server "+string(rune('0'+i)), func() error {
+			_, err := bot.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			if apierrors.IsUnauthorized(err) {
+				return nil
+			}
+			return errNotYet
+		})
+	}
+	out, err = kubectl("get", "serviceaccounts")
+	if err != nil || !strings.Contains(out, "SECRETS") || !strings.Contains(out, "bot") {
+		t.Errorf("kubectl get serviceaccounts:\n%s%v", out, err)
+	}
+}
+
+// checkTokenReviews: TokenReview says whose a token is, for the server's audiences or
+// the ones asked; only those allowed may ask.
+func checkTokenReviews(t *testing.T, admin, bot kubernetes.Interface, token, wantUser string) {
+	ctx := t.Context()
+	review := func(c kubernetes.Interface, audiences ...string) (*authenticationv1.TokenReview, error) {
+		return c.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: audiences}}, metav1.CreateOptions{})
+	}
+	tr, err := review(admin)
+	if err != nil || !tr.Status.Authenticated || tr.Status.User.Username != wantUser {
+		t.Errorf("TokenReview: %+v %v", tr, err)
+	}
+	tr, err = review(admin, "https://kubernetes.default.svc.cluster.local", "other")
+	if err != nil || !tr.Status.Authenticated || !slices.Equal(tr.Status.Audiences, []string{"https://kubernetes.default.svc.cluster.local"}) {
+		t.Errorf("TokenReview for two audiences: %+v %v", tr.Status, err)
+	}
+	tr, err = review(admin, "other")
+	if err != nil || tr.Status.Authenticated || tr.Status.Error == "" {
+		t.Errorf("TokenReview for another audience: %+v %v, want not authenticated, with an error", tr.Status, err)
+	}
+	if _, err := review(bot); !apierrors.IsForbidden(err) {
+		t.Errorf("the bot reviews tokens: %v, want 403 (it is no auth delegator)", err)
+	}
+}
+
+// checkIssuerDiscovery: a service account reads the issuer's discovery document and
+// keys, and the token's key is among them.
+func checkIssuerDiscovery(t *testing.T, c *harness.Cluster, token string) {
+	cfg := withToken(c.Servers[0].Config(), token)
+	resp, body := do(t, cfg, http.MethodGet, "/.well-known/openid-configuration", nil)
+	var doc struct {
+		Issuer  string `json:"issuer"`
+		JWKSURI string `json:"jwks_uri"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &doc) != nil || doc.Issuer != "https://kubernetes.default.svc.cluster.local" {
+		t.Errorf("openid-configuration: %d %s", resp.StatusCode, body)
+	}
+	resp, body = do(t, cfg, http.MethodGet, "/openid/v1/jwks", nil)
+	kid := jwtHeader(t, token)["kid"]
+	if resp.StatusCode != http.StatusOK || kid == "" || !strings.Contains(body, `"kid":"`+kid+`"`) {
+		t.Errorf("jwks: %d %s, want the token's key %q", resp.StatusCode, body, kid)
+	}
+}
+
+// checkForgedTokens: a token signed by another key, or expired, is 401.
+func checkForgedTokens(t *testing.T, c *harness.Cluster, sa *corev1.ServiceAccount) {
+	ctx := t.Context()
+	otherKey, err := serviceaccount.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := serviceaccount.ParsePrivateKey(otherKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forger, err := serviceaccount.NewIssuer("https://kubernetes.default.svc.cluster.local", signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := serviceaccount.Request{Namespace: "default", Name: "bot", UID: string(sa.UID), Audiences: []string{"https://kubernetes.default.svc.cluster.local"}, ExpirationSeconds: 3600}
+	forged, _, err := forger.Issue(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterKey := clusterServiceAccountKey(t, c)
+	issuer, err := serviceaccount.NewIssuer("https://kubernetes.default.svc.cluster.local", clusterKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ExpirationSeconds, req.Now = 600, time.Now().Add(-time.Hour)
+	expired, _, err := issuer.Issue(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, token := range map[string]string{"signed by another key": forged, "expired": expired} {
+		_, err := kubernetes.NewForConfigOrDie(withToken(c.Servers[0].Config(), token)).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		if !apierrors.IsUnauthorized(err) {
+			t.Errorf("a token %s: %v, want 401", what, err)
+		}
+	}
+}
+
+// clusterServiceAccountKey reads the cluster's service account key from etcd, as an
+// attacker with etcd access could: to sign an expired token.
+func clusterServiceAccountKey(t *testing.T, c *harness.Cluster) crypto.Signer {
+	t.Helper()
+	resp, err := c.EtcdClient.Get(t.Context(), "/registry/concord/credentials")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("reading the credentials: %v", err)
+	}
+	var creds struct {
+		ServiceAccountKey string `json:"serviceAccountKey"`
+	}
+	if err := json.Unmarshal(resp.Kvs[0].Value, &creds); err != nil {
+		t.Fatal(err)
+	}
+	key, err := serviceaccount.ParsePrivateKey([]byte(creds.ServiceAccountKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// jwtHeader decodes a JWT's header.
+func jwtHeader(t *testing.T, token string) map[string]string {
+	t.Helper()
+	part, _, _ := strings.Cut(token, ".")
+	b, err := base64.RawURLEncoding.DecodeString(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := map[string]string{}
+	_ = json.Unmarshal(b, &h)
+	return h
+}
