@@ -113,7 +113,22 @@ func TestWatchesShareOneCache(t *testing.T) {
 	}
 	const watchers, writers, each = 12, 4, 15
 	var ws []watch.Interface
-	for i := 0; i < watchers; i++ {
+	// The first watch starts the cache. A watch that finds the cache still loading
+	// after a few seconds (on a loaded machine) is fed privately instead: restart it
+	// until it joins the cache, so that every later watch finds the cache loaded.
+	for {
+		w, err := s.Watch(ctx, Ref{Resource: res, Version: "v1"}, metav1.ListOptions{ResourceVersion: start.GetResourceVersion()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cachesReach(s, 1, 1, 15*time.Second) {
+			defer w.Stop()
+			ws = append(ws, w)
+			break
+		}
+		w.Stop()
+	}
+	for i := 1; i < watchers; i++ {
 		opts := metav1.ListOptions{ResourceVersion: start.GetResourceVersion()}
 		ns, version := "", "v1"
 		if i%3 == 1 {
@@ -186,10 +201,19 @@ func TestLateJoiners(t *testing.T) {
 		}
 	}
 	fifth := mustRV(t, mustGet(t, s, res, "g-4"))
-	// The shared cache starts at the newest revision.
-	early, err := s.Watch(ctx, Ref{Resource: res, Version: "v1"}, metav1.ListOptions{ResourceVersion: fmt.Sprint(fifth)})
-	if err != nil {
-		t.Fatal(err)
+	// The shared cache starts at the newest revision (a watch that finds it still
+	// loading after a few seconds is fed privately: restart it until it joins).
+	var early watch.Interface
+	for early == nil {
+		w, err := s.Watch(ctx, Ref{Resource: res, Version: "v1"}, metav1.ListOptions{ResourceVersion: fmt.Sprint(fifth)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cachesReach(s, 1, 1, 15*time.Second) {
+			w.Stop()
+			continue
+		}
+		early = w
 	}
 	defer early.Stop()
 	if _, err := s.Create(ctx, Ref{Resource: res, Version: "v1", Namespace: "a"}, gadget("a", "g-5", 5), WriteOptions{}); err != nil {
@@ -241,14 +265,22 @@ func mustRV(t *testing.T, o *unstructured.Unstructured) int64 {
 // waitCaches waits until s runs n caches feeding watchers watchers in all.
 func waitCaches(t *testing.T, s *Store, n, watchers int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !cachesReach(s, n, watchers, 10*time.Second) {
 		st := s.CacheStats()
-		if st.Caches == n && st.Watchers == watchers {
-			return
+		t.Fatalf("%d caches feeding %d watchers, want %d and %d", st.Caches, st.Watchers, n, watchers)
+	}
+}
+
+// cachesReach reports whether s comes to have n caches feeding watchers watchers
+// within d.
+func cachesReach(s *Store, n, watchers int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if st := s.CacheStats(); st.Caches == n && st.Watchers == watchers {
+			return true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d caches feeding %d watchers, want %d and %d", st.Caches, st.Watchers, n, watchers)
+			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
