@@ -2,11 +2,15 @@ package auth
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	x509auth "k8s.io/apiserver/pkg/authentication/request/x509"
+	"k8s.io/klog/v2"
 )
 
 // RequestAuthenticator finds the user of a request (TokenAuthenticator, Authentication).
@@ -17,12 +21,16 @@ type RequestAuthenticator interface {
 // ErrNotAuthenticated means a token is not one this server knows, for TokenReview.
 var ErrNotAuthenticated = errors.New("the token is not valid for this server")
 
-// Authentication authenticates bearer tokens: the static ones (admin, loopback,
-// --token-auth-file) first, then each of Tokens (service account tokens), in order.
+// Authentication authenticates requests: an X.509 client certificate signed by the
+// cluster CA first, then bearer tokens: the static ones (admin, loopback,
+// --token-auth-file), then each of Tokens (service account tokens), in order.
 // The static tokens are not bound to audiences: they are valid for the server's own
 // (APIAudiences) only, as Kubernetes treats tokens that carry no audience.
 type Authentication struct {
-	Static *TokenAuthenticator
+	// Certificates authenticates X.509 client certificates (NewCertificateAuthenticator),
+	// before any token; nil accepts none.
+	Certificates authenticator.Request
+	Static       *TokenAuthenticator
 	// Tokens are further token authenticators (JWTs).
 	Tokens []authenticator.Token
 	// APIAudiences are the audiences the server's API accepts (--api-audiences).
@@ -32,6 +40,13 @@ type Authentication struct {
 // AuthenticateRequest returns the user of the request's bearer token, and false if it
 // has none or no authenticator accepts it.
 func (a *Authentication) AuthenticateRequest(r *http.Request) (User, bool) {
+	if a.Certificates != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		resp, ok, err := a.Certificates.AuthenticateRequest(r)
+		if ok && err == nil {
+			return userOf(resp), true
+		}
+		klog.FromContext(r.Context()).V(4).Info("Client certificate not accepted", "err", err)
+	}
 	token, ok := bearerToken(r.Header.Get("Authorization"))
 	if !ok {
 		return User{}, false
@@ -65,9 +80,7 @@ func (a *Authentication) AuthenticateToken(ctx context.Context, token string, au
 			return User{}, nil, errors.Join(ErrNotAuthenticated, err)
 		}
 		if ok {
-			info := resp.User
-			u := User{Name: info.GetName(), UID: info.GetUID(), Groups: withAuthenticated(info.GetGroups()), Extra: info.GetExtra()}
-			return u, resp.Audiences, nil
+			return userOf(resp), resp.Audiences, nil
 		}
 	}
 	return User{}, nil, ErrNotAuthenticated
@@ -78,4 +91,23 @@ func withAuthenticated(groups []string) []string {
 		return groups
 	}
 	return append(slices.Clone(groups), GroupAuthenticated)
+}
+
+// userOf is the User of an authenticator's response, in GroupAuthenticated.
+func userOf(resp *authenticator.Response) User {
+	info := resp.User
+	return User{Name: info.GetName(), UID: info.GetUID(), Groups: withAuthenticated(info.GetGroups()), Extra: info.GetExtra()}
+}
+
+// NewCertificateAuthenticator authenticates X.509 client certificates signed by the CA
+// of caPEM for client authentication, as Kubernetes does: the user is the subject's
+// common name, the groups its organizations (k8s.io/apiserver's x509 authenticator).
+func NewCertificateAuthenticator(caPEM []byte) (authenticator.Request, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("%w: no CA certificate in the cluster credentials", ErrInvalidCredentials)
+	}
+	opts := x509auth.DefaultVerifyOptions()
+	opts.Roots = pool
+	return x509auth.New(opts, x509auth.CommonNameUserConversion), nil
 }

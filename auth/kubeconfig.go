@@ -19,6 +19,13 @@ const DefaultContextName = "concord"
 // The file is replaced atomically and always has mode 0600, since it holds a credential;
 // missing parent directories are created. The config is validated with clientcmd first.
 func WriteKubeconfig(path, serverURL string, caPEM []byte, token, contextName string) error {
+	user := clientcmdapi.NewAuthInfo()
+	user.Token = token
+	return writeKubeconfig(path, serverURL, caPEM, user, contextName)
+}
+
+// writeKubeconfig writes a kubeconfig of one cluster, one user and their context.
+func writeKubeconfig(path, serverURL string, caPEM []byte, user *clientcmdapi.AuthInfo, contextName string) error {
 	if contextName == "" {
 		contextName = DefaultContextName
 	}
@@ -27,8 +34,6 @@ func WriteKubeconfig(path, serverURL string, caPEM []byte, token, contextName st
 	cluster.Server = serverURL
 	cluster.CertificateAuthorityData = caPEM
 	cfg.Clusters[contextName] = cluster
-	user := clientcmdapi.NewAuthInfo()
-	user.Token = token
 	cfg.AuthInfos[contextName] = user
 	kctx := clientcmdapi.NewContext()
 	kctx.Cluster, kctx.AuthInfo = contextName, contextName

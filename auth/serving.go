@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
@@ -77,48 +78,18 @@ func EnsureServingCert(certDir string, ca *ClusterCredentials, hosts []string) (
 	}
 	klog.Background().V(2).Info("Writing serving certificate", "certFile", certFile, "reason", reason)
 
-	keyPEM, err := keyutil.MakeEllipticPrivateKeyPEM()
-	if err != nil {
-		return "", "", fmt.Errorf("generating serving key: %w", err)
-	}
-	key, err := parseSigner(keyPEM)
-	if err != nil {
-		return "", "", err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return "", "", fmt.Errorf("generating serial number: %w", err)
-	}
-	notAfter := now.Add(servingCertValidity)
-	if caCert.NotAfter.Before(notAfter) {
-		notAfter = caCert.NotAfter
-	}
 	commonName := "concord"
 	if len(dnsNames) > 0 {
 		commonName = dnsNames[0]
 	}
-	template := &x509.Certificate{
-		SerialNumber:          serial.Add(serial, big.NewInt(1)),
-		Subject:               pkix.Name{CommonName: commonName},
-		NotBefore:             now.Add(-clockSkew).UTC(),
-		NotAfter:              notAfter.UTC(),
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		DNSNames:              dnsNames,
-		IPAddresses:           ips,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, caCert, key.Public(), caKey)
+	certPEM, keyPEM, err := signLeaf(caCert, caKey, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: commonName},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    dnsNames,
+		IPAddresses: ips,
+	}, now, servingCertValidity)
 	if err != nil {
-		return "", "", fmt.Errorf("signing serving certificate: %w", err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return "", "", fmt.Errorf("parsing new serving certificate: %w", err)
-	}
-	certPEM, err := cert.EncodeCertificates(leaf)
-	if err != nil {
-		return "", "", fmt.Errorf("encoding serving certificate: %w", err)
+		return "", "", fmt.Errorf("serving certificate: %w", err)
 	}
 	// Key first: a crash in between leaves a mismatched pair, which the next call detects
 	// and replaces.
@@ -190,4 +161,43 @@ func splitHosts(hosts []string) (ips []net.IP, dnsNames []string) {
 		}
 	}
 	return ips, dnsNames
+}
+
+// signLeaf signs a new key's certificate of template (subject, extended key usages,
+// names) with the CA, valid from now (less the clock skew allowed) for validity or
+// until the CA expires, and returns both as PEM.
+func signLeaf(caCert *x509.Certificate, caKey crypto.Signer, template *x509.Certificate, now time.Time, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+	keyPEM, err = keyutil.MakeEllipticPrivateKeyPEM()
+	if err != nil {
+		return nil, nil, fmt.Errorf("generating a key: %w", err)
+	}
+	key, err := parseSigner(keyPEM)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, fmt.Errorf("generating serial number: %w", err)
+	}
+	notAfter := now.Add(validity)
+	if caCert.NotAfter.Before(notAfter) {
+		notAfter = caCert.NotAfter
+	}
+	template.SerialNumber = serial.Add(serial, big.NewInt(1))
+	template.NotBefore, template.NotAfter = now.Add(-clockSkew).UTC(), notAfter.UTC()
+	template.KeyUsage = x509.KeyUsageDigitalSignature
+	template.BasicConstraintsValid = true
+	der, err := x509.CreateCertificate(rand.Reader, template, caCert, key.Public(), caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("signing: %w", err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parsing the new certificate: %w", err)
+	}
+	certPEM, err = cert.EncodeCertificates(leaf)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding the certificate: %w", err)
+	}
+	return certPEM, keyPEM, nil
 }

@@ -76,7 +76,11 @@ func (i *Instance) loadCredentials(ctx context.Context) (context.Context, error)
 	if err != nil {
 		return ctx, err
 	}
+	certs, err := auth.NewCertificateAuthenticator(creds.CACert)
+	if err != nil {
+		return ctx, err
+	}
 	i.parts.serving = serving{listener: ln, cert: cert, serviceAccountKey: creds.ServiceAccountKey,
-		authn: &auth.Authentication{Static: authn, APIAudiences: o.apiAudiences()}}
+		authn: &auth.Authentication{Certificates: certs, Static: authn, APIAudiences: o.apiAudiences()}}
 	return ctx, nil
 }

@@ -75,8 +75,10 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		ClientSkew:            skew,
 		StorageVersionBarrier: barrier,
 		Admission:             chain,
-		TLS:                   &tls.Config{Certificates: []tls.Certificate{sv.cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}},
-		Listener:              sv.listener,
+		// Client certificates are asked for, and verified by the authentication.
+		TLS: &tls.Config{Certificates: []tls.Certificate{sv.cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"},
+			ClientAuth: tls.RequestClientCert},
+		Listener: sv.listener,
 	})
 	if err != nil {
 		return ctx, err

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 
+	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/migration"
@@ -12,7 +13,7 @@ import (
 
 func main() {
 	root := &cobra.Command{Use: "concord", Short: "Concord: safe storage-version changes for Kubernetes-style API servers", SilenceUsage: true}
-	root.AddCommand(controlplane.NewCommand(), etcd.NewCommand(), migration.NewCommand(), migration.NewMigrationsCommand(), upgradecheck.NewCommand())
+	root.AddCommand(controlplane.NewCommand(), etcd.NewCommand(), auth.NewKubeconfigCommand(), migration.NewCommand(), migration.NewMigrationsCommand(), upgradecheck.NewCommand())
 	if err := root.Execute(); err != nil {
 		os.Exit(1)
 	}

@@ -97,6 +97,31 @@ func TestHARecipe(t *testing.T) {
 	contains(t, k2.must(t, "", "get", "configmap", "shared", "-o", "jsonpath={.data.a}"), "b")
 	// Server 2's credentials against server 1's URL.
 	contains(t, k2.must(t, "", "--server", cfgs[0].server, "get", "configmap", "shared"), "shared")
+
+	// A user's kubeconfig, its client certificate signed by the cluster CA of server
+	// 1's data directory, works against server 2, and RBAC decides what it may do.
+	carolKC := filepath.Join(dir, "carol.kubeconfig")
+	if out, err := exec.CommandContext(t.Context(), bin, "kubeconfig", "--data-dir", filepath.Join(dir, "server-1"),
+		"--user", "carol", "--group", "dev", "--server", cfgs[1].server, "--out", carolKC).CombinedOutput(); err != nil {
+		t.Fatalf("concord kubeconfig: %v\n%s", err, out)
+	}
+	carol := newKubectl(t, carolKC)
+	contains(t, carol.must(t, "", "auth", "whoami"), "carol", "[dev system:authenticated]")
+	if out, err := carol.run(t, "", "get", "configmap", "shared"); err == nil || !strings.Contains(out, `User "carol" cannot get resource "configmaps"`) {
+		t.Fatalf("carol reads without a grant: %v\n%s", err, out)
+	}
+	k1.must(t, "", "create", "rolebinding", "dev-view", "--clusterrole=view", "--group=dev")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := carol.run(t, "", "get", "configmap", "shared", "-o", "jsonpath={.data.a}")
+		if err == nil && out == "b" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("carol reads once her group is bound to view: %v\n%s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // A fresh `concord server` (its own etcd, nothing stored) starts and stops without
@@ -158,6 +183,9 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--service-account-issuer", "http://insecure.example.com"}, `--service-account-issuer "http://insecure.example.com" must be an https URL or a name without a colon`},
 		{[]string{"server", "--service-account-max-token-expiration", "10m"}, "--service-account-max-token-expiration 10m0s must be 0 (no cap) or at least 1h"},
 		{[]string{"etcd", "--listen-client-urls", "::bad"}, "--listen-client-urls"},
+		{[]string{"kubeconfig", "--out", "x"}, "--user is required"},
+		{[]string{"kubeconfig", "--user", "u", "--out", "x", "--validity", "-1h"}, "--validity -1h0m0s must be positive"},
+		{[]string{"kubeconfig", "--user", "u", "--out", "x"}, "no cluster CA in"},
 		// Compatibility versions (KEP-4330).
 		{[]string{"server", "--emulation-version", "1.38"}, "emulation version 1.38 is not between [1.34, 1.37]"},
 		{[]string{"server", "--emulated-version", "1.30"}, "emulation version 1.30 is not between [1.34, 1.37]"},

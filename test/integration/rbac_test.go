@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -20,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 )
 
@@ -470,5 +473,56 @@ func TestRBACBootstrap(t *testing.T) {
 	_, err = kubernetes.NewForConfigOrDie(asUser(alice, "carol")).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `cannot impersonate resource "users"`) {
 		t.Errorf("alice acts as carol: %v, want 403", err)
+	}
+}
+
+// TestClientCertificates: a client certificate signed by the cluster CA authenticates
+// as its common name in its organizations; an expired one, or one of another CA, is
+// 401 unless the request also carries a valid token.
+func TestClientCertificates(t *testing.T) {
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	resp, err := c.EtcdClient.Get(ctx, "/registry/concord/credentials")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("reading the credentials: %v", err)
+	}
+	var stored struct{ CACert, CAKey string }
+	if err := json.Unmarshal(resp.Kvs[0].Value, &stored); err != nil {
+		t.Fatal(err)
+	}
+	ca := &auth.ClusterCredentials{CACert: []byte(stored.CACert), CAKey: []byte(stored.CAKey)}
+	withCert := func(cfg *rest.Config, certPEM, keyPEM []byte) *rest.Config {
+		c := rest.AnonymousClientConfig(cfg)
+		c.CertData, c.KeyData = certPEM, keyPEM
+		return c
+	}
+	whoami := func(cfg *rest.Config) (*authenticationv1.SelfSubjectReview, error) {
+		return kubernetes.NewForConfigOrDie(cfg).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	}
+	certPEM, keyPEM, err := auth.NewClientCertificate(ca, "dora", []string{"dev", "ops"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	who, err := whoami(withCert(c.Servers[0].Config(), certPEM, keyPEM))
+	if err != nil || who.Status.UserInfo.Username != "dora" || !slices.Equal(who.Status.UserInfo.Groups, []string{"dev", "ops", "system:authenticated"}) {
+		t.Fatalf("dora's certificate: %+v %v", who, err)
+	}
+	expiredCert, expiredKey, err := auth.NewClientCertificate(ca, "dora", nil, -time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCert, otherKey, err := certutil.GenerateSelfSignedCertKey("mallory", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, pair := range map[string][2][]byte{"expired": {expiredCert, expiredKey}, "of another CA": {otherCert, otherKey}} {
+		cfg := withCert(c.Servers[0].Config(), pair[0], pair[1])
+		if _, err := whoami(cfg); !apierrors.IsUnauthorized(err) {
+			t.Errorf("a certificate %s: %v, want 401", what, err)
+		}
+		cfg.BearerToken = c.Servers[0].Config().BearerToken
+		if who, err := whoami(cfg); err != nil || who.Status.UserInfo.Username != "concord-admin" {
+			t.Errorf("a certificate %s with the admin token: %+v %v, want the admin", what, who, err)
+		}
 	}
 }
