@@ -214,3 +214,37 @@ func TestInvalidFlags(t *testing.T) {
 }
 
 func errorsAs(err error, target **exec.ExitError) bool { return errors.As(err, target) }
+
+// `concord controller-manager` runs with the least privilege Concord grants it: a
+// kubeconfig for user system:concord:controller-manager (a client certificate from
+// `concord kubeconfig`) is enough to run every migration, and nothing it does is
+// forbidden.
+func TestControllerManagerLeastPrivilege(t *testing.T) {
+	bin := buildConcord(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "server")
+	serverLogs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)), "--disable-storage-migration")
+	admin := filepath.Join(data, "admin.kubeconfig")
+	waitForFile(t, admin, serverLogs)
+	kc := filepath.Join(dir, "cm.kubeconfig")
+	if out, err := exec.CommandContext(t.Context(), bin, "kubeconfig", "--data-dir", data, "--user", "system:concord:controller-manager",
+		"--server", loadKubeconfig(t, admin).server, "--out", kc).CombinedOutput(); err != nil {
+		t.Fatalf("concord kubeconfig: %v\n%s", err, out)
+	}
+	cmLogs := process(t, bin, "controller-manager", "--kubeconfig", kc)
+	k := newKubectl(t, admin)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, err := k.run(t, "", "get", "storageversionmigrations", "-o", "jsonpath={range .items[*]}{.spec.resource.resource}={.status.conditions[?(@.type==\"Succeeded\")].status}{\"\\n\"}{end}")
+		if err == nil && strings.Contains(out, "configmaps=True") && strings.Contains(out, "clusterroles=True") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("migrations by the controller manager: %v\n%s\ncontroller-manager logs:\n%s", err, out, cmLogs.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if strings.Contains(strings.ToLower(cmLogs.String()), "forbidden") {
+		t.Errorf("the controller manager was refused something:\n%s", cmLogs.String())
+	}
+}
