@@ -27,7 +27,9 @@
 //     encoding version, no identity lease of a server that is gone remains, /readyz is
 //     ok and a write goes through on every server, and nothing but leases is written
 //     twice in a few seconds;
-//   - `concord upgrade-check` agrees with what happens when the fleet moves.
+//   - `concord upgrade-check` agrees with what happens when the fleet moves;
+//   - no server ever shows a Secret to an identity without a grant: an intruder bound
+//     to view (which grants no Secrets) tries to get, list and watch one throughout.
 //
 // TestSafety is the short profile, part of `go test ./...`; TestTorture the long one:
 //

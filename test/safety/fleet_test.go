@@ -181,6 +181,8 @@ type server struct {
 	cfg            *rest.Config
 	clients        *kubernetes.Clientset
 	dynamicClients *dynamic.DynamicClient
+	// intruder is a client of a user bound to view only (intruderToken).
+	intruder *kubernetes.Clientset
 }
 
 func (s *server) url() string { return fmt.Sprintf("https://127.0.0.1:%d", s.port) }
@@ -193,7 +195,8 @@ func (s *server) start(t *testing.T, dir string) {
 	_ = os.Remove(s.kubeconfig())
 	args := []string{"server", "--etcd-servers", s.proxy.url(), "--data-dir", s.dataDir,
 		"--secure-port", fmt.Sprint(s.port), "--server-id", s.id,
-		"--identity-lease-duration", leaseDuration.String(), "--identity-lease-renew-interval", leaseRenew.String(), "-v", "4"}
+		"--identity-lease-duration", leaseDuration.String(), "--identity-lease-renew-interval", leaseRenew.String(), "-v", "4",
+		"--token-auth-file", filepath.Join(dir, tokensFile)}
 	if s.binary != "" {
 		args = append(args, "--binary-version", s.binary)
 	}
@@ -221,6 +224,9 @@ func (s *server) start(t *testing.T, dir string) {
 		s.cfg = cfg
 		s.clients = kubernetes.NewForConfigOrDie(cfg)
 		s.dynamicClients = dynamic.NewForConfigOrDie(cfg)
+		intruder := rest.AnonymousClientConfig(cfg)
+		intruder.BearerToken = intruderToken
+		s.intruder = kubernetes.NewForConfigOrDie(intruder)
 	}
 	waitUntil(t, 60*time.Second, s.id+" to be ready", func() bool { return s.ready(t) == nil })
 	s.routable.Store(true)

@@ -71,6 +71,9 @@ func newFleet(t *testing.T, rep *report, name string, seed uint64, members int, 
 			binary: r.binary, emulation: r.emulation, proxy: newProxy(t, urls)}
 		f.servers = append(f.servers, s)
 	}
+	if err := os.WriteFile(filepath.Join(f.dir, tokensFile), []byte(intruderToken+","+intruderUser+",intruder-uid\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	// The first server makes the cluster's CA and tokens; the others share them.
 	f.servers[0].start(t, f.dir)
@@ -85,6 +88,7 @@ func newFleet(t *testing.T, rep *report, name string, seed uint64, members int, 
 			}
 		}
 	})
+	f.guardSecret(t)
 	f.check = f.startChecker(t)
 	return f
 }

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // The objects the writers share: keysPerResource configmaps and as many widgets, all in
@@ -42,7 +44,66 @@ func (f *fleet) startTraffic(n int) *traffic {
 		rng := rand.New(rand.NewPCG(f.seed, uint64(i)))
 		tr.wg.Go(func() { tr.write(ctx, i, rng) })
 	}
+	rng := rand.New(rand.NewPCG(f.seed, uint64(n)))
+	tr.wg.Go(func() { tr.intrude(ctx, rng) })
 	return tr
+}
+
+// The intruder: a user of --token-auth-file bound to view in namespace default, which
+// grants no Secrets. No server may ever show it one.
+const (
+	tokensFile    = "tokens.csv"
+	intruderToken = "intruder-token"
+	intruderUser  = "intruder"
+	guardedSecret = "guarded"
+)
+
+// guardSecret stores the Secret the intruder tries to read and binds the intruder to
+// view.
+func (f *fleet) guardSecret(t *testing.T) {
+	t.Helper()
+	c := f.servers[0].clients
+	if _, err := c.CoreV1().Secrets(namespace).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: guardedSecret},
+		StringData: map[string]string{"password": "s3cret"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RbacV1().RoleBindings(namespace).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "intruder-view"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: intruderUser}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// intrude reads the guarded Secret (get, list, watch in turn) through a random live
+// server about every 30 ms; any success is an anomaly.
+func (tr *traffic) intrude(ctx context.Context, rng *rand.Rand) {
+	for seq := 0; ctx.Err() == nil; seq++ {
+		s := tr.f.randomLive(rng)
+		if s == nil || s.intruder == nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		opCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		secrets := s.intruder.CoreV1().Secrets(namespace)
+		var err error
+		switch seq % 3 {
+		case 0:
+			_, err = secrets.Get(opCtx, guardedSecret, metav1.GetOptions{})
+		case 1:
+			_, err = secrets.List(opCtx, metav1.ListOptions{})
+		default:
+			var w watch.Interface
+			if w, err = secrets.Watch(opCtx, metav1.ListOptions{}); err == nil {
+				w.Stop()
+			}
+		}
+		cancel()
+		if err == nil {
+			tr.f.anomaly("%s showed the Secret %s to %s, who has no grant for it (attempt %d)", s.id, guardedSecret, intruderUser, seq)
+		}
+		time.Sleep(time.Duration(20+rng.IntN(20)) * time.Millisecond)
+	}
 }
 
 func (tr *traffic) stop() {
