@@ -6,8 +6,8 @@
 //
 // # Keys
 //
-// ParsePrivateKey reads the signing key (--service-account-signing-key-file: ECDSA or
-// RSA, SEC 1, PKCS #1 or PKCS #8 PEM) and GenerateKey makes a new ECDSA P-256 one. The
+// ParsePrivateKey reads the signing key (the cluster's, which package auth keeps in
+// etcd with the CA; ECDSA or RSA, SEC 1, PKCS #1 or PKCS #8 PEM) and GenerateKey makes a new ECDSA P-256 one. The
 // algorithm follows the key (RS256 for RSA, ES256 for P-256; Algorithm), and a key's
 // ID is Kubernetes' (KeyID: base64url of the SHA-256 of its PKIX encoding).
 //

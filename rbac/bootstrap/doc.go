@@ -7,8 +7,10 @@
 //   - The bootstrap policy as data (ClusterRoles, ClusterRoleBindings): cluster-admin;
 //     the aggregated admin, edit and view and the system:aggregate-to-* roles that
 //     feed them; system:basic-user, system:discovery, system:public-info-viewer and
-//     system:monitoring; and system:concord:controller-manager for Concord's
-//     out-of-process controller manager. Every object carries the label
+//     system:monitoring; system:auth-delegator (TokenReview and SubjectAccessReview,
+//     for servers that delegate to Concord; unbound); system:service-account-issuer-discovery
+//     (bound to every service account); and system:concord:controller-manager for
+//     Concord's out-of-process controller manager. Every object carries the label
 //     kubernetes.io/bootstrapping=rbac-defaults and the annotation
 //     rbac.authorization.kubernetes.io/autoupdate=true.
 //   - Ensure, the start-up step every server runs (kube-apiserver's
