@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/concordproject/concord/audit"
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/etcd"
@@ -91,6 +92,9 @@ type Options struct {
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
 	// LogFormat is "text" or "json".
 	LogFormat string
+	// Audit holds the audit flags (--audit-policy-file, --audit-log-*,
+	// --audit-webhook-*), kube-apiserver's.
+	Audit audit.Options
 	// Compatibility holds the KEP-4330 flags: the API catalog, binary, emulation and
 	// minimum compatibility versions, feature gates and runtime config.
 	Compatibility compatibility.Options
@@ -118,6 +122,7 @@ func NewOptions() *Options {
 		IdentityLeaseDuration:       identity.DefaultLeaseDuration,
 		IdentityLeaseRenewInterval:  identity.DefaultRenewInterval,
 		Compatibility:               *compatibility.NewOptions(),
+		Audit:                       audit.NewOptions(),
 	}
 }
 
@@ -167,6 +172,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --max-requests-inflight, the number of requests the server executes at once, shared among priority levels.")
 	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
 	o.Compatibility.AddFlags(fs)
+	o.Audit.AddFlags(fs)
 }
 
 // Validate reports every invalid option, each as one line saying what is allowed.
@@ -227,6 +233,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--logging-format %q is not allowed: use text or json", o.LogFormat))
 	}
 	if err := o.Compatibility.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.Audit.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/admission"
+	"github.com/concordproject/concord/audit"
 	"github.com/concordproject/concord/flowcontrol"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
@@ -60,12 +61,21 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if fc != nil {
 		fcFilter, fcMetrics = fc.Filter, fc.Gatherer()
 	}
+	auditor, err := audit.New(ctx, o.Audit)
+	if err != nil {
+		return ctx, err
+	}
+	// Started before the HTTP server, stopped after it: it flushes what it buffers.
+	if err := i.start(ctx, lifecycle.Component{Name: "audit", Run: auditor.Run}); err != nil {
+		return ctx, err
+	}
 	sv := i.parts.serving
 	i.Server, err = server.New(server.Config{
 		Registry:              i.Registry,
 		Store:                 i.Store,
 		Authenticator:         sv.authn,
 		Authorizer:            i.parts.authz,
+		Audit:                 auditor,
 		Health:                checks,
 		Metrics:               i.Metrics,
 		ExtraMetrics:          fcMetrics,

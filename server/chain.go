@@ -19,16 +19,18 @@ import (
 //  4. metrics: apiserver_request_total and _duration_seconds;
 //  5. timeout: the request timeout, watches excepted;
 //  6. body-limit: request bodies capped;
-//  7. authentication: the user, or 401 (public paths admit anonymous users);
-//  8. impersonation: Impersonate-* headers replace the user, if the authorizer
+//  7. authentication: the user, or 401 (public paths admit anonymous users; the 401
+//     is audited);
+//  8. audit (Config.Audit): the request's audit events, as the audit policy says;
+//  9. impersonation: Impersonate-* headers replace the user, if the authorizer
 //     (Config.Authorizer) allows the authenticated one to impersonate it; 403
 //     otherwise;
-//  9. priority-and-fairness (Config.FlowControl, if set): the request waits for a
+//  10. priority-and-fairness (Config.FlowControl, if set): the request waits for a
 //     seat of its priority level, or is answered 429;
-//  10. authorization: 403 unless the authorizer allows;
-//  11. client-skew (Config.ClientSkew, if set): clients outside the version skew the
+//  11. authorization: 403 unless the authorizer allows;
+//  12. client-skew (Config.ClientSkew, if set): clients outside the version skew the
 //     server allows are counted and logged, never refused;
-//  12. storage-version-barrier (Config.StorageVersionBarrier, if set): writes of a
+//  13. storage-version-barrier (Config.StorageVersionBarrier, if set): writes of a
 //     resource wait until this server's storage version for it is registered.
 //
 // A filter that does not concern a request passes it on; whichever answers stops it.
@@ -43,7 +45,8 @@ func (s *Server) buildChain() []filters.Filter {
 		filters.Metrics(s.cfg.Metrics),
 		filters.Timeout(s.cfg.RequestTimeout),
 		filters.BodyLimit(s.cfg.MaxRequestBodyBytes),
-		filters.Authentication(s.cfg.Authenticator, publicPath),
+		filters.Authentication(s.cfg.Authenticator, publicPath, s.cfg.Audit.FailedAuthentication),
+		{Name: "audit", Wrap: s.cfg.Audit.Filter},
 		filters.Impersonation(s.cfg.Authorizer),
 	}
 	if s.cfg.FlowControl != nil {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/concordproject/concord/audit"
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/registry"
@@ -36,6 +37,9 @@ type Config struct {
 	Store *store.Store
 	// Authenticator authenticates bearer tokens.
 	Authenticator auth.RequestAuthenticator
+	// Audit audits requests (nil: nothing is audited, requests still get an
+	// Audit-ID).
+	Audit *audit.Auditor
 	// Authorizer decides every request after authentication (auth.NewAuthorization:
 	// the --authorization-mode modes).
 	Authorizer authorizer.Authorizer

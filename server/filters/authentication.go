@@ -17,7 +17,15 @@ import (
 // request whose path public(path) accepts runs as auth.AnonymousUser in
 // auth.GroupUnauthenticated; the rest get 401 (reason Unauthorized). A nil public
 // accepts no path.
-func Authentication(a auth.RequestAuthenticator, public func(path string) bool) Filter {
+//
+// failed, if not nil, wraps the 401 answer (the audit of failed authentications).
+func Authentication(a auth.RequestAuthenticator, public func(path string) bool, failed func(http.Handler) http.Handler) Filter {
+	var unauthorized http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		respond.Error(w, r, apierrors.NewUnauthorized("Unauthorized"))
+	})
+	if failed != nil {
+		unauthorized = failed(unauthorized)
+	}
 	return Filter{Name: "authentication", Wrap: func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			u, ok := a.AuthenticateRequest(r)
@@ -30,7 +38,7 @@ func Authentication(a auth.RequestAuthenticator, public func(path string) bool) 
 				klog.FromContext(r.Context()).V(4).Info("Unauthorized request",
 					"method", r.Method, "path", r.URL.Path, "remoteAddr", r.RemoteAddr,
 					"hadAuthorizationHeader", r.Header.Get("Authorization") != "")
-				respond.Error(w, r, apierrors.NewUnauthorized("Unauthorized"))
+				unauthorized.ServeHTTP(w, r)
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), u)))

@@ -37,7 +37,7 @@ func TestAuthentication(t *testing.T) {
 		t.Fatal(err)
 	}
 	public := func(path string) bool { return path == "/healthz" || path == "/version" }
-	srv := httptest.NewServer(filters.Build(whoamiHandler(t), []filters.Filter{filters.Authentication(a, public)}))
+	srv := httptest.NewServer(filters.Build(whoamiHandler(t), []filters.Filter{filters.Authentication(a, public, nil)}))
 	t.Cleanup(srv.Close)
 
 	for _, tt := range []struct {

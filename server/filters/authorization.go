@@ -3,6 +3,7 @@ package filters
 import (
 	"net/http"
 
+	"github.com/concordproject/concord/audit"
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/server/request"
 	"github.com/concordproject/concord/server/respond"
@@ -24,7 +25,9 @@ func Authorization(authz authorizer.Authorizer) Filter {
 				Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name,
 				ResourceRequest: info.IsResourceRequest, Path: r.URL.Path,
 			}
-			if ok, reason := auth.Decide(r.Context(), authz, attrs); !ok {
+			ok, reason := auth.Decide(r.Context(), authz, attrs)
+			audit.LogAuthorizationDecision(r.Context(), ok, reason)
+			if !ok {
 				respond.Error(w, r, auth.Forbidden(attrs, reason))
 				return
 			}

@@ -3,6 +3,7 @@ package filters
 import (
 	"net/http"
 
+	"github.com/concordproject/concord/audit"
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,6 +37,7 @@ func Impersonation(authz authorizer.Authorizer) Filter {
 				}
 			}
 			klog.FromContext(r.Context()).V(4).Info("Impersonating", "requester", requester.Name, "user", imp.User.Name, "groups", imp.User.Groups)
+			audit.LogImpersonatedUser(r.Context(), imp.User)
 			r = r.WithContext(auth.WithUser(r.Context(), imp.User))
 			auth.RemoveImpersonationHeaders(r.Header)
 			next.ServeHTTP(w, r)

@@ -182,6 +182,8 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--runtime-config", "rbac.authorization.k8s.io/v1=false"}, "--authorization-mode=RBAC needs roles.rbac.authorization.k8s.io served in v1"},
 		{[]string{"server", "--service-account-issuer", "http://insecure.example.com"}, `--service-account-issuer "http://insecure.example.com" must be an https URL or a name without a colon`},
 		{[]string{"server", "--service-account-max-token-expiration", "10m"}, "--service-account-max-token-expiration 10m0s must be 0 (no cap) or at least 1h"},
+		{[]string{"server", "--audit-log-path", "audit.log", "--audit-log-format", "xml"}, `--audit-log-format "xml": allowed formats are json, legacy`},
+		{[]string{"server", "--audit-policy-file", "/nonexistent", "--audit-log-path", "-"}, `audit policy: failed to read file path "/nonexistent"`},
 		{[]string{"etcd", "--listen-client-urls", "::bad"}, "--listen-client-urls"},
 		{[]string{"kubeconfig", "--out", "x"}, "--user is required"},
 		{[]string{"kubeconfig", "--user", "u", "--out", "x", "--validity", "-1h"}, "--validity -1h0m0s must be positive"},
