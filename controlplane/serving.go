@@ -84,7 +84,9 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		Version:               compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
 		ClientSkew:            skew,
 		StorageVersionBarrier: barrier,
-		Admission:             chain,
+		// The annotations admission adds (admission policies' audit annotations and
+		// Audit action) go to the request's audit event.
+		Admission: k8sadmission.WithAudit(chain),
 		// Client certificates are asked for, and verified by the authentication.
 		TLS: &tls.Config{Certificates: []tls.Certificate{sv.cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"},
 			ClientAuth: tls.RequestClientCert},

@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,10 +12,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/concordproject/concord/audit"
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,7 +66,7 @@ func TestAudit(t *testing.T) {
 	}))
 	ctx := t.Context()
 	admin := c.Servers[0].Clientset(t)
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "audited"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "audited", Labels: map[string]string{"policy-test": "audited"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := admin.CoreV1().ConfigMaps("audited").Create(ctx, configMap("logged", map[string]string{"k": "v"}), metav1.CreateOptions{}); err != nil {
@@ -138,6 +141,7 @@ func TestAudit(t *testing.T) {
 			t.Errorf("a Secret's data in the audit log: %s", e.RequestURI)
 		}
 	}
+	checkPolicyAnnotations(t, c.Servers[0].Clientset(t), logPath)
 	if n := hook.count(created.AuditID); n == 0 {
 		t.Errorf("the webhook backend did not receive the configmap creation's event (it got %d events)", hook.total())
 	}
@@ -198,4 +202,53 @@ func (h *auditHook) total() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.events)
+}
+
+// checkPolicyAnnotations: a ValidatingAdmissionPolicy bound with the Audit action puts
+// its audit annotations and its failure into the request's audit event.
+func checkPolicyAnnotations(t *testing.T, admin kubernetes.Interface, logPath string) {
+	ctx := t.Context()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "audit-cm"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: inNamespace("audited", "", "v1", "configmaps"),
+			Validations:      []admissionregistrationv1.Validation{{Expression: "false", Message: "not liked"}},
+			AuditAnnotations: []admissionregistrationv1.AuditAnnotation{{Key: "flag", ValueExpression: "'seen'"}},
+		},
+	}
+	if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "audit-cm"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: "audit-cm", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit},
+		},
+	}
+	if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		name := fmt.Sprintf("probe-%d", i)
+		if _, err := admin.CoreV1().ConfigMaps("audited").Create(ctx, configMap(name, nil), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("the Audit action refused %s: %v", name, err)
+		}
+		for _, e := range readAuditLog(t, logPath) {
+			if e.Verb == "create" && e.ObjectRef != nil && e.ObjectRef.Name == name && e.Annotations["audit-cm/flag"] == "seen" {
+				if !strings.Contains(e.Annotations["validation.policy.admission.k8s.io/validation_failure"], "not liked") {
+					t.Errorf("the policy's failure is not annotated: %v", e.Annotations)
+				}
+				return
+			}
+		}
+		if i == 200 {
+			for _, e := range readAuditLog(t, logPath) {
+				if e.ObjectRef != nil && strings.HasPrefix(e.ObjectRef.Name, "probe-") {
+					t.Logf("%s %s %v", e.Verb, e.ObjectRef.Name, e.Annotations)
+				}
+			}
+			t.Fatal("no audit event carries the policy's annotations")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
