@@ -4,7 +4,9 @@ import (
 	"crypto"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +19,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
@@ -224,4 +231,89 @@ func jwtHeader(t *testing.T, token string) map[string]string {
 	h := map[string]string{}
 	_ = json.Unmarshal(b, &h)
 	return h
+}
+
+// TestDelegatedAuthentication: a server that delegates authentication and
+// authorization to Concord, as aggregated API servers built on k8s.io/apiserver do
+// (its delegating authenticator and authorizer: TokenReview and SubjectAccessReview),
+// authenticates Concord's users and asks Concord what they may do, once its own
+// identity is bound to system:auth-delegator.
+func TestDelegatedAuthentication(t *testing.T) {
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	admin := c.Servers[0].Clientset(t)
+	token := func(ns, name string) string {
+		t.Helper()
+		if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	delegate := kubernetes.NewForConfigOrDie(withToken(c.Servers[0].Config(), token("kube-system", "sample-apiserver")))
+	backoff := &wait.Backoff{Duration: 100 * time.Millisecond, Factor: 1.5, Steps: 3}
+	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+		TokenAccessReviewClient: delegate.AuthenticationV1(), TokenAccessReviewTimeout: 10 * time.Second, WebhookRetryBackoff: backoff,
+	}.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	authz, err := authorizerfactory.DelegatingAuthorizerConfig{SubjectAccessReviewClient: delegate.AuthorizationV1(), WebhookRetryBackoff: backoff}.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	userToken := token("default", "flunder-reader")
+	request := func(tok string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return r.WithContext(ctx)
+	}
+	// Not yet an auth delegator: Concord refuses its reviews.
+	if _, ok, err := authn.AuthenticateRequest(request(userToken)); ok || err == nil {
+		t.Fatalf("delegated authentication without system:auth-delegator: ok=%v err=%v, want an error", ok, err)
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "sample-apiserver:auth-delegator"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: "sample-apiserver"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var resp *authenticator.Response
+	eventually(t, "delegated authentication", func() error {
+		r, ok, err := authn.AuthenticateRequest(request(userToken))
+		if err == nil && !ok {
+			err = errNotYet
+		}
+		resp = r
+		return err
+	})
+	if resp.User.GetName() != "system:serviceaccount:default:flunder-reader" {
+		t.Fatalf("the delegated user: %+v", resp.User)
+	}
+	if _, ok, _ := authn.AuthenticateRequest(request("not-a-token")); ok {
+		t.Error("a bad token authenticated through delegation")
+	}
+	attrs := authorizer.AttributesRecord{User: resp.User, Verb: "list", APIGroup: "wardle.example.com", APIVersion: "v1alpha1",
+		Resource: "flunders", Namespace: "default", ResourceRequest: true}
+	if d, _, _ := authz.Authorize(ctx, attrs); d == authorizer.DecisionAllow {
+		t.Fatal("delegated authorization allowed a user without a grant")
+	}
+	if _, err := admin.RbacV1().Roles("default").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "flunder-reader"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"list"}, APIGroups: []string{"wardle.example.com"}, Resources: []string{"flunders"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().RoleBindings("default").Create(ctx, roleBinding("default", "flunder-reader", "Role", "flunder-reader",
+		rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: "flunder-reader"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "delegated authorization once granted", func() error {
+		if d, reason, err := authz.Authorize(ctx, attrs); d != authorizer.DecisionAllow {
+			return fmt.Errorf("%v %s %v", d, reason, err)
+		}
+		return nil
+	})
 }
