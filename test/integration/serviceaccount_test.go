@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -312,7 +313,7 @@ func TestDelegatedAuthentication(t *testing.T) {
 	}
 	eventually(t, "delegated authorization once granted", func() error {
 		if d, reason, err := authz.Authorize(ctx, attrs); d != authorizer.DecisionAllow {
-			return fmt.Errorf("%v %s %v", d, reason, err)
+			return fmt.Errorf("%v %s: %w", d, reason, errors.Join(err, errNotYet))
 		}
 		return nil
 	})
