@@ -126,7 +126,9 @@ func (i *Instance) bootstrapRBAC(ctx context.Context) error {
 	if i.parts.rbac.authorizer == nil {
 		return nil
 	}
-	client, err := kubernetes.NewForConfig(i.LoopbackConfig())
+	cfg := i.LoopbackConfig()
+	cfg.QPS = -1 // the loopback identity is exempt from priority and fairness, and from client-side limits
+	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
