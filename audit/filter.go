@@ -32,22 +32,14 @@ import (
 // when it panics (the panic then goes on up), each unless the policy omits the stage.
 func (a *Auditor) Filter(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r = withAuditContext(w, r)
-		if !a.enabled() {
-			disable(r.Context())
+		r, ex, answered := a.open(w, r, userOf(r.Context()))
+		switch {
+		case answered:
+			return
+		case ex == nil:
 			next.ServeHTTP(w, r)
 			return
 		}
-		info := requestInfo(r)
-		rac, ok := a.begin(w, r, attributes(r, info, userOf(r.Context())))
-		if !ok {
-			return
-		}
-		if rac.Level == auditinternal.LevelNone {
-			next.ServeHTTP(w, r)
-			return
-		}
-		ex := newExchange(r.Context(), rac, info)
 		if !ex.ac.ProcessEventStage(ex.ctx, auditinternal.StageRequestReceived) {
 			// Only a blocking-strict backend fails a request this way.
 			respond.Error(w, r, apierrors.NewInternalError(errors.New("the request's audit event could not be stored")))
@@ -73,22 +65,14 @@ func (a *Auditor) Filter(next http.Handler) http.Handler {
 // were presented. It gives the request its audit ID as Filter does.
 func (a *Auditor) FailedAuthentication(failed http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r = withAuditContext(w, r)
-		if !a.enabled() {
-			disable(r.Context())
+		r, ex, answered := a.open(w, r, nil)
+		switch {
+		case answered:
+			return
+		case ex == nil:
 			failed.ServeHTTP(w, r)
 			return
 		}
-		info := requestInfo(r)
-		rac, ok := a.begin(w, r, attributes(r, info, nil))
-		if !ok {
-			return
-		}
-		if rac.Level == auditinternal.LevelNone {
-			failed.ServeHTTP(w, r)
-			return
-		}
-		ex := newExchange(r.Context(), rac, info)
 		ex.longRunning = true // its one event is sent when the response starts
 		ex.ac.SetEventResponseStatus(&metav1.Status{
 			Status:  metav1.StatusFailure,
@@ -97,6 +81,27 @@ func (a *Auditor) FailedAuthentication(failed http.Handler) http.Handler {
 		})
 		failed.ServeHTTP(ex.wrap(w, false), r)
 	})
+}
+
+// open readies the auditing of r, made by u (nil: not authenticated): its audit
+// context and ID, and the policy's verdict. It returns the request to serve on and
+// its exchange, nil when the request is not audited (auditing off, or level None);
+// answered is true when it answered the request itself (see begin).
+func (a *Auditor) open(w http.ResponseWriter, r *http.Request, u user.Info) (_ *http.Request, _ *exchange, answered bool) {
+	r = withAuditContext(w, r)
+	if !a.enabled() {
+		disable(r.Context())
+		return r, nil, false
+	}
+	info := requestInfo(r)
+	rac, ok := a.begin(w, r, attributes(r, info, u))
+	if !ok {
+		return r, nil, true
+	}
+	if rac.Level == auditinternal.LevelNone {
+		return r, nil, false
+	}
+	return r, newExchange(r.Context(), rac, info), false
 }
 
 // begin evaluates the policy for the request and sets up its audit context, with its

@@ -106,6 +106,11 @@ func ReviewSelfSubjectRules(ctx context.Context, rules authorizer.RuleResolver, 
 
 // ReviewSelf answers a SelfSubjectReview: who u, the caller, is (kubectl auth whoami).
 func ReviewSelf(u User, ssr *authenticationv1.SelfSubjectReview) {
+	ssr.Status.UserInfo = userInfo(u)
+}
+
+// userInfo is u as authentication.k8s.io reports users.
+func userInfo(u User) authenticationv1.UserInfo {
 	info := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
 	if len(u.Extra) > 0 {
 		info.Extra = map[string]authenticationv1.ExtraValue{}
@@ -113,7 +118,7 @@ func ReviewSelf(u User, ssr *authenticationv1.SelfSubjectReview) {
 			info.Extra[k] = v
 		}
 	}
-	ssr.Status.UserInfo = info
+	return info
 }
 
 // validateAccessSpec checks what every access review asks: resource or non-resource
@@ -158,13 +163,6 @@ func ReviewToken(ctx context.Context, authn *Authentication, tr *authenticationv
 		tr.Status = authenticationv1.TokenReviewStatus{Error: err.Error()}
 		return nil
 	}
-	info := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
-	if len(u.Extra) > 0 {
-		info.Extra = map[string]authenticationv1.ExtraValue{}
-		for k, v := range u.Extra {
-			info.Extra[k] = v
-		}
-	}
-	tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: info, Audiences: audiences}
+	tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(u), Audiences: audiences}
 	return nil
 }
