@@ -9,6 +9,7 @@ import (
 	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/encryption"
 	"github.com/concordproject/concord/flowcontrol"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
@@ -50,6 +51,8 @@ type Instance struct {
 	// Compatibility is the resolved KEP-4330 configuration: versions, feature gates,
 	// served APIs.
 	Compatibility *compatibility.Config
+	// Encryption is encryption at rest (--encryption-provider-config); nil: none.
+	Encryption *encryption.Config
 
 	opts          *Options
 	started       time.Time

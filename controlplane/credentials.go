@@ -48,6 +48,9 @@ func (i *Instance) loadCredentials(ctx context.Context) (context.Context, error)
 		i.ServerID = identity.DefaultServerID(hostname, port)
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("server", i.ServerID))
+	if err := i.loadEncryption(ctx); err != nil {
+		return ctx, err
+	}
 
 	creds, err := auth.EnsureClusterCredentials(ctx, i.client, o.EtcdPrefix+"/concord/credentials", o.certDir())
 	if err != nil {

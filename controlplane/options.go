@@ -92,6 +92,9 @@ type Options struct {
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
 	// LogFormat is "text" or "json".
 	LogFormat string
+	// EncryptionProviderConfig is the EncryptionConfiguration
+	// (apiserver.config.k8s.io/v1) that seals stored values (--encryption-provider-config).
+	EncryptionProviderConfig string
 	// Audit holds the audit flags (--audit-policy-file, --audit-log-*,
 	// --audit-webhook-*), kube-apiserver's.
 	Audit audit.Options
@@ -170,6 +173,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --max-mutating-requests-inflight, the number of requests the server executes at once, shared among priority levels.")
 	fs.IntVar(&o.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInflight,
 		"With --max-requests-inflight, the number of requests the server executes at once, shared among priority levels.")
+	fs.StringVar(&o.EncryptionProviderConfig, "encryption-provider-config", o.EncryptionProviderConfig,
+		"EncryptionConfiguration (apiserver.config.k8s.io/v1) of the providers that encrypt stored values at rest, per resource (identity, aescbc, aesgcm, secretbox, kms v2). A new write key is migrated to by itself once every server writes with it.")
 	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
 	o.Compatibility.AddFlags(fs)
 	o.Audit.AddFlags(fs)

@@ -101,6 +101,7 @@ func (i *Instance) buildIdentity(compat *compatibility.Config) error {
 	svm, err := storageversion.NewManager(storageversion.Config{
 		ServerID: i.ServerID, Registry: i.Registry, Store: i.Store,
 		LeaseValid: lease.Valid, Metrics: i.Metrics, ReconcileMetrics: i.runtime, Started: i.started,
+		EncryptionKeys: i.Encryption.Keys,
 	})
 	if err != nil {
 		return err

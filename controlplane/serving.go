@@ -207,6 +207,9 @@ func (i *Instance) healthChecks() (*health.Endpoints, error) {
 	})
 	i.parts.bootstrap = health.NewPostStartHook("bootstrap-namespaces")
 	hooks := []health.Checker{health.Ping(), etcdCheck, i.parts.bootstrap}
+	for _, c := range i.Encryption.HealthChecks() {
+		hooks = append(hooks, c)
+	}
 	if i.parts.lease != nil {
 		i.parts.leaseHook = health.NewPostStartHook(identity.LeaseControllerHook)
 		i.parts.collectorHook = health.NewPostStartHook(identity.LeaseCollectorHook)

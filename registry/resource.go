@@ -55,6 +55,11 @@ type Resource struct {
 	// invalid, as Kubernetes refuses it for custom resources, Leases and admission
 	// policies.
 	UnconditionalUpdate bool
+	// StatusAnnotations are annotations that belong to the status: a status update
+	// writes them (as the object sent has them) and an update of the main resource
+	// keeps them as stored. A StorageVersion's encryption keys are reported so, each
+	// server's next to its entry, in one write.
+	StatusAnnotations []string
 
 	prepared *prepared
 }
@@ -272,6 +277,24 @@ func (r *Resource) Prefix(namespace string) string {
 		p += namespace + "/"
 	}
 	return p
+}
+
+// GroupResourceOfKey returns the resource whose objects are stored at key (a Key or
+// Prefix of any resource): the inverse of Prefix's first two segments. ok is false
+// for a key no resource's prefix begins.
+func GroupResourceOfKey(key string) (gr schema.GroupResource, ok bool) {
+	group, rest, ok := strings.Cut(key, "/")
+	if !ok {
+		return gr, false
+	}
+	resource, _, ok := strings.Cut(rest, "/")
+	if !ok || group == "" || resource == "" {
+		return gr, false
+	}
+	if group == "core" {
+		group = ""
+	}
+	return schema.GroupResource{Group: group, Resource: resource}, true
 }
 
 // NamesOf is the inverse of Key: the namespace and name of the object stored at key.

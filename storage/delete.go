@@ -22,7 +22,7 @@ func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, 
 		return 0, translate(err)
 	}
 	if !resp.Succeeded {
-		return 0, s.conflict(key, resp)
+		return 0, s.conflict(ctx, key, resp)
 	}
 	return resp.Header.Revision, nil
 }

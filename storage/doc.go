@@ -9,10 +9,15 @@
 //     current value, so a retry loop needs no extra read;
 //   - List reads one page of a key range at one revision, and a continue token pins
 //     the following pages to that same revision;
-//   - Watch streams every change under a prefix after a revision, in order.
+//   - Watch streams every change under a prefix after a revision, in order;
+//   - with WithTransformers, every value is sealed on its way to etcd and opened on
+//     the way back (encryption at rest, package encryption's transformers), and values
+//     sealed otherwise than writes are now are marked Stale, so that a storage
+//     migration knows to rewrite them; a value that cannot be opened is ErrUnreadable.
 //
 // It knows nothing about objects, versions or conversion: the registry package decodes
-// and encodes. It must not import registry, server, or any Kubernetes API types.
+// and encodes. It must not import registry, server, or any Kubernetes API types (k8s.io/apiserver's
+// value transformers are its one Kubernetes dependency).
 //
 // A typical read-modify-write:
 //

@@ -32,5 +32,5 @@ func (s *Store) GetAt(ctx context.Context, key string, rev int64) (*KeyValue, er
 	if len(resp.Kvs) == 0 {
 		return nil, fmt.Errorf("%s: %w", key, ErrNotFound)
 	}
-	return s.kv(resp.Kvs[0]), nil
+	return s.kv(ctx, resp.Kvs[0])
 }

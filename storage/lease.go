@@ -77,6 +77,10 @@ func (l *leases) get(ctx context.Context, ttl time.Duration) (clientv3.LeaseID, 
 
 // putOp is the put of a Create or Update with opts.
 func (s *Store) putOp(ctx context.Context, key string, value []byte, opts []WriteOption) (clientv3.Op, error) {
+	value, err := s.seal(ctx, key, value)
+	if err != nil {
+		return clientv3.Op{}, err
+	}
 	o := collect(opts)
 	if o.ttl <= 0 {
 		return clientv3.OpPut(key, string(value)), nil

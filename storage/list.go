@@ -60,7 +60,9 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (*Lis
 		out.Revision = opts.Revision
 	}
 	for i, k := range resp.Kvs {
-		out.Items[i] = s.kv(k)
+		if out.Items[i], err = s.kv(ctx, k); err != nil {
+			return nil, err
+		}
 	}
 	if resp.More {
 		out.Remaining = resp.Count - int64(len(resp.Kvs))

@@ -59,6 +59,10 @@ type KeyValue struct {
 	Revision int64
 	// CreateRevision is the revision at which the key was created.
 	CreateRevision int64
+	// Stale reports that the value is stored sealed otherwise than this store seals
+	// writes (with an older encryption key, or in plaintext): written back unchanged,
+	// it changes in etcd. A storage migration rewrites stale values.
+	Stale bool
 }
 
 // Store reads and writes keys under a prefix of one etcd cluster. It is safe for
@@ -68,6 +72,8 @@ type Store struct {
 	prefix  string
 	metrics *Metrics
 	leases  *leases
+	// transformers, if set, seal and open values (WithTransformers).
+	transformers Transformers
 }
 
 // New returns a Store over client whose keys all live under prefix (e.g. "/registry").
@@ -85,10 +91,6 @@ func (s *Store) Prefix() string { return s.prefix }
 func (s *Store) abs(key string) string { return s.prefix + "/" + strings.TrimPrefix(key, "/") }
 
 func (s *Store) rel(key []byte) string { return strings.TrimPrefix(string(key), s.prefix+"/") }
-
-func (s *Store) kv(k *mvccKV) *KeyValue {
-	return &KeyValue{Key: s.rel(k.Key), Value: k.Value, Revision: k.ModRevision, CreateRevision: k.CreateRevision}
-}
 
 // CurrentRevision returns the newest revision of the etcd cluster (a linearizable read).
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {

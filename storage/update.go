@@ -27,16 +27,22 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expected i
 		return 0, translate(err)
 	}
 	if !resp.Succeeded {
-		return 0, s.conflict(key, resp)
+		return 0, s.conflict(ctx, key, resp)
 	}
 	return resp.Header.Revision, nil
 }
 
-func (s *Store) conflict(key string, resp *clientv3.TxnResponse) error {
+// conflict is the ConflictError of a failed conditional write, carrying the current
+// value (or the error opening it).
+func (s *Store) conflict(ctx context.Context, key string, resp *clientv3.TxnResponse) error {
 	ce := &ConflictError{Key: key}
 	if len(resp.Responses) > 0 {
 		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
-			ce.Current = s.kv(kvs[0])
+			kv, err := s.kv(ctx, kvs[0])
+			if err != nil {
+				return err
+			}
+			ce.Current = kv
 		}
 	}
 	return ce
@@ -63,37 +69,55 @@ func (s *Store) WriteBatch(ctx context.Context, writes []Write) ([]int64, []erro
 	const maxOps = 128 // etcd's default --max-txn-ops
 	for start := 0; start < len(writes); start += maxOps {
 		end := min(start+maxOps, len(writes))
-		group := writes[start:end]
-		cmps := make([]clientv3.Cmp, len(group))
-		ops := make([]clientv3.Op, len(group))
-		for i, w := range group {
-			k := s.abs(w.Key)
-			cmps[i] = clientv3.Compare(clientv3.ModRevision(k), "=", w.Expected)
-			if w.Value == nil {
-				ops[i] = clientv3.OpDelete(k)
-			} else {
-				// A rewrite keeps the key's lease: an expiring object still expires.
-				ops[i] = clientv3.OpPut(k, string(w.Value), clientv3.WithIgnoreLease())
+		var cmps []clientv3.Cmp
+		var ops []clientv3.Op
+		var members []int
+		for i := start; i < end; i++ {
+			op, err := s.batchOp(ctx, writes[i])
+			if err != nil {
+				errs[i] = err
+				continue
 			}
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.abs(writes[i].Key)), "=", writes[i].Expected))
+			ops = append(ops, op)
+			members = append(members, i)
+		}
+		if len(ops) == 0 {
+			continue
 		}
 		resp, err := s.client.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if err == nil && resp.Succeeded {
-			for i := range group {
-				revs[start+i] = resp.Header.Revision
+			for _, i := range members {
+				revs[i] = resp.Header.Revision
 			}
 			continue
 		}
-		for i, w := range group {
+		for _, i := range members {
+			w := writes[i]
 			if err != nil && ctx.Err() != nil {
-				errs[start+i] = translate(err)
+				errs[i] = translate(err)
 				continue
 			}
 			if w.Value == nil {
-				revs[start+i], errs[start+i] = s.Delete(ctx, w.Key, w.Expected)
+				revs[i], errs[i] = s.Delete(ctx, w.Key, w.Expected)
 			} else {
-				revs[start+i], errs[start+i] = s.Update(ctx, w.Key, w.Value, w.Expected)
+				revs[i], errs[i] = s.Update(ctx, w.Key, w.Value, w.Expected)
 			}
 		}
 	}
 	return revs, errs
+}
+
+// batchOp is the operation of one write of a batch, its value sealed.
+func (s *Store) batchOp(ctx context.Context, w Write) (clientv3.Op, error) {
+	k := s.abs(w.Key)
+	if w.Value == nil {
+		return clientv3.OpDelete(k), nil
+	}
+	v, err := s.seal(ctx, k, w.Value)
+	if err != nil {
+		return clientv3.Op{}, err
+	}
+	// A rewrite keeps the key's lease: an expiring object still expires.
+	return clientv3.OpPut(k, string(v), clientv3.WithIgnoreLease()), nil
 }

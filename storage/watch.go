@@ -127,10 +127,15 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64, opts WatchO
 					}
 					continue
 				}
-				for _, e := range s.eventsAfter(resp, rev) {
+				events, err := s.eventsAfter(wctx, resp, rev)
+				for _, e := range events {
 					if !send(e) {
 						return
 					}
+				}
+				if err != nil {
+					send(Event{Type: Error, Err: err})
+					return
 				}
 			}
 		}
@@ -139,16 +144,23 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64, opts WatchO
 }
 
 // eventsAfter returns the changes of one watch response newer than rev, the last one
-// marked BatchEnd.
-func (s *Store) eventsAfter(resp clientv3.WatchResponse, rev int64) []Event {
+// marked BatchEnd, or the error opening one of their values (then none: the watch
+// ends with that error).
+func (s *Store) eventsAfter(ctx context.Context, resp clientv3.WatchResponse, rev int64) ([]Event, error) {
 	out := make([]Event, 0, len(resp.Events))
 	for _, ev := range resp.Events {
 		if ev.Kv.ModRevision <= rev {
 			continue
 		}
-		e := Event{Revision: ev.Kv.ModRevision, KV: s.kv(ev.Kv)}
+		kv, err := s.kv(ctx, ev.Kv)
+		if err != nil {
+			return nil, err
+		}
+		e := Event{Revision: ev.Kv.ModRevision, KV: kv}
 		if ev.PrevKv != nil {
-			e.Prev = s.kv(ev.PrevKv)
+			if e.Prev, err = s.kv(ctx, ev.PrevKv); err != nil {
+				return nil, err
+			}
 		}
 		if ev.Type == clientv3.EventTypeDelete {
 			e.Type = Deleted
@@ -158,5 +170,5 @@ func (s *Store) eventsAfter(resp clientv3.WatchResponse, rev int64) []Event {
 	if len(out) > 0 {
 		out[len(out)-1].BatchEnd = true
 	}
-	return out
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/wire"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metatable "k8s.io/apimachinery/pkg/api/meta/table"
@@ -57,6 +58,7 @@ func Configure(res *registry.Resource) error {
 	for i := range res.Versions {
 		res.Versions[i].PrinterColumns = printerColumns()
 	}
+	res.StatusAnnotations = []string{wire.AnnotationEncryptionKeys}
 	return nil
 }
 

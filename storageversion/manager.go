@@ -59,6 +59,10 @@ type Config struct {
 	ReconcileMetrics *reconcile.Metrics
 	// Started is when the server began starting, for the registration-time metric.
 	Started time.Time
+	// EncryptionKeys, if set, says which encryption keys the server seals and opens a
+	// resource's values with (encryption.Config.Keys); nil: plaintext. They are
+	// reported next to the entry, and writes wait for them as for the entry.
+	EncryptionKeys func(schema.GroupResource) wire.EncryptionKeys
 }
 
 // Manager keeps one server's entries in the StorageVersion objects true, and holds the
@@ -269,7 +273,7 @@ func (m *Manager) sync(ctx context.Context, gr schema.GroupResource) error {
 	if t == nil {
 		return m.withdraw(ctx, gr)
 	}
-	rv, err := m.write(ctx, t.name, *t.desired.Load(), t.owner.Load())
+	rv, err := m.write(ctx, t.name, *t.desired.Load(), m.keysOf(gr), t.owner.Load())
 	m.attempted(t, err)
 	if err != nil {
 		t.gate.fail(err)
@@ -280,7 +284,7 @@ func (m *Manager) sync(ctx context.Context, gr schema.GroupResource) error {
 	}
 	t.verifiedRV.Store(rv)
 	if !t.gate.isOpen() {
-		logger.V(2).Info("Storage version registered", "resource", gr, "entry", fmtEntry(t.desired.Load()))
+		logger.V(2).Info("Storage version registered", "resource", gr, "entry", fmtEntry(t.desired.Load()), "writeKey", m.keysOf(gr).Write)
 	}
 	t.gate.setOpen()
 	return nil
@@ -349,9 +353,9 @@ func (m *Manager) attempted(t *tracked, err error) {
 // write makes the stored entry of this server in the named object equal to e (and the
 // object owned by owner, if set). It returns the revision at which the object holds
 // the entry.
-func (m *Manager) write(ctx context.Context, name string, e Entry, owner *registry.OwnerRef) (int64, error) {
+func (m *Manager) write(ctx context.Context, name string, e Entry, keys wire.EncryptionKeys, owner *registry.OwnerRef) (int64, error) {
 	start := time.Now()
-	rv, conflicts, err := m.objs.putEntry(ctx, name, e, owner)
+	rv, conflicts, err := m.objs.putEntry(ctx, name, e, keys, owner)
 	m.metrics.conflicts.Add(float64(conflicts))
 	m.metrics.retries.Add(float64(conflicts))
 	result := "success"
@@ -361,6 +365,14 @@ func (m *Manager) write(ctx context.Context, name string, e Entry, owner *regist
 	}
 	m.metrics.updateLatency.WithLabelValues(result).Observe(time.Since(start).Seconds())
 	return rv, err
+}
+
+// keysOf returns the encryption keys the server reports for gr.
+func (m *Manager) keysOf(gr schema.GroupResource) wire.EncryptionKeys {
+	if m.cfg.EncryptionKeys == nil {
+		return wire.EncryptionKeys{Write: wire.Plaintext, Read: []string{wire.Plaintext}}
+	}
+	return m.cfg.EncryptionKeys(gr)
 }
 
 // observe reacts to a change of a StorageVersion: if this server's entry for a tracked
@@ -403,7 +415,7 @@ func (m *Manager) observe(obj interface{}, deleted bool) {
 		if sv, err := fromUnstructured(u); err == nil {
 			e := findEntry(&sv.Status, m.cfg.ServerID)
 			owner := t.owner.Load()
-			if e != nil && sameEntry(e, t.desired.Load()) && (owner == nil || hasOwner(u, owner)) {
+			if e != nil && sameEntry(e, t.desired.Load()) && sameKeys(encryptionKeys(sv), m.cfg.ServerID, m.keysOf(t.gr)) && (owner == nil || hasOwner(u, owner)) {
 				return
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
+	"github.com/concordproject/concord/wire"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,7 +89,7 @@ func (o *objects) create(ctx context.Context, res *registry.Resource, name strin
 // condition) from the object as stored: Store.Update re-reads it and computes again
 // when a concurrent writer got there first, so nothing written concurrently is lost.
 // conflicts counts those re-reads.
-func (o *objects) putEntry(ctx context.Context, name string, e Entry, owner *registry.OwnerRef) (rev int64, conflicts int, err error) {
+func (o *objects) putEntry(ctx context.Context, name string, e Entry, keys wire.EncryptionKeys, owner *registry.OwnerRef) (rev int64, conflicts int, err error) {
 	res, err := o.resource()
 	if err != nil {
 		return 0, 0, err
@@ -98,7 +99,7 @@ func (o *objects) putEntry(ctx context.Context, name string, e Entry, owner *reg
 			return 0, 0, err
 		}
 	}
-	rev, conflicts, err = o.updateEntry(ctx, res, name, e)
+	rev, conflicts, err = o.updateEntry(ctx, res, name, e, keys)
 	if apierrors.IsNotFound(err) {
 		// Not there yet: create it, then write the entry. Gone again at once (the
 		// collector removes objects without entries), it is the caller's to retry.
@@ -106,14 +107,15 @@ func (o *objects) putEntry(ctx context.Context, name string, e Entry, owner *reg
 			return 0, conflicts, err
 		}
 		var more int
-		rev, more, err = o.updateEntry(ctx, res, name, e)
+		rev, more, err = o.updateEntry(ctx, res, name, e, keys)
 		conflicts += more
 	}
 	return rev, conflicts, err
 }
 
-// updateEntry writes e into the named object as it is stored (see putEntry).
-func (o *objects) updateEntry(ctx context.Context, res *registry.Resource, name string, e Entry) (rev int64, conflicts int, err error) {
+// updateEntry writes e, and the encryption keys beside it, into the named object as
+// it is stored (see putEntry).
+func (o *objects) updateEntry(ctx context.Context, res *registry.Resource, name string, e Entry, keys wire.EncryptionKeys) (rev int64, conflicts int, err error) {
 	calls := 0
 	out, _, err := o.store.Update(ctx, o.ref(res, name), func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		calls++
@@ -121,11 +123,13 @@ func (o *objects) updateEntry(ctx context.Context, res *registry.Resource, name 
 		if err != nil {
 			return nil, err
 		}
-		if e0 := findEntry(&sv.Status, e.APIServerID); e0 != nil && sameEntry(e0, &e) {
+		reported := encryptionKeys(sv)
+		if e0 := findEntry(&sv.Status, e.APIServerID); e0 != nil && sameEntry(e0, &e) && sameKeys(reported, e.APIServerID, keys) {
 			return cur, nil // nothing to write: Update keeps the object as it is
 		}
+		setEncryptionKeys(sv, withKeys(reported, e.APIServerID, keys))
 		SetEntries(sv, withEntry(&sv.Status, e), o.now())
-		return withStatus(cur, &sv.Status)
+		return withStatus(cur, sv)
 	}, store.UpdateOptions{WriteOptions: store.WriteOptions{Subresource: "status"}})
 	conflicts = max(calls-1, 0)
 	if err != nil {
@@ -157,13 +161,26 @@ func (o *objects) ensureOwner(ctx context.Context, res *registry.Resource, name 
 	return err
 }
 
-// withStatus returns cur with st as its status.
-func withStatus(cur *unstructured.Unstructured, st *apiserverinternalv1alpha1.StorageVersionStatus) (*unstructured.Unstructured, error) {
-	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
+// withStatus returns cur with sv's status and the encryption keys reported beside it.
+func withStatus(cur *unstructured.Unstructured, sv *apiserverinternalv1alpha1.StorageVersion) (*unstructured.Unstructured, error) {
+	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&sv.Status)
 	if err != nil {
 		return nil, err
 	}
 	cur.Object["status"] = status
+	annotations := cur.GetAnnotations()
+	if v, ok := sv.Annotations[wire.AnnotationEncryptionKeys]; ok {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[wire.AnnotationEncryptionKeys] = v
+	} else {
+		delete(annotations, wire.AnnotationEncryptionKeys)
+	}
+	if len(annotations) == 0 {
+		annotations = nil
+	}
+	cur.SetAnnotations(annotations)
 	return cur, nil
 }
 
@@ -210,7 +227,7 @@ func (o *objects) removeEntries(ctx context.Context, name string, drop func(id s
 			return cur, nil
 		}
 		SetEntries(sv, kept, o.now())
-		return withStatus(cur, &sv.Status)
+		return withStatus(cur, sv)
 	}, store.UpdateOptions{WriteOptions: store.WriteOptions{Subresource: "status"}})
 	if apierrors.IsNotFound(err) {
 		return 0, false, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storage"
+	"github.com/concordproject/concord/wire"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -117,7 +118,7 @@ func TestPublishWaitsForPeersToDecode(t *testing.T) {
 	peer := func(decodable ...string) {
 		t.Helper()
 		if _, _, err := m.objs.putEntry(ctx, name, Entry{APIServerID: "peer", EncodingVersion: "example.com/v1",
-			DecodableVersions: decodable, ServedVersions: decodable}, owner); err != nil {
+			DecodableVersions: decodable, ServedVersions: decodable}, wire.EncryptionKeys{Write: wire.Plaintext}, owner); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/wire"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -67,9 +68,22 @@ func CommonEncodingVersion(entries []Entry) *string {
 // condition, whose observedGeneration is sv's generation and whose lastTransitionTime
 // changes, to now, only when its status flips or the common version changes value.
 // Other conditions are kept.
+//
+// The encryption keys reported (wire.AnnotationEncryptionKeys) keep only the members
+// of servers with an entry.
 func SetEntries(sv *apiserverinternalv1alpha1.StorageVersion, entries []Entry, now time.Time) {
 	old := sv.Status.CommonEncodingVersion
 	sv.Status.StorageVersions = entries
+	if keys, err := wire.ParseEncryptionKeys(sv.Annotations[wire.AnnotationEncryptionKeys]); err == nil {
+		for id := range keys {
+			if !slices.ContainsFunc(entries, func(e Entry) bool { return e.APIServerID == id }) {
+				delete(keys, id)
+			}
+		}
+		setEncryptionKeys(sv, keys)
+	} else {
+		setEncryptionKeys(sv, nil) // unreadable: every server writes its member again
+	}
 	common := CommonEncodingVersion(entries)
 	sv.Status.CommonEncodingVersion = common
 	want := apiserverinternalv1alpha1.StorageVersionCondition{
@@ -97,6 +111,54 @@ func SetEntries(sv *apiserverinternalv1alpha1.StorageVersion, entries []Entry, n
 	}
 	want.LastTransitionTime = metav1.NewTime(now)
 	sv.Status.Conditions = append(sv.Status.Conditions, want)
+}
+
+// encryptionKeys returns the keys reported in sv (none if the annotation cannot be
+// read: the servers then write it again).
+func encryptionKeys(sv *apiserverinternalv1alpha1.StorageVersion) map[string]wire.EncryptionKeys {
+	keys, err := wire.ParseEncryptionKeys(sv.Annotations[wire.AnnotationEncryptionKeys])
+	if err != nil {
+		return map[string]wire.EncryptionKeys{}
+	}
+	return keys
+}
+
+// setEncryptionKeys stores keys in sv's annotation (removed when empty).
+func setEncryptionKeys(sv *apiserverinternalv1alpha1.StorageVersion, keys map[string]wire.EncryptionKeys) {
+	v := wire.FormatEncryptionKeys(keys)
+	switch {
+	case v != "":
+		if sv.Annotations == nil {
+			sv.Annotations = map[string]string{}
+		}
+		sv.Annotations[wire.AnnotationEncryptionKeys] = v
+	case sv.Annotations != nil:
+		delete(sv.Annotations, wire.AnnotationEncryptionKeys)
+	}
+}
+
+// withKeys returns keys with id's member set to k: none for a server that writes and
+// reads plaintext only.
+func withKeys(keys map[string]wire.EncryptionKeys, id string, k wire.EncryptionKeys) map[string]wire.EncryptionKeys {
+	if isPlaintext(k) {
+		delete(keys, id)
+	} else {
+		keys[id] = k
+	}
+	return keys
+}
+
+// sameKeys reports whether id's member of keys says k.
+func sameKeys(keys map[string]wire.EncryptionKeys, id string, k wire.EncryptionKeys) bool {
+	got, ok := keys[id]
+	if !ok {
+		return isPlaintext(k)
+	}
+	return got.Write == k.Write && slices.Equal(got.Read, k.Read)
+}
+
+func isPlaintext(k wire.EncryptionKeys) bool {
+	return (k.Write == "" || k.Write == wire.Plaintext) && (len(k.Read) == 0 || slices.Equal(k.Read, []string{wire.Plaintext}))
 }
 
 // withEntry returns the entries of st with e in place of the entry of the same server,

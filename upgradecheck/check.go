@@ -44,9 +44,14 @@ type Known struct {
 
 // State is a StorageState's status.
 type State struct {
-	// Persisted are status.persistedStorageVersionHashes (migrationapi.Unknown: any).
+	// Persisted are the version hashes of status.persistedStorageVersionHashes
+	// (migrationapi.Unknown: any), without their encryption keys.
 	Persisted []string
-	// Current is status.currentStorageVersionHash (Unknown while servers disagree).
+	// PersistedKeys are the encryption keys of status.persistedStorageVersionHashes
+	// (wire.Plaintext for a hash without one; migrationapi.Unknown: any).
+	PersistedKeys []string
+	// Current is status.currentStorageVersionHash's version hash (Unknown while
+	// servers disagree).
 	Current string
 	// Heartbeat is status.lastHeartbeatTime.
 	Heartbeat time.Time
@@ -58,6 +63,8 @@ type Encodings struct {
 	Common string
 	// Servers maps each API server ID to the encodingVersion of its entry.
 	Servers map[string]string
+	// Keys are the encryption keys servers report (wire.AnnotationEncryptionKeys).
+	Keys map[string]wire.EncryptionKeys
 }
 
 // CRD is what a CustomResourceDefinition says of the versions of its resource.

@@ -2,6 +2,7 @@ package upgradecheck
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -45,12 +46,21 @@ A resource that X does not serve at all but that has persisted objects is a warn
 a block: X neither reads nor writes those objects, which stay in etcd untouched until a
 release that serves the resource runs again.
 
+With --drop-key NAME (an encryption key as "<provider>:<key name>", e.g. aescbc:key1, or
+"kms:<provider name>"), it answers instead (or as well, with --to-version) whether that key
+can be removed from every server's --encryption-provider-config: it can once no server
+writes with it (the StorageVersions' encryption.concord.io/keys) and, for every resource
+it seals or opens on some server, the StorageState records that no value is sealed with
+it any more (the migration to the current write key, which the trigger starts by itself
+once every server writes with that key, succeeded).
+
 Exit status: 0 when every resource is safe; 1 when one blocks, a flag is invalid, or the
 cluster cannot be read.`
 
 // options are the command's flags.
 type options struct {
 	to, emulation, kubeconfig, apiCatalog string
+	dropKey                               string
 	staleness                             time.Duration
 }
 
@@ -58,10 +68,10 @@ type options struct {
 func NewCommand() *cobra.Command {
 	o := &options{}
 	cmd := &cobra.Command{
-		Use:          "upgrade-check --to-version X",
+		Use:          "upgrade-check --to-version X | --drop-key NAME",
 		Short:        "Check that release X can decode every object the cluster has persisted",
 		Long:         long,
-		Example:      "  concord upgrade-check --kubeconfig admin.kubeconfig --to-version 1.36",
+		Example:      "  concord upgrade-check --kubeconfig admin.kubeconfig --to-version 1.36\n  concord upgrade-check --kubeconfig admin.kubeconfig --drop-key aescbc:key1",
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -76,6 +86,7 @@ func NewCommand() *cobra.Command {
 	fs.StringVar(&o.to, "to-version", "", "The release to upgrade or roll back to (major.minor, a release of the API catalog). Required."+releases)
 	fs.StringVar(&o.emulation, "emulation-version", "", fmt.Sprintf("The emulation version the servers of that release will run with: at most %d releases below --to-version (default: --to-version).", compatibility.SupportedSkew))
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig of the API server (default: $KUBECONFIG, ~/.kube/config, or in-cluster).")
+	fs.StringVar(&o.dropKey, "drop-key", "", `An encryption key ("<provider>:<key name>", "kms:<name>") to check can be removed from every server's --encryption-provider-config.`)
 	fs.StringVar(&o.apiCatalog, "api-catalog", "", "An API catalog file (JSON or YAML) to use instead of the built-in one.")
 	fs.DurationVar(&o.staleness, "staleness-window", defaultStaleness,
 		"A StorageState whose heartbeat is older counts as Unknown, as the storage-migration trigger resets it so (its --staleness-window); 0: never.")
@@ -83,6 +94,9 @@ func NewCommand() *cobra.Command {
 }
 
 func (o *options) run(ctx context.Context, out io.Writer) error {
+	if o.dropKey != "" && o.to == "" {
+		return o.runDropKey(ctx, out)
+	}
 	cat, err := o.catalog()
 	if err != nil {
 		return err
@@ -95,15 +109,7 @@ func (o *options) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return oneLine{fmt.Errorf("release %s, emulation %s: %w", to, emulation, err)}
 	}
-	rc, err := auth.LoadKubeconfig(o.kubeconfig)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	obs, err := Read(ctx, dyn)
+	obs, err := o.read(ctx)
 	if err != nil {
 		return err
 	}
@@ -115,7 +121,46 @@ func (o *options) run(ctx context.Context, out io.Writer) error {
 	if err := report.Print(out); err != nil {
 		return err
 	}
-	return report.Err()
+	if o.dropKey == "" {
+		return report.Err()
+	}
+	keys := CheckKeyDrop(&Input{States: obs.States, StorageVersions: obs.StorageVersions, Now: time.Now(), Staleness: o.staleness}, o.dropKey)
+	if _, err := fmt.Fprintln(out); err != nil {
+		return err
+	}
+	if err := keys.Print(out); err != nil {
+		return err
+	}
+	return errors.Join(report.Err(), keys.Err())
+}
+
+// runDropKey is --drop-key alone.
+func (o *options) runDropKey(ctx context.Context, out io.Writer) error {
+	if o.emulation != "" || o.apiCatalog != "" {
+		return fmt.Errorf("%w: --emulation-version and --api-catalog go with --to-version", ErrFlag)
+	}
+	obs, err := o.read(ctx)
+	if err != nil {
+		return err
+	}
+	keys := CheckKeyDrop(&Input{States: obs.States, StorageVersions: obs.StorageVersions, Now: time.Now(), Staleness: o.staleness}, o.dropKey)
+	if err := keys.Print(out); err != nil {
+		return err
+	}
+	return keys.Err()
+}
+
+// read reads the cluster --kubeconfig names.
+func (o *options) read(ctx context.Context) (*Observed, error) {
+	rc, err := auth.LoadKubeconfig(o.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return Read(ctx, dyn)
 }
 
 // catalog returns the full API catalog: --api-catalog's, or the built-in one.

@@ -66,7 +66,19 @@ func (o *Observed) addState(u *unstructured.Unstructured) error {
 		return err
 	}
 	gr := schema.GroupResource{Group: s.Spec.Resource.Group, Resource: s.Spec.Resource.Resource}
-	o.States[gr] = State{Persisted: s.Status.PersistedStorageVersionHashes, Current: s.Status.CurrentStorageVersionHash, Heartbeat: s.Status.LastHeartbeatTime.Time}
+	st := State{Heartbeat: s.Status.LastHeartbeatTime.Time}
+	for _, h := range s.Status.PersistedStorageVersionHashes {
+		if h == migrationapi.Unknown {
+			st.Persisted = appendMissing(st.Persisted, h)
+			st.PersistedKeys = appendMissing(st.PersistedKeys, h)
+			continue
+		}
+		v, k := wire.SplitStorageHash(h)
+		st.Persisted = appendMissing(st.Persisted, v)
+		st.PersistedKeys = appendMissing(st.PersistedKeys, k)
+	}
+	st.Current, _ = wire.SplitStorageHash(s.Status.CurrentStorageVersionHash)
+	o.States[gr] = st
 	return nil
 }
 
@@ -79,7 +91,11 @@ func (o *Observed) addStorageVersion(u *unstructured.Unstructured) error {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, sv); err != nil {
 		return fmt.Errorf("decoding StorageVersion %s: %w", u.GetName(), err)
 	}
-	e := Encodings{Servers: map[string]string{}}
+	keys, err := wire.ParseEncryptionKeys(u.GetAnnotations()[wire.AnnotationEncryptionKeys])
+	if err != nil {
+		return fmt.Errorf("StorageVersion %s: %w", u.GetName(), err)
+	}
+	e := Encodings{Servers: map[string]string{}, Keys: keys}
 	if sv.Status.CommonEncodingVersion != nil {
 		e.Common = *sv.Status.CommonEncodingVersion
 	}

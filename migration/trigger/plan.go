@@ -12,10 +12,11 @@ import (
 
 // observation is what the trigger knows of how one resource is written now.
 type observation struct {
-	// Agreed is true when every server writes the same version (always true when the
-	// hash comes from discovery, which speaks for one server).
+	// Agreed is true when every server writes the same version with the same
+	// encryption key (always true when the hash comes from discovery, which speaks for
+	// one server).
 	Agreed bool
-	// Current is the hash of that version when Agreed.
+	// Current is the hash of that version (and key: wire.StorageHash) when Agreed.
 	Current string
 	// Reported are the hashes the servers report (just Current from discovery).
 	Reported []string
@@ -140,7 +141,7 @@ func plan(in lifecycleInput, cfg lifecycleConfig) lifecycleOutput {
 		st.CurrentStorageVersionHash = migrationapi.Unknown
 		for _, m := range in.Active {
 			out.Abort = append(out.Abort, abort{Name: m.Name, Reason: migrationapi.ReasonStorageVersionsDisagree,
-				Message: "The API servers no longer agree on an encoding version; a migration starts once they do."})
+				Message: "The API servers no longer agree on an encoding version or encryption key; a migration starts once they do."})
 		}
 		return finish(in, st, out, cfg)
 	}

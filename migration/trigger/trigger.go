@@ -351,7 +351,9 @@ func (t *Trigger) apply(ctx context.Context, gr schema.GroupResource, stateObj *
 }
 
 // observe makes the observation of a resource from its StorageVersion object (nil:
-// from discovery).
+// from discovery). With a StorageVersion, each server's hash is its encoding version's
+// with the encryption key it writes with (wire.StorageHash): a new write key, like a
+// new version, is agreed on first and then migrated to.
 func observe(info discovery.Info, sv *unstructured.Unstructured) (observation, error) {
 	if sv == nil {
 		return observation{Agreed: true, Current: info.Hash, Reported: []string{info.Hash}}, nil
@@ -360,23 +362,30 @@ func observe(info discovery.Info, sv *unstructured.Unstructured) (observation, e
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sv.Object, obj); err != nil {
 		return observation{}, err
 	}
-	hash := func(encodingVersion string) (string, error) {
+	keys, err := wire.ParseEncryptionKeys(sv.GetAnnotations()[wire.AnnotationEncryptionKeys])
+	if err != nil {
+		return observation{}, fmt.Errorf("StorageVersion %s: %w", sv.GetName(), err)
+	}
+	hash := func(encodingVersion, key string) (string, error) {
 		gv, err := schema.ParseGroupVersion(encodingVersion)
 		if err != nil {
 			return "", err
 		}
-		return wire.StorageVersionHash(gv.Group, gv.Version, info.Kind), nil
+		return wire.StorageHash(wire.StorageVersionHash(gv.Group, gv.Version, info.Kind), key), nil
 	}
 	obs := observation{ResourceVersion: sv.GetResourceVersion()}
+	writeKeys := map[string]bool{}
 	for _, e := range obj.Status.StorageVersions {
-		h, err := hash(e.EncodingVersion)
+		key := wire.WriteKeyOf(keys, e.APIServerID)
+		writeKeys[key] = true
+		h, err := hash(e.EncodingVersion, key)
 		if err != nil {
 			return observation{}, fmt.Errorf("StorageVersion %s: server %s: %w", sv.GetName(), e.APIServerID, err)
 		}
 		obs.Reported = appendMissing(obs.Reported, h)
 	}
-	if c := obj.Status.CommonEncodingVersion; c != nil && len(obj.Status.StorageVersions) > 0 {
-		h, err := hash(*c)
+	if c := obj.Status.CommonEncodingVersion; c != nil && len(obj.Status.StorageVersions) > 0 && len(writeKeys) == 1 {
+		h, err := hash(*c, wire.WriteKeyOf(keys, obj.Status.StorageVersions[0].APIServerID))
 		if err != nil {
 			return observation{}, fmt.Errorf("StorageVersion %s: %w", sv.GetName(), err)
 		}

@@ -17,8 +17,9 @@ import (
 // storage migration. It gives the results a client-side migrator gets from reading
 // each object and writing it back unchanged:
 //
-//   - an object already encoded as the storage version would encode it is skipped
-//     (the write would change nothing, so Kubernetes writes nothing);
+//   - an object already encoded as the storage version would encode it, and sealed
+//     with the current encryption key, is skipped (the write would change nothing, so
+//     Kubernetes writes nothing);
 //   - every other object is decoded, converted, defaulted and validated as an update
 //     would, and written back only if it is still at the revision read (the same
 //     optimistic precondition); one that moved meanwhile is skipped, because the write
@@ -53,7 +54,7 @@ func (s *Store) Rewrite(ctx context.Context, res *registry.Resource, continueTok
 		switch {
 		case err != nil:
 			out.Failed = append(out.Failed, wire.RewriteFailure{Namespace: ns, Name: name, Reason: err.Error()})
-		case bytes.Equal(data, kv.Value):
+		case bytes.Equal(data, kv.Value) && !kv.Stale:
 			out.Skipped++
 		default:
 			writes = append(writes, storage.Write{Key: kv.Key, Value: data, Expected: kv.Revision})

@@ -158,8 +158,9 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 	if err != nil {
 		return nil, false, true, s.conversionError(res, err)
 	}
-	if bytes.Equal(data, kv.Value) {
-		// Nothing changed: Kubernetes writes nothing and keeps the resourceVersion.
+	if bytes.Equal(data, kv.Value) && !kv.Stale {
+		// Nothing changed: Kubernetes writes nothing and keeps the resourceVersion. (A
+		// value sealed with an older encryption key is written again, sealed anew.)
 		return current, false, true, nil
 	}
 	if opts.DryRun {
@@ -203,6 +204,7 @@ func (s *Store) carryOver(res *registry.Resource, version string, obj, current *
 		}
 		fresh.SetManagedFields(managed)
 		fresh.SetResourceVersion(obj.GetResourceVersion())
+		copyAnnotations(fresh, obj, res.StatusAnnotations)
 		*obj = *fresh
 	case hasStatus:
 		if status, ok := current.Object["status"]; ok {
@@ -210,6 +212,7 @@ func (s *Store) carryOver(res *registry.Resource, version string, obj, current *
 		} else {
 			delete(obj.Object, "status")
 		}
+		copyAnnotations(obj, current, res.StatusAnnotations)
 	}
 	obj.SetAPIVersion(current.GetAPIVersion())
 	obj.SetKind(current.GetKind())
@@ -223,6 +226,29 @@ func (s *Store) carryOver(res *registry.Resource, version string, obj, current *
 	if specChanged(obj, current, hasStatus) {
 		obj.SetGeneration(current.GetGeneration() + 1)
 	}
+}
+
+// copyAnnotations makes the annotations keys of dst what they are in src (absent
+// where src has none).
+func copyAnnotations(dst, src *registry.Object, keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	from, to := src.GetAnnotations(), dst.GetAnnotations()
+	for _, k := range keys {
+		if v, ok := from[k]; ok {
+			if to == nil {
+				to = map[string]string{}
+			}
+			to[k] = v
+		} else {
+			delete(to, k)
+		}
+	}
+	if len(to) == 0 {
+		to = nil
+	}
+	dst.SetAnnotations(to)
 }
 
 // specChanged reports whether anything but metadata (and status, when it is a
