@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/concordproject/concord/wire"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -170,6 +172,30 @@ func (c *Config) HealthChecks() []healthz.HealthChecker {
 		return nil
 	}
 	return c.health
+}
+
+// WaitReady waits until every KMS plugin has answered (a KMS v2 provider seals
+// nothing until its first data key is made), polling its health check, or until ctx
+// is done: then the last check's error.
+func (c *Config) WaitReady(ctx context.Context) error {
+	req := (&http.Request{}).WithContext(ctx)
+	for {
+		var err error
+		for _, h := range c.HealthChecks() {
+			if cerr := h.Check(req); cerr != nil {
+				err = fmt.Errorf("%s: %w", h.Name(), cerr)
+				break
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the KMS plugins are not ready: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // encryptedPrefix begins every value an encrypting provider wrote.

@@ -64,3 +64,27 @@ func TestStorageVersionHash(t *testing.T) {
 		}
 	}
 }
+
+func TestStorageHash(t *testing.T) {
+	h := wire.StorageVersionHash("", "v1", "Secret")
+	if got := wire.StorageHash(h, wire.Plaintext); got != h {
+		t.Errorf("plaintext hash %q, want the version hash", got)
+	}
+	sealed := wire.StorageHash(h, "aescbc:key1:3f9a0c12")
+	if v, k := wire.SplitStorageHash(sealed); v != h || k != "aescbc:key1:3f9a0c12" {
+		t.Errorf("split %q: %q, %q", sealed, v, k)
+	}
+	if v, k := wire.SplitStorageHash(h); v != h || k != wire.Plaintext {
+		t.Errorf("split %q: %q, %q", h, v, k)
+	}
+	for id, want := range map[string]string{"aescbc:key1:3f9a0c12": "aescbc:key1", "secretbox:a:b:c0ffee00": "secretbox:a:b", "kms:vault": "kms:vault", wire.Plaintext: wire.Plaintext} {
+		if got := wire.KeyName(id); got != want {
+			t.Errorf("wire.KeyName(%q) = %q, want %q", id, got, want)
+		}
+	}
+	keys := map[string]wire.EncryptionKeys{"a": {Write: "aescbc:k:1", Read: []string{"aescbc:k:1", wire.Plaintext}}}
+	parsed, err := wire.ParseEncryptionKeys(wire.FormatEncryptionKeys(keys))
+	if err != nil || wire.WriteKeyOf(parsed, "a") != "aescbc:k:1" || wire.WriteKeyOf(parsed, "b") != wire.Plaintext || !wire.CanRead(parsed, "a", wire.Plaintext) || wire.CanRead(parsed, "b", "aescbc:k:1") {
+		t.Errorf("round trip: %v, %v", parsed, err)
+	}
+}
