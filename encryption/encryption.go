@@ -160,11 +160,6 @@ func (c *Config) Keys(gr schema.GroupResource) wire.EncryptionKeys {
 	return c.resolve(gr).keys
 }
 
-// Encrypts reports whether gr's values are written encrypted.
-func (c *Config) Encrypts(gr schema.GroupResource) bool {
-	return c.Keys(gr).Write != wire.Plaintext
-}
-
 // HealthChecks are the KMS plugins' checks (kms-providers), for /healthz, /livez and
 // /readyz; none without KMS.
 func (c *Config) HealthChecks() []healthz.HealthChecker {

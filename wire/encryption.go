@@ -3,7 +3,6 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -65,15 +64,6 @@ func WriteKeyOf(keys map[string]EncryptionKeys, id string) string {
 		return k.Write
 	}
 	return Plaintext
-}
-
-// CanRead reports whether server id can open values sealed with key.
-func CanRead(keys map[string]EncryptionKeys, id, key string) bool {
-	k, ok := keys[id]
-	if !ok {
-		return key == Plaintext
-	}
-	return slices.Contains(k.Read, key) || k.Write == key
 }
 
 // storageHashSeparator joins a storage version hash and a key identity; base64 and key

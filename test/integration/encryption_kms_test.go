@@ -122,8 +122,10 @@ resources:
 	if got := keyIdentity(t, c, schema.GroupResource{Resource: "secrets"}, s.ServerID); got != "kms:testkms" {
 		t.Errorf("write key reported %q, want kms:testkms", got)
 	}
-	body, err := client.CoreV1().RESTClient().Get().AbsPath("/readyz").Param("verbose", "true").DoRaw(t.Context())
-	if err != nil || !strings.Contains(string(body), "[+]kms-providers ok") {
-		t.Errorf("/readyz?verbose: %v\n%s", err, body)
+	for _, path := range []string{"/healthz", "/livez", "/readyz"} {
+		body, err := client.CoreV1().RESTClient().Get().AbsPath(path).Param("verbose", "true").DoRaw(t.Context())
+		if err != nil || !strings.Contains(string(body), "[+]kms-providers ok") {
+			t.Errorf("%s?verbose: %v\n%s", path, err, body)
+		}
 	}
 }

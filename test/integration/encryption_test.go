@@ -125,8 +125,16 @@ func TestEncryptionKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSecret(t, c.Servers[1].Clientset(t), "s-00", "rotated")
-	if got := sealedWith(t, c, prefix); got["aescbc:key1"] != 1 || got[wire.Plaintext] != n-1 {
-		t.Fatalf("while the servers disagree: etcd holds %v, want the one Secret server 0 wrote sealed", got)
+	// An update that changes nothing still writes a value sealed otherwise (stale).
+	s01, err := c.Servers[0].Clientset(t).CoreV1().Secrets("default").Get(t.Context(), "s-01", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Servers[0].Clientset(t).CoreV1().Secrets("default").Update(t.Context(), s01, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sealedWith(t, c, prefix); got["aescbc:key1"] != 2 || got[wire.Plaintext] != n-2 {
+		t.Fatalf("while the servers disagree: etcd holds %v, want the two Secrets server 0 wrote sealed", got)
 	}
 	if ms := migrationsOf(t, dyn, gr); len(ms) != migrated {
 		t.Fatalf("%d migrations of secrets started while the servers disagree on the write key", len(ms)-migrated)
@@ -176,6 +184,18 @@ func TestEncryptionKeyRotation(t *testing.T) {
 		}
 		wantSecret(t, s.Clientset(t), "s-07", "hunter-07")
 	}
+	// A server that stops withdraws its key report with its entry.
+	c.Servers[1].Stop(t)
+	waitFor(t, "server 1's keys withdrawn", func() (bool, error) {
+		sv, err := c.Servers[0].Clientset(t).InternalV1alpha1().StorageVersions().Get(t.Context(), wire.StorageVersionName(gr), metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		keys, err := wire.ParseEncryptionKeys(sv.Annotations[wire.AnnotationEncryptionKeys])
+		_, has1 := keys[c.Servers[1].ServerID]
+		_, has0 := keys[c.Servers[0].ServerID]
+		return !has1 && has0, err
+	})
 	raw, err := c.EtcdClient.Get(t.Context(), prefix, clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
