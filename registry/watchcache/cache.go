@@ -196,10 +196,10 @@ func (c *Cache) load(ctx context.Context, st *storage.Store) error {
 			c.tree.ReplaceOrInsert(e)
 			added += e.size()
 		}
-		c.bytes += added
+		c.count(added)
 		c.objects = c.tree.Len()
 		c.mu.Unlock()
-		if err := c.caches.charge(c, added); err != nil {
+		if err := c.caches.enforce(c); err != nil {
 			return err
 		}
 		if !page.More || len(page.Items) == 0 {
@@ -267,12 +267,10 @@ func (c *Cache) AddEncoded(delta int64) {
 	}
 	c.mu.Lock()
 	stopped := c.stopped
-	if !stopped {
-		c.bytes += delta
-	}
+	c.count(delta)
 	c.mu.Unlock()
 	if !stopped {
-		_ = c.caches.charge(c, delta)
+		_ = c.caches.enforce(c)
 	}
 }
 
@@ -317,12 +315,21 @@ func (c *Cache) apply(batch []storage.Event) {
 	}
 	if c.stateful {
 		c.objects = c.tree.Len()
+		c.count(delta) // before the revision moves: see Caches.bytes
 	}
-	c.bytes += delta
 	c.advance(batch[len(batch)-1].Revision)
 	c.mu.Unlock()
 	if c.stateful {
-		_ = c.caches.charge(c, delta)
+		_ = c.caches.enforce(c)
+	}
+}
+
+// count adds delta bytes to the memory of a stateful cache and to the caches' count,
+// unless the cache stopped (its memory left the count then). Called with c.mu held.
+func (c *Cache) count(delta int64) {
+	if c.stateful && !c.stopped {
+		c.bytes += delta
+		c.caches.bytes.Add(delta)
 	}
 }
 
@@ -386,7 +393,7 @@ func (c *Cache) stop(reason error) {
 		close(c.fresh)
 		c.fresh = make(chan struct{})
 	}
-	bytes := c.bytes
+	c.caches.bytes.Add(-c.bytes) // only a stateful cache counts any
 	c.bytes = 0
 	c.mu.Unlock()
 	if already {
@@ -397,7 +404,7 @@ func (c *Cache) stop(reason error) {
 		c.cancel()
 	}
 	if c.stateful {
-		c.caches.remove(c, bytes)
+		c.caches.remove(c)
 	}
 }
 

@@ -62,7 +62,10 @@ type Caches struct {
 	ctx    context.Context // Run's; nil while not running
 	caches map[string]*Cache
 	over   map[string]time.Time // prefixes not cached until then
-	bytes  int64
+
+	// bytes is the caches' memory. A cache changes it with its own mu held, so that
+	// a reader who saw a cache reach a revision sees the figures of that revision.
+	bytes atomic.Int64
 }
 
 // New returns the (not yet running) caches of st.
@@ -167,12 +170,11 @@ func (m *Caches) Observe(prefix, verb string, cached bool) {
 	mt.reads.WithLabelValues(resourceLabel(prefix), verb, source).Inc()
 }
 
-// charge adds delta bytes to c's share; past the limit it evicts other caches, and
-// fails if c itself does not fit.
-func (m *Caches) charge(c *Cache, delta int64) error {
+// enforce evicts caches while their memory is past the limit, c (the one growing)
+// last, and fails if c itself had to go.
+func (m *Caches) enforce(c *Cache) error {
 	m.mu.Lock()
-	m.bytes += delta
-	over := m.opts.MemoryLimit > 0 && m.bytes > m.opts.MemoryLimit
+	over := m.opts.MemoryLimit > 0 && m.bytes.Load() > m.opts.MemoryLimit
 	var victims []*Cache
 	if over {
 		victims = m.victims(c)
@@ -208,7 +210,7 @@ func (m *Caches) victims(c *Cache) []*Cache {
 		return a.idleSince().Compare(b.idleSince())
 	})
 	var out []*Cache
-	excess := m.bytes - m.opts.MemoryLimit
+	excess := m.bytes.Load() - m.opts.MemoryLimit
 	for _, x := range cands {
 		if excess <= 0 {
 			break
@@ -239,14 +241,13 @@ func (m *Caches) evict(c *Cache, reason string) {
 	c.stop(fmt.Errorf("evicted: %s", reason))
 }
 
-// remove forgets a stopped cache and its memory.
-func (m *Caches) remove(c *Cache, bytes int64) {
+// remove forgets a stopped cache (which took its memory off the count).
+func (m *Caches) remove(c *Cache) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.caches[c.prefix] == c {
 		delete(m.caches, c.prefix)
 	}
-	m.bytes -= bytes
 	if mt := m.metrics.Load(); mt != nil {
 		mt.bytes.DeleteLabelValues(c.resource)
 		mt.objects.DeleteLabelValues(c.resource)
@@ -283,7 +284,7 @@ type Stats struct {
 // Stats returns the caches' current figures.
 func (m *Caches) Stats() Stats {
 	m.mu.Lock()
-	all, bytes := m.all(), m.bytes
+	all, bytes := m.all(), m.bytes.Load()
 	m.mu.Unlock()
 	st := Stats{Caches: len(all), Bytes: bytes}
 	for _, c := range all {

@@ -90,10 +90,10 @@ func (c *Cache) Snapshot() (*Snapshot, error) {
 // Keep keeps s for the continue tokens of a paged list, for a while after its last use.
 func (c *Cache) Keep(s *Snapshot) {
 	s.used.Store(time.Now().UnixNano())
-	var released int64
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if old, ok := c.snapshots[s.Rev]; ok && old != s {
-		released += c.dropSnapshot(old)
+		c.dropSnapshot(old)
 	}
 	c.snapshots[s.Rev] = s
 	if len(c.snapshots) > maxSnapshots {
@@ -103,30 +103,16 @@ func (c *Cache) Keep(s *Snapshot) {
 				oldest = k
 			}
 		}
-		released += c.dropSnapshot(oldest)
+		c.dropSnapshot(oldest)
 	}
-	c.mu.Unlock()
-	c.release(released)
 }
 
-// dropSnapshot forgets kept snapshot s and returns the memory it held, which leaves
-// the cache's count. Called with c.mu held.
-func (c *Cache) dropSnapshot(s *Snapshot) int64 {
+// dropSnapshot forgets kept snapshot s, and the memory it held leaves the count.
+// Called with c.mu held.
+func (c *Cache) dropSnapshot(s *Snapshot) {
 	delete(c.snapshots, s.Rev)
-	held := s.held
+	c.count(-s.held)
 	s.held = 0
-	if c.stopped {
-		return 0 // the cache's memory left the count when it stopped
-	}
-	c.bytes -= held
-	return held
-}
-
-// release tells the caches' manager that held bytes of kept snapshots are gone.
-func (c *Cache) release(held int64) {
-	if held > 0 && c.stateful {
-		_ = c.caches.charge(c, -held)
-	}
 }
 
 // holder returns the newest kept snapshot that holds old, an entry the cache is
@@ -162,13 +148,11 @@ func (c *Cache) SnapshotAt(rev int64) (*Snapshot, bool) {
 
 // expireSnapshots forgets kept snapshots unused since before.
 func (c *Cache) expireSnapshots(before time.Time) {
-	var released int64
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, s := range c.snapshots {
 		if s.used.Load() < before.UnixNano() {
-			released += c.dropSnapshot(s)
+			c.dropSnapshot(s)
 		}
 	}
-	c.mu.Unlock()
-	c.release(released)
 }
