@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"time"
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -37,4 +38,29 @@ func WriteClientCertKubeconfig(path, serverURL string, caPEM, certPEM, keyPEM []
 	user := clientcmdapi.NewAuthInfo()
 	user.ClientCertificateData, user.ClientKeyData = certPEM, keyPEM
 	return writeKubeconfig(path, serverURL, caPEM, user, contextName)
+}
+
+// FrontProxyClientName is the common name of the client certificate servers present
+// when they proxy requests to aggregated API servers: the only name the published
+// request-header configuration allows (requestheader-allowed-names).
+const FrontProxyClientName = "front-proxy-client"
+
+// ErrNoFrontProxyCA means the cluster credentials have no front-proxy CA.
+var ErrNoFrontProxyCA = errors.New("the cluster credentials have no front-proxy CA")
+
+// NewFrontProxyClientCertificate signs, with the front-proxy CA, the client
+// certificate a server presents to aggregated API servers, valid for validity.
+func NewFrontProxyClientCertificate(creds *ClusterCredentials, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+	if len(creds.FrontProxyCACert) == 0 {
+		return nil, nil, ErrNoFrontProxyCA
+	}
+	ca := &ClusterCredentials{CACert: creds.FrontProxyCACert, CAKey: creds.FrontProxyCAKey}
+	caCert, caKey, err := ca.parseCA()
+	if err != nil {
+		return nil, nil, fmt.Errorf("front-proxy CA: %w", err)
+	}
+	return signLeaf(caCert, caKey, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: FrontProxyClientName},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, time.Now(), validity)
 }

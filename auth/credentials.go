@@ -52,6 +52,11 @@ type ClusterCredentials struct {
 	// ServiceAccountKey is the PEM-encoded private key every server signs service
 	// account tokens with (and verifies them by).
 	ServiceAccountKey []byte
+	// FrontProxyCACert and FrontProxyCAKey are the request-header CA, apart from the
+	// cluster CA: it signs the client certificate each server presents when it proxies
+	// a request to an aggregated API server, which trusts the X-Remote-* headers of a
+	// request only under that certificate.
+	FrontProxyCACert, FrontProxyCAKey []byte
 }
 
 // storedCredentials is the JSON record in etcd. PEM blocks are kept as strings so the
@@ -61,6 +66,8 @@ type storedCredentials struct {
 	CAKey             string `json:"caKey"`
 	AdminToken        string `json:"adminToken"`
 	ServiceAccountKey string `json:"serviceAccountKey,omitempty"`
+	FrontProxyCACert  string `json:"frontProxyCACert,omitempty"`
+	FrontProxyCAKey   string `json:"frontProxyCAKey,omitempty"`
 }
 
 // EnsureClusterCredentials returns the credentials of the cluster whose servers share the
@@ -88,7 +95,7 @@ func EnsureClusterCredentials(ctx context.Context, client *clientv3.Client, key 
 	}
 	if creds != nil {
 		logger.V(2).Info("Using cluster credentials from etcd", "key", key)
-		if creds, err = ensureServiceAccountKey(ctx, client, key, creds, rev); err != nil {
+		if creds, err = completeCredentials(ctx, client, key, creds, rev); err != nil {
 			return nil, err
 		}
 	} else {
@@ -127,18 +134,17 @@ func getCredentials(ctx context.Context, client *clientv3.Client, key string) (*
 	return creds, resp.Kvs[0].ModRevision, err
 }
 
-// ensureServiceAccountKey adds a service account signing key to credentials stored
-// (at revision rev) by a release that had none, unless another server does first.
-func ensureServiceAccountKey(ctx context.Context, client *clientv3.Client, key string, creds *ClusterCredentials, rev int64) (*ClusterCredentials, error) {
-	if len(creds.ServiceAccountKey) > 0 {
+// completeCredentials adds what credentials stored (at revision rev) by an older
+// release lack (the service account signing key, the front-proxy CA), unless another
+// server does first.
+func completeCredentials(ctx context.Context, client *clientv3.Client, key string, creds *ClusterCredentials, rev int64) (*ClusterCredentials, error) {
+	if len(creds.ServiceAccountKey) > 0 && len(creds.FrontProxyCACert) > 0 {
 		return creds, nil
 	}
-	saKey, err := keyutil.MakeEllipticPrivateKeyPEM()
-	if err != nil {
-		return nil, fmt.Errorf("generating the service account key: %w", err)
-	}
 	withKey := *creds
-	withKey.ServiceAccountKey = saKey
+	if err := withKey.generateMissing(); err != nil {
+		return nil, err
+	}
 	value, err := encodeCredentials(&withKey)
 	if err != nil {
 		return nil, err
@@ -148,22 +154,40 @@ func ensureServiceAccountKey(ctx context.Context, client *clientv3.Client, key s
 		Then(clientv3.OpPut(key, string(value))).
 		Commit()
 	if err != nil {
-		return nil, fmt.Errorf("storing the service account key at %q: %w", key, err)
+		return nil, fmt.Errorf("completing the cluster credentials at %q: %w", key, err)
 	}
 	if resp.Succeeded {
-		klog.FromContext(ctx).Info("Added a service account signing key to the cluster credentials", "key", key)
+		klog.FromContext(ctx).Info("Completed the cluster credentials of an older release", "key", key)
 		return &withKey, nil
 	}
 	again, rev, err := getCredentials(ctx, client, key)
 	if err != nil || again == nil {
 		return nil, fmt.Errorf("re-reading cluster credentials at %q: %w", key, err)
 	}
-	return ensureServiceAccountKey(ctx, client, key, again, rev)
+	return completeCredentials(ctx, client, key, again, rev)
+}
+
+// generateMissing generates the service account key and the front-proxy CA, if c
+// lacks them.
+func (c *ClusterCredentials) generateMissing() error {
+	var err error
+	if len(c.ServiceAccountKey) == 0 {
+		if c.ServiceAccountKey, err = keyutil.MakeEllipticPrivateKeyPEM(); err != nil {
+			return fmt.Errorf("generating the service account key: %w", err)
+		}
+	}
+	if len(c.FrontProxyCACert) == 0 {
+		if c.FrontProxyCACert, c.FrontProxyCAKey, err = generateCA("concord-front-proxy-ca"); err != nil {
+			return fmt.Errorf("generating the front-proxy CA: %w", err)
+		}
+	}
+	return nil
 }
 
 func encodeCredentials(c *ClusterCredentials) ([]byte, error) {
 	value, err := json.Marshal(storedCredentials{
 		CACert: string(c.CACert), CAKey: string(c.CAKey), AdminToken: c.AdminToken, ServiceAccountKey: string(c.ServiceAccountKey),
+		FrontProxyCACert: string(c.FrontProxyCACert), FrontProxyCAKey: string(c.FrontProxyCAKey),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encoding cluster credentials: %w", err)
@@ -208,6 +232,8 @@ func decodeCredentials(key string, value []byte) (*ClusterCredentials, error) {
 		CAKey:             []byte(stored.CAKey),
 		AdminToken:        stored.AdminToken,
 		ServiceAccountKey: []byte(stored.ServiceAccountKey),
+		FrontProxyCACert:  []byte(stored.FrontProxyCACert),
+		FrontProxyCAKey:   []byte(stored.FrontProxyCAKey),
 	}
 	if creds.AdminToken == "" {
 		return nil, fmt.Errorf("%w: etcd key %q: empty admin token", ErrInvalidCredentials, key)
@@ -222,8 +248,8 @@ func decodeCredentials(key string, value []byte) (*ClusterCredentials, error) {
 // of certDir if it has one, or a new CA; and always a new admin token. source says which.
 func localCredentials(certDir string) (creds *ClusterCredentials, source string, err error) {
 	creds = &ClusterCredentials{AdminToken: newToken()}
-	if creds.ServiceAccountKey, err = keyutil.MakeEllipticPrivateKeyPEM(); err != nil {
-		return nil, "", fmt.Errorf("generating the service account key: %w", err)
+	if err := creds.generateMissing(); err != nil {
+		return nil, "", err
 	}
 	if certDir != "" {
 		certPEM, keyPEM, err := readCertDirCA(certDir)
@@ -238,7 +264,7 @@ func localCredentials(certDir string) (creds *ClusterCredentials, source string,
 			return creds, "certDir", nil
 		}
 	}
-	creds.CACert, creds.CAKey, err = generateCA()
+	creds.CACert, creds.CAKey, err = generateCA("concord-ca")
 	if err != nil {
 		return nil, "", err
 	}
@@ -265,7 +291,7 @@ func readCertDirCA(certDir string) (certPEM, keyPEM []byte, err error) {
 	return certPEM, keyPEM, nil
 }
 
-func generateCA() (certPEM, keyPEM []byte, err error) {
+func generateCA(name string) (certPEM, keyPEM []byte, err error) {
 	keyPEM, err = keyutil.MakeEllipticPrivateKeyPEM()
 	if err != nil {
 		return nil, nil, fmt.Errorf("generating CA key: %w", err)
@@ -274,7 +300,7 @@ func generateCA() (certPEM, keyPEM []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ca, err := cert.NewSelfSignedCACert(cert.Config{CommonName: "concord-ca"}, key)
+	ca, err := cert.NewSelfSignedCACert(cert.Config{CommonName: name}, key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generating CA certificate: %w", err)
 	}

@@ -17,7 +17,7 @@ const credentialsKey = "/registry/concord/credentials"
 // newTestCredentials returns credentials with a fresh CA, without etcd.
 func newTestCredentials(t *testing.T) *ClusterCredentials {
 	t.Helper()
-	certPEM, keyPEM, err := generateCA()
+	certPEM, keyPEM, err := generateCA("test-ca")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestEnsureClusterCredentialsErrors(t *testing.T) {
 func TestEnsureClusterCredentialsAddsServiceAccountKey(t *testing.T) {
 	client := etcdtest.Start(t)
 	const key = "/registry/concord/credentials"
-	caCert, caKey, err := generateCA()
+	caCert, caKey, err := generateCA("test-ca")
 	if err != nil {
 		t.Fatal(err)
 	}

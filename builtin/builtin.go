@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/concordproject/concord/aggregator"
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/quota"
@@ -46,6 +47,7 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		rbac.RoleBindingsGR:          rbac.ConfigureRoleBindings,
 		rbac.ClusterRoleBindingsGR:   rbac.ConfigureClusterRoleBindings,
 		storageversion.GroupResource: storageversion.Configure,
+		aggregator.GroupResource:     aggregator.Configure,
 		storageVersionMigrationsGR:   configureStorageVersionMigrations,
 		leasesGR:                     configureLeases,
 		deploymentsGR:                configureDeployments,
@@ -74,6 +76,7 @@ var conditionalUpdatesOnly = map[schema.GroupResource]bool{
 	{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}:     true,
 	storageversion.GroupResource: true,
 	storageVersionMigrationsGR:   true,
+	aggregator.GroupResource:     true,
 }
 
 // Configure returns the built-in resources of a server: resources (the catalog's, not

@@ -41,7 +41,7 @@ func TestDefault(t *testing.T) {
 	for _, r := range c.Resources() {
 		order = append(order, r.GroupResource().String())
 	}
-	if want := []string{"configmaps", "events", "namespaces", "podtemplates", "resourcequotas", "secrets", "serviceaccounts", "mutatingadmissionpolicies.admissionregistration.k8s.io"}; !slices.Equal(order[:len(want)], want) {
+	if want := []string{"configmaps", "events", "namespaces", "podtemplates", "resourcequotas", "secrets", "serviceaccounts", "services", "mutatingadmissionpolicies.admissionregistration.k8s.io"}; !slices.Equal(order[:len(want)], want) {
 		t.Errorf("resource order starts %v, want %v", order[:len(want)], want)
 	}
 	// Events are two resources of one kind in two groups, each with its own storage.

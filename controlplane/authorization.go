@@ -55,19 +55,7 @@ func (i *Instance) newAuthorization() (*auth.Authorization, error) {
 		return auth.NewAuthorization(modes, nil)
 	}
 	typed := func(gr schema.GroupResource, newObj func() runtime.Object) cache.SharedIndexInformer {
-		inf := i.Store.NewInformer(store.Source{Registry: i.Registry, Resource: gr, Version: "v1"},
-			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-		_ = inf.SetTransform(func(obj interface{}) (interface{}, error) {
-			u, ok := obj.(*unstructured.Unstructured)
-			if !ok {
-				return obj, nil
-			}
-			out := newObj()
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
-				return nil, fmt.Errorf("reading %s %s: %w", gr, u.GetName(), err)
-			}
-			return out, nil
-		})
+		inf := i.typedInformer(gr, newObj)
 		i.parts.rbac.informers = append(i.parts.rbac.informers, inf)
 		return inf
 	}
@@ -154,4 +142,23 @@ func (i *Instance) bootstrapRBAC(ctx context.Context) error {
 			}
 		})
 	}})
+}
+
+// typedInformer returns an in-process informer of resource gr in v1, read from the
+// object store, whose objects are typed (newObj's type) and indexed by namespace.
+func (i *Instance) typedInformer(gr schema.GroupResource, newObj func() runtime.Object) cache.SharedIndexInformer {
+	inf := i.Store.NewInformer(store.Source{Registry: i.Registry, Resource: gr, Version: "v1"},
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	_ = inf.SetTransform(func(obj interface{}) (interface{}, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		out := newObj()
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+			return nil, fmt.Errorf("reading %s %s: %w", gr, u.GetName(), err)
+		}
+		return out, nil
+	})
+	return inf
 }

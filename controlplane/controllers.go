@@ -75,6 +75,9 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	if err := i.bootstrapRBAC(ctx); err != nil {
 		return ctx, err
 	}
+	if err := i.startAggregation(ctx); err != nil {
+		return ctx, fmt.Errorf("starting the aggregator: %w", err)
+	}
 	if err := i.startQuota(ctx); err != nil {
 		return ctx, err
 	}

@@ -86,6 +86,9 @@ type parts struct {
 	// reads, issuer signs the tokens: resources → serving.
 	serviceAccounts cache.SharedIndexInformer
 	issuer          *serviceaccount.Issuer
+	// aggregation is the aggregator (nil when APIServices are not served): serving →
+	// controllers.
+	aggregation *aggregation
 	// The post-start hooks the controllers phase finishes.
 	bootstrap, leaseHook, collectorHook, rbacHook *health.PostStartHook
 	// migration is the outcome of the last attempt to install the storage-migration

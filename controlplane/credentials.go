@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/identity"
@@ -15,6 +16,10 @@ import (
 )
 
 // serving is what the credentials phase hands the serving phase.
+// frontProxyCertValidity is how long the front-proxy client certificate a server
+// signs for itself at start is valid.
+const frontProxyCertValidity = 365 * 24 * time.Hour
+
 type serving struct {
 	listener net.Listener
 	cert     tls.Certificate
@@ -23,6 +28,10 @@ type serving struct {
 	authn *auth.Authentication
 	// serviceAccountKey signs and verifies service account tokens.
 	serviceAccountKey []byte
+	// clientCA is the cluster CA, frontProxyCA the request-header CA, and
+	// proxyCert and proxyKey the front-proxy client certificate this server presents
+	// to aggregated API servers.
+	clientCA, frontProxyCA, proxyCert, proxyKey []byte
 }
 
 // loadCredentials is the credentials phase: the listener first (its port names the
@@ -83,7 +92,12 @@ func (i *Instance) loadCredentials(ctx context.Context) (context.Context, error)
 	if err != nil {
 		return ctx, err
 	}
+	proxyCert, proxyKey, err := auth.NewFrontProxyClientCertificate(creds, frontProxyCertValidity)
+	if err != nil {
+		return ctx, err
+	}
 	i.parts.serving = serving{listener: ln, cert: cert, serviceAccountKey: creds.ServiceAccountKey,
-		authn: &auth.Authentication{Certificates: certs, Static: authn, APIAudiences: o.apiAudiences()}}
+		authn:    &auth.Authentication{Certificates: certs, Static: authn, APIAudiences: o.apiAudiences()},
+		clientCA: creds.CACert, frontProxyCA: creds.FrontProxyCACert, proxyCert: proxyCert, proxyKey: proxyKey}
 	return ctx, nil
 }

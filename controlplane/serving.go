@@ -48,13 +48,13 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, err
 	}
-	checks, err := i.healthChecks()
+	aggregated, err := i.newAggregation()
 	if err != nil {
 		return ctx, err
 	}
-	var barrier func(http.Handler) http.Handler
-	if i.parts.svm != nil {
-		barrier = i.parts.svm.Filter
+	checks, err := i.healthChecks()
+	if err != nil {
+		return ctx, err
 	}
 	var fcFilter func(http.Handler) http.Handler
 	var fcMetrics prometheus.Gatherer
@@ -83,7 +83,8 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		Profiling:             o.Profiling,
 		Version:               compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
 		ClientSkew:            skew,
-		StorageVersionBarrier: barrier,
+		StorageVersionBarrier: i.barrier(),
+		Aggregated:            aggregated,
 		// The annotations admission adds (admission policies' audit annotations and
 		// Audit action) go to the request's audit event.
 		Admission: k8sadmission.WithAudit(chain),
@@ -158,7 +159,7 @@ func (i *Instance) newAdmission() (*admission.Chain, error) {
 	}
 	chain, err := admission.New(admission.Config{
 		Registry: i.Registry, RESTConfig: i.LoopbackConfig(), ServerID: i.ServerID,
-		CELVersion: i.Compatibility.Versions.Emulation, Authorizer: i.parts.authz, Validating: validating,
+		CELVersion: i.Compatibility.Versions.MinCompatibility, Authorizer: i.parts.authz, Validating: validating,
 	})
 	if err != nil {
 		return nil, err
@@ -225,6 +226,11 @@ func (i *Instance) healthChecks() (*health.Endpoints, error) {
 		i.parts.rbacHook = health.NewPostStartHook(rbacBootstrapHook)
 		hooks = append(hooks, i.parts.rbacHook)
 	}
+	if ag := i.parts.aggregation; ag != nil {
+		for _, h := range ag.hooks {
+			hooks = append(hooks, h)
+		}
+	}
 	for _, add := range []func(...health.Checker) error{checks.AddHealthz, checks.AddLivez, checks.AddReadyz} {
 		if err := add(hooks...); err != nil {
 			return nil, err
@@ -245,4 +251,13 @@ func (i *Instance) healthChecks() (*health.Endpoints, error) {
 	}
 	i.parts.checks = checks
 	return checks, nil
+}
+
+// barrier is the storage version barrier of the chain's slot (nil without the
+// StorageVersion API).
+func (i *Instance) barrier() func(http.Handler) http.Handler {
+	if i.parts.svm == nil {
+		return nil
+	}
+	return i.parts.svm.Filter
 }

@@ -59,14 +59,14 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, info *re
 			return
 		}
 		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
-		for _, g := range groups(resources) {
+		for _, g := range s.allGroups(resources) {
 			if g.Name != "" {
 				list.Groups = append(list.Groups, g)
 			}
 		}
 		respond.Object(w, r, http.StatusOK, list)
 	case parts[0] == "apis" && len(parts) == 2:
-		for _, g := range groups(resources) {
+		for _, g := range s.allGroups(resources) {
 			if g.Name == parts[1] && g.Name != "" {
 				g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
 				respond.Object(w, r, http.StatusOK, &g)
@@ -91,6 +91,46 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, info *re
 		}
 		respond.Object(w, r, http.StatusOK, list)
 	}
+}
+
+// proxied returns the handler of a request for a group-version another server
+// serves, or nil.
+func (s *Server) proxied(info *request.Info) http.Handler {
+	if s.cfg.Aggregated == nil || info.APIPrefix != "apis" || info.APIGroup == "" || info.APIVersion == "" {
+		return nil
+	}
+	return s.cfg.Aggregated.Proxy(schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion})
+}
+
+// remoteDiscovery returns the aggregated discovery of the group-versions other
+// servers serve.
+func (s *Server) remoteDiscovery() []apidiscoveryv2.APIGroupDiscovery {
+	if s.cfg.Aggregated == nil {
+		return nil
+	}
+	return s.cfg.Aggregated.Discovery()
+}
+
+// allGroups returns the served groups (see groups), then those other servers serve:
+// a group served here too gets their versions after its own.
+func (s *Server) allGroups(resources []*registry.Resource) []metav1.APIGroup {
+	out := groups(resources)
+	for _, rg := range s.remoteDiscovery() {
+		i := slices.IndexFunc(out, func(g metav1.APIGroup) bool { return g.Name == rg.Name })
+		if i < 0 {
+			out = append(out, metav1.APIGroup{Name: rg.Name})
+			i = len(out) - 1
+		}
+		for _, v := range rg.Versions {
+			out[i].Versions = append(out[i].Versions, metav1.GroupVersionForDiscovery{
+				GroupVersion: metav1.GroupVersion{Group: rg.Name, Version: v.Version}.String(), Version: v.Version,
+			})
+		}
+		if out[i].PreferredVersion.Version == "" && len(out[i].Versions) > 0 {
+			out[i].PreferredVersion = out[i].Versions[0]
+		}
+	}
+	return out
 }
 
 // groups returns the served groups, the core group first, then by name; each group's
@@ -240,6 +280,9 @@ func (s *Server) serveAggregated(w http.ResponseWriter, r *http.Request, core bo
 		}
 		list.Items = append(list.Items, gd)
 	}
+	if !core {
+		list.Items = mergeDiscovery(list.Items, s.remoteDiscovery())
+	}
 	body, err := json.Marshal(list)
 	if err != nil {
 		respond.Error(w, r, apierrors.NewInternalError(err))
@@ -256,4 +299,18 @@ func (s *Server) serveAggregated(w http.ResponseWriter, r *http.Request, core bo
 	w.Header().Set("Content-Type", ctype)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+}
+
+// mergeDiscovery adds remote groups to local ones: a group both serve gets the
+// remote versions after its own.
+func mergeDiscovery(local, remote []apidiscoveryv2.APIGroupDiscovery) []apidiscoveryv2.APIGroupDiscovery {
+	for _, rg := range remote {
+		i := slices.IndexFunc(local, func(g apidiscoveryv2.APIGroupDiscovery) bool { return g.Name == rg.Name })
+		if i < 0 {
+			local = append(local, rg)
+			continue
+		}
+		local[i].Versions = append(local[i].Versions, rg.Versions...)
+	}
+	return local
 }

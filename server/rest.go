@@ -29,6 +29,10 @@ func (q *apiRequest) gr() schema.GroupResource { return q.res.GroupResource() }
 // serveAPI handles everything under /api and /apis: discovery and resources.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	info, _ := request.InfoFrom(r.Context())
+	if h := s.proxied(info); h != nil {
+		h.ServeHTTP(w, r)
+		return
+	}
 	if !info.IsResourceRequest {
 		s.serveDiscovery(w, r, info)
 		return

@@ -21,6 +21,7 @@ import (
 	"github.com/concordproject/concord/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
@@ -81,11 +82,25 @@ type Config struct {
 	// the last before the handlers: it holds writes of a resource until this server's
 	// storage version for it is registered (package storageversion).
 	StorageVersionBarrier func(http.Handler) http.Handler
+	// Aggregated, if set, is what the server fronts: the group-versions that
+	// APIServices register to other API servers (package aggregator).
+	Aggregated *Aggregated
 	// Admission, if set, is the admission of creations and updates (package
 	// admission's chain): as an admission.MutationInterface it may change each object
 	// before the store prepares and validates it; as an admission.ValidationInterface
 	// it sees each object after validation, before it is stored.
 	Admission admission.Interface
+}
+
+// Aggregated is how the server fronts group-versions other API servers serve.
+type Aggregated struct {
+	// Proxy returns the handler of every request for group-version gv (its
+	// discovery, /apis/<group>/<version>, included) when another server serves gv,
+	// else nil. It sees the request after the whole handler chain.
+	Proxy func(gv schema.GroupVersion) http.Handler
+	// Discovery returns the aggregated discovery of those group-versions, merged into
+	// the server's own (/apis, /apis/<group>, aggregated or not) after its groups.
+	Discovery func() []apidiscoveryv2.APIGroupDiscovery
 }
 
 // Server is one Concord API server. Create it with New, then call Run.

@@ -19,6 +19,8 @@ import (
 	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	discoveryv1beta1 "k8s.io/api/discovery/v1beta1"
 	eventsv1 "k8s.io/api/events/v1"
 	eventsv1beta1 "k8s.io/api/events/v1beta1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -32,6 +34,8 @@ import (
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	storagemigrationv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	apiregistrationv1beta1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1beta1"
 	"k8s.io/utils/ptr"
 )
 
@@ -116,6 +120,47 @@ var resources = []resourceSpec{
 			{Name: "Limit", Type: "string", JSONPath: ".status.hard"},
 		},
 		versions: []versionSpec{{name: "v1", obj: &corev1.ResourceQuota{}}},
+	},
+	// Services and EndpointSlices as data: there are no pods, so nothing allocates
+	// cluster IPs or fills the slices; users write the endpoints (host and port), and
+	// package aggregator resolves an APIService's service through them.
+	{
+		group: "", plural: "services", namespaced: true, shortNames: []string{"svc"}, categories: []string{"all"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Type", Type: "string", JSONPath: ".spec.type"},
+			{Name: "Cluster-IP", Type: "string", JSONPath: ".spec.clusterIP"},
+			{Name: "External-IP", Type: "string", JSONPath: ".spec.externalIPs"},
+			{Name: "Port(s)", Type: "string", JSONPath: ".spec.ports[*].port"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		versions: []versionSpec{{name: "v1", obj: &corev1.Service{}}},
+	},
+	{
+		group: "discovery.k8s.io", plural: "endpointslices", namespaced: true,
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "AddressType", Type: "string", JSONPath: ".addressType"},
+			{Name: "Ports", Type: "string", JSONPath: ".ports[*].port"},
+			{Name: "Endpoints", Type: "string", JSONPath: ".endpoints[*].addresses[0]"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		versions: []versionSpec{
+			{name: "v1", obj: &discoveryv1.EndpointSlice{}},
+			{name: "v1beta1", obj: &discoveryv1beta1.EndpointSlice{}},
+		},
+	},
+	// APIServices: package aggregator validates them, keeps their Available condition
+	// and proxies the group-versions they register to their backends.
+	{
+		group: "apiregistration.k8s.io", plural: "apiservices", categories: []string{"api-extensions"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Service", Type: "string", JSONPath: ".spec.service.name"},
+			{Name: "Available", Type: "string", JSONPath: `.status.conditions[?(@.type=="Available")].status`},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		versions: []versionSpec{
+			{name: "v1", obj: &apiregistrationv1.APIService{}},
+			{name: "v1beta1", obj: &apiregistrationv1beta1.APIService{}},
+		},
 	},
 	// Pod templates as data, as in Kubernetes (no controller reads them).
 	{

@@ -13,18 +13,22 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	apiregistrationv1beta1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1beta1"
 )
 
 // ProtobufMediaType is Kubernetes' protobuf encoding, which typed clients ask for.
 const ProtobufMediaType = "application/vnd.kubernetes.protobuf"
 
-// TypedScheme holds the Go types of the built-in kinds clients know: client-go's and
-// apiextensions.k8s.io's. Kinds it knows are answered in protobuf to clients that ask;
+// TypedScheme holds the Go types of the built-in kinds clients know: client-go's,
+// apiextensions.k8s.io's and apiregistration.k8s.io's. Kinds it knows are answered in protobuf to clients that ask;
 // it also decodes the protobuf bodies typed clients send.
 var TypedScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(apiregistrationv1.AddToScheme(s))
+	utilruntime.Must(apiregistrationv1beta1.AddToScheme(s))
 	return s
 }()
 

@@ -1,0 +1,81 @@
+package aggregator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/concordproject/concord/registry"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-aggregator/pkg/apis/apiregistration"
+	"k8s.io/kube-aggregator/pkg/apis/apiregistration/install"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"k8s.io/kube-aggregator/pkg/apis/apiregistration/validation"
+)
+
+// GroupResource is the APIService resource.
+var GroupResource = schema.GroupResource{Group: apiregistration.GroupName, Resource: "apiservices"}
+
+// ErrStorageVersion means APIServices are stored in a version other than v1, the one
+// Configure's hooks read.
+var ErrStorageVersion = errors.New("APIServices must be stored in v1")
+
+// scheme converts APIServices to kube-aggregator's internal form, which its
+// validation takes.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	install.Install(s)
+	return s
+}()
+
+// Configure gives APIServices kube-aggregator's validation of the object, its updates
+// and its status. (The store drops the status of a new one: the availability
+// controller writes it.)
+func Configure(res *registry.Resource) error {
+	if res.StorageVersion != apiregistrationv1.SchemeGroupVersion.Version {
+		return fmt.Errorf("%w: stored in %s", ErrStorageVersion, res.StorageVersion)
+	}
+	res.Hooks = &registry.Hooks{
+		Validate: func(ctx context.Context, obj *unstructured.Unstructured) field.ErrorList {
+			in, errs := internal(obj)
+			if errs != nil {
+				return errs
+			}
+			return validation.ValidateAPIService(ctx, in)
+		},
+		ValidateUpdate: func(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
+			in, errs := internal(obj)
+			if errs != nil {
+				return errs
+			}
+			was, errs := internal(old)
+			if errs != nil {
+				return errs
+			}
+			// The status subresource's updates change only the status: validate it,
+			// and the rest as an update of the object.
+			return append(validation.ValidateAPIServiceUpdate(ctx, in, was),
+				validation.ValidateAPIServiceStatus(&in.Status, field.NewPath("status"))...)
+		},
+		// Names are <version>.<group>, which ValidateAPIService checks.
+		ValidateName: func(string, bool) []string { return nil },
+	}
+	return nil
+}
+
+// internal converts an APIService in v1 to kube-aggregator's internal form.
+func internal(obj *unstructured.Unstructured) (*apiregistration.APIService, field.ErrorList) {
+	v1 := &apiregistrationv1.APIService{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, v1); err != nil {
+		return nil, field.ErrorList{field.Invalid(field.NewPath("spec"), nil, err.Error())}
+	}
+	scheme.Default(v1)
+	out := &apiregistration.APIService{}
+	if err := scheme.Convert(v1, out, nil); err != nil {
+		return nil, field.ErrorList{field.InternalError(nil, err)}
+	}
+	return out, nil
+}
