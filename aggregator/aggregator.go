@@ -41,6 +41,7 @@ type Aggregator struct {
 	mu         sync.Mutex
 	transports map[transportKey]*transportEntry
 	discovery  map[schema.GroupVersion]*discovered
+	openAPI    OpenAPISink // set before RunDiscovery
 }
 
 // New returns the aggregator of cfg.

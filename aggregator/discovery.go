@@ -45,7 +45,7 @@ func (a *Aggregator) reconcileDiscovery(ctx context.Context, name string) (recon
 		return reconcile.Result{}, err
 	}
 	if err != nil || svc.Spec.Service == nil {
-		a.forget(name)
+		a.forget(ctx, name)
 		return reconcile.Result{}, nil
 	}
 	gv := schema.GroupVersion{Group: svc.Spec.Group, Version: svc.Spec.Version}
@@ -57,10 +57,14 @@ func (a *Aggregator) reconcileDiscovery(ctx context.Context, name string) (recon
 		a.discovery[gv] = d
 	}
 	d.err, d.at = err, time.Now()
+	old := d.list
 	if err == nil {
 		d.list = list
 	}
 	a.mu.Unlock()
+	if err == nil {
+		a.readOpenAPI(ctx, svc, list, old)
+	}
 	if err != nil {
 		klog.FromContext(ctx).V(3).Info("Discovery of an aggregated API failed", "apiservice", name, "err", err)
 		return reconcile.Result{RequeueAfter: recheckFailed}, nil
@@ -68,12 +72,18 @@ func (a *Aggregator) reconcileDiscovery(ctx context.Context, name string) (recon
 	return reconcile.Result{RequeueAfter: recheckPassed}, nil
 }
 
-// forget drops the discovery of APIService name (deleted, or local now).
-func (a *Aggregator) forget(name string) {
+// forget drops the discovery and OpenAPI documents of APIService name (deleted, or
+// local now).
+func (a *Aggregator) forget(ctx context.Context, name string) {
 	version, group, _ := strings.Cut(name, ".")
+	gv := schema.GroupVersion{Group: group, Version: version}
 	a.mu.Lock()
-	delete(a.discovery, schema.GroupVersion{Group: group, Version: version})
+	_, had := a.discovery[gv]
+	delete(a.discovery, gv)
 	a.mu.Unlock()
+	if had && a.openAPI != nil {
+		a.openAPI(ctx, gv, nil, nil)
+	}
 }
 
 // Discovery returns the aggregated discovery of the remote group-versions whose

@@ -99,9 +99,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if err := i.installIssuerDiscovery(i.Server.Mux()); err != nil {
 		return ctx, err
 	}
-	docs := openapi.New(ctx, i.Registry)
-	docs.InstallV2(i.Server.Mux())
-	docs.InstallV3(i.Server.Mux())
+	docs := i.installOpenAPI(ctx)
 	listening := make(chan struct{})
 	if err := i.start(ctx, lifecycle.Component{Name: "http-server",
 		Run: func(ctx context.Context) error { return i.Server.Run(ctx, listening) },
@@ -260,4 +258,16 @@ func (i *Instance) barrier() func(http.Handler) http.Handler {
 		return nil
 	}
 	return i.parts.svm.Filter
+}
+
+// installOpenAPI serves the OpenAPI documents of the registry, and of the aggregated
+// APIs as the aggregator reads them.
+func (i *Instance) installOpenAPI(ctx context.Context) *openapi.Service {
+	docs := openapi.New(ctx, i.Registry)
+	if ag := i.parts.aggregation; ag != nil {
+		ag.agg.SetOpenAPISink(docs.SetAggregated)
+	}
+	docs.InstallV2(i.Server.Mux())
+	docs.InstallV3(i.Server.Mux())
+	return docs
 }

@@ -44,6 +44,10 @@ type Service struct {
 	built map[string][]*registry.Resource
 	// v2Stale is set while the v2 document lags the v3 ones (its build failed).
 	v2Stale bool
+	// remotes are the aggregated group-versions' documents, published those of their
+	// v3 documents served.
+	remotes   map[schema.GroupVersion]remote
+	published map[string]bool
 	// served holds the v3 document paths ("apis/<group>/<version>", "api/v1") being
 	// served, so that unknown ones are answered 404.
 	served atomic.Pointer[map[string]bool]
@@ -63,6 +67,8 @@ func New(ctx context.Context, reg *registry.Registry) *Service {
 		v2:    handler.NewOpenAPIService(emptySwagger()),
 		v3:    handler3.NewOpenAPIService(),
 		built: map[string][]*registry.Resource{},
+
+		remotes: map[schema.GroupVersion]remote{},
 	}
 	s.served.Store(&map[string]bool{})
 	s.rebuild(ctx)
@@ -170,7 +176,11 @@ func (s *Service) rebuild(ctx context.Context) {
 	}
 
 	s.v2Stale = true
-	if doc, err := buildV2(groups); err != nil {
+	doc, err := buildV2(groups)
+	if err == nil {
+		s.mergeRemotes(ctx, doc)
+	}
+	if err != nil {
 		logger.Error(err, "Cannot build OpenAPI v2 document; serving the previous one")
 	} else if err := s.v2.UpdateSpec(doc); err != nil {
 		logger.Error(err, "Cannot serve OpenAPI v2 document; serving the previous one")
@@ -189,6 +199,7 @@ func (s *Service) rebuild(ctx context.Context) {
 	for path := range s.built {
 		served[path] = true
 	}
+	s.publishRemotes(served)
 	s.served.Store(&served)
 	logger.V(4).Info("Built OpenAPI documents", "changed", len(updates), "removed", len(removed), "groupVersions", len(s.built), "duration", time.Since(start))
 }

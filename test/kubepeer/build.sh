@@ -1,39 +1,50 @@
 #!/usr/bin/env bash
-# Builds a part of a real Kubernetes release from the k8s.io/kubernetes Go module, to
-# run beside Concord, and prints the path of the binary. Binaries are cached under
+# Builds a part of a real Kubernetes release from its Go modules, to run beside Concord,
+# and prints the path of the binary. Binaries are cached under
 # ${CONCORD_PEER_CACHE:-$HOME/.cache/concord-peer}; a cached one is reused.
 #
 #   test/kubepeer/build.sh kube-apiserver 1.37.2     # the API server peer
 #   test/kubepeer/build.sh e2e-apimachinery 1.37.2   # test/e2e/apimachinery as one test binary
+#   test/kubepeer/build.sh sample-apiserver 1.37.2   # k8s.io/sample-apiserver v0.37.2 (wardle.example.com)
+#
+# sample-apiserver is an ordinary module, published as v0.<minor>.<patch> of the release;
+# it is built as a tool of a module that requires only it.
 #
 # The k8s.io/kubernetes module requires its staging modules (k8s.io/api, ...) at v0.0.0
 # and replaces them with directories of its own repository; a module that depends on it
 # must replace each with its published version, v0.<minor>.<patch>. The list is read from
 # the module's own go.mod, so it follows the release.
 set -euo pipefail
-what=${1:?usage: build.sh kube-apiserver|e2e-apimachinery <release, e.g. 1.37.2>}
-release=${2:?usage: build.sh kube-apiserver|e2e-apimachinery <release, e.g. 1.37.2>}
+usage='usage: build.sh kube-apiserver|e2e-apimachinery|sample-apiserver <release, e.g. 1.37.2>'
+what=${1:?$usage}
+release=${2:?$usage}
 cache=${CONCORD_PEER_CACHE:-$HOME/.cache/concord-peer}
 case "$what" in
   kube-apiserver) out="$cache/kube-apiserver-$release" ;;
   e2e-apimachinery) out="$cache/e2e-apimachinery-$release.test" ;;
-  *) echo "build.sh: unknown part \"$what\": want kube-apiserver or e2e-apimachinery" >&2; exit 2 ;;
+  sample-apiserver) out="$cache/sample-apiserver-$release" ;;
+  *) echo "build.sh: unknown part \"$what\": want kube-apiserver, e2e-apimachinery or sample-apiserver" >&2; exit 2 ;;
 esac
 if [ -x "$out" ]; then echo "$out"; exit 0; fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-gomod=$(go mod download -json "k8s.io/kubernetes@v$release" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
-[ -f "$gomod" ] || { echo "build.sh: cannot download k8s.io/kubernetes@v$release" >&2; exit 1; }
-{
-  printf 'module concordpeer\n\ngo 1.26\n\nrequire k8s.io/kubernetes v%s\n\n' "$release"
-  # Every staging module the release requires at v0.0.0.
-  sed -n 's/^[[:space:]]*\(k8s\.io\/[a-z0-9-]*\) v0\.0\.0$/\1/p' "$gomod" | sort -u |
-    while read -r m; do printf 'replace %s => %s v0.%s\n' "$m" "$m" "${release#1.}"; done
-} > "$work/go.mod"
+# kubernetes_module writes the go.mod of a module that requires k8s.io/kubernetes.
+kubernetes_module() {
+  local gomod
+  gomod=$(go mod download -json "k8s.io/kubernetes@v$release" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  [ -f "$gomod" ] || { echo "build.sh: cannot download k8s.io/kubernetes@v$release" >&2; exit 1; }
+  {
+    printf 'module concordpeer\n\ngo 1.26\n\nrequire k8s.io/kubernetes v%s\n\n' "$release"
+    # Every staging module the release requires at v0.0.0.
+    sed -n 's/^[[:space:]]*\(k8s\.io\/[a-z0-9-]*\) v0\.0\.0$/\1/p' "$gomod" | sort -u |
+      while read -r m; do printf 'replace %s => %s v0.%s\n' "$m" "$m" "${release#1.}"; done
+  } > "$work/go.mod"
+}
 
 case "$what" in
 kube-apiserver)
+  kubernetes_module
   cat > "$work/main.go" <<'GO'
 // Command kube-apiserver is Kubernetes' API server, as its release builds it.
 package main
@@ -49,6 +60,7 @@ func main() { os.Exit(cli.Run(app.NewAPIServerCommand())) }
 GO
   target=build ;;
 e2e-apimachinery)
+  kubernetes_module
   mkdir -p "$work/apimachinery"
   cat > "$work/apimachinery/apimachinery_test.go" <<'GO'
 // Package apimachinery runs Kubernetes' sig-api-machinery end-to-end specs against the
@@ -83,6 +95,9 @@ func TestSpecs(t *testing.T) {
 }
 GO
   target=test ;;
+sample-apiserver)
+  printf 'module concordpeer\n\ngo 1.26\n\nrequire k8s.io/sample-apiserver v0.%s\n\ntool k8s.io/sample-apiserver\n' "${release#1.}" > "$work/go.mod"
+  target=k8s.io/sample-apiserver ;;
 esac
 
 # The version the release's own build stamps in (without it the binary says
@@ -96,11 +111,11 @@ mkdir -p "$cache"
 (
   cd "$work"
   GOFLAGS=-mod=mod go mod tidy >&2
-  if [ "$target" = build ]; then
-    go build -ldflags "$ldflags" -o "$out.tmp" .
-  else
-    go test -c -ldflags "$ldflags" -o "$out.tmp" ./apimachinery
-  fi
+  case "$target" in
+  build) go build -ldflags "$ldflags" -o "$out.tmp" . ;;
+  test) go test -c -ldflags "$ldflags" -o "$out.tmp" ./apimachinery ;;
+  *) go build -ldflags "$ldflags" -o "$out.tmp" "$target" ;;
+  esac
 ) >&2
 mv "$out.tmp" "$out"
 echo "$out"

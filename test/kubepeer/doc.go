@@ -13,6 +13,20 @@
 //	defer p.Stop()
 //	cfg, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig)
 //
+// build.sh also builds k8s.io/sample-apiserver of the release (module v0.<minor>.<patch>),
+// Kubernetes' example aggregated API server (wardle.example.com: flunders, fischers).
+// StartSample runs it as a process on an etcd of its own, with a serving certificate
+// of a CA made for it (Sample.CA, an APIService's caBundle), against a host API server:
+// it reads the host's kube-system/extension-apiserver-authentication, delegates tokens
+// to TokenReview and authorization to SubjectAccessReview, and watches namespaces and
+// flowcontrol. Its admission plugins that watch admissionregistration.k8s.io are off.
+// Behind a peer started with Options.Aggregation, an APIService reaches it through a
+// Service and an EndpointSlice made by hand, which may not name loopback: HostIP.
+//
+//	s, err := kubepeer.StartSample(ctx, kubepeer.SampleOptions{Binary: bin, Dir: dir,
+//		EtcdServers: urls, Kubeconfig: p.Kubeconfig, BindAddress: ip, Hosts: []string{"api.wardle.svc"}})
+//	defer s.Stop()
+//
 // The package knows Kubernetes' command line, not Concord's: it must not import
 // Concord's packages, so that the peer is set up as any Kubernetes user would.
 package kubepeer

@@ -24,8 +24,9 @@ import (
 // ErrNotBuilt is returned by Binary when build.sh has not built the part yet.
 var ErrNotBuilt = errors.New("not built")
 
-// Binary returns the path where build.sh keeps a part ("kube-apiserver" or
-// "e2e-apimachinery") of a release, or ErrNotBuilt with the command that builds it.
+// Binary returns the path where build.sh keeps a part ("kube-apiserver",
+// "e2e-apimachinery" or "sample-apiserver") of a release, or ErrNotBuilt with the
+// command that builds it.
 func Binary(part, release string) (string, error) {
 	dir := os.Getenv("CONCORD_PEER_CACHE")
 	if dir == "" {
@@ -52,7 +53,15 @@ type Options struct {
 	Dir         string   // where its keys, certificates, token file and kubeconfig go
 	EtcdServers []string // client URLs of its etcd
 	EtcdPrefix  string   // default /registry
-	// Args are more kube-apiserver flags, e.g. --emulated-version=1.36.
+	// Aggregation readies the peer's aggregator for aggregated API servers run beside
+	// it (see StartSample): a client CA, a front-proxy CA and client certificate, the
+	// flags that publish them in kube-system/extension-apiserver-authentication, and
+	// --enable-aggregator-routing, which proxies to an address of a Service's
+	// EndpointSlices rather than to its ClusterIP (no kube-proxy runs). EndpointSlices
+	// may not name loopback addresses: see HostIP.
+	Aggregation bool
+	// Args are more kube-apiserver flags, e.g. --emulated-version=1.36; they come
+	// last, so they override.
 	Args []string
 	// Log receives the process's output; nil discards it.
 	Log io.Writer
@@ -73,7 +82,7 @@ func Start(ctx context.Context, o Options) (*Peer, error) {
 	if err := writeCredentials(o.Dir); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := freePort("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +94,7 @@ func Start(ctx context.Context, o Options) (*Peer, error) {
 	if prefix == "" {
 		prefix = "/registry"
 	}
-	args := append([]string{
+	args := []string{
 		"--etcd-servers=" + strings.Join(o.EtcdServers, ","), "--etcd-prefix=" + prefix,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + filepath.Join(o.Dir, "pki"),
@@ -97,7 +106,15 @@ func Start(ctx context.Context, o Options) (*Peer, error) {
 		"--service-cluster-ip-range=10.96.0.0/16",
 		// No Service for the API server itself: it listens on loopback only.
 		"--endpoint-reconciler-type=none",
-	}, o.Args...)
+	}
+	if o.Aggregation {
+		more, err := aggregationArgs(filepath.Join(o.Dir, "pki"))
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, more...)
+	}
+	args = append(args, o.Args...)
 	p.cmd = exec.Command(o.Binary, args...)
 	out := o.Log
 	if out == nil {
@@ -130,27 +147,46 @@ func (p *Peer) waitReady(ctx context.Context) error {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the peer's self-signed certificate, on loopback
 	}}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	return waitReady(ctx, "kube-apiserver", 2*time.Minute, p.done, func(ctx context.Context) bool {
+		return readyz(ctx, client, p.URL, adminToken)
+	})
+}
+
+// waitReady calls ready every 200 ms until it answers true, the process whose Wait
+// result done receives exits (the result is put back for Stop), or limit passes.
+func waitReady(ctx context.Context, name string, limit time.Duration, done chan error, ready func(context.Context) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/readyz", nil)
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		if resp, err := client.Do(req); err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && bytes.Equal(body, []byte("ok")) {
-				return nil
-			}
-		}
+	for !ready(ctx) {
 		select {
-		case err := <-p.done:
-			p.done <- err
-			return fmt.Errorf("kube-apiserver exited before it was ready: %w", err)
+		case err := <-done:
+			done <- err
+			return fmt.Errorf("%s exited before it was ready: %w", name, err)
 		case <-ctx.Done():
-			return fmt.Errorf("kube-apiserver not ready: %w", ctx.Err())
+			return fmt.Errorf("%s not ready: %w", name, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+	return nil
+}
+
+// readyz tells whether url's /readyz answers 200 "ok"; token, if set, is sent as a
+// bearer token.
+func readyz(ctx context.Context, client *http.Client, url, token string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK && bytes.Equal(body, []byte("ok"))
 }
 
 // writeCredentials writes the service-account key and the token file.
@@ -169,6 +205,45 @@ func writeCredentials(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(tokens), 0o600)
 }
 
+// FrontProxyClient is the common name of the client certificate with which the
+// aggregator of a peer started with Options.Aggregation proxies to aggregated API
+// servers; they find it in requestheader-allowed-names.
+const FrontProxyClient = "front-proxy-client"
+
+// aggregationArgs writes a client CA, the front-proxy CA and the front-proxy client
+// certificate into pki and returns the flags that use them. No client presents a
+// certificate of the client CA: it is there so that the ConfigMap has the
+// client-ca-file that aggregated API servers look for (and log errors without).
+func aggregationArgs(pki string) ([]string, error) {
+	clientCA, err := newAuthority("client-ca")
+	if err != nil {
+		return nil, err
+	}
+	ca, err := newAuthority("front-proxy-ca")
+	if err != nil {
+		return nil, err
+	}
+	clientCAFile, caFile := filepath.Join(pki, "client-ca.crt"), filepath.Join(pki, "front-proxy-ca.crt")
+	client := filepath.Join(pki, "front-proxy-client")
+	if err := errors.Join(os.WriteFile(clientCAFile, clientCA.pem, 0o600), os.WriteFile(caFile, ca.pem, 0o600)); err != nil {
+		return nil, err
+	}
+	if err := ca.issue(client, FrontProxyClient, nil); err != nil {
+		return nil, err
+	}
+	return []string{
+		"--client-ca-file=" + clientCAFile,
+		"--requestheader-client-ca-file=" + caFile,
+		"--requestheader-allowed-names=" + FrontProxyClient,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + client + ".crt",
+		"--proxy-client-key-file=" + client + ".key",
+		"--enable-aggregator-routing=true",
+	}, nil
+}
+
 func writeKubeconfig(path, url string) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["peer"] = &clientcmdapi.Cluster{Server: url, InsecureSkipTLSVerify: true}
@@ -178,8 +253,8 @@ func writeKubeconfig(path, url string) error {
 	return clientcmd.WriteToFile(*cfg, path)
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort(ip string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return 0, err
 	}
