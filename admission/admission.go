@@ -33,8 +33,14 @@ type Config struct {
 	RESTConfig *rest.Config
 	// ServerID names the server in the policy plugins' metrics.
 	ServerID string
-	// CELVersion is the compatibility version whose CEL environment compiles new
-	// expressions (nil: the library's default).
+	// CELVersion is the server's minimum compatibility version, the version of the
+	// CEL environment set MutatingAdmissionPolicies compile in (nil: the library's
+	// default). Policies are compiled when they are read, as stored expressions, as
+	// Kubernetes' admission does: with every library the binary has, whatever the
+	// version. (Kubernetes also compiles a policy's new expressions at that version
+	// when the policy is written; Concord does not: docs/compatibility.md.)
+	// ValidatingAdmissionPolicies are compiled by k8s.io/apiserver's plugin, as
+	// stored expressions too.
 	CELVersion *version.Version
 	// Authorizer is the server's authorizer, for the policies' authorizer checks.
 	Authorizer authorizer.Authorizer

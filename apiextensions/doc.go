@@ -11,7 +11,10 @@
 //   - Resource: the registry.Resource of customresourcedefinitions, whose hooks default
 //     and validate definitions with k8s.io/apiextensions-apiserver's API-type packages
 //     (defaults, validation, helpers), keep status.storedVersions, and add the
-//     customresourcecleanup.apiextensions.k8s.io finalizer.
+//     customresourcecleanup.apiextensions.k8s.io finalizer. New x-kubernetes-validations
+//     rules compile in the CEL environment of the server's minimum compatibility
+//     version, rules the stored definition has in that of every library (KEP-4330;
+//     cel.go).
 //   - Definition: the translation of a definition into the registry.Resource of its
 //     custom resources. It is the only place that translation happens.
 //   - Controller: run by every server, it decides accepted names and conditions, puts
@@ -32,7 +35,7 @@
 //
 // # Usage
 //
-//	reg.Put(ctx, apiextensions.Resource())      // with the built-in resources
+//	reg.Put(ctx, apiextensions.Resource(apiextensions.WithCELCompatibilityVersion(minCompat)))
 //	c := apiextensions.NewController(reg, store) // once the server listens
 //	go c.Run(ctx)
 //	cache.WaitForCacheSync(ctx.Done(), c.HasSynced) // existing definitions are served

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // GroupName is the API group of CustomResourceDefinitions.
@@ -47,11 +48,18 @@ var ErrUndecodable = errors.New("not a valid apiextensions.k8s.io/v1 CustomResou
 //     change the status at all, so only a status update may remove entries (never the
 //     current storage version);
 //   - validation by k8s.io/apiextensions-apiserver's own CRD validation (its messages
-//     and field paths), plus the check that every version's schema compiles the way
-//     the registry will serve it, so that an accepted definition can always be served.
+//     and field paths), with the x-kubernetes-validations rules compiled in the CEL
+//     environments of the compatibility version (WithCELCompatibilityVersion), plus
+//     the check that every version's schema compiles the way the registry will serve
+//     it, so that an accepted definition can always be served.
 //
 // Every call returns a new Resource, ready for registry.Registry.Put.
-func Resource() *registry.Resource {
+func Resource(opts ...Option) *registry.Resource {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	rules := newCELRules(o.celVersion)
 	return &registry.Resource{
 		Group: GroupName,
 		Names: apiextensionsv1.CustomResourceDefinitionNames{
@@ -76,10 +84,27 @@ func Resource() *registry.Resource {
 		Hooks: &registry.Hooks{
 			PrepareForCreate: prepareForCreate,
 			PrepareForUpdate: prepareForUpdate,
-			Validate:         validateCreate,
-			ValidateUpdate:   validateUpdate,
+			Validate:         rules.validateCreate,
+			ValidateUpdate:   rules.validateUpdate,
 		},
 	}
+}
+
+// Option changes the Resource.
+type Option func(*options)
+
+type options struct {
+	celVersion *version.Version
+}
+
+// WithCELCompatibilityVersion sets the compatibility version whose CEL environment new
+// x-kubernetes-validations rules compile in: the server's minimum compatibility version
+// (KEP-4330). A new or changed rule that needs a newer library is refused; rules the
+// stored definition already has, and the evaluation of custom resources, may use every
+// library the binary has. Without it (or with nil), the version is the CEL library's
+// default.
+func WithCELCompatibilityVersion(v *version.Version) Option {
+	return func(o *options) { o.celVersion = v }
 }
 
 // FromUnstructured decodes a CustomResourceDefinition held as unstructured JSON into
@@ -152,12 +177,12 @@ func toInternal(crd *apiextensionsv1.CustomResourceDefinition) (*apiextensions.C
 	return out, nil
 }
 
-func validateCreate(ctx context.Context, obj *unstructured.Unstructured) field.ErrorList {
+func (c celRules) validateCreate(ctx context.Context, obj *unstructured.Unstructured) field.ErrorList {
 	crd, internal, errs := decodeForValidation(obj)
 	if errs != nil {
 		return errs
 	}
-	errs = specErrors(crdvalidation.ValidateCustomResourceDefinition(ctx, internal))
+	errs = c.check(internal, nil, specErrors(crdvalidation.ValidateCustomResourceDefinition(ctx, internal)))
 	errs = append(errs, validateName(crd)...)
 	if len(errs) == 0 {
 		errs = compileErrors(ctx, crd)
@@ -165,7 +190,7 @@ func validateCreate(ctx context.Context, obj *unstructured.Unstructured) field.E
 	return errs
 }
 
-func validateUpdate(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
+func (c celRules) validateUpdate(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
 	crd, internal, errs := decodeForValidation(obj)
 	if errs != nil {
 		return errs
@@ -175,7 +200,11 @@ func validateUpdate(ctx context.Context, obj, old *unstructured.Unstructured) fi
 		return errs
 	}
 	errs = specErrors(crdvalidation.ValidateCustomResourceDefinitionUpdate(ctx, internal, oldInternal))
-	if len(errs) == 0 && !apiequality.Semantic.DeepEqual(crd.Spec, oldCRD.Spec) {
+	if apiequality.Semantic.DeepEqual(crd.Spec, oldCRD.Spec) {
+		// Every rule is a stored one: the library compiled them all with every library.
+		return errs
+	}
+	if errs = c.check(internal, oldInternal, errs); len(errs) == 0 {
 		errs = compileErrors(ctx, crd)
 	}
 	return errs

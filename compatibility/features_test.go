@@ -43,7 +43,10 @@ func gridCatalog(t testing.TB) *catalog.Catalog {
 
 // TestKEPIntegrationGrid checks, row by row, the transitions of KEP-4330's integration
 // test grid at emulation version N-1 (1.30) and N (1.31, the binary version). The CEL
-// rows do not apply: Concord has no CEL environment.
+// rows (a function new at N is only in the StoredExpressions environment below N) are
+// not about gates: CEL environments follow the minimum compatibility version, and are
+// tested where CRD rules are compiled (package apiextensions) and end to end
+// (TestCELEnvironmentFollowsMinCompatibility in test/integration).
 //
 // One cell differs from the grid: an alpha feature graduating to beta at N is, at N-1,
 // alpha, and Concord follows the KEP's rule that alpha features cannot be used with an

@@ -49,7 +49,7 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	if err != nil {
 		return ctx, err
 	}
-	for _, res := range append(builtins, apiextensions.Resource()) {
+	for _, res := range append(builtins, apiextensions.Resource(apiextensions.WithCELCompatibilityVersion(compat.Versions.MinCompatibility))) {
 		if err := i.Registry.Put(ctx, res); err != nil {
 			return ctx, fmt.Errorf("registering %s: %w", res.GroupResource(), err)
 		}

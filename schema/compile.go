@@ -36,7 +36,10 @@ type Schema struct {
 	// ratchet validates updates the same way, ratcheting: an error in a value that the
 	// update leaves as it was is not reported (Kubernetes' CRD validation ratcheting).
 	ratchet *apiservervalidation.RatchetingSchemaValidator
-	// rules evaluates x-kubernetes-validations; nil when the schema has none.
+	// rules evaluates x-kubernetes-validations; nil when the schema has none. The rules
+	// are compiled in the StoredExpressions CEL environment, with every library the
+	// binary has, whatever the compatibility version: they were accepted when written
+	// (package apiextensions compiles new rules at the minimum compatibility version).
 	rules *cel.Validator
 	// hasEmbedded and hasListSetsOrMaps tell whether any node below the root is an
 	// embedded resource or a list of type set or map, so that objects of schemas without

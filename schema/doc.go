@@ -14,7 +14,8 @@
 //     coercion of embedded resources' metadata to ObjectMeta.
 //   - Validate and ValidateUpdate: OpenAPI value validation (k8s.io/kube-openapi), embedded
 //     resources' apiVersion, kind and ObjectMeta, list-type set and map uniqueness, and
-//     x-kubernetes-validations CEL rules.
+//     x-kubernetes-validations CEL rules, evaluated in the StoredExpressions environment
+//     of KEP-4330 (every CEL library the binary has).
 //   - OpenAPI: the kube-openapi form of a schema with its vendor extensions, for OpenAPI
 //     documents and server-side apply type converters.
 //
@@ -29,8 +30,8 @@
 // never pruned, and metadata is checked only as far as the schema says (normally
 // `type: object`); names, namespaces, labels and the rest of ObjectMeta are validated by
 // the registry. Full CustomResourceDefinition validation (names, versions, CEL cost
-// estimates, ...) belongs to the apiextensions package: Compile is the gate a schema must
-// pass to be served, not a substitute for it.
+// estimates, which CEL libraries a new rule may use, ...) belongs to the apiextensions
+// package: Compile is the gate a schema must pass to be served, not a substitute for it.
 //
 // # Usage
 //
