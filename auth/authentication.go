@@ -21,12 +21,15 @@ type RequestAuthenticator interface {
 // ErrNotAuthenticated means a token is not one this server knows, for TokenReview.
 var ErrNotAuthenticated = errors.New("the token is not valid for this server")
 
-// Authentication authenticates requests: an X.509 client certificate signed by the
-// cluster CA first, then bearer tokens: the static ones (admin, loopback,
+// Authentication authenticates requests: a front proxy's forwarded user first (if
+// configured), then an X.509 client certificate signed by the cluster CA, then bearer tokens: the static ones (admin, loopback,
 // --token-auth-file), then each of Tokens (service account tokens), in order.
 // The static tokens are not bound to audiences: they are valid for the server's own
 // (APIAudiences) only, as Kubernetes treats tokens that carry no audience.
 type Authentication struct {
+	// RequestHeader, if set, authenticates the requests a front proxy forwards
+	// (NewRequestHeaderAuthenticator), before anything else.
+	RequestHeader authenticator.Request
 	// Certificates authenticates X.509 client certificates (NewCertificateAuthenticator),
 	// before any token; nil accepts none.
 	Certificates authenticator.Request
@@ -40,6 +43,13 @@ type Authentication struct {
 // AuthenticateRequest returns the user of the request's bearer token, and false if it
 // has none or no authenticator accepts it.
 func (a *Authentication) AuthenticateRequest(r *http.Request) (User, bool) {
+	if a.RequestHeader != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		resp, ok, err := a.RequestHeader.AuthenticateRequest(r)
+		if ok && err == nil {
+			return userOf(resp), true
+		}
+		klog.FromContext(r.Context()).V(4).Info("Not a front proxy's request", "err", err)
+	}
 	if a.Certificates != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		resp, ok, err := a.Certificates.AuthenticateRequest(r)
 		if ok && err == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/identity"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/klog/v2"
 )
 
@@ -96,8 +97,31 @@ func (i *Instance) loadCredentials(ctx context.Context) (context.Context, error)
 	if err != nil {
 		return ctx, err
 	}
+	requestHeader, err := o.requestHeaderAuthenticator()
+	if err != nil {
+		return ctx, err
+	}
 	i.parts.serving = serving{listener: ln, cert: cert, serviceAccountKey: creds.ServiceAccountKey,
-		authn:    &auth.Authentication{Certificates: certs, Static: authn, APIAudiences: o.apiAudiences()},
+		authn:    &auth.Authentication{RequestHeader: requestHeader, Certificates: certs, Static: authn, APIAudiences: o.apiAudiences()},
 		clientCA: creds.CACert, frontProxyCA: creds.FrontProxyCACert, proxyCert: proxyCert, proxyKey: proxyKey}
 	return ctx, nil
+}
+
+// requestHeaderAuthenticator authenticates the requests an aggregator forwards
+// (--requestheader-client-ca-file), or nil.
+func (o *Options) requestHeaderAuthenticator() (authenticator.Request, error) {
+	if o.RequestHeaderClientCAFile == "" {
+		return nil, nil
+	}
+	ca, err := os.ReadFile(o.RequestHeaderClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
+	}
+	cfg := o.RequestHeader
+	cfg.ClientCA = ca
+	a, err := auth.NewRequestHeaderAuthenticator(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--requestheader-client-ca-file %s: %w", o.RequestHeaderClientCAFile, err)
+	}
+	return a, nil
 }

@@ -39,6 +39,11 @@ type Options struct {
 	TLSCertFile, TLSKeyFile string
 	// TokenAuthFile is a static token CSV (token,user,uid,"group1,group2").
 	TokenAuthFile string
+	// RequestHeader authenticates the requests an aggregator forwards, when this
+	// server runs as an aggregated API server behind it (kube-apiserver's
+	// --requestheader-* flags); off while RequestHeaderClientCAFile is empty.
+	RequestHeaderClientCAFile string
+	RequestHeader             auth.RequestHeaderConfig
 	// ServiceAccountIssuer is the "iss" of the service account tokens the servers
 	// issue, and the issuer of their OpenID discovery document (kube-apiserver's
 	// --service-account-issuer). APIAudiences are the audiences the API accepts in
@@ -126,6 +131,10 @@ func NewOptions() *Options {
 		IdentityLeaseRenewInterval:  identity.DefaultRenewInterval,
 		Compatibility:               *compatibility.NewOptions(),
 		Audit:                       audit.NewOptions(),
+		RequestHeader: auth.RequestHeaderConfig{
+			UsernameHeaders: []string{"X-Remote-User"}, UIDHeaders: []string{"X-Remote-Uid"},
+			GroupHeaders: []string{"X-Remote-Group"}, ExtraHeaderPrefixes: []string{"X-Remote-Extra-"},
+		},
 	}
 }
 
@@ -142,6 +151,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Serving certificate (PEM); generated when empty.")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "Private key of --tls-cert-file (PEM).")
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, `Static bearer tokens, CSV: token,user,uid,"group1,group2".`)
+	o.addRequestHeaderFlags(fs)
 	fs.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", o.ServiceAccountIssuer,
 		"Issuer (iss) of the service account tokens every server of the cluster issues and accepts: an https URL, or a name without a colon (as Kubernetes allows).")
 	fs.StringSliceVar(&o.APIAudiences, "api-audiences", o.APIAudiences,
@@ -203,7 +213,7 @@ func (o *Options) Validate() error {
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file must be given together"))
 	}
-	for _, f := range []struct{ flag, path string }{{"--tls-cert-file", o.TLSCertFile}, {"--tls-private-key-file", o.TLSKeyFile}, {"--token-auth-file", o.TokenAuthFile}} {
+	for _, f := range []struct{ flag, path string }{{"--tls-cert-file", o.TLSCertFile}, {"--tls-private-key-file", o.TLSKeyFile}, {"--token-auth-file", o.TokenAuthFile}, {"--requestheader-client-ca-file", o.RequestHeaderClientCAFile}} {
 		if f.path != "" {
 			if _, err := os.Stat(f.path); err != nil {
 				errs = append(errs, fmt.Errorf("%s %q cannot be read: %w", f.flag, f.path, err))
@@ -294,4 +304,19 @@ func (o *Options) kubeconfigPath() string {
 		return o.KubeconfigOut
 	}
 	return filepath.Join(o.DataDir, "admin.kubeconfig")
+}
+
+// addRequestHeaderFlags binds the --requestheader-* flags: how the requests an
+// aggregator forwards are authenticated.
+func (o *Options) addRequestHeaderFlags(fs *pflag.FlagSet) {
+	rh := &o.RequestHeader
+	fs.StringVar(&o.RequestHeaderClientCAFile, "requestheader-client-ca-file", o.RequestHeaderClientCAFile,
+		"CA (PEM) of the client certificates an aggregator presents when it forwards requests, the user in the headers below; "+
+			"its requestheader-client-ca-file (a Concord aggregator publishes it in kube-system/extension-apiserver-authentication). Empty: no forwarded requests.")
+	fs.StringSliceVar(&rh.AllowedNames, "requestheader-allowed-names", rh.AllowedNames,
+		"Common names the aggregator's client certificate may have (empty: any the CA signed).")
+	fs.StringSliceVar(&rh.UsernameHeaders, "requestheader-username-headers", rh.UsernameHeaders, "Headers that name the forwarded user.")
+	fs.StringSliceVar(&rh.UIDHeaders, "requestheader-uid-headers", rh.UIDHeaders, "Headers that give the forwarded user's UID.")
+	fs.StringSliceVar(&rh.GroupHeaders, "requestheader-group-headers", rh.GroupHeaders, "Headers that give the forwarded user's groups.")
+	fs.StringSliceVar(&rh.ExtraHeaderPrefixes, "requestheader-extra-headers-prefix", rh.ExtraHeaderPrefixes, "Prefixes of the headers of the forwarded user's extra fields.")
 }

@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +53,7 @@ func TestSampleAPIServer(t *testing.T) {
 	}
 	t.Cleanup(sample.Stop)
 
-	k.must(t, fmt.Sprintf(sampleManifest, sample.Port, base64.StdEncoding.EncodeToString(sample.CA)), "apply", "-f", "-")
+	k.must(t, registration("wardle", sample.Port, "wardle.example.com", "v1alpha1", base64.StdEncoding.EncodeToString(sample.CA)), "apply", "-f", "-")
 	waitKubectl(t, k, "the APIService Available", "True",
 		"get", "apiservice", "v1alpha1.wardle.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
 	waitKubectl(t, k, "flunders in discovery", "flunders", "api-resources", "--api-group=wardle.example.com")
@@ -60,6 +63,8 @@ func TestSampleAPIServer(t *testing.T) {
 	contains(t, k.must(t, "", "get", "flunders", "-A"), "default", "my-flunder")
 	contains(t, k.must(t, "", "get", "flunder", "my-flunder", "-o", "jsonpath={.spec.reference}"), "my-fischer")
 	waitKubectl(t, k, "the flunder's OpenAPI", "Flunder", "explain", "flunders")
+	contains(t, k.must(t, "", "get", "--raw", "/openapi/v2"), `"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders"`)
+	contains(t, k.must(t, "", "get", "--raw", "/openapi/v3"), `"apis/wardle.example.com/v1alpha1"`)
 	k.must(t, "", "delete", "flunder", "my-flunder")
 	if out, err := k.run(t, "", "get", "flunder", "my-flunder"); err == nil || !strings.Contains(out, "NotFound") {
 		t.Errorf("a deleted flunder: %v\n%s", err, out)
@@ -89,19 +94,25 @@ func waitKubectl(t *testing.T, k *kubectl, what, want string, args ...string) {
 	}
 }
 
-// sampleManifest registers the sample-apiserver (its port and CA bundle to fill in)
-// behind Concord: a Service, its EndpointSlice (Concord serves them as data: the
-// endpoint names where the server listens) and the APIService.
-const sampleManifest = `apiVersion: v1
+// registration registers a backend behind a Concord: a Service api in namespace ns,
+// its EndpointSlice (Concord serves them as data: the endpoint names where the backend
+// listens, 127.0.0.1:port) and the APIService of group/version, verified with
+// caBundle (base64), or not verified when caBundle is empty.
+func registration(ns string, port int, group, version, caBundle string) string {
+	tls := "caBundle: " + caBundle
+	if caBundle == "" {
+		tls = "insecureSkipTLSVerify: true"
+	}
+	return fmt.Sprintf(`apiVersion: v1
 kind: Namespace
 metadata:
-  name: wardle
+  name: %[1]s
 ---
 apiVersion: v1
 kind: Service
 metadata:
   name: api
-  namespace: wardle
+  namespace: %[1]s
 spec:
   ports:
   - name: https
@@ -111,7 +122,7 @@ apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
 metadata:
   name: api
-  namespace: wardle
+  namespace: %[1]s
   labels:
     kubernetes.io/service-name: api
 addressType: IPv4
@@ -119,22 +130,23 @@ endpoints:
 - addresses: ["127.0.0.1"]
 ports:
 - name: https
-  port: %d
+  port: %[2]d
 ---
 apiVersion: apiregistration.k8s.io/v1
 kind: APIService
 metadata:
-  name: v1alpha1.wardle.example.com
+  name: %[4]s.%[3]s
 spec:
-  group: wardle.example.com
-  version: v1alpha1
+  group: %[3]s
+  version: %[4]s
   groupPriorityMinimum: 1000
   versionPriority: 15
   service:
-    namespace: wardle
+    namespace: %[1]s
     name: api
-  caBundle: %s
-`
+  %[5]s
+`, ns, port, group, version, tls)
+}
 
 const flunder = `apiVersion: wardle.example.com/v1alpha1
 kind: Flunder
@@ -143,4 +155,100 @@ metadata:
   namespace: default
 spec:
   reference: my-fischer
+`
+
+// A concord server runs as an aggregated API server behind another: its own etcd,
+// the requests the aggregator forwards authenticated by the aggregator's published
+// front-proxy CA (--requestheader-client-ca-file), a custom resource it serves
+// listed, created and read through the aggregator with kubectl, and a forged
+// X-Remote-User without the front proxy's certificate ignored.
+func TestConcordBehindConcord(t *testing.T) {
+	bin := buildConcord(t)
+	dir := t.TempDir()
+	front := filepath.Join(dir, "front")
+	frontLogs := process(t, bin, "server", "--data-dir", front, "--secure-port", fmt.Sprint(harness.FreePort(t)))
+	waitForFile(t, filepath.Join(front, "admin.kubeconfig"), frontLogs)
+	kf := newKubectl(t, filepath.Join(front, "admin.kubeconfig"))
+	caFile := filepath.Join(dir, "front-proxy-ca.crt")
+	ca := kf.must(t, "", "get", "configmap", "-n", "kube-system", "extension-apiserver-authentication", "-o", "jsonpath={.data.requestheader-client-ca-file}")
+	if err := os.WriteFile(caFile, []byte(ca), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	back := filepath.Join(dir, "back")
+	backPort := harness.FreePort(t)
+	backLogs := process(t, bin, "server", "--data-dir", back, "--secure-port", fmt.Sprint(backPort),
+		"--requestheader-client-ca-file", caFile, "--requestheader-allowed-names", "front-proxy-client")
+	waitForFile(t, filepath.Join(back, "admin.kubeconfig"), backLogs)
+	kb := newKubectl(t, filepath.Join(back, "admin.kubeconfig"))
+	kb.must(t, widgetsCRD, "apply", "-f", "-")
+	waitKubectl(t, kb, "widgets served by the back server", "widgets", "api-resources", "--api-group=stable.example.com")
+
+	// The back server's serving certificate names 127.0.0.1 and localhost, not the
+	// Service: the APIService skips verification, as Kubernetes allows.
+	kf.must(t, registration("back", backPort, "stable.example.com", "v1", ""), "apply", "-f", "-")
+	waitKubectl(t, kf, "the APIService Available", "True",
+		"get", "apiservice", "v1.stable.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+	waitKubectl(t, kf, "widgets in the front server's discovery", "widgets", "api-resources", "--api-group=stable.example.com")
+	kf.must(t, "apiVersion: stable.example.com/v1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: default\nspec:\n  size: 3\n", "create", "-f", "-")
+	contains(t, kb.must(t, "", "get", "widget", "w1", "-o", "jsonpath={.spec.size}"), "3")
+	contains(t, kf.must(t, "", "get", "widgets", "-o", "name"), "widget.stable.example.com/w1")
+
+	// The back server authorizes the forwarded user itself: alice, allowed by the
+	// front server, is refused by the back one until it grants her too.
+	for _, k := range []*kubectl{kf, kb} {
+		k.must(t, "", "create", "clusterrole", "widget-reader", "--verb=list", "--resource=widgets.stable.example.com")
+	}
+	kf.must(t, "", "create", "clusterrolebinding", "alice-widgets", "--clusterrole=widget-reader", "--user=alice")
+	out, err := kf.run(t, "", "--as", "alice", "get", "widgets")
+	if err == nil || !strings.Contains(out, `User "alice" cannot list resource "widgets"`) {
+		t.Errorf("alice through the front server, without a grant on the back one: %v\n%s", err, out)
+	}
+	kb.must(t, "", "create", "clusterrolebinding", "alice-widgets", "--clusterrole=widget-reader", "--user=alice")
+	waitKubectl(t, kf, "alice's widgets through the front server", "w1", "--as", "alice", "get", "widgets")
+
+	// Straight to the back server with forged headers and no credentials: refused
+	// (401), the headers trusted only under the front proxy's certificate.
+	backCA := loadKubeconfig(t, filepath.Join(back, "admin.kubeconfig")).ca
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(backCA)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet,
+		fmt.Sprintf("https://127.0.0.1:%d/apis/stable.example.com/v1/namespaces/default/widgets", backPort), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Remote-User", "concord-admin")
+	req.Header.Set("X-Remote-Group", "system:masters")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("forged front-proxy headers without its certificate: %s, want 401", resp.Status)
+	}
+}
+
+// widgetsCRD is a custom resource the back server serves.
+const widgetsCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.stable.example.com
+spec:
+  group: stable.example.com
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
 `

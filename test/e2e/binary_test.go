@@ -185,6 +185,7 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--audit-log-path", "audit.log", "--audit-log-format", "xml"}, `--audit-log-format "xml": allowed formats are json, legacy`},
 		{[]string{"server", "--audit-policy-file", "/nonexistent", "--audit-log-path", "-"}, `audit policy: failed to read file path "/nonexistent"`},
 		{[]string{"server", "--encryption-provider-config", "/nonexistent"}, `invalid encryption provider configuration /nonexistent: error while parsing file: error while loading file: error reading encryption provider configuration file "/nonexistent"`},
+		{[]string{"server", "--requestheader-client-ca-file", "/nonexistent"}, `--requestheader-client-ca-file "/nonexistent" cannot be read`},
 		{[]string{"etcd", "--listen-client-urls", "::bad"}, "--listen-client-urls"},
 		{[]string{"kubeconfig", "--out", "x"}, "--user is required"},
 		{[]string{"kubeconfig", "--user", "u", "--out", "x", "--validity", "-1h"}, "--validity -1h0m0s must be positive"},
