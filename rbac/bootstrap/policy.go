@@ -179,6 +179,25 @@ func ClusterRoles() []rbacv1.ClusterRole {
 	return roles
 }
 
+// AuthenticationReader is the Role in kube-system that lets aggregated API servers
+// read the request-header configuration (kube-system/extension-apiserver-authentication);
+// they bind their own identities to it, as with Kubernetes.
+const AuthenticationReader = "extension-apiserver-authentication-reader"
+
+// Roles returns the bootstrap Roles of namespaces, a fresh copy on every call.
+func Roles() []rbacv1.Role {
+	reader := allow([]string{"get", "list", "watch"}, in(""), "configmaps")
+	reader.ResourceNames = []string{"extension-apiserver-authentication"}
+	roles := []rbacv1.Role{{
+		ObjectMeta: metav1.ObjectMeta{Name: AuthenticationReader, Namespace: metav1.NamespaceSystem},
+		Rules:      []rbacv1.PolicyRule{reader},
+	}}
+	for i := range roles {
+		markBootstrap(&roles[i].ObjectMeta)
+	}
+	return roles
+}
+
 // ClusterRoleBindings returns the bootstrap ClusterRoleBindings, a fresh copy on
 // every call. Each is named after the ClusterRole it binds.
 func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {

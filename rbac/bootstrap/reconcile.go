@@ -75,11 +75,16 @@ type ensureTask struct {
 // ensureTasks returns the tasks of the bootstrap policy: the roles, then the
 // bindings.
 func ensureTasks(client kubernetes.Interface) []ensureTask {
-	roles, bindings := client.RbacV1().ClusterRoles(), client.RbacV1().ClusterRoleBindings()
+	clusterRoleClient, bindings := client.RbacV1().ClusterRoles(), client.RbacV1().ClusterRoleBindings()
 	var tasks []ensureTask
 	for _, role := range ClusterRoles() {
 		tasks = append(tasks, ensureTask{"clusterrole", role.Name, func(ctx context.Context) error {
-			return ensureClusterRole(ctx, roles, role.DeepCopy())
+			return ensureRole(ctx, reconciliation.ClusterRoleRuleOwner{ClusterRole: role.DeepCopy()}, clusterRoles{ctx: ctx, client: clusterRoleClient})
+		}})
+	}
+	for _, role := range Roles() {
+		tasks = append(tasks, ensureTask{"role", role.Namespace + "/" + role.Name, func(ctx context.Context) error {
+			return ensureRole(ctx, reconciliation.RoleRuleOwner{Role: role.DeepCopy()}, roles{ctx: ctx, client: client.RbacV1()})
 		}})
 	}
 	for _, b := range ClusterRoleBindings() {
@@ -102,12 +107,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// ensureClusterRole reconciles one bootstrap ClusterRole: created if missing, what
-// it lacks added unless it is protected.
-func ensureClusterRole(ctx context.Context, client rbacv1client.ClusterRoleInterface, want *rbacv1.ClusterRole) error {
+// ensureRole reconciles one bootstrap role (a ClusterRole, or a Role of a namespace):
+// created if missing, what it lacks added unless it is protected.
+func ensureRole(ctx context.Context, want reconciliation.RuleOwner, client reconciliation.RuleOwnerModifier) error {
 	opts := reconciliation.ReconcileRoleOptions{
-		Role:    reconciliation.ClusterRoleRuleOwner{ClusterRole: want},
-		Client:  clusterRoles{ctx: ctx, client: client},
+		Role:    want,
+		Client:  client,
 		Confirm: true,
 		// Like Kubernetes: what an administrator added to a bootstrap role stays.
 		RemoveExtraPermissions: false,
@@ -116,15 +121,15 @@ func ensureClusterRole(ctx context.Context, client rbacv1client.ClusterRoleInter
 	if err != nil {
 		return err
 	}
-	logger := klog.FromContext(ctx).WithValues("clusterrole", want.Name)
+	logger := klog.FromContext(ctx).WithValues("role", want.GetName(), "namespace", want.GetNamespace())
 	switch {
 	case result.Protected && result.Operation != reconciliation.ReconcileNone:
-		logger.Info("Bootstrap ClusterRole left as it is (autoupdate=false) although it lacks permissions",
+		logger.Info("Bootstrap role left as it is (autoupdate=false) although it lacks permissions",
 			"missingRules", result.MissingRules, "missingSelectors", result.MissingAggregationRuleSelectors)
 	case result.Operation == reconciliation.ReconcileCreate:
-		logger.V(2).Info("Created bootstrap ClusterRole")
+		logger.V(2).Info("Created bootstrap role")
 	case result.Operation == reconciliation.ReconcileUpdate:
-		logger.V(2).Info("Updated bootstrap ClusterRole",
+		logger.V(2).Info("Updated bootstrap role",
 			"missingRules", result.MissingRules, "missingSelectors", result.MissingAggregationRuleSelectors)
 	}
 	return nil
@@ -244,4 +249,37 @@ func (c clusterRoleBindings) Update(in reconciliation.RoleBinding) (reconciliati
 // change is deleted and created again).
 func (c clusterRoleBindings) Delete(_, name string, uid types.UID) error {
 	return c.client.Delete(c.ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+}
+
+// roles is the reconciliation library's view of the Role client, with the caller's
+// context.
+type roles struct {
+	ctx    context.Context
+	client rbacv1client.RbacV1Interface
+}
+
+func (c roles) Get(namespace, name string) (reconciliation.RuleOwner, error) {
+	role, err := c.client.Roles(namespace).Get(c.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.RoleRuleOwner{Role: role}, nil
+}
+
+func (c roles) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
+	want := in.(reconciliation.RoleRuleOwner).Role.DeepCopy()
+	role, err := c.client.Roles(want.Namespace).Create(c.ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.RoleRuleOwner{Role: role}, nil
+}
+
+func (c roles) Update(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
+	want := in.(reconciliation.RoleRuleOwner).Role
+	role, err := c.client.Roles(want.Namespace).Update(c.ctx, want, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.RoleRuleOwner{Role: role}, nil
 }

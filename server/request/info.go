@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/concordproject/concord/wire"
+	"k8s.io/apimachinery/pkg/fields"
 )
 
 // Info is what the URL and method of a request say about it.
@@ -88,7 +89,30 @@ func Parse(r *http.Request) *Info {
 	}
 	info.parseResource(parts)
 	info.Verb = verb(r, info.Name != "", watchPath || IsWatch(r))
+	info.nameFromSelector(r)
 	return info
+}
+
+// nameFromSelector names the one object a collection request selects by name: a
+// list, watch or deletecollection whose field selector requires metadata.name to be
+// a value has that Name, as in Kubernetes, so that authorization by resourceNames
+// covers it (an informer of one ConfigMap).
+func (info *Info) nameFromSelector(r *http.Request) {
+	switch info.Verb {
+	case "list", "watch", "deletecollection":
+	default:
+		return
+	}
+	if info.Name != "" {
+		return
+	}
+	sel, err := fields.ParseSelector(r.URL.Query().Get("fieldSelector"))
+	if err != nil {
+		return
+	}
+	if name, ok := sel.RequiresExactMatch("metadata.name"); ok {
+		info.Name = name
+	}
 }
 
 // parseResource reads [namespaces/<ns>/]<resource>[/<name>[/<subresource>]].

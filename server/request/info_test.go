@@ -33,6 +33,12 @@ func TestParse(t *testing.T) {
 		{"PUT", "/api/v1/namespaces/ns1/status", res("update", "api", "", "v1", "ns1", "namespaces", "status", "ns1")},
 		{"PUT", "/api/v1/namespaces/ns1/finalize", res("update", "api", "", "v1", "ns1", "namespaces", "finalize", "ns1")},
 		{"DELETE", "/api/v1/namespaces/ns1", res("delete", "api", "", "v1", "ns1", "namespaces", "", "ns1")},
+		// A collection request that selects one object by name names it.
+		{"GET", "/api/v1/namespaces/kube-system/configmaps?watch=true&fieldSelector=metadata.name%3Dauth", res("watch", "api", "", "v1", "kube-system", "configmaps", "", "auth")},
+		{"GET", "/api/v1/namespaces/kube-system/configmaps?fieldSelector=metadata.name%3Dauth", res("list", "api", "", "v1", "kube-system", "configmaps", "", "auth")},
+		{"DELETE", "/api/v1/namespaces/ns1/configmaps?fieldSelector=metadata.name%3Da", res("deletecollection", "api", "", "v1", "ns1", "configmaps", "", "a")},
+		{"GET", "/api/v1/namespaces/ns1/configmaps?fieldSelector=metadata.name%21%3Da", res("list", "api", "", "v1", "ns1", "configmaps", "", "")},
+		{"GET", "/api/v1/namespaces/ns1/configmaps?fieldSelector=metadata.name%3Da,metadata.namespace%3Dns1", res("list", "api", "", "v1", "ns1", "configmaps", "", "a")},
 		{"GET", "/api/v1/configmaps", res("list", "api", "", "v1", "", "configmaps", "", "")},
 		{"GET", "/api/v1/namespaces/ns1/configmaps", res("list", "api", "", "v1", "ns1", "configmaps", "", "")},
 		{"GET", "/api/v1/namespaces/ns1/configmaps?watch=true", res("watch", "api", "", "v1", "ns1", "configmaps", "", "")},

@@ -16,6 +16,8 @@ import (
 	"github.com/concordproject/concord/etcd/etcdtest"
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/kubepeer"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // sampleRelease is the release of k8s.io/sample-apiserver the test runs.
@@ -43,10 +45,18 @@ func TestSampleAPIServer(t *testing.T) {
 	waitForFile(t, kubeconfig, logs)
 	k := newKubectl(t, kubeconfig)
 
+	// The sample-apiserver runs as a service account with the grants Kubernetes'
+	// aggregated servers ask for: the bootstrap Role that reads the request-header
+	// configuration, system:auth-delegator, and what its informers read.
+	k.must(t, sampleIdentity, "apply", "-f", "-")
+	token := strings.TrimSpace(k.must(t, "", "create", "token", "apiserver", "-n", "wardle", "--duration=1h"))
+	sampleKubeconfig := filepath.Join(dir, "sample.kubeconfig")
+	writeTokenKubeconfig(t, sampleKubeconfig, loadKubeconfig(t, kubeconfig), token)
+
 	etcd := etcdtest.Start(t)
 	sample, err := kubepeer.StartSample(t.Context(), kubepeer.SampleOptions{
 		Binary: sampleBin, Dir: filepath.Join(dir, "sample"), EtcdServers: etcd.Endpoints(),
-		Kubeconfig: kubeconfig, Hosts: []string{"api.wardle.svc"},
+		Kubeconfig: sampleKubeconfig, Hosts: []string{"api.wardle.svc"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +65,7 @@ func TestSampleAPIServer(t *testing.T) {
 
 	k.must(t, registration("wardle", sample.Port, "wardle.example.com", "v1alpha1", base64.StdEncoding.EncodeToString(sample.CA)), "apply", "-f", "-")
 	waitKubectl(t, k, "the APIService Available", "True",
-		"get", "apiservice", "v1alpha1.wardle.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+		"get", "apiservice", "v1alpha1.wardle.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].message}{.status.conditions[?(@.type=="Available")].status}`)
 	waitKubectl(t, k, "flunders in discovery", "flunders", "api-resources", "--api-group=wardle.example.com")
 	contains(t, k.must(t, "", "api-resources", "--api-group=wardle.example.com"), "fischers", "wardle.example.com/v1alpha1")
 
@@ -252,3 +262,59 @@ spec:
             properties:
               size: {type: integer}
 `
+
+// sampleIdentity is the sample-apiserver's service account and its grants.
+const sampleIdentity = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: wardle
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: apiserver
+  namespace: wardle
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: wardle-auth-reader
+  namespace: kube-system
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
+subjects: [{kind: ServiceAccount, name: apiserver, namespace: wardle}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: wardle-auth-delegator
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:auth-delegator}
+subjects: [{kind: ServiceAccount, name: apiserver, namespace: wardle}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: wardle-informers
+rules:
+- {apiGroups: [""], resources: [namespaces], verbs: [get, list, watch]}
+- {apiGroups: [flowcontrol.apiserver.k8s.io], resources: [flowschemas, prioritylevelconfigurations], verbs: [list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: wardle-informers
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: wardle-informers}
+subjects: [{kind: ServiceAccount, name: apiserver, namespace: wardle}]
+`
+
+// writeTokenKubeconfig writes a kubeconfig for the server of cfg with a bearer token.
+func writeTokenKubeconfig(t *testing.T, path string, cfg *clientcmdConfig, token string) {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.server, CertificateAuthorityData: cfg.ca}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "c"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+}
