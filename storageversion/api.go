@@ -27,15 +27,6 @@ var GroupResource = schema.GroupResource{Group: apiserverinternalv1alpha1.GroupN
 // version is the version StorageVersions are read and written in by this package.
 const version = "v1alpha1"
 
-// The condition every writer maintains, with Kubernetes' reasons and messages.
-const (
-	ConditionAllEncodingVersionsEqual = apiserverinternalv1alpha1.AllEncodingVersionsEqual
-	ReasonCommonEncodingVersionSet    = "CommonEncodingVersionSet"
-	ReasonCommonEncodingVersionUnset  = "CommonEncodingVersionUnset"
-	MessageCommonEncodingVersionSet   = "Common encoding version set"
-	MessageCommonEncodingVersionUnset = "Common encoding version unset"
-)
-
 // ErrNotServer is the reason any user but an API server is refused writes to
 // StorageVersions.
 var ErrNotServer = errors.New("only the API servers write StorageVersions: each reports what it encodes objects in, under its own identity")
@@ -208,7 +199,7 @@ const (
 )
 
 func validateCommonVersion(st *apiserverinternalv1alpha1.StorageVersionStatus, p *field.Path) field.ErrorList {
-	actual := CommonEncodingVersion(st.StorageVersions)
+	actual := wire.CommonEncodingVersion(st.StorageVersions)
 	switch {
 	case actual == nil && st.CommonEncodingVersion == nil:
 		return nil

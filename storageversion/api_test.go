@@ -2,6 +2,7 @@ package storageversion
 
 import (
 	"context"
+	"github.com/concordproject/concord/wire"
 	"strings"
 	"testing"
 	"time"
@@ -163,22 +164,22 @@ func TestSetEntries(t *testing.T) {
 			t.Fatalf("%s: conditions %+v: want Other kept first", step, sv.Status.Conditions)
 		}
 		c := sv.Status.Conditions[1]
-		if c.Type != ConditionAllEncodingVersionsEqual || c.Status != status || c.Reason != reason || c.Message != msg || c.ObservedGeneration != 3 || !c.LastTransitionTime.Time.Equal(transition) {
+		if c.Type != apiserverinternalv1alpha1.AllEncodingVersionsEqual || c.Status != status || c.Reason != reason || c.Message != msg || c.ObservedGeneration != 3 || !c.LastTransitionTime.Time.Equal(transition) {
 			t.Fatalf("%s: condition %+v, want %s %s %q at %s", step, c, status, reason, msg, transition)
 		}
 	}
-	SetEntries(sv, []Entry{entry("a", "g/v1", v1, v1)}, t0)
-	check("one server", ptr.To("g/v1"), "True", ReasonCommonEncodingVersionSet, MessageCommonEncodingVersionSet, t0)
-	SetEntries(sv, []Entry{entry("a", "g/v1", v1, v1), entry("b", "g/v1", v2, v2)}, t0.Add(time.Minute))
-	check("agreeing servers", ptr.To("g/v1"), "True", ReasonCommonEncodingVersionSet, MessageCommonEncodingVersionSet, t0)
-	SetEntries(sv, []Entry{entry("a", "g/v1", v1, v1), entry("b", "g/v2", v2, v2)}, t0.Add(2*time.Minute))
-	check("disagreeing servers", nil, "False", ReasonCommonEncodingVersionUnset, MessageCommonEncodingVersionUnset, t0.Add(2*time.Minute))
-	SetEntries(sv, []Entry{entry("b", "g/v2", v2, v2)}, t0.Add(3*time.Minute))
-	check("agreement again", ptr.To("g/v2"), "True", ReasonCommonEncodingVersionSet, MessageCommonEncodingVersionSet, t0.Add(3*time.Minute))
-	SetEntries(sv, []Entry{entry("b", "g/v1", v2, v2)}, t0.Add(4*time.Minute))
-	check("common version changed", ptr.To("g/v1"), "True", ReasonCommonEncodingVersionSet, MessageCommonEncodingVersionSet, t0.Add(4*time.Minute))
-	SetEntries(sv, nil, t0.Add(5*time.Minute))
-	check("no server", nil, "False", ReasonCommonEncodingVersionUnset, MessageCommonEncodingVersionUnset, t0.Add(5*time.Minute))
+	wire.SetStorageVersionEntries(sv, []Entry{entry("a", "g/v1", v1, v1)}, t0)
+	check("one server", ptr.To("g/v1"), "True", wire.ReasonCommonEncodingVersionSet, wire.MessageCommonEncodingVersionSet, t0)
+	wire.SetStorageVersionEntries(sv, []Entry{entry("a", "g/v1", v1, v1), entry("b", "g/v1", v2, v2)}, t0.Add(time.Minute))
+	check("agreeing servers", ptr.To("g/v1"), "True", wire.ReasonCommonEncodingVersionSet, wire.MessageCommonEncodingVersionSet, t0)
+	wire.SetStorageVersionEntries(sv, []Entry{entry("a", "g/v1", v1, v1), entry("b", "g/v2", v2, v2)}, t0.Add(2*time.Minute))
+	check("disagreeing servers", nil, "False", wire.ReasonCommonEncodingVersionUnset, wire.MessageCommonEncodingVersionUnset, t0.Add(2*time.Minute))
+	wire.SetStorageVersionEntries(sv, []Entry{entry("b", "g/v2", v2, v2)}, t0.Add(3*time.Minute))
+	check("agreement again", ptr.To("g/v2"), "True", wire.ReasonCommonEncodingVersionSet, wire.MessageCommonEncodingVersionSet, t0.Add(3*time.Minute))
+	wire.SetStorageVersionEntries(sv, []Entry{entry("b", "g/v1", v2, v2)}, t0.Add(4*time.Minute))
+	check("common version changed", ptr.To("g/v1"), "True", wire.ReasonCommonEncodingVersionSet, wire.MessageCommonEncodingVersionSet, t0.Add(4*time.Minute))
+	wire.SetStorageVersionEntries(sv, nil, t0.Add(5*time.Minute))
+	check("no server", nil, "False", wire.ReasonCommonEncodingVersionUnset, wire.MessageCommonEncodingVersionUnset, t0.Add(5*time.Minute))
 
 	// What SetEntries writes passes validation.
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(sv)

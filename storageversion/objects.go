@@ -127,8 +127,8 @@ func (o *objects) updateEntry(ctx context.Context, res *registry.Resource, name 
 		if e0 := findEntry(&sv.Status, e.APIServerID); e0 != nil && sameEntry(e0, &e) && sameKeys(reported, e.APIServerID, keys) {
 			return cur, nil // nothing to write: Update keeps the object as it is
 		}
-		setEncryptionKeys(sv, withKeys(reported, e.APIServerID, keys))
-		SetEntries(sv, withEntry(&sv.Status, e), o.now())
+		wire.SetEncryptionKeys(sv, withKeys(reported, e.APIServerID, keys))
+		wire.SetStorageVersionEntries(sv, withEntry(&sv.Status, e), o.now())
 		return withStatus(cur, sv)
 	}, store.UpdateOptions{WriteOptions: store.WriteOptions{Subresource: "status"}})
 	conflicts = max(calls-1, 0)
@@ -226,7 +226,7 @@ func (o *objects) removeEntries(ctx context.Context, name string, drop func(id s
 		if removed == 0 {
 			return cur, nil
 		}
-		SetEntries(sv, kept, o.now())
+		wire.SetStorageVersionEntries(sv, kept, o.now())
 		return withStatus(cur, sv)
 	}, store.UpdateOptions{WriteOptions: store.WriteOptions{Subresource: "status"}})
 	if apierrors.IsNotFound(err) {

@@ -2,12 +2,10 @@ package storageversion
 
 import (
 	"slices"
-	"time"
 
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/wire"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Entry is one server's report about one resource.
@@ -48,71 +46,6 @@ func findEntry(st *apiserverinternalv1alpha1.StorageVersionStatus, id string) *E
 	return nil
 }
 
-// CommonEncodingVersion returns the encoding version every entry reports, or nil when
-// there is no entry or they differ.
-func CommonEncodingVersion(entries []Entry) *string {
-	if len(entries) == 0 {
-		return nil
-	}
-	v := entries[0].EncodingVersion
-	for _, e := range entries[1:] {
-		if e.EncodingVersion != v {
-			return nil
-		}
-	}
-	return &v
-}
-
-// SetEntries replaces the entries of sv's status with entries and recomputes what
-// follows from them (KEP-2339): commonEncodingVersion and the AllEncodingVersionsEqual
-// condition, whose observedGeneration is sv's generation and whose lastTransitionTime
-// changes, to now, only when its status flips or the common version changes value.
-// Other conditions are kept.
-//
-// The encryption keys reported (wire.AnnotationEncryptionKeys) keep only the members
-// of servers with an entry.
-func SetEntries(sv *apiserverinternalv1alpha1.StorageVersion, entries []Entry, now time.Time) {
-	old := sv.Status.CommonEncodingVersion
-	sv.Status.StorageVersions = entries
-	if keys, err := wire.ParseEncryptionKeys(sv.Annotations[wire.AnnotationEncryptionKeys]); err == nil {
-		for id := range keys {
-			if !slices.ContainsFunc(entries, func(e Entry) bool { return e.APIServerID == id }) {
-				delete(keys, id)
-			}
-		}
-		setEncryptionKeys(sv, keys)
-	} else {
-		setEncryptionKeys(sv, nil) // unreadable: every server writes its member again
-	}
-	common := CommonEncodingVersion(entries)
-	sv.Status.CommonEncodingVersion = common
-	want := apiserverinternalv1alpha1.StorageVersionCondition{
-		Type:               ConditionAllEncodingVersionsEqual,
-		Status:             apiserverinternalv1alpha1.ConditionFalse,
-		ObservedGeneration: sv.Generation,
-		Reason:             ReasonCommonEncodingVersionUnset,
-		Message:            MessageCommonEncodingVersionUnset,
-	}
-	if common != nil {
-		want.Status, want.Reason, want.Message = apiserverinternalv1alpha1.ConditionTrue, ReasonCommonEncodingVersionSet, MessageCommonEncodingVersionSet
-	}
-	for i := range sv.Status.Conditions {
-		c := &sv.Status.Conditions[i]
-		if c.Type != want.Type {
-			continue
-		}
-		moved := c.Status != want.Status || (old != nil && common != nil && *old != *common)
-		want.LastTransitionTime = c.LastTransitionTime
-		if moved || c.LastTransitionTime.IsZero() {
-			want.LastTransitionTime = metav1.NewTime(now)
-		}
-		*c = want
-		return
-	}
-	want.LastTransitionTime = metav1.NewTime(now)
-	sv.Status.Conditions = append(sv.Status.Conditions, want)
-}
-
 // encryptionKeys returns the keys reported in sv (none if the annotation cannot be
 // read: the servers then write it again).
 func encryptionKeys(sv *apiserverinternalv1alpha1.StorageVersion) map[string]wire.EncryptionKeys {
@@ -121,20 +54,6 @@ func encryptionKeys(sv *apiserverinternalv1alpha1.StorageVersion) map[string]wir
 		return map[string]wire.EncryptionKeys{}
 	}
 	return keys
-}
-
-// setEncryptionKeys stores keys in sv's annotation (removed when empty).
-func setEncryptionKeys(sv *apiserverinternalv1alpha1.StorageVersion, keys map[string]wire.EncryptionKeys) {
-	v := wire.FormatEncryptionKeys(keys)
-	switch {
-	case v != "":
-		if sv.Annotations == nil {
-			sv.Annotations = map[string]string{}
-		}
-		sv.Annotations[wire.AnnotationEncryptionKeys] = v
-	case sv.Annotations != nil:
-		delete(sv.Annotations, wire.AnnotationEncryptionKeys)
-	}
 }
 
 // withKeys returns keys with id's member set to k: none for a server that writes and

@@ -7,7 +7,12 @@
 //     compares (StorageVersionHash);
 //   - how StorageVersion objects are named after the resource they describe
 //     (StorageVersionName, ParseStorageVersionName), written by the servers and read
-//     by the trigger and the upgrade tools.
+//     by the trigger and the upgrade tools;
+//   - what a StorageVersion's status says once its entries change
+//     (SetStorageVersionEntries: commonEncodingVersion, the AllEncodingVersionsEqual
+//     condition, the encryption keys reported), computed alike by Concord's servers
+//     and by the aggregated servers that publish through its API (package
+//     storageversion/publisher).
 //
 // It is a leaf: it imports nothing of Concord, and nothing here does I/O. A change to
 // anything in it is a change of protocol between releases that a mixed-version fleet

@@ -20,7 +20,6 @@ import (
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/migration/controller"
 	"github.com/concordproject/concord/migration/migrator"
-	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -711,7 +710,7 @@ func fakeServers(t *testing.T, s *harness.Server, gr schema.GroupResource, versi
 			entries = append(entries, apiserverinternalv1alpha1.ServerStorageVersion{APIServerID: id, EncodingVersion: gr.Group + "/" + v,
 				DecodableVersions: all, ServedVersions: all})
 		}
-		storageversion.SetEntries(sv, entries, time.Now())
+		wire.SetStorageVersionEntries(sv, entries, time.Now())
 		st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&sv.Status)
 		if err != nil {
 			return err
