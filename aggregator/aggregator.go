@@ -3,10 +3,13 @@ package aggregator
 import (
 	"crypto/tls"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	discoveryv1listers "k8s.io/client-go/listers/discovery/v1"
@@ -98,4 +101,32 @@ func servicePort(svc *corev1.Service, port int32) (corev1.ServicePort, bool) {
 		}
 	}
 	return corev1.ServicePort{}, false
+}
+
+// AnnotationPublishers is the APIService annotation that names (comma-separated) the
+// users that are its aggregated servers' identities: they may write the StorageVersions of its group
+// (package storageversion/publisher), and nobody else but Concord's servers. It is
+// Concord's: Kubernetes' APIService has no such field.
+const AnnotationPublishers = "storageversion.concord.io/publishers"
+
+// PublisherGroups returns the groups of the APIServices registered to a backend that
+// name user among their publishers (AnnotationPublishers).
+func (a *Aggregator) PublisherGroups(user string) []string {
+	all, err := a.apiServices.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var groups []string
+	for _, s := range all {
+		if s.Spec.Service == nil || slices.Contains(groups, s.Spec.Group) {
+			continue
+		}
+		for _, name := range strings.Split(s.Annotations[AnnotationPublishers], ",") {
+			if strings.TrimSpace(name) == user && user != "" {
+				groups = append(groups, s.Spec.Group)
+				break
+			}
+		}
+	}
+	return groups
 }

@@ -28,6 +28,9 @@ type Options struct {
 	Authentication *auth.Authentication
 	// ServiceAccountTokens issues the tokens of TokenRequests (nil: as above).
 	ServiceAccountTokens *ServiceAccountTokens
+	// StorageVersionPublishers names the aggregated servers that may write
+	// StorageVersions of their groups (nil: only the servers themselves).
+	StorageVersionPublishers storageversion.Publishers
 }
 
 // ErrMissing means the API catalog lacks a resource every server needs.
@@ -46,7 +49,7 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		rbac.ClusterRolesGR:          rbac.ConfigureClusterRoles,
 		rbac.RoleBindingsGR:          rbac.ConfigureRoleBindings,
 		rbac.ClusterRoleBindingsGR:   rbac.ConfigureClusterRoleBindings,
-		storageversion.GroupResource: storageversion.Configure,
+		storageversion.GroupResource: storageversion.ConfigureWith(opts.StorageVersionPublishers),
 		aggregator.GroupResource:     aggregator.Configure,
 		storageVersionMigrationsGR:   configureStorageVersionMigrations,
 		leasesGR:                     configureLeases,

@@ -138,3 +138,13 @@ func (i *Instance) startAvailability(ctx context.Context, client kubernetes.Inte
 	ag.hooks[2].Done()
 	return nil
 }
+
+// storageVersionPublishers returns the groups whose StorageVersions user may write as
+// an aggregated server (none before the aggregator is built, in the serving phase,
+// before any request).
+func (i *Instance) storageVersionPublishers(user string) []string {
+	if ag := i.parts.aggregation; ag != nil {
+		return ag.agg.PublisherGroups(user)
+	}
+	return nil
+}

@@ -45,6 +45,7 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	}
 	builtins, err = builtin.Configure(builtins, builtin.Options{
 		EventTTL: o.EventTTL, Authorization: i.parts.authz, Authentication: i.parts.serving.authn, ServiceAccountTokens: tokens,
+		StorageVersionPublishers: i.storageVersionPublishers,
 	})
 	if err != nil {
 		return ctx, err

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/server/request"
 	"github.com/concordproject/concord/wire"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metatable "k8s.io/apimachinery/pkg/api/meta/table"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,9 +40,24 @@ var ErrNotServer = errors.New("only the API servers write StorageVersions: each 
 // conditions), updates only with a resourceVersion, and the Table columns NAME,
 // COMMONENCODINGVERSION, STORAGEVERSIONS and AGE. res must be the storageversions
 // resource, not yet in a registry.
-func Configure(res *registry.Resource) error {
+func Configure(res *registry.Resource) error { return ConfigureWith(nil)(res) }
+
+// Publishers returns the groups whose StorageVersions user may write as an aggregated
+// API server registered behind this one (package aggregator), or none.
+type Publishers func(user string) (groups []string)
+
+// ConfigureWith is Configure for a server that fronts aggregated API servers: besides
+// the servers' own loopback identity, the identities publishers names may write the
+// StorageVersions of their groups, and no other.
+func ConfigureWith(publishers Publishers) func(*registry.Resource) error {
+	return func(res *registry.Resource) error { return configure(res, publishers) }
+}
+
+func configure(res *registry.Resource, publishers Publishers) error {
+	w := writer{publishers: publishers}
 	res.Hooks = &registry.Hooks{
-		Writable:         writable,
+		Writable:         w.writable,
+		AdmitCreate:      w.admitCreate,
 		ValidateName:     validateName,
 		Validate:         validateCreate,
 		ValidateUpdate:   validateUpdate,
@@ -65,12 +83,58 @@ func printerColumns() []apiextensionsv1.CustomResourceColumnDefinition {
 	}
 }
 
-// writable admits only the servers' loopback user.
-func writable(ctx context.Context) error {
-	if u, ok := auth.UserFrom(ctx); ok && u.Name == auth.LoopbackUser {
+// writer decides who writes StorageVersions: the servers' loopback user, and the
+// aggregated servers publishers names, each for its groups only.
+type writer struct {
+	publishers Publishers
+}
+
+// writable admits the loopback user, and an aggregated server's identity for the
+// StorageVersion the URL names, if of its groups (a creation names it in its body:
+// admitCreate decides).
+func (w writer) writable(ctx context.Context) error {
+	u, ok := auth.UserFrom(ctx)
+	if ok && u.Name == auth.LoopbackUser {
 		return nil
 	}
-	return ErrNotServer
+	if !ok || w.publishers == nil {
+		return ErrNotServer
+	}
+	groups := w.publishers(u.Name)
+	if len(groups) == 0 {
+		return ErrNotServer
+	}
+	info, _ := request.InfoFrom(ctx)
+	if info == nil || info.Verb == "create" {
+		return nil
+	}
+	return ownGroup(groups, info.Name)
+}
+
+// admitCreate lets an aggregated server create only the StorageVersions of its groups.
+// Writes without a user are the servers' own, through the store (the manager's).
+func (w writer) admitCreate(ctx context.Context, obj *unstructured.Unstructured) error {
+	u, ok := auth.UserFrom(ctx)
+	if !ok || u.Name == auth.LoopbackUser {
+		return nil
+	}
+	var groups []string
+	if w.publishers != nil {
+		groups = w.publishers(u.Name)
+	}
+	if err := ownGroup(groups, obj.GetName()); err != nil {
+		return apierrors.NewForbidden(GroupResource, obj.GetName(), err)
+	}
+	return nil
+}
+
+// ownGroup checks that StorageVersion name is of one of groups.
+func ownGroup(groups []string, name string) error {
+	gr, ok := wire.ParseStorageVersionName(name)
+	if ok && slices.Contains(groups, gr.Group) {
+		return nil
+	}
+	return fmt.Errorf("%w; an aggregated API server writes only those of the groups its APIServices register (%s)", ErrNotServer, strings.Join(groups, ", "))
 }
 
 // validateName checks "<group>.<resource>": the group a DNS-1123 subdomain, the

@@ -138,12 +138,12 @@ func TestWritable(t *testing.T) {
 		{auth.User{Name: auth.AdminUser, Groups: []string{auth.GroupMasters}}, false},
 		{auth.User{Name: "alice", Groups: []string{auth.GroupAuthenticated}}, false},
 	} {
-		err := writable(auth.WithUser(ctx, tc.user))
+		err := writer{}.writable(auth.WithUser(ctx, tc.user))
 		if (err == nil) != tc.ok {
 			t.Errorf("user %s: writable error %v, want allowed=%v", tc.user.Name, err, tc.ok)
 		}
 	}
-	if writable(ctx) == nil {
+	if (writer{}).writable(ctx) == nil {
 		t.Error("a request without a user may write")
 	}
 }
