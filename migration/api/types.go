@@ -20,6 +20,10 @@ var (
 	// StorageVersions is internal.apiserver.k8s.io/v1alpha1 storageversions, which the
 	// API servers maintain when the StorageVersionAPI feature is on.
 	StorageVersions = schema.GroupVersionResource{Group: "internal.apiserver.k8s.io", Version: "v1alpha1", Resource: "storageversions"}
+	// APIServices is apiregistration.k8s.io/v1 apiservices: a group an APIService
+	// registers to a backend is an aggregated API, which the trigger migrates only if
+	// its servers publish StorageVersions (KEP-2339).
+	APIServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 	// CustomResourceDefinitions is apiextensions.k8s.io/v1 customresourcedefinitions.
 	CustomResourceDefinitions = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )

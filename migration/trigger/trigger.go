@@ -84,6 +84,9 @@ type Trigger struct {
 	mu       sync.Mutex
 	versions cache.SharedIndexInformer // nil until the StorageVersion API is seen
 	expect   map[schema.GroupResource]expectation
+	// aggregated are the groups APIServices register to backends, as read at the
+	// last poll (before discovery: a group discovery lists is classified).
+	aggregated map[string]bool
 }
 
 // expectation is a migration the trigger created and has not seen in its cache yet.
@@ -181,6 +184,7 @@ func (t *Trigger) Run(ctx context.Context) error {
 func (t *Trigger) pollOnce(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	logger.V(4).Info("Polling discovery")
+	t.readAggregated(ctx)
 	if err := t.res.Refresh(ctx); err != nil {
 		logger.Error(err, "Discovery failed; polling again later")
 	}
@@ -278,8 +282,12 @@ func (t *Trigger) observeResource(ctx context.Context, gr schema.GroupResource, 
 			return observation{}, false, err
 		}
 	}
-	if !known || !info.Migratable || (svObj == nil && info.Hash == "") {
-		logger.V(4).Info("Not migrated", "served", known, "migratable", info.Migratable, "storageVersionHash", info.Hash, "storageVersionObject", svObj != nil)
+	// An aggregated API is migrated only if its servers publish StorageVersions: the
+	// aggregator cannot know what its backends encode in otherwise (KEP-2339).
+	aggregatedOnly := svObj == nil && t.isAggregated(gr.Group)
+	if !known || !info.Migratable || (svObj == nil && info.Hash == "") || aggregatedOnly {
+		logger.V(4).Info("Not migrated", "served", known, "migratable", info.Migratable, "storageVersionHash", info.Hash,
+			"storageVersionObject", svObj != nil, "aggregatedWithoutStorageVersion", aggregatedOnly)
 		if stateObj != nil && (!known || !info.Migratable) {
 			logger.Info("Resource no longer served; deleting its storage state")
 			err := t.dyn.Resource(migrationapi.StorageStates).Delete(ctx, stateObj.GetName(), metav1.DeleteOptions{
@@ -591,4 +599,35 @@ func (t *Trigger) writeState(ctx context.Context, gr schema.GroupResource, obj *
 	next.Object["status"] = s
 	_, err = client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: migrationapi.FieldManager})
 	return err
+}
+
+// readAggregated reads which groups APIServices register to backends (none where
+// APIServices are not served).
+func (t *Trigger) readAggregated(ctx context.Context) {
+	groups := map[string]bool{}
+	list, err := t.dyn.Resource(migrationapi.APIServices).List(ctx, metav1.ListOptions{})
+	switch {
+	case err == nil:
+		for _, s := range list.Items {
+			svc, _, _ := unstructured.NestedMap(s.Object, "spec", "service")
+			group, _, _ := unstructured.NestedString(s.Object, "spec", "group")
+			if svc != nil {
+				groups[group] = true
+			}
+		}
+	case apierrors.IsNotFound(err):
+	default:
+		klog.FromContext(ctx).Error(err, "Cannot read the APIServices; keeping what was read before")
+		return
+	}
+	t.mu.Lock()
+	t.aggregated = groups
+	t.mu.Unlock()
+}
+
+// isAggregated reports whether group is an aggregated API, as last read.
+func (t *Trigger) isAggregated(group string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.aggregated[group]
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -15,7 +16,11 @@ import (
 
 	"github.com/concordproject/concord/etcd/etcdtest"
 	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/storageversion/publisher"
 	"github.com/concordproject/concord/test/kubepeer"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -30,6 +35,40 @@ const sampleRelease = "1.37.2"
 // (discovery), explains them (OpenAPI), creates and reads flunders (the proxy; the
 // storage-version barrier lets them pass).
 func TestSampleAPIServer(t *testing.T) {
+	setup := startSampleBehindConcord(t)
+	k, sample := setup.k, setup.sample
+	contains(t, k.must(t, "", "api-resources", "--api-group=wardle.example.com"), "fischers", "wardle.example.com/v1alpha1")
+
+	k.must(t, flunder, "create", "-f", "-")
+	contains(t, k.must(t, "", "get", "flunders", "-A"), "default", "my-flunder")
+	contains(t, k.must(t, "", "get", "flunder", "my-flunder", "-o", "jsonpath={.spec.reference}"), "my-fischer")
+	waitKubectl(t, k, "the flunder's OpenAPI", "Flunder", "explain", "flunders")
+	contains(t, k.must(t, "", "get", "--raw", "/openapi/v2"), `"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders"`)
+	contains(t, k.must(t, "", "get", "--raw", "/openapi/v3"), `"apis/wardle.example.com/v1alpha1"`)
+	k.must(t, "", "delete", "flunder", "my-flunder")
+	if out, err := k.run(t, "", "get", "flunder", "my-flunder"); err == nil || !strings.Contains(out, "NotFound") {
+		t.Errorf("a deleted flunder: %v\n%s", err, out)
+	}
+
+	// The backend goes: kubectl hears a 503 that names the APIService.
+	sample.Stop()
+	out, err := k.run(t, "", "get", "flunders", "-A")
+	if err == nil || !strings.Contains(out, "v1alpha1.wardle.example.com") {
+		t.Errorf("flunders of a stopped backend: %v\n%s", err, out)
+	}
+}
+
+// sampleSetup is a concord server with the sample-apiserver behind it.
+type sampleSetup struct {
+	k               *kubectl
+	sample          *kubepeer.Sample
+	bin, kubeconfig string // the concord binary, and its admin kubeconfig
+}
+
+// startSampleBehindConcord starts a concord binary (with extra flags) and the
+// sample-apiserver behind it, registered and available.
+func startSampleBehindConcord(t *testing.T, flags ...string) *sampleSetup {
+	t.Helper()
 	bin := buildConcord(t)
 	sampleBin, err := kubepeer.Binary("sample-apiserver", sampleRelease)
 	if errors.Is(err, kubepeer.ErrNotBuilt) && os.Getenv("CONCORD_CONFORMANCE") != "required" {
@@ -40,7 +79,7 @@ func TestSampleAPIServer(t *testing.T) {
 	}
 	dir := t.TempDir()
 	data := filepath.Join(dir, "concord")
-	logs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)))
+	logs := process(t, bin, append([]string{"server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t))}, flags...)...)
 	kubeconfig := filepath.Join(data, "admin.kubeconfig")
 	waitForFile(t, kubeconfig, logs)
 	k := newKubectl(t, kubeconfig)
@@ -67,25 +106,7 @@ func TestSampleAPIServer(t *testing.T) {
 	waitKubectl(t, k, "the APIService Available", "True",
 		"get", "apiservice", "v1alpha1.wardle.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].message}{.status.conditions[?(@.type=="Available")].status}`)
 	waitKubectl(t, k, "flunders in discovery", "flunders", "api-resources", "--api-group=wardle.example.com")
-	contains(t, k.must(t, "", "api-resources", "--api-group=wardle.example.com"), "fischers", "wardle.example.com/v1alpha1")
-
-	k.must(t, flunder, "create", "-f", "-")
-	contains(t, k.must(t, "", "get", "flunders", "-A"), "default", "my-flunder")
-	contains(t, k.must(t, "", "get", "flunder", "my-flunder", "-o", "jsonpath={.spec.reference}"), "my-fischer")
-	waitKubectl(t, k, "the flunder's OpenAPI", "Flunder", "explain", "flunders")
-	contains(t, k.must(t, "", "get", "--raw", "/openapi/v2"), `"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders"`)
-	contains(t, k.must(t, "", "get", "--raw", "/openapi/v3"), `"apis/wardle.example.com/v1alpha1"`)
-	k.must(t, "", "delete", "flunder", "my-flunder")
-	if out, err := k.run(t, "", "get", "flunder", "my-flunder"); err == nil || !strings.Contains(out, "NotFound") {
-		t.Errorf("a deleted flunder: %v\n%s", err, out)
-	}
-
-	// The backend goes: kubectl hears a 503 that names the APIService.
-	sample.Stop()
-	out, err := k.run(t, "", "get", "flunders", "-A")
-	if err == nil || !strings.Contains(out, "v1alpha1.wardle.example.com") {
-		t.Errorf("flunders of a stopped backend: %v\n%s", err, out)
-	}
+	return &sampleSetup{k: k, sample: sample, bin: bin, kubeconfig: kubeconfig}
 }
 
 // waitKubectl runs kubectl until its output contains want, for up to 30 s.
@@ -318,3 +339,73 @@ func writeTokenKubeconfig(t *testing.T, path string, cfg *clientcmdConfig, token
 		t.Fatal(err)
 	}
 }
+
+// The migrator manages an aggregated API only once its servers publish StorageVersions
+// (KEP-2339), and then migrates it through the aggregator: the sample-apiserver's
+// discovery gives a storageVersionHash, yet no StorageState is kept for flunders until
+// its entry is published (here by the storageversion/publisher library, under the
+// identity its APIService names); then a migration of flunders runs, listing and
+// writing them through Concord's proxy, and succeeds.
+func TestAggregatedAPIMigration(t *testing.T) {
+	setup := startSampleBehindConcord(t, "--disable-storage-migration")
+	k := setup.k
+	for i := range 3 {
+		k.must(t, strings.Replace(flunder, "my-flunder", fmt.Sprint("f-", i), 1), "create", "-f", "-")
+	}
+	contains(t, k.must(t, "", "get", "--raw", "/apis/wardle.example.com/v1alpha1"), `"storageVersionHash"`)
+	process(t, setup.bin, "controller-manager", "--kubeconfig", setup.kubeconfig, "--poll-interval", "1s", "--leader-elect=false")
+	waitKubectl(t, k, "the ConfigMaps' storage state", "configmaps", "get", "storagestates", "-o", "name")
+	time.Sleep(3 * time.Second) // three polls: the trigger has seen flunders in discovery
+	if out := k.must(t, "", "get", "storagestates", "-o", "name"); strings.Contains(out, "flunders") {
+		t.Fatalf("a storage state for an aggregated API whose servers publish no StorageVersion:\n%s", out)
+	}
+
+	k.must(t, "", "annotate", "apiservice", "v1alpha1.wardle.example.com", "storageversion.concord.io/publishers=system:serviceaccount:wardle:apiserver")
+	k.must(t, publisherGrants, "apply", "-f", "-")
+	token := strings.TrimSpace(k.must(t, "", "create", "token", "apiserver", "-n", "wardle", "--duration=1h"))
+	cfg := loadKubeconfig(t, setup.kubeconfig)
+	p, err := publisher.New(publisher.Config{
+		Client:   kubernetes.NewForConfigOrDie(&rest.Config{Host: cfg.server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.ca}}),
+		ServerID: "sample-apiserver-1", Kind: "sample-apiserver",
+		Resources: []publisher.Resource{{GroupResource: schema.GroupResource{Group: "wardle.example.com", Resource: "flunders"},
+			EncodingVersion: "wardle.example.com/v1alpha1", DecodableVersions: []string{"wardle.example.com/v1alpha1", "wardle.example.com/v1beta1"},
+			ServedVersions: []string{"wardle.example.com/v1alpha1", "wardle.example.com/v1beta1"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	waitKubectl(t, k, "a succeeded migration of flunders", "True", "get", "storageversionmigrations", "-o",
+		`jsonpath={range .items[?(@.spec.resource.resource=="flunders")]}{.status.conditions[?(@.type=="Succeeded")].status}{end}`)
+	waitKubectl(t, k, "the flunders' storage state persisted", "flunders", "get", "storagestates", "-o", "name")
+}
+
+// publisherGrants let the sample-apiserver's identity publish its StorageVersions.
+const publisherGrants = `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: wardle-identity, namespace: kube-system}
+rules:
+- {apiGroups: [coordination.k8s.io], resources: [leases], verbs: [get, create, update, delete]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: wardle-identity, namespace: kube-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: wardle-identity}
+subjects: [{kind: ServiceAccount, name: apiserver, namespace: wardle}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: wardle-storageversions}
+rules:
+- {apiGroups: [internal.apiserver.k8s.io], resources: [storageversions, storageversions/status], verbs: [get, create, update]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: wardle-storageversions}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: wardle-storageversions}
+subjects: [{kind: ServiceAccount, name: apiserver, namespace: wardle}]
+`
