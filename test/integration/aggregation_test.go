@@ -157,6 +157,29 @@ func TestAggregatedAPIServer(t *testing.T) {
 
 	checkAggregatedDiscovery(t, c)
 
+	// A Service of type ExternalName leads to its name, on the APIService's port.
+	ext := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ext", Namespace: "wardle"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost", Ports: []corev1.ServicePort{{Port: int32(b.port)}}}}
+	if _, err := admin.CoreV1().Services("wardle").Create(ctx, ext, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := apis.Get(ctx, "v1alpha1.wardle.example.com", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.Service = &apiregistrationv1.ServiceReference{Namespace: "wardle", Name: "ext", Port: ptr.To(int32(b.port))}
+	svc.Spec.CABundle, svc.Spec.InsecureSkipTLSVerify = nil, true // its certificate names api.wardle.svc
+	if _, err := apis.Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "flunders through the ExternalName Service", func() (bool, error) {
+		before := len(b.seen)
+		err := admin.CoreV1().RESTClient().Get().AbsPath("/apis/" + wardleGV + "/namespaces/default/flunders").Do(ctx).Error()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return err == nil && len(b.seen) > before, nil
+	})
+
 	// The backend goes: requests fail at once with a 503 (the backend cannot be
 	// reached), and so they do once the condition says so (it is unavailable).
 	b.srv.Close()
@@ -175,7 +198,32 @@ func TestAggregatedAPIServer(t *testing.T) {
 	check503("the backend just closed")
 	waitAvailable(t, apis, "v1alpha1.wardle.example.com", apiregistrationv1.ConditionFalse, "FailedDiscoveryCheck")
 	check503("unavailable")
-	// Its endpoints go: the reason says which.
+	// Discovery keeps the group, marked stale.
+	waitFor(t, "the wardle group's discovery stale", func() (bool, error) {
+		body, err := admin.CoreV1().RESTClient().Get().AbsPath("/apis").
+			SetHeader("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList").DoRaw(ctx)
+		if err != nil {
+			return false, err
+		}
+		var list apidiscoveryv2.APIGroupDiscoveryList
+		if err := json.Unmarshal(body, &list); err != nil {
+			return false, err
+		}
+		for _, g := range list.Items {
+			if g.Name == "wardle.example.com" {
+				return len(g.Versions) == 1 && g.Versions[0].Freshness == apidiscoveryv2.DiscoveryFreshnessStale, nil
+			}
+		}
+		return false, nil
+	})
+	// Back on the Service api, whose endpoints go: the reason says which.
+	if svc, err = apis.Get(ctx, "v1alpha1.wardle.example.com", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.Service = &apiregistrationv1.ServiceReference{Namespace: "wardle", Name: "api"}
+	if _, err := apis.Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := admin.DiscoveryV1().EndpointSlices("wardle").Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
