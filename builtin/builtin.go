@@ -28,9 +28,10 @@ type Options struct {
 	Authentication *auth.Authentication
 	// ServiceAccountTokens issues the tokens of TokenRequests (nil: as above).
 	ServiceAccountTokens *ServiceAccountTokens
-	// StorageVersionPublishers names the aggregated servers that may write
-	// StorageVersions of their groups (nil: only the servers themselves).
-	StorageVersionPublishers storageversion.Publishers
+	// StorageVersions says who writes StorageVersions besides the servers themselves:
+	// the aggregated servers of their groups; anyone allowed may delete them while
+	// this server does not maintain them.
+	StorageVersions storageversion.APIOptions
 }
 
 // ErrMissing means the API catalog lacks a resource every server needs.
@@ -49,7 +50,7 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		rbac.ClusterRolesGR:          rbac.ConfigureClusterRoles,
 		rbac.RoleBindingsGR:          rbac.ConfigureRoleBindings,
 		rbac.ClusterRoleBindingsGR:   rbac.ConfigureClusterRoleBindings,
-		storageversion.GroupResource: storageversion.ConfigureWith(opts.StorageVersionPublishers),
+		storageversion.GroupResource: storageversion.ConfigureWith(opts.StorageVersions),
 		aggregator.GroupResource:     aggregator.Configure,
 		storageVersionMigrationsGR:   configureStorageVersionMigrations,
 		leasesGR:                     configureLeases,

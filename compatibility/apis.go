@@ -404,8 +404,8 @@ func (e *enabler) featureErrors(gate featuregate.MutableVersionedFeatureGate) {
 			}
 		}
 		if len(missing) > 0 {
-			e.errs = append(e.errs, fmt.Errorf("feature gate %s is enabled, but requires API resources that are not served: %s; enable them with --runtime-config or disable the feature gate",
-				f, strings.Join(missing, ", ")))
+			e.errs = append(e.errs, fmt.Errorf("feature gate %s is enabled, but requires API resources that are not served: %s; add --feature-gates=%s=false to turn it off with them, or serve them with --runtime-config",
+				f, strings.Join(missing, ", "), f))
 		}
 	}
 }

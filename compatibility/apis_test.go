@@ -75,8 +75,8 @@ func TestDefaultAPIs(t *testing.T) {
 
 	got := errorLines(t, &Options{RuntimeConfig: []string{"internal.apiserver.k8s.io/v1alpha1=false", "coordination.k8s.io/v1/leases=false"}})
 	wantErrs := []string{
-		"feature gate APIServerIdentity is enabled, but requires API resources that are not served: leases.coordination.k8s.io; enable them with --runtime-config or disable the feature gate",
-		"feature gate StorageVersionAPI is enabled, but requires API resources that are not served: storageversions.internal.apiserver.k8s.io; enable them with --runtime-config or disable the feature gate",
+		"feature gate APIServerIdentity is enabled, but requires API resources that are not served: leases.coordination.k8s.io; add --feature-gates=APIServerIdentity=false to turn it off with them, or serve them with --runtime-config",
+		"feature gate StorageVersionAPI is enabled, but requires API resources that are not served: storageversions.internal.apiserver.k8s.io; add --feature-gates=StorageVersionAPI=false to turn it off with them, or serve them with --runtime-config",
 	}
 	if !slices.Equal(got, wantErrs) {
 		t.Errorf("errors = %q, want %q", got, wantErrs)

@@ -45,7 +45,8 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	}
 	builtins, err = builtin.Configure(builtins, builtin.Options{
 		EventTTL: o.EventTTL, Authorization: i.parts.authz, Authentication: i.parts.serving.authn, ServiceAccountTokens: tokens,
-		StorageVersionPublishers: i.storageVersionPublishers,
+		StorageVersions: storageversion.APIOptions{Publishers: i.storageVersionPublishers,
+			Unmaintained: !compat.Enabled(compatibility.StorageVersionAPI)},
 	})
 	if err != nil {
 		return ctx, err

@@ -40,21 +40,31 @@ var ErrNotServer = errors.New("only the API servers write StorageVersions: each 
 // conditions), updates only with a resourceVersion, and the Table columns NAME,
 // COMMONENCODINGVERSION, STORAGEVERSIONS and AGE. res must be the storageversions
 // resource, not yet in a registry.
-func Configure(res *registry.Resource) error { return ConfigureWith(nil)(res) }
+func Configure(res *registry.Resource) error { return ConfigureWith(APIOptions{})(res) }
 
 // Publishers returns the groups whose StorageVersions user may write as an aggregated
 // API server registered behind this one (package aggregator), or none.
 type Publishers func(user string) (groups []string)
 
-// ConfigureWith is Configure for a server that fronts aggregated API servers: besides
-// the servers' own loopback identity, the identities publishers names may write the
-// StorageVersions of their groups, and no other.
-func ConfigureWith(publishers Publishers) func(*registry.Resource) error {
-	return func(res *registry.Resource) error { return configure(res, publishers) }
+// APIOptions say who besides the servers' own loopback identity writes StorageVersions.
+type APIOptions struct {
+	// Publishers names the aggregated servers' identities, which may write the
+	// StorageVersions of their groups, and no other.
+	Publishers Publishers
+	// Unmaintained is set when this server does not maintain StorageVersions (the
+	// StorageVersionAPI gate is off, the API served by --runtime-config): whoever the
+	// authorizer allows may then delete them, so that an administrator can clear
+	// those servers left behind; nobody may create or update them.
+	Unmaintained bool
 }
 
-func configure(res *registry.Resource, publishers Publishers) error {
-	w := writer{publishers: publishers}
+// ConfigureWith is Configure with opts.
+func ConfigureWith(opts APIOptions) func(*registry.Resource) error {
+	return func(res *registry.Resource) error { return configure(res, opts) }
+}
+
+func configure(res *registry.Resource, opts APIOptions) error {
+	w := writer{publishers: opts.Publishers, unmaintained: opts.Unmaintained}
 	res.Hooks = &registry.Hooks{
 		Writable:         w.writable,
 		AdmitCreate:      w.admitCreate,
@@ -86,7 +96,8 @@ func printerColumns() []apiextensionsv1.CustomResourceColumnDefinition {
 // writer decides who writes StorageVersions: the servers' loopback user, and the
 // aggregated servers publishers names, each for its groups only.
 type writer struct {
-	publishers Publishers
+	publishers   Publishers
+	unmaintained bool
 }
 
 // writable admits the loopback user, and an aggregated server's identity for the
@@ -97,6 +108,10 @@ func (w writer) writable(ctx context.Context) error {
 	if ok && u.Name == auth.LoopbackUser {
 		return nil
 	}
+	info, _ := request.InfoFrom(ctx)
+	if w.unmaintained && info != nil && (info.Verb == "delete" || info.Verb == "deletecollection") {
+		return nil // clearing what servers with the API on left behind
+	}
 	if !ok || w.publishers == nil {
 		return ErrNotServer
 	}
@@ -104,7 +119,6 @@ func (w writer) writable(ctx context.Context) error {
 	if len(groups) == 0 {
 		return ErrNotServer
 	}
-	info, _ := request.InfoFrom(ctx)
 	if info == nil || info.Verb == "create" {
 		return nil
 	}

@@ -186,6 +186,7 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--audit-policy-file", "/nonexistent", "--audit-log-path", "-"}, `audit policy: failed to read file path "/nonexistent"`},
 		{[]string{"server", "--encryption-provider-config", "/nonexistent"}, `invalid encryption provider configuration /nonexistent: error while parsing file: error while loading file: error reading encryption provider configuration file "/nonexistent"`},
 		{[]string{"server", "--requestheader-client-ca-file", "/nonexistent"}, `--requestheader-client-ca-file "/nonexistent" cannot be read`},
+		{[]string{"server", "--runtime-config", "internal.apiserver.k8s.io/v1alpha1=false"}, "add --feature-gates=StorageVersionAPI=false to turn it off with them"},
 		{[]string{"etcd", "--listen-client-urls", "::bad"}, "--listen-client-urls"},
 		{[]string{"kubeconfig", "--out", "x"}, "--user is required"},
 		{[]string{"kubeconfig", "--user", "u", "--out", "x", "--validity", "-1h"}, "--validity -1h0m0s must be positive"},
@@ -250,5 +251,62 @@ func TestControllerManagerLeastPrivilege(t *testing.T) {
 	}
 	if strings.Contains(strings.ToLower(cmLogs.String()), "forbidden") {
 		t.Errorf("the controller manager was refused something:\n%s", cmLogs.String())
+	}
+}
+
+// The StorageVersion API disabled as its PRR says: --runtime-config alone is refused
+// with the flag to add (TestInvalidFlags); with the gate off and the API served, an
+// administrator clears the objects a crashed server left behind, which only servers may write
+// while the gate is on; with both off the API is gone.
+func TestStorageVersionAPIDisablement(t *testing.T) {
+	bin := buildConcord(t)
+	data := filepath.Join(t.TempDir(), "data")
+	port := fmt.Sprint(harness.FreePort(t))
+	kubeconfig := filepath.Join(data, "admin.kubeconfig")
+	run := func(flags ...string) (stop func(crash bool)) {
+		t.Helper()
+		_ = os.Remove(kubeconfig)
+		var out bytes.Buffer
+		cmd := exec.Command(bin, append([]string{"server", "--data-dir", data, "--secure-port", port}, flags...)...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitForFile(t, kubeconfig, &out)
+		return func(crash bool) {
+			if crash { // nothing withdrawn: what a crashed server leaves behind
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				return
+			}
+			_ = cmd.Process.Signal(os.Interrupt)
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("concord server %v: %v\n%s", flags, err, out.String())
+			}
+		}
+	}
+	stop := run()
+	k := newKubectl(t, kubeconfig)
+	waitKubectl(t, k, "the servers' StorageVersions", "core.configmaps", "get", "storageversions", "-o", "name")
+	if out, err := k.run(t, "", "delete", "storageversion", "core.configmaps"); err == nil || !strings.Contains(out, "Forbidden") {
+		t.Errorf("the administrator deleting a StorageVersion while the API is on: %v\n%s", err, out)
+	}
+	stop(true)
+
+	stop = run("--feature-gates=StorageVersionAPI=false", "--runtime-config=internal.apiserver.k8s.io/v1alpha1=true")
+	contains(t, k.must(t, "", "get", "storageversions", "-o", "name"), "core.configmaps") // left behind
+	if out, err := k.run(t, "apiVersion: internal.apiserver.k8s.io/v1alpha1\nkind: StorageVersion\nmetadata:\n  name: core.secrets\n", "create", "-f", "-"); err == nil || !strings.Contains(out, "Forbidden") {
+		t.Errorf("the administrator creating a StorageVersion: %v\n%s", err, out)
+	}
+	k.must(t, "", "delete", "storageversions", "--all")
+	if out := k.must(t, "", "get", "storageversions", "-o", "name"); strings.TrimSpace(out) != "" {
+		t.Errorf("StorageVersions left after deleting them all:\n%s", out)
+	}
+	stop(false)
+
+	stop = run("--feature-gates=StorageVersionAPI=false")
+	defer stop(false)
+	if out, err := k.run(t, "", "get", "--raw", "/apis/internal.apiserver.k8s.io/v1alpha1/storageversions"); err == nil || !strings.Contains(out, "NotFound") {
+		t.Errorf("StorageVersions with the API off: %v\n%s", err, out)
 	}
 }
