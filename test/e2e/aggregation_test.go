@@ -18,7 +18,11 @@ import (
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/storageversion/publisher"
 	"github.com/concordproject/concord/test/kubepeer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -39,7 +43,24 @@ func TestSampleAPIServer(t *testing.T) {
 	k, sample := setup.k, setup.sample
 	contains(t, k.must(t, "", "api-resources", "--api-group=wardle.example.com"), "fischers", "wardle.example.com/v1alpha1")
 
+	// A watch streams through the proxy: the creation arrives as it happens.
+	cfg := loadKubeconfig(t, setup.kubeconfig)
+	dyn := dynamic.NewForConfigOrDie(&rest.Config{Host: cfg.server, BearerToken: cfg.token, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.ca}})
+	flunders := schema.GroupVersionResource{Group: "wardle.example.com", Version: "v1alpha1", Resource: "flunders"}
+	w, err := dyn.Resource(flunders).Namespace("default").Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	k.must(t, flunder, "create", "-f", "-")
+	select {
+	case ev := <-w.ResultChan():
+		if u, ok := ev.Object.(*unstructured.Unstructured); ev.Type != watch.Added || !ok || u.GetName() != "my-flunder" {
+			t.Errorf("watch event %s %v, want the flunder ADDED", ev.Type, ev.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no watch event through the proxy within 10s")
+	}
 	contains(t, k.must(t, "", "get", "flunders", "-A"), "default", "my-flunder")
 	contains(t, k.must(t, "", "get", "flunder", "my-flunder", "-o", "jsonpath={.spec.reference}"), "my-fischer")
 	waitKubectl(t, k, "the flunder's OpenAPI", "Flunder", "explain", "flunders")
