@@ -35,6 +35,9 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	if err := i.startIdentity(ctx); err != nil {
 		return ctx, err
 	}
+	if err := i.startMirror(ctx); err != nil {
+		return ctx, err
+	}
 	svm := i.parts.svm
 	crds, err := apiextensions.NewController(i.Registry, i.Store, i.runtime)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/concordproject/concord/serviceaccount"
 	"github.com/concordproject/concord/storage"
 	"github.com/concordproject/concord/storageversion"
+	"github.com/concordproject/concord/storageversion/publisher"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/rest"
@@ -89,6 +90,9 @@ type parts struct {
 	// aggregation is the aggregator (nil when APIServices are not served): serving →
 	// controllers.
 	aggregation *aggregation
+	// mirror publishes the server's entries to the aggregator it runs behind
+	// (--aggregator-kubeconfig; nil otherwise): resources → controllers.
+	mirror *publisher.Publisher
 	// The post-start hooks the controllers phase finishes.
 	bootstrap, leaseHook, collectorHook, rbacHook *health.PostStartHook
 	// migration is the outcome of the last attempt to install the storage-migration

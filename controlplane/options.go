@@ -44,6 +44,12 @@ type Options struct {
 	// --requestheader-* flags); off while RequestHeaderClientCAFile is empty.
 	RequestHeaderClientCAFile string
 	RequestHeader             auth.RequestHeaderConfig
+	// AggregatorKubeconfig, if set, is the kubeconfig of the aggregator this server is
+	// registered behind: the server publishes there, under its own identity lease, its
+	// StorageVersion entries of the resources of AggregatedGroups (package
+	// storageversion/publisher), before it encodes in a new version.
+	AggregatorKubeconfig string
+	AggregatedGroups     []string
 	// ServiceAccountIssuer is the "iss" of the service account tokens the servers
 	// issue, and the issuer of their OpenID discovery document (kube-apiserver's
 	// --service-account-issuer). APIAudiences are the audiences the API accepts in
@@ -152,6 +158,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "Private key of --tls-cert-file (PEM).")
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, `Static bearer tokens, CSV: token,user,uid,"group1,group2".`)
 	o.addRequestHeaderFlags(fs)
+	fs.StringVar(&o.AggregatorKubeconfig, "aggregator-kubeconfig", o.AggregatorKubeconfig,
+		"Kubeconfig of the aggregator this server is registered behind (an APIService there): the server publishes its StorageVersion entries of --aggregated-groups' resources there too.")
+	fs.StringSliceVar(&o.AggregatedGroups, "aggregated-groups", o.AggregatedGroups,
+		"API groups the aggregator's APIServices route to this server, with --aggregator-kubeconfig.")
 	fs.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", o.ServiceAccountIssuer,
 		"Issuer (iss) of the service account tokens every server of the cluster issues and accepts: an https URL, or a name without a colon (as Kubernetes allows).")
 	fs.StringSliceVar(&o.APIAudiences, "api-audiences", o.APIAudiences,
@@ -213,12 +223,15 @@ func (o *Options) Validate() error {
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file must be given together"))
 	}
-	for _, f := range []struct{ flag, path string }{{"--tls-cert-file", o.TLSCertFile}, {"--tls-private-key-file", o.TLSKeyFile}, {"--token-auth-file", o.TokenAuthFile}, {"--requestheader-client-ca-file", o.RequestHeaderClientCAFile}} {
+	for _, f := range []struct{ flag, path string }{{"--tls-cert-file", o.TLSCertFile}, {"--tls-private-key-file", o.TLSKeyFile}, {"--token-auth-file", o.TokenAuthFile}, {"--requestheader-client-ca-file", o.RequestHeaderClientCAFile}, {"--aggregator-kubeconfig", o.AggregatorKubeconfig}} {
 		if f.path != "" {
 			if _, err := os.Stat(f.path); err != nil {
 				errs = append(errs, fmt.Errorf("%s %q cannot be read: %w", f.flag, f.path, err))
 			}
 		}
+	}
+	if (o.AggregatorKubeconfig == "") != (len(o.AggregatedGroups) == 0) {
+		errs = append(errs, errors.New("--aggregator-kubeconfig and --aggregated-groups must be given together"))
 	}
 	if err := auth.ValidateModes(o.AuthorizationModes); err != nil {
 		errs = append(errs, fmt.Errorf("--authorization-mode: %w", err))

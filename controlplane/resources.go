@@ -15,6 +15,7 @@ import (
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/registry/watchcache"
 	"github.com/concordproject/concord/storageversion"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // buildResources is the resources phase: the compatibility configuration (KEP-4330),
@@ -100,10 +101,17 @@ func (i *Instance) buildIdentity(compat *compatibility.Config) error {
 	if !compat.Enabled(compatibility.StorageVersionAPI) {
 		return nil
 	}
+	if err := i.newMirror(); err != nil {
+		return err
+	}
+	var mirror func(context.Context, schema.GroupResource, storageversion.Entry) error
+	if i.parts.mirror != nil {
+		mirror = i.mirror
+	}
 	svm, err := storageversion.NewManager(storageversion.Config{
 		ServerID: i.ServerID, Registry: i.Registry, Store: i.Store,
 		LeaseValid: lease.Valid, Metrics: i.Metrics, ReconcileMetrics: i.runtime, Started: i.started,
-		EncryptionKeys: i.Encryption.Keys,
+		EncryptionKeys: i.Encryption.Keys, Mirror: mirror,
 	})
 	if err != nil {
 		return err

@@ -137,6 +137,9 @@ func (m *Manager) publish(ctx context.Context, t *tracked, known bool, res *regi
 	t.desired.Store(&want)
 	t.owner.Store(&owner)
 	rv, err := m.write(ctx, t.name, want, m.keysOf(gr), &owner)
+	if err == nil && m.cfg.Mirror != nil {
+		err = m.cfg.Mirror(ctx, gr, want)
+	}
 	if err == nil {
 		t.verifiedRV.Store(rv)
 		err = put(ctx, res)

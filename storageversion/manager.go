@@ -63,6 +63,11 @@ type Config struct {
 	// resource's values with (encryption.Config.Keys); nil: plaintext. They are
 	// reported next to the entry, and writes wait for them as for the entry.
 	EncryptionKeys func(schema.GroupResource) wire.EncryptionKeys
+	// Mirror, if set, reports an entry to an aggregator this server is registered
+	// behind (package storageversion/publisher), after the local write and before the
+	// resource's writes are let through: a server that switches a storage version tells
+	// the aggregator before it encodes in it. Its error counts as the write's.
+	Mirror func(ctx context.Context, gr schema.GroupResource, e Entry) error
 }
 
 // Manager keeps one server's entries in the StorageVersion objects true, and holds the
@@ -274,6 +279,9 @@ func (m *Manager) sync(ctx context.Context, gr schema.GroupResource) error {
 		return m.withdraw(ctx, gr)
 	}
 	rv, err := m.write(ctx, t.name, *t.desired.Load(), m.keysOf(gr), t.owner.Load())
+	if err == nil && m.cfg.Mirror != nil {
+		err = m.cfg.Mirror(ctx, gr, *t.desired.Load())
+	}
 	m.attempted(t, err)
 	if err != nil {
 		t.gate.fail(err)

@@ -17,6 +17,10 @@ import (
 // publish writes the server's entry for gr into its StorageVersion (created if
 // missing), unless it is there already. A conflict is retried by the runtime.
 func (p *Publisher) publish(ctx context.Context, gr schema.GroupResource) error {
+	_, lock := p.resource(gr)
+	lock.Lock() // the latest report wins: read under the lock, written under it
+	defer lock.Unlock()
+	r, _ := p.resource(gr)
 	svs := p.cfg.Client.InternalV1alpha1().StorageVersions()
 	name := wire.StorageVersionName(gr)
 	sv, err := svs.Get(ctx, name, metav1.GetOptions{})
@@ -26,7 +30,7 @@ func (p *Publisher) publish(ctx context.Context, gr schema.GroupResource) error 
 	if err != nil {
 		return err
 	}
-	want := p.entry(p.resource(gr))
+	want := p.entry(r)
 	entries := slices.DeleteFunc(slices.Clone(sv.Status.StorageVersions), func(e apiserverinternalv1alpha1.ServerStorageVersion) bool {
 		return e.APIServerID == p.cfg.ServerID
 	})
@@ -56,7 +60,7 @@ func (p *Publisher) setPublished(gr schema.GroupResource, published bool) {
 func (p *Publisher) withdraw(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	svs := p.cfg.Client.InternalV1alpha1().StorageVersions()
-	for _, r := range p.cfg.Resources {
+	for _, r := range p.all() {
 		p.setPublished(r.GroupResource, false)
 		for attempt := 0; attempt < 3; attempt++ { // a few conflicts with peers' writes
 			err := p.removeEntry(ctx, svs, wire.StorageVersionName(r.GroupResource))

@@ -66,7 +66,11 @@ type Publisher struct {
 	cfg Config
 
 	mu        sync.Mutex
+	leaseHeld bool // the lease was written once
 	published map[schema.GroupResource]bool
+	resources map[schema.GroupResource]Resource
+	locks     map[schema.GroupResource]*sync.Mutex // serialize each resource's writes
+	ctrl      *reconcile.Controller[key]           // set by Run
 }
 
 // New checks cfg and returns its publisher.
@@ -92,7 +96,35 @@ func New(cfg Config) (*Publisher, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 	}
-	return &Publisher{cfg: cfg, published: map[schema.GroupResource]bool{}}, nil
+	p := &Publisher{cfg: cfg, published: map[schema.GroupResource]bool{}, resources: map[schema.GroupResource]Resource{},
+		locks: map[schema.GroupResource]*sync.Mutex{}}
+	for _, r := range cfg.Resources {
+		p.resources[r.GroupResource] = r
+	}
+	return p, nil
+}
+
+// Put publishes r, a resource the server persists now or reports anew (a changed
+// storage version), and returns once the aggregator has its entry: a server calls it
+// before it encodes objects in a new version. Run keeps it from then on.
+func (p *Publisher) Put(ctx context.Context, r Resource) error {
+	p.mu.Lock()
+	p.resources[r.GroupResource] = r
+	p.published[r.GroupResource] = false
+	ctrl, held := p.ctrl, p.leaseHeld
+	p.mu.Unlock()
+	if !held { // an entry without a live lease is the garbage collector's
+		if err := p.renew(ctx); err != nil {
+			return err
+		}
+	}
+	if err := p.publish(ctx, r.GroupResource); err != nil {
+		return err
+	}
+	if ctrl != nil {
+		ctrl.Add(key{r.GroupResource})
+	}
+	return nil
 }
 
 // Published reports whether the server's entry for gr is published.
@@ -112,9 +144,12 @@ func (p *Publisher) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("storageVersionPublisher", p.cfg.ServerID))
 	ctrl := reconcile.New("storage-version-publisher", reconcile.Func[key](p.reconcile), reconcile.Options[key]{Metrics: p.cfg.Metrics})
 	ctrl.Add(key{})
-	for _, r := range p.cfg.Resources {
-		ctrl.Add(key{r.GroupResource})
+	p.mu.Lock()
+	p.ctrl = ctrl
+	for gr := range p.resources {
+		ctrl.Add(key{gr})
 	}
+	p.mu.Unlock()
 	_ = ctrl.Run(ctx)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
 	defer cancel()
@@ -148,6 +183,7 @@ func (p *Publisher) renew(ctx context.Context) error {
 			ObjectMeta: metav1.ObjectMeta{Name: p.cfg.ServerID, Namespace: leaseNamespace, Labels: map[string]string{LabelIdentity: p.cfg.Kind}},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &p.cfg.ServerID, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
 		}, metav1.CreateOptions{})
+		p.held(err)
 		return err
 	}
 	if err != nil {
@@ -159,17 +195,40 @@ func (p *Publisher) renew(ctx context.Context) error {
 	lease.Labels[LabelIdentity] = p.cfg.Kind
 	lease.Spec.RenewTime = &now
 	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	p.held(err)
 	return err
 }
 
-// resource returns the configured resource gr.
-func (p *Publisher) resource(gr schema.GroupResource) Resource {
-	for _, r := range p.cfg.Resources {
-		if r.GroupResource == gr {
-			return r
-		}
+// held records that the lease was written, if err is nil.
+func (p *Publisher) held(err error) {
+	if err == nil {
+		p.mu.Lock()
+		p.leaseHeld = true
+		p.mu.Unlock()
 	}
-	return Resource{GroupResource: gr}
+}
+
+// resource returns what the server reports of gr, and the lock of its writes.
+func (p *Publisher) resource(gr schema.GroupResource) (Resource, *sync.Mutex) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lock := p.locks[gr]
+	if lock == nil {
+		lock = &sync.Mutex{}
+		p.locks[gr] = lock
+	}
+	return p.resources[gr], lock
+}
+
+// all returns the resources the server reports.
+func (p *Publisher) all() []Resource {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Resource, 0, len(p.resources))
+	for _, r := range p.resources {
+		out = append(out, r)
+	}
+	return out
 }
 
 // entry is the server's entry for r.

@@ -187,6 +187,7 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--encryption-provider-config", "/nonexistent"}, `invalid encryption provider configuration /nonexistent: error while parsing file: error while loading file: error reading encryption provider configuration file "/nonexistent"`},
 		{[]string{"server", "--requestheader-client-ca-file", "/nonexistent"}, `--requestheader-client-ca-file "/nonexistent" cannot be read`},
 		{[]string{"server", "--runtime-config", "internal.apiserver.k8s.io/v1alpha1=false"}, "add --feature-gates=StorageVersionAPI=false to turn it off with them"},
+		{[]string{"server", "--aggregated-groups", "stable.example.com"}, "--aggregator-kubeconfig and --aggregated-groups must be given together"},
 		{[]string{"etcd", "--listen-client-urls", "::bad"}, "--listen-client-urls"},
 		{[]string{"kubeconfig", "--out", "x"}, "--user is required"},
 		{[]string{"kubeconfig", "--user", "u", "--out", "x", "--validity", "-1h"}, "--validity -1h0m0s must be positive"},

@@ -1,0 +1,57 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/concordproject/concord/lifecycle"
+	"github.com/concordproject/concord/storageversion"
+	"github.com/concordproject/concord/storageversion/publisher"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// mirrorKind is the identity lease label of a Concord server that publishes its
+// entries to an aggregator.
+const mirrorKind = "concord-aggregated-apiserver"
+
+// newMirror builds the publisher of this server's StorageVersion entries to the
+// aggregator it runs behind (--aggregator-kubeconfig), or nil.
+func (i *Instance) newMirror() error {
+	o := i.opts
+	if o.AggregatorKubeconfig == "" {
+		return nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.AggregatorKubeconfig)
+	if err != nil {
+		return fmt.Errorf("--aggregator-kubeconfig: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("--aggregator-kubeconfig: %w", err)
+	}
+	i.parts.mirror, err = publisher.New(publisher.Config{Client: client, ServerID: i.ServerID, Kind: mirrorKind,
+		LeaseDuration: o.IdentityLeaseDuration, RenewInterval: o.IdentityLeaseRenewInterval, Metrics: i.runtime})
+	return err
+}
+
+// mirror is the storage version manager's Mirror: the entries of the resources of
+// --aggregated-groups go to the aggregator too, before the server writes in them.
+func (i *Instance) mirror(ctx context.Context, gr schema.GroupResource, e storageversion.Entry) error {
+	if !slices.Contains(i.opts.AggregatedGroups, gr.Group) {
+		return nil
+	}
+	return i.parts.mirror.Put(ctx, publisher.Resource{GroupResource: gr, EncodingVersion: e.EncodingVersion,
+		DecodableVersions: e.DecodableVersions, ServedVersions: e.ServedVersions})
+}
+
+// startMirror keeps the identity lease and the entries at the aggregator until the
+// server stops, then withdraws them.
+func (i *Instance) startMirror(ctx context.Context) error {
+	if i.parts.mirror == nil {
+		return nil
+	}
+	return i.start(ctx, lifecycle.Component{Name: "aggregator-storage-versions", Run: i.parts.mirror.Run})
+}
