@@ -42,6 +42,10 @@ type Config struct {
 	// ValidatingAdmissionPolicies are compiled by k8s.io/apiserver's plugin, as
 	// stored expressions too.
 	CELVersion *version.Version
+	// MutatingPolicies runs MutatingAdmissionPolicies (while their v1 API is served):
+	// the MutatingAdmissionPolicy feature gate. Without it no policy mutates anything,
+	// whatever is stored.
+	MutatingPolicies bool
 	// Authorizer is the server's authorizer, for the policies' authorizer checks.
 	Authorizer authorizer.Authorizer
 	// Validating are further validating plugins, run after the policies in order
@@ -83,7 +87,7 @@ func New(cfg Config) (*Chain, error) {
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
 	init := initializer.New(client, dyn, c.factory, cfg.Authorizer, nil, nil, c.drained, mapper)
-	if served(cfg.Registry, "mutatingadmissionpolicies", "mutatingadmissionpolicybindings") {
+	if cfg.MutatingPolicies && served(cfg.Registry, "mutatingadmissionpolicies", "mutatingadmissionpolicybindings") {
 		p := newMutatingPolicies(cfg.Registry, cfg.CELVersion)
 		p.SetAPIServerID(cfg.ServerID)
 		init.Initialize(p)

@@ -58,6 +58,11 @@ type Controller struct {
 	// Registry.Put: the storage version manager's (storageversion.Manager.Publish),
 	// which reports a new storage version before put runs.
 	Publish func(ctx context.Context, res *registry.Resource, put func(context.Context, *registry.Resource) error) error
+
+	// NoRatcheting, if set before Run, serves custom resources without validation
+	// ratcheting (registry.Resource.NoRatcheting): the CRDValidationRatcheting feature
+	// gate is off.
+	NoRatcheting bool
 }
 
 // NewController returns a controller serving the definitions stored through st
@@ -239,6 +244,7 @@ func (c *Controller) publish(ctx context.Context, crd *apiextensionsv1.CustomRes
 	if err != nil {
 		return err
 	}
+	res.NoRatcheting = c.NoRatcheting
 	if terminating {
 		res.Hooks = terminatingHooks(res.GroupResource())
 	}

@@ -201,7 +201,9 @@ func TestDefaultFeatureGates(t *testing.T) {
 		{"APIServerIdentity", "1.25", false, featuregate.FeatureSpec{PreRelease: featuregate.Alpha}},
 		{"APIServerIdentity", "1.26", true, featuregate.FeatureSpec{PreRelease: featuregate.Beta}},
 		{"CRDValidationRatcheting", "1.33", true, featuregate.FeatureSpec{PreRelease: featuregate.GA}},
-		{"KMSv1", "1.29", false, featuregate.FeatureSpec{PreRelease: featuregate.Deprecated}},
+		{"WatchList", "1.33", false, featuregate.FeatureSpec{PreRelease: featuregate.Beta}},
+		{"WatchList", "1.34", true, featuregate.FeatureSpec{PreRelease: featuregate.Beta}},
+		{"MutatingAdmissionPolicy", "1.36", true, featuregate.FeatureSpec{PreRelease: featuregate.GA}},
 	} {
 		gate := featuregate.NewVersionedFeatureGate(version.MustParse(tc.at))
 		if err := gate.AddVersioned(gates); err != nil {

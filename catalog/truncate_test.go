@@ -91,8 +91,8 @@ func TestTruncate(t *testing.T) {
 	if _, ok := gates["MutatingAdmissionPolicy"]; ok {
 		t.Error("MutatingAdmissionPolicy (alpha in 1.32) is known at 1.30")
 	}
-	if s := gates["KMSv1"]; len(s) != 3 {
-		t.Errorf("KMSv1 at 1.30 has specs %v", s)
+	if s := gates["CRDValidationRatcheting"]; len(s) != 2 {
+		t.Errorf("CRDValidationRatcheting at 1.30 has specs %v, want the alpha and beta ones", s)
 	}
 	// The truncated catalog is itself a valid catalog.
 	data, err := tr.Encode()

@@ -210,7 +210,8 @@ func parseRuntimeConfigKey(key string) (schema.GroupVersion, string, error) {
 //
 //  1. By default GA versions are served, beta versions introduced before
 //     betaOffByDefaultSince, and the versions of resources an enabled feature works
-//     through (featureAPIs); --runtime-config switches versions on and off, the most
+//     through (featureAPIs), except the resources a disabled feature guards
+//     (featureGuardedAPIs); --runtime-config switches versions on and off, the most
 //     specific switch winning.
 //  2. With forwardCompatible (--emulation-forward-compatible), every version of a
 //     resource newer than one of its switched-on beta or GA versions is switched on too,
@@ -227,6 +228,7 @@ func enablement(cat *catalog.Catalog, v Versions, gate featuregate.MutableVersio
 	e := &enabler{
 		v: v, rc: rc, forwardCompatible: forwardCompatible, runtimeConfigForwardCompatible: runtimeConfigForwardCompatible,
 		byFeature: featureResources(gate),
+		guarded:   guardedOff(gate),
 		served:    sets.New[schema.GroupVersionResource](),
 		outcomes:  map[schema.GroupVersion]*gvOutcome{},
 	}
@@ -260,6 +262,17 @@ func featureResources(gate featuregate.MutableVersionedFeatureGate) map[schema.G
 	return byFeature
 }
 
+// guardedOff returns the resources guarded by a disabled feature (featureGuardedAPIs).
+func guardedOff(gate featuregate.MutableVersionedFeatureGate) sets.Set[schema.GroupResource] {
+	off := sets.New[schema.GroupResource]()
+	for f, grs := range featureGuardedAPIs {
+		if !enabled(gate, f) {
+			off.Insert(grs...)
+		}
+	}
+	return off
+}
+
 // gvOutcome is, for a group-version --runtime-config enables by name, why none of its
 // resources is served.
 type gvOutcome struct{ served, unintroduced, removed bool }
@@ -270,6 +283,7 @@ type enabler struct {
 	rc                                                *runtimeConfig
 	forwardCompatible, runtimeConfigForwardCompatible bool
 	byFeature                                         map[schema.GroupResource]bool
+	guarded                                           sets.Set[schema.GroupResource] // guarded by a disabled feature
 
 	served   sets.Set[schema.GroupVersionResource]
 	outcomes map[schema.GroupVersion]*gvOutcome
@@ -300,11 +314,12 @@ func (e *enabler) resource(r *catalog.Resource) {
 // switch it on (rules 1 and 2).
 func (e *enabler) configured(r *catalog.Resource) []bool {
 	_, featured := e.byFeature[r.GroupResource()]
+	guarded := e.guarded.Has(r.GroupResource())
 	configured := make([]bool, len(r.Versions))
 	for i := range r.Versions {
 		ver := &r.Versions[i]
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: ver.Name, Resource: r.Names.Plural}
-		configured[i] = e.rc.configured(gvr, featured || servedByDefault(ver))
+		configured[i] = e.rc.configured(gvr, !guarded && (featured || servedByDefault(ver)))
 	}
 	if !e.forwardCompatible {
 		return configured

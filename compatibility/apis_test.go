@@ -73,6 +73,29 @@ func TestDefaultAPIs(t *testing.T) {
 		t.Error("storageversions not served when switched on")
 	}
 
+	// The MutatingAdmissionPolicy API is served by default only while its feature is on,
+	// GA or not; --runtime-config may still switch it on.
+	for _, tc := range []struct {
+		opts Options
+		want bool
+	}{
+		{Options{}, true},
+		{Options{FeatureGates: []string{"MutatingAdmissionPolicy=false"}}, false},
+		{Options{FeatureGates: []string{"MutatingAdmissionPolicy=false"}, RuntimeConfig: []string{"admissionregistration.k8s.io/v1/mutatingadmissionpolicies"}}, true},
+	} {
+		cfg = complete(t, &tc.opts)
+		for _, r := range []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"} {
+			gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: r}
+			if want := tc.want && (r == "mutatingadmissionpolicies" || tc.opts.RuntimeConfig == nil); cfg.Served(gvr) != want {
+				t.Errorf("%+v: %s served = %v, want %v", tc.opts, gvr, !want, want)
+			}
+		}
+		// The beta and alpha versions stay off by default either way.
+		if cfg.Served(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1beta1", Resource: "mutatingadmissionpolicies"}) {
+			t.Errorf("%+v: v1beta1 mutatingadmissionpolicies served", tc.opts)
+		}
+	}
+
 	got := errorLines(t, &Options{RuntimeConfig: []string{"internal.apiserver.k8s.io/v1alpha1=false", "coordination.k8s.io/v1/leases=false"}})
 	wantErrs := []string{
 		"feature gate APIServerIdentity is enabled, but requires API resources that are not served: leases.coordination.k8s.io; add --feature-gates=APIServerIdentity=false to turn it off with them, or serve them with --runtime-config",

@@ -30,11 +30,13 @@ type Config struct {
 	storage map[schema.GroupResource]string
 }
 
-// Enabled reports whether feature f is enabled at the server's versions. f must be a
-// gate of the catalog (Concord's own gates always are); an unknown gate panics, as
-// component-base's gates do.
+// Enabled reports whether feature f is enabled at the server's versions. A gate the
+// catalog does not define (CRDValidationRatcheting, MutatingAdmissionPolicy or WatchList
+// with an older --binary-version or another --api-catalog) is a feature the release
+// does not have: disabled. Concord's own gates APIServerIdentity and StorageVersionAPI
+// are always defined.
 func (c *Config) Enabled(f featuregate.Feature) bool {
-	return c.gate.Enabled(f)
+	return enabled(c.gate, f)
 }
 
 // FeatureGate returns the resolved feature gate, for code that takes a

@@ -62,7 +62,7 @@ func TestVersionInfo(t *testing.T) {
 }
 
 func TestRegisterMetrics(t *testing.T) {
-	cfg := complete(t, &Options{EmulationVersion: []string{"1.36"}, FeatureGates: []string{"KMSv1=true", "WatchList=false"}})
+	cfg := complete(t, &Options{EmulationVersion: []string{"1.36"}, FeatureGates: []string{"MutatingAdmissionPolicy=false", "WatchList=false"}})
 	reg := prometheus.NewPedanticRegistry()
 	if err := cfg.RegisterMetrics(reg); err != nil {
 		t.Fatal(err)
@@ -81,11 +81,9 @@ version_info{binary="1.37",component="kube",emulation="1.36",min_compat="1.35"} 
 	}{
 		{"StorageVersionAPI", "BETA", 1},
 		{"APIServerIdentity", "BETA", 1},
-		{"KMSv1", "DEPRECATED", 1},
 		{"WatchList", "BETA", 0},
 		{"CRDValidationRatcheting", "", 1},
-		{"MutatingAdmissionPolicy", "", 1},
-		{"CoordinatedLeaderElection", "BETA", 0},
+		{"MutatingAdmissionPolicy", "", 0},
 		{"AllAlpha", "ALPHA", 0},
 	} {
 		if got := featureValue(t, reg, f.name, f.stage); got != f.value {

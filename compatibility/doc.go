@@ -14,8 +14,9 @@
 //     words where it has them.
 //   - Feature gates: component-base's versioned gate fed with the catalog's specs,
 //     resolved at (emulation, minimum compatibility), with Concord's own gates
-//     (APIServerIdentity, StorageVersionAPI) and their dependency.
-//   - API enablement: default, --runtime-config, removal and introduction at the
+//     (APIServerIdentity, StorageVersionAPI) and their dependency. Every gate the
+//     catalog lists is one Concord honours (the constants say what each switches).
+//   - API enablement: default (with the APIs features bring or guard), --runtime-config, removal and introduction at the
 //     emulation version, and both forward-compatible modes.
 //   - The storage rule (StorageVersion). A resource is stored in the newest version
 //     (Kubernetes-aware order) that every release in [minCompatibility, emulation+1]

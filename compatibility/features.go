@@ -23,6 +23,16 @@ const (
 	// (internal.apiserver.k8s.io StorageVersions) and writes wait until they have. It
 	// depends on APIServerIdentity, whose leases name the servers.
 	StorageVersionAPI featuregate.Feature = "StorageVersionAPI"
+	// CRDValidationRatcheting: an update of a custom resource is not refused for
+	// schema or x-kubernetes-validations errors in values it leaves unchanged. Off, an
+	// update is validated as a create is (transition rules still see oldSelf).
+	CRDValidationRatcheting featuregate.Feature = "CRDValidationRatcheting"
+	// MutatingAdmissionPolicy: the MutatingAdmissionPolicy API is served by default and
+	// admission applies the policies. Off, neither.
+	MutatingAdmissionPolicy featuregate.Feature = "MutatingAdmissionPolicy"
+	// WatchList: a watch may ask for its starting state (sendInitialEvents). Off, such
+	// a watch is refused as Kubernetes refuses it.
+	WatchList featuregate.Feature = "WatchList"
 )
 
 // The special gates of component-base that switch every alpha or beta feature.
@@ -32,7 +42,18 @@ const (
 )
 
 // ownFeatures are the gates the catalog must define, because Concord's code asks them.
+// The other gates Concord honours (CRDValidationRatcheting, MutatingAdmissionPolicy,
+// WatchList) are Kubernetes' and may be missing from a catalog of an older release: the
+// feature is then disabled (enabled).
 var ownFeatures = []featuregate.Feature{APIServerIdentity, StorageVersionAPI}
+
+// enabled reports whether f is enabled in gate; a gate gate does not know is disabled.
+func enabled(gate featuregate.MutableVersionedFeatureGate, f featuregate.Feature) bool {
+	if _, known := gate.GetAll()[f]; !known {
+		return false
+	}
+	return gate.Enabled(f)
+}
 
 // featureDependencies says which features need which others; enabling a feature while
 // one it needs is disabled is a start-up error.
@@ -47,6 +68,16 @@ var featureDependencies = map[featuregate.Feature][]featuregate.Feature{
 var featureAPIs = map[featuregate.Feature][]schema.GroupResource{
 	APIServerIdentity: {{Group: "coordination.k8s.io", Resource: "leases"}},
 	StorageVersionAPI: {{Group: "internal.apiserver.k8s.io", Resource: "storageversions"}},
+}
+
+// featureGuardedAPIs are the resources a feature guards: while the feature is disabled,
+// none of their versions is served by default (--runtime-config may still switch them
+// on); while it is enabled, the usual defaults apply.
+var featureGuardedAPIs = map[featuregate.Feature][]schema.GroupResource{
+	MutatingAdmissionPolicy: {
+		{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"},
+		{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicybindings"},
+	},
 }
 
 // parseFeatureGates parses --feature-gates items ("Name=true", optionally "kube:Name=true",

@@ -190,6 +190,11 @@ func TestFeatureResolution(t *testing.T) {
 			{Version: rel("1.30"), Default: true, PreRelease: featuregate.Beta, MinCompatibilityVersion: rel("1.30")},
 			{Version: rel("1.31"), Default: true, PreRelease: featuregate.GA, LockToDefault: true},
 		},
+		// Deprecated and off by default, not locked (KMSv1 in Kubernetes 1.29).
+		"DeprecatedOff": {
+			{Version: rel("1.28"), Default: true, PreRelease: featuregate.GA},
+			{Version: rel("1.30"), Default: false, PreRelease: featuregate.Deprecated},
+		},
 	})
 	grid := gridCatalog(t)
 
@@ -234,13 +239,26 @@ func TestFeatureResolution(t *testing.T) {
 			opts:          Options{Catalog: grid, EmulationVersion: []string{"1.30"}, FeatureGates: []string{"AllAlpha=true"}},
 			wantErrSubstr: "alpha features [AlphaToBeta] cannot be enabled with emulation version 1.30"},
 
+		{name: "a deprecated gate is off by default",
+			opts:     Options{Catalog: compat},
+			disabled: []featuregate.Feature{"DeprecatedOff"}},
+		{name: "a deprecated gate may still be switched on",
+			opts:    Options{Catalog: compat, FeatureGates: []string{"DeprecatedOff=true"}},
+			enabled: []featuregate.Feature{"DeprecatedOff"}},
+
 		{name: "real: Concord's gates on by default",
-			opts:     Options{},
-			enabled:  []featuregate.Feature{StorageVersionAPI, APIServerIdentity, "CRDValidationRatcheting", "MutatingAdmissionPolicy", "WatchList"},
-			disabled: []featuregate.Feature{"KMSv1", "SeparateCacheWatchRPC", "CoordinatedLeaderElection"}},
-		{name: "real: a deprecated gate may still be switched on",
-			opts:    Options{FeatureGates: []string{"KMSv1=true"}},
-			enabled: []featuregate.Feature{"KMSv1"}},
+			opts:    Options{},
+			enabled: []featuregate.Feature{StorageVersionAPI, APIServerIdentity, CRDValidationRatcheting, MutatingAdmissionPolicy, WatchList}},
+		{name: "real: gates of features Concord does not have are not listed",
+			opts:          Options{FeatureGates: []string{"KMSv1=true"}},
+			wantErrSubstr: "unrecognized feature gate: KMSv1"},
+		{name: "real: CRDValidationRatcheting may be switched off while beta",
+			opts:     Options{BinaryVersion: "1.32", FeatureGates: []string{"CRDValidationRatcheting=false"}},
+			disabled: []featuregate.Feature{CRDValidationRatcheting}},
+		{name: "real: a gate the release does not know is disabled",
+			opts:     Options{BinaryVersion: "1.31"},
+			disabled: []featuregate.Feature{MutatingAdmissionPolicy, WatchList}, // WatchList alpha at 1.31
+			enabled:  []featuregate.Feature{CRDValidationRatcheting}},
 		{name: "real: beta at 1.35, GA at 1.36",
 			opts:     Options{EmulationVersion: []string{"1.35"}},
 			disabled: []featuregate.Feature{"MutatingAdmissionPolicy"}},
@@ -308,10 +326,11 @@ func TestFeatureErrorsTogether(t *testing.T) {
 		t.Errorf("errors = %q, want %q", got, want)
 	}
 	got = errorLines(t, &Options{EmulationVersion: []string{"1.36"},
-		FeatureGates: []string{"StorageVersionAPI=true,APIServerIdentity=false,CRDValidationRatcheting=false,SeparateCacheWatchRPC=true"}})
+		FeatureGates: []string{"StorageVersionAPI=true,APIServerIdentity=false,CRDValidationRatcheting=false,SeparateCacheWatchRPC=true,CoordinatedLeaderElection=true"}})
 	want = []string{
 		"cannot set feature gate CRDValidationRatcheting to false, feature is locked to true",
-		"cannot set feature gate SeparateCacheWatchRPC to true, feature is locked to false",
+		"unrecognized feature gate: CoordinatedLeaderElection",
+		"unrecognized feature gate: SeparateCacheWatchRPC",
 		"StorageVersionAPI is enabled, but depends on features that are disabled: [APIServerIdentity]",
 	}
 	if !slices.Equal(got, want) {

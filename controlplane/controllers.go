@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/concordproject/concord/apiextensions"
+	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/migration"
 	"github.com/concordproject/concord/namespace"
@@ -46,6 +47,7 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	if svm != nil {
 		crds.Publish = svm.Publish
 	}
+	crds.NoRatcheting = !i.Compatibility.Enabled(compatibility.CRDValidationRatcheting)
 	if err := i.start(ctx, lifecycle.Component{Name: "crd-controller", Run: crds.Run, Ready: func() error {
 		if !crds.HasSynced() {
 			return errNotSynced

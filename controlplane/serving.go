@@ -11,6 +11,7 @@ import (
 
 	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/audit"
+	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/flowcontrol"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
@@ -85,6 +86,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		ClientSkew:            skew,
 		StorageVersionBarrier: i.barrier(),
 		Aggregated:            aggregated,
+		DisableWatchList:      !compat.Enabled(compatibility.WatchList),
 		// The annotations admission adds (admission policies' audit annotations and
 		// Audit action) go to the request's audit event.
 		Admission: k8sadmission.WithAudit(chain),
@@ -158,6 +160,7 @@ func (i *Instance) newAdmission() (*admission.Chain, error) {
 	chain, err := admission.New(admission.Config{
 		Registry: i.Registry, RESTConfig: i.LoopbackConfig(), ServerID: i.ServerID,
 		CELVersion: i.Compatibility.Versions.MinCompatibility, Authorizer: i.parts.authz, Validating: validating,
+		MutatingPolicies: i.Compatibility.Enabled(compatibility.MutatingAdmissionPolicy),
 	})
 	if err != nil {
 		return nil, err

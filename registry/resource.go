@@ -60,6 +60,10 @@ type Resource struct {
 	// keeps them as stored. A StorageVersion's encryption keys are reported so, each
 	// server's next to its entry, in one write.
 	StatusAnnotations []string
+	// NoRatcheting validates updates against the schema as creates are, without
+	// validation ratcheting (schema.Schema.ValidateUpdateWithoutRatcheting): custom
+	// resources while the CRDValidationRatcheting feature gate is off.
+	NoRatcheting bool
 
 	prepared *prepared
 }

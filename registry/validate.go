@@ -105,7 +105,11 @@ func (r *Resource) ValidateUpdate(ctx context.Context, version string, obj, old 
 	meta := convertedOnce(obj)
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(meta, r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
 	errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(meta, old, field.NewPath("metadata"))...)
-	errs = append(errs, r.Schema(version).ValidateUpdate(ctx, obj.Object, old.Object)...)
+	if r.NoRatcheting {
+		errs = append(errs, r.Schema(version).ValidateUpdateWithoutRatcheting(ctx, obj.Object, old.Object)...)
+	} else {
+		errs = append(errs, r.Schema(version).ValidateUpdate(ctx, obj.Object, old.Object)...)
+	}
 	if r.Hooks != nil && r.Hooks.ValidateUpdate != nil {
 		errs = append(errs, r.Hooks.ValidateUpdate(ctx, obj, old)...)
 	}

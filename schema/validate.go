@@ -60,6 +60,22 @@ func (s *Schema) ValidateUpdate(ctx context.Context, obj, old map[string]interfa
 	return s.validateRules(ctx, obj, old, errs, cel.WithRatcheting(correlation))
 }
 
+// ValidateUpdateWithoutRatcheting is ValidateUpdate without validation ratcheting, as
+// Kubernetes validates custom resources with the CRDValidationRatcheting feature gate
+// off: every value and every x-kubernetes-validations rule is checked as on create,
+// unchanged or not. Transition rules still see old, and list-type uniqueness is still
+// only enforced if old satisfied it.
+func (s *Schema) ValidateUpdateWithoutRatcheting(ctx context.Context, obj, old map[string]interface{}) field.ErrorList {
+	if s == nil {
+		return nil
+	}
+	errs := s.validateValues(ctx, obj)
+	if s.hasListSetsOrMaps && len(listtype.ValidateListSetsAndMaps(nil, s.structural, old)) == 0 {
+		errs = append(errs, listtype.ValidateListSetsAndMaps(nil, s.structural, obj)...)
+	}
+	return s.validateRules(ctx, obj, old, errs)
+}
+
 // validateValues runs the OpenAPI value validation and the embedded-resource checks.
 func (s *Schema) validateValues(ctx context.Context, obj map[string]interface{}) field.ErrorList {
 	var errs field.ErrorList

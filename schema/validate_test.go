@@ -244,6 +244,27 @@ properties:
 			}
 		})
 	}
+	// Without ratcheting (CRDValidationRatcheting off), unchanged invalid values are
+	// refused too; transition rules and old duplicates are as with it.
+	for _, tc := range []struct {
+		name     string
+		old, obj string
+		want     []string
+	}{
+		{"unchanged invalid enum", `{spec: {mode: slow, level: 1}}`, `{spec: {mode: slow, level: 2}}`, []string{
+			`spec.mode: Unsupported value: "slow": supported values: "fast", "safe"`,
+			`<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`,
+		}},
+		{"unchanged rule failure", `{spec: {owner: bob, level: 1}}`, `{spec: {owner: bob, level: 2}}`, []string{`spec.owner: Invalid value: "bob": failed rule: self.startsWith("team-")`}},
+		{"unchanged map-list item", `{spec: {items: [{key: a, size: 20}]}}`, `{spec: {items: [{key: a, size: 20}]}}`, []string{`spec.items[0].size: Invalid value: 20: spec.items[0].size in body should be less than or equal to 10`}},
+		{"transition rule broken", `{spec: {level: 2}}`, `{spec: {level: 1}}`, []string{`spec.level: Invalid value: 1: level may not decrease`}},
+		{"duplicates kept from old", `{spec: {tags: [a, a]}}`, `{spec: {tags: [a, a, b]}}`, nil},
+	} {
+		got := errorStrings(s.ValidateUpdateWithoutRatcheting(t.Context(), parseObject(t, tc.obj), parseObject(t, tc.old)))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("ValidateUpdateWithoutRatcheting, %s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
 	// On create, transition rules are not evaluated and set uniqueness always applies.
 	if got := errorStrings(s.Validate(t.Context(), parseObject(t, `{spec: {level: 1, tags: [a, a]}}`))); !slices.Equal(got, []string{`spec.tags[1]: Duplicate value: "a"`}) {
 		t.Errorf("Validate = %q", got)

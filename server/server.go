@@ -90,6 +90,9 @@ type Config struct {
 	// before the store prepares and validates it; as an admission.ValidationInterface
 	// it sees each object after validation, before it is stored.
 	Admission admission.Interface
+	// DisableWatchList refuses watches that ask for their starting state
+	// (sendInitialEvents), as Kubernetes does while its WatchList feature gate is off.
+	DisableWatchList bool
 }
 
 // Aggregated is how the server fronts group-versions other API servers serve.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -23,6 +26,9 @@ import (
 // away, or when the server shuts down.
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiRequest) {
 	opts, err := listOptions(r)
+	if err == nil && s.cfg.DisableWatchList {
+		err = refuseWatchList(opts)
+	}
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -219,4 +225,20 @@ func (s *Server) watchObject(r *http.Request, q *apiRequest, ev watch.Event, col
 		return toPartial(u), nil
 	}
 	return u, nil
+}
+
+// refuseWatchList refuses a watch that sets sendInitialEvents, in Kubernetes' words
+// for a server whose WatchList feature gate is off (apimachinery's
+// ValidateListOptions): 422 Invalid ListOptions.
+func refuseWatchList(opts metav1.ListOptions) error {
+	if opts.SendInitialEvents == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
+		errs = append(errs, field.Forbidden(field.NewPath("resourceVersionMatch"),
+			fmt.Sprintf("sendInitialEvents requires setting resourceVersionMatch to %s", metav1.ResourceVersionMatchNotOlderThan)))
+	}
+	errs = append(errs, field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"))
+	return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 }

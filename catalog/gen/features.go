@@ -29,15 +29,14 @@ var concordGates = map[featuregate.Feature]featuregate.VersionedSpecs{
 
 // upstreamGates are real kube-apiserver feature gates, their histories read from
 // k8s.io/apiserver and k8s.io/apiextensions-apiserver when the catalog is generated.
-// They give the compatibility tests real transitions to work on; no Concord code
-// consults them.
+// Concord lists a gate only if switching it changes what it names (package
+// compatibility's constants say what each switches); Kubernetes gates of features
+// Concord does not have (CoordinatedLeaderElection, KMSv1, SeparateCacheWatchRPC, ...)
+// are not listed.
 var upstreamGates = []featuregate.Feature{
-	"CRDValidationRatcheting",   // alpha, beta, then GA locked to true
-	"CoordinatedLeaderElection", // alpha, then beta off by default (guards LeaseCandidate)
-	"KMSv1",                     // GA, deprecated, then deprecated and off
-	"MutatingAdmissionPolicy",   // alpha, beta, then GA on and unlocked (guards the API)
-	"SeparateCacheWatchRPC",     // beta on, deprecated off, then locked off
-	"WatchList",                 // the beta default flips on, off and on again
+	"CRDValidationRatcheting", // alpha, beta, then GA locked to true
+	"MutatingAdmissionPolicy", // alpha, beta, then GA on and unlocked (guards the API)
+	"WatchList",               // the beta default flips on, off and on again
 }
 
 // featureGates returns Concord's gates and the chosen upstream ones.
