@@ -174,16 +174,31 @@ func TestClientSkew(t *testing.T) {
 	wg.Go(func() { send("", false) })
 	wg.Wait()
 
+	// Real clients by their User-Agent: kubectl may be one minor newer than the
+	// server, other client-go programs may not; browsers are not counted.
+	for _, ua := range []string{"kubectl/v1.37.2 (linux/amd64) kubernetes/abc", "kubectl/v1.38.0 (linux/amd64) kubernetes/abc",
+		"kubectl/v1.34.1 (linux/amd64) kubernetes/abc", "my-controller/v1.37.0 (linux/amd64) kubernetes/abc",
+		"my-controller/v1.36.3 (linux/amd64) kubernetes/abc", "Mozilla/5.0 (X11)"} {
+		resp, err := srv.Client().Do(requestTo(t, srv.URL, ua))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+
 	want := `
-# HELP concord_client_version_skew_requests_total Requests from Concord clients whose version (header X-Concord-Client-Version) is outside the skew this server allows, [1.35, 1.36].
+# HELP concord_client_version_skew_requests_total Requests from clients whose version is outside the skew this server allows: [1.35, 1.36] for Concord's clients (header X-Concord-Client-Version) and client-go programs, one minor more for kubectl (User-Agent).
 # TYPE concord_client_version_skew_requests_total counter
-concord_client_version_skew_requests_total{client_version="1.34"} 1
-concord_client_version_skew_requests_total{client_version="1.37"} 3
+concord_client_version_skew_requests_total{client="client-go",client_version="1.37"} 1
+concord_client_version_skew_requests_total{client="concord",client_version="1.34"} 1
+concord_client_version_skew_requests_total{client="concord",client_version="1.37"} 3
+concord_client_version_skew_requests_total{client="kubectl",client_version="1.34"} 1
+concord_client_version_skew_requests_total{client="kubectl",client_version="1.38"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
-	if seen["1.36"] != 2 || seen[""] != 1 {
+	if seen["1.36"] != 2 || seen[""] != 7 {
 		t.Errorf("requests reached the handler as %v", seen)
 	}
 	if _, err := cfg.ClientSkewFilter(reg); err == nil {
@@ -246,4 +261,15 @@ func TestWrapTransportWithClientGo(t *testing.T) {
 	if v := <-got; v != "1.36" {
 		t.Errorf("header %q, want 1.36", v)
 	}
+}
+
+// requestTo returns a GET of url with User-Agent ua.
+func requestTo(t *testing.T, url, ua string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequestWithContext(testContext(t), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("User-Agent", ua)
+	return req
 }

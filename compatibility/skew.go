@@ -3,6 +3,7 @@ package compatibility
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,30 +60,63 @@ func (c *Config) ClientSkewFilter(reg prometheus.Registerer) (func(http.Handler)
 }
 
 // ClientSkewHandler returns an HTTP filter that counts, in
-// concord_client_version_skew_requests_total{client_version} (registered on reg),
-// requests whose ClientVersionHeader is outside [lowest, highest], and logs the first
-// request of each such version. An unparsable header counts as "invalid"; requests
-// without the header are not counted. The filter never rejects a request. Put it after
-// authentication, so that only authenticated clients shape the metric.
+// concord_client_version_skew_requests_total{client, client_version} (registered on
+// reg), requests from clients outside the skew KEP-4330 allows, and logs the first
+// request of each such client and version. Clients are known by what they send:
+// Concord's own by ClientVersionHeader ("concord"), kubectl by its User-Agent
+// ("kubectl/v1.36.2 ..."; allowed one minor above highest, as kubectl is), and other
+// client-go programs, controllers among them, by client-go's default User-Agent
+// ("<program>/v1.36.2 (linux/amd64) kubernetes/<commit>"; "client-go"). An
+// unparsable header counts as "invalid"; other requests are not counted. The filter
+// never rejects a request. Put it after authentication, so that only authenticated
+// clients shape the metric.
 func ClientSkewHandler(lowest, highest *version.Version, reg prometheus.Registerer) (func(http.Handler) http.Handler, error) {
 	counter := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "concord",
 		Name:      "client_version_skew_requests_total",
-		Help: fmt.Sprintf("Requests from Concord clients whose version (header %s) is outside the skew this server allows, [%s, %s].",
-			ClientVersionHeader, lowest, highest),
-	}, []string{"client_version"})
+		Help: fmt.Sprintf("Requests from clients whose version is outside the skew this server allows: [%s, %s] for Concord's clients (header %s) and client-go programs, one minor more for kubectl (User-Agent).",
+			lowest, highest, ClientVersionHeader),
+	}, []string{"client", "client_version"})
 	if err := reg.Register(counter); err != nil {
 		return nil, err
 	}
 	d := &skewDetector{lowest: lowest, highest: highest, counter: counter, seen: map[string]bool{}}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if value := r.Header.Get(ClientVersionHeader); value != "" {
-				d.observe(r, value)
+			if client, value, ok := clientOf(r); ok {
+				d.observe(r, client, value)
 			}
 			next.ServeHTTP(w, r)
 		})
 	}, nil
+}
+
+// The kinds of client the skew detector tells apart.
+const (
+	clientConcord  = "concord"
+	clientKubectl  = "kubectl"
+	clientClientGo = "client-go"
+)
+
+// clientOf returns the kind and version of the request's client: Concord's header
+// first, else kubectl's or client-go's default User-Agent; ok is false for others.
+func clientOf(r *http.Request) (client, value string, ok bool) {
+	if value := r.Header.Get(ClientVersionHeader); value != "" {
+		return clientConcord, value, true
+	}
+	ua := r.UserAgent()
+	product, _, _ := strings.Cut(ua, " ")
+	name, v, found := strings.Cut(product, "/")
+	if !found || !strings.HasPrefix(v, "v") {
+		return "", "", false
+	}
+	switch {
+	case name == "kubectl":
+		return clientKubectl, v, true
+	case strings.Contains(ua, " kubernetes/"):
+		return clientClientGo, v, true
+	}
+	return "", "", false
 }
 
 // skewDetector counts out-of-skew client versions under a bounded set of labels.
@@ -91,29 +125,33 @@ type skewDetector struct {
 	counter         *prometheus.CounterVec
 
 	mu   sync.Mutex
-	seen map[string]bool // labels in use
+	seen map[string]bool // client_version labels in use
 }
 
-func (d *skewDetector) observe(r *http.Request, value string) {
+func (d *skewDetector) observe(r *http.Request, client, value string) {
 	label := "invalid"
-	if v, err := version.Parse(value); err == nil {
+	if v, err := version.ParseGeneric(value); err == nil {
 		mm := version.MajorMinor(v.Major(), v.Minor())
-		if inRange(mm, d.lowest, d.highest) {
+		highest := d.highest
+		if client == clientKubectl {
+			highest = version.MajorMinor(highest.Major(), highest.Minor()+1)
+		}
+		if inRange(mm, d.lowest, highest) {
 			return
 		}
 		label = mm.String()
 	}
 	d.mu.Lock()
-	first := !d.seen[label]
+	first := !d.seen[client+"/"+label]
 	if first && len(d.seen) >= maxSkewLabels {
-		label, first = "other", !d.seen["other"]
+		label, first = "other", !d.seen[client+"/other"]
 	}
-	d.seen[label] = true
+	d.seen[client+"/"+label] = true
 	d.mu.Unlock()
 
-	d.counter.WithLabelValues(label).Inc()
+	d.counter.WithLabelValues(client, label).Inc()
 	if first {
 		klog.FromContext(r.Context()).Info("Request from a client outside the allowed version skew",
-			"clientVersion", value, "allowedFrom", d.lowest, "allowedTo", d.highest, "userAgent", r.UserAgent())
+			"client", client, "clientVersion", value, "allowedFrom", d.lowest, "allowedTo", d.highest, "userAgent", r.UserAgent())
 	}
 }

@@ -3,7 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -116,4 +120,32 @@ func TestKubectl(t *testing.T) {
 			t.Fatalf("namespace still there:\n%s", out)
 		}
 	})
+}
+
+// Real clients outside the version skew KEP-4330 allows are seen by what they send:
+// kubectl (whatever release is on PATH) by its User-Agent, against the allowance
+// [minimum compatibility 1.36, emulation 1.37 + 1].
+func TestClientSkewOfRealKubectl(t *testing.T) {
+	bin := buildConcord(t)
+	data := filepath.Join(t.TempDir(), "data")
+	logs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)))
+	kubeconfig := filepath.Join(data, "admin.kubeconfig")
+	waitForFile(t, kubeconfig, logs)
+	k := newKubectl(t, kubeconfig)
+	var client struct {
+		ClientVersion struct{ Major, Minor string } `json:"clientVersion"`
+	}
+	if err := json.Unmarshal([]byte(k.must(t, "", "version", "--client", "-o", "json")), &client); err != nil {
+		t.Fatal(err)
+	}
+	minor, err := strconv.Atoi(strings.TrimRight(client.ClientVersion.Minor, "+"))
+	if err != nil {
+		t.Fatalf("kubectl's minor version %q: %v", client.ClientVersion.Minor, err)
+	}
+	k.must(t, "", "get", "namespaces")
+	series := fmt.Sprintf(`concord_client_version_skew_requests_total{client="kubectl",client_version="%s.%d"}`, client.ClientVersion.Major, minor)
+	metrics := k.must(t, "", "get", "--raw", "/metrics")
+	if outside := minor < 36 || minor > 38; outside != strings.Contains(metrics, series) {
+		t.Errorf("kubectl 1.%d, outside [1.36, 1.38]: %v; the metrics have %s: %v", minor, outside, series, !outside)
+	}
 }
