@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/concordproject/concord/etcd/etcdtest"
 )
@@ -204,8 +205,8 @@ func TestEnsureClusterCredentialsErrors(t *testing.T) {
 	})
 }
 
-// Credentials stored by a release without a service account key get one, the same for
-// every server that starts at once.
+// Credentials stored by a release without a service account key and a front-proxy CA
+// get them, the same for every server that starts at once.
 func TestEnsureClusterCredentialsAddsServiceAccountKey(t *testing.T) {
 	client := etcdtest.Start(t)
 	const key = "/registry/concord/credentials"
@@ -220,7 +221,7 @@ func TestEnsureClusterCredentialsAddsServiceAccountKey(t *testing.T) {
 	if _, err := client.Put(t.Context(), key, string(old)); err != nil {
 		t.Fatal(err)
 	}
-	keys := make([][]byte, 4)
+	keys, proxyCAs := make([][]byte, 4), make([][]byte, 4)
 	var wg sync.WaitGroup
 	for i := range keys {
 		wg.Add(1)
@@ -231,7 +232,7 @@ func TestEnsureClusterCredentialsAddsServiceAccountKey(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			keys[i] = creds.ServiceAccountKey
+			keys[i], proxyCAs[i] = creds.ServiceAccountKey, creds.FrontProxyCACert
 		}()
 	}
 	wg.Wait()
@@ -239,6 +240,12 @@ func TestEnsureClusterCredentialsAddsServiceAccountKey(t *testing.T) {
 		if len(k) == 0 || !bytes.Equal(k, keys[0]) {
 			t.Fatalf("server %d got service account key %q, want the same non-empty key as server 0", i, k)
 		}
+		if len(proxyCAs[i]) == 0 || !bytes.Equal(proxyCAs[i], proxyCAs[0]) || bytes.Equal(proxyCAs[i], caCert) {
+			t.Fatalf("server %d got front-proxy CA %q, want the same as server 0's, not the cluster CA", i, proxyCAs[i])
+		}
+	}
+	if _, _, err := NewFrontProxyClientCertificate(&ClusterCredentials{FrontProxyCACert: proxyCAs[0], FrontProxyCAKey: nil}, time.Hour); err == nil {
+		t.Error("a front-proxy client certificate signed without the CA key")
 	}
 	creds, err := EnsureClusterCredentials(t.Context(), client, key, "")
 	if err != nil || !bytes.Equal(creds.ServiceAccountKey, keys[0]) || string(creds.CACert) != string(caCert) || creds.AdminToken != "t" {
