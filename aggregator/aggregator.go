@@ -3,6 +3,7 @@ package aggregator
 import (
 	"crypto/tls"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -42,7 +43,7 @@ type Aggregator struct {
 	clientCert  tls.Certificate
 
 	mu         sync.Mutex
-	transports map[transportKey]*transportEntry
+	transports map[transportKey]*http.Transport
 	discovery  map[schema.GroupVersion]*discovered
 	openAPI    OpenAPISink // set before RunDiscovery
 }
@@ -62,7 +63,7 @@ func New(cfg Config) (*Aggregator, error) {
 		services:    corev1listers.NewServiceLister(cfg.Services.GetIndexer()),
 		slices:      discoveryv1listers.NewEndpointSliceLister(cfg.EndpointSlices.GetIndexer()),
 		clientCert:  cert,
-		transports:  map[transportKey]*transportEntry{},
+		transports:  map[transportKey]*http.Transport{},
 		discovery:   map[schema.GroupVersion]*discovered{},
 	}, nil
 }

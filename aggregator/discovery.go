@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/concordproject/concord/reconcile"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -25,7 +24,6 @@ const DiscoveryName = "apiservice-discovery-controller"
 type discovered struct {
 	list *metav1.APIResourceList // nil until one read succeeded
 	err  error                   // of the last read
-	at   time.Time
 }
 
 // RunDiscovery keeps, until ctx is done, the discovery of every remote APIService's
@@ -56,7 +54,7 @@ func (a *Aggregator) reconcileDiscovery(ctx context.Context, name string) (recon
 		d = &discovered{}
 		a.discovery[gv] = d
 	}
-	d.err, d.at = err, time.Now()
+	d.err = err
 	old := d.list
 	if err == nil {
 		d.list = list

@@ -27,10 +27,6 @@ type transportKey struct {
 	serverName string
 }
 
-type transportEntry struct {
-	rt *http.Transport
-}
-
 // transport returns the transport to svc's backend: the front-proxy client
 // certificate, the backend verified with svc's caBundle under serverName (or not, with
 // insecureSkipTLSVerify). Transports are kept per APIService and replaced when its
@@ -39,8 +35,8 @@ func (a *Aggregator) transport(svc *apiregistrationv1.APIService, serverName str
 	key := transportKey{name: svc.Name, caBundle: string(svc.Spec.CABundle), insecure: svc.Spec.InsecureSkipTLSVerify, serverName: serverName}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if e, ok := a.transports[key]; ok {
-		return e.rt, nil
+	if rt, ok := a.transports[key]; ok {
+		return rt, nil
 	}
 	tlsConfig := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
@@ -65,12 +61,12 @@ func (a *Aggregator) transport(svc *apiregistrationv1.APIService, serverName str
 		IdleConnTimeout:       90 * time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	for k, e := range a.transports {
+	for k, old := range a.transports {
 		if k.name == svc.Name {
-			e.rt.CloseIdleConnections()
+			old.CloseIdleConnections()
 			delete(a.transports, k)
 		}
 	}
-	a.transports[key] = &transportEntry{rt: rt}
+	a.transports[key] = rt
 	return rt, nil
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,21 +24,13 @@ import (
 func TestConcordFleetBehindConcord(t *testing.T) {
 	bin := buildConcord(t)
 	dir := t.TempDir()
-	front := filepath.Join(dir, "front")
-	frontLogs := process(t, bin, "server", "--data-dir", front, "--secure-port", fmt.Sprint(harness.FreePort(t)))
-	waitForFile(t, filepath.Join(front, "admin.kubeconfig"), frontLogs)
-	kf := newKubectl(t, filepath.Join(front, "admin.kubeconfig"))
-	caFile := filepath.Join(dir, "front-proxy-ca.crt")
-	ca := kf.must(t, "", "get", "configmap", "-n", "kube-system", "extension-apiserver-authentication", "-o", "jsonpath={.data.requestheader-client-ca-file}")
-	if err := os.WriteFile(caFile, []byte(ca), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kf, frontKubeconfig, caFile := startFront(t, bin, dir)
 	// The back servers' identity at the aggregator.
 	kf.must(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: back\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: apiserver\n  namespace: back\n", "apply", "-f", "-")
 	kf.must(t, strings.ReplaceAll(publisherGrants, "namespace: wardle}]", "namespace: back}]"), "apply", "-f", "-")
 	token := strings.TrimSpace(kf.must(t, "", "create", "token", "apiserver", "-n", "back", "--duration=1h"))
 	aggregatorKubeconfig := filepath.Join(dir, "aggregator.kubeconfig")
-	writeTokenKubeconfig(t, aggregatorKubeconfig, loadKubeconfig(t, filepath.Join(front, "admin.kubeconfig")), token)
+	writeTokenKubeconfig(t, aggregatorKubeconfig, loadKubeconfig(t, frontKubeconfig), token)
 
 	etcd := etcdtest.Start(t)
 	var kb *kubectl
@@ -56,10 +47,15 @@ func TestConcordFleetBehindConcord(t *testing.T) {
 		kb = newKubectl(t, filepath.Join(data, "admin.kubeconfig"))
 		ports = append(ports, port)
 	}
-	// Registered first: until the APIService names their identity, the aggregator
-	// refuses their entries, and the back servers hold the new resource's writes.
-	kf.must(t, fleetRegistration(ports), "apply", "-f", "-")
+	// Until an APIService names their identity, the aggregator refuses their entries,
+	// and the back servers do not serve the new resource: they serve nothing they have
+	// not reported to the aggregator.
 	kb.must(t, widgetsTwoVersions("v1"), "apply", "-f", "-")
+	time.Sleep(2 * time.Second)
+	if out := kb.must(t, "", "api-resources", "--api-group=stable.example.com"); strings.Contains(out, "widgets") {
+		t.Fatalf("widgets served before the aggregator accepted their entries:\n%s", out)
+	}
+	kf.must(t, fleetRegistration(ports), "apply", "-f", "-")
 	waitKubectl(t, kb, "widgets served by the back servers", "widgets", "api-resources", "--api-group=stable.example.com")
 	waitKubectl(t, kf, "the APIService Available", "True",
 		"get", "apiservice", "v1.stable.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)

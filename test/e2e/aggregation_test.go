@@ -217,15 +217,7 @@ spec:
 func TestConcordBehindConcord(t *testing.T) {
 	bin := buildConcord(t)
 	dir := t.TempDir()
-	front := filepath.Join(dir, "front")
-	frontLogs := process(t, bin, "server", "--data-dir", front, "--secure-port", fmt.Sprint(harness.FreePort(t)))
-	waitForFile(t, filepath.Join(front, "admin.kubeconfig"), frontLogs)
-	kf := newKubectl(t, filepath.Join(front, "admin.kubeconfig"))
-	caFile := filepath.Join(dir, "front-proxy-ca.crt")
-	ca := kf.must(t, "", "get", "configmap", "-n", "kube-system", "extension-apiserver-authentication", "-o", "jsonpath={.data.requestheader-client-ca-file}")
-	if err := os.WriteFile(caFile, []byte(ca), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kf, _, caFile := startFront(t, bin, dir)
 
 	back := filepath.Join(dir, "back")
 	backPort := harness.FreePort(t)
@@ -430,3 +422,21 @@ metadata: {name: wardle-storageversions}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: wardle-storageversions}
 subjects: [{kind: ServiceAccount, name: apiserver, namespace: wardle}]
 `
+
+// startFront starts a concord binary to front others (in dir/front), and returns
+// kubectl for it, its admin kubeconfig, and a file holding the request-header CA it
+// publishes, which servers behind it trust (--requestheader-client-ca-file).
+func startFront(t *testing.T, bin, dir string) (kf *kubectl, kubeconfig, caFile string) {
+	t.Helper()
+	front := filepath.Join(dir, "front")
+	logs := process(t, bin, "server", "--data-dir", front, "--secure-port", fmt.Sprint(harness.FreePort(t)))
+	kubeconfig = filepath.Join(front, "admin.kubeconfig")
+	waitForFile(t, kubeconfig, logs)
+	kf = newKubectl(t, kubeconfig)
+	caFile = filepath.Join(dir, "front-proxy-ca.crt")
+	ca := kf.must(t, "", "get", "configmap", "-n", "kube-system", "extension-apiserver-authentication", "-o", "jsonpath={.data.requestheader-client-ca-file}")
+	if err := os.WriteFile(caFile, []byte(ca), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kf, kubeconfig, caFile
+}
