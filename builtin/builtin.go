@@ -14,6 +14,7 @@ import (
 	"github.com/concordproject/concord/rbac"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storageversion"
+	"github.com/concordproject/concord/versionskew"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -115,7 +116,8 @@ func Configure(resources []*registry.Resource, opts Options) ([]*registry.Resour
 
 // ownResources are the resources Concord's own machinery depends on and defines
 // itself, the same in every release whatever the catalog says of them, so that
-// servers of every release a fleet mixes serve them alike: the storage-migration API.
+// servers of every release a fleet mixes serve them alike: the storage-migration API
+// and the version skew report (package versionskew).
 func ownResources() []*registry.Resource {
-	return []*registry.Resource{storageVersionMigrations()}
+	return []*registry.Resource{storageVersionMigrations(), resourceOf(versionskew.CRD())}
 }

@@ -25,26 +25,30 @@ var storageVersionMigrationsGR = migrationapi.StorageVersionMigrations.GroupReso
 // one stored.)
 func storageVersionMigrations() *registry.Resource {
 	crd := migrationapi.StorageVersionMigrationCRD()
+	res := resourceOf(crd)
+	warning := "storagemigration.k8s.io/v1beta1 StorageVersionMigration is deprecated; use storagemigration.k8s.io/v1"
+	rv := res.Versions[0]
+	rv.Name, rv.Deprecated, rv.DeprecationWarning = "v1beta1", true, &warning
+	rv.Schema, rv.Subresources, rv.PrinterColumns = rv.Schema.DeepCopy(), rv.Subresources.DeepCopy(), slices.Clone(rv.PrinterColumns)
+	res.Versions = append(res.Versions, rv)
+	return res
+}
+
+// resourceOf returns the built-in resource a definition of one version describes:
+// stored and served in that version, with its schema, subresources and columns.
+func resourceOf(crd *apiextensionsv1.CustomResourceDefinition) *registry.Resource {
 	v := crd.Spec.Versions[0]
-	res := &registry.Resource{
+	return &registry.Resource{
 		Group:          crd.Spec.Group,
 		Names:          crd.Spec.Names,
 		Namespaced:     crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
 		StorageVersion: v.Name,
 		Converter:      registry.NoneConverter{Group: crd.Spec.Group},
-	}
-	warning := "storagemigration.k8s.io/v1beta1 StorageVersionMigration is deprecated; use storagemigration.k8s.io/v1"
-	for _, name := range []string{v.Name, "v1beta1"} {
-		rv := registry.Version{
-			Name: name, Served: true, Schema: v.Schema.OpenAPIV3Schema.DeepCopy(),
+		Versions: []registry.Version{{
+			Name: v.Name, Served: true, Schema: v.Schema.OpenAPIV3Schema.DeepCopy(),
 			Subresources: v.Subresources.DeepCopy(), PrinterColumns: slices.Clone(v.AdditionalPrinterColumns),
-		}
-		if name != v.Name {
-			rv.Deprecated, rv.DeprecationWarning = true, &warning
-		}
-		res.Versions = append(res.Versions, rv)
+		}},
 	}
-	return res
 }
 
 // configureStorageVersionMigrations gives res Kubernetes' validation of the API:

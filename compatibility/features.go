@@ -121,13 +121,16 @@ func parseFeatureGates(items []string) (map[string]bool, []error) {
 // (v.Emulation, v.MinCompatibility) by component-base. It reports every problem: each
 // unknown gate, each value component-base refuses (locked, not yet existing at the
 // emulation version), each broken dependency and, since Concord follows the KEP there,
-// each alpha feature enabled while emulating an older release.
-func newFeatureGate(logger klog.Logger, cat *catalog.Catalog, v Versions, set map[string]bool) (featuregate.MutableVersionedFeatureGate, []error) {
+// each alpha feature enabled while emulating an older release. only, if not nil,
+// restricts the gates to those a component honours (the others are unrecognized).
+func newFeatureGate(logger klog.Logger, cat *catalog.Catalog, v Versions, set map[string]bool, only []featuregate.Feature) (featuregate.MutableVersionedFeatureGate, []error) {
 	gate := featuregate.NewVersionedFeatureGateWithMinCompatibility(v.Emulation, v.MinCompatibility)
 	gates := cat.FeatureGates()
+	honoured := func(f featuregate.Feature) bool { return only == nil || slices.Contains(only, f) }
+	maps.DeleteFunc(gates, func(f featuregate.Feature, _ featuregate.VersionedSpecs) bool { return !honoured(f) })
 	var errs []error
 	for _, f := range ownFeatures {
-		if _, ok := gates[f]; !ok {
+		if _, ok := gates[f]; !ok && honoured(f) {
 			errs = append(errs, fmt.Errorf("the API catalog does not define feature gate %s, which Concord honours", f))
 		}
 	}
@@ -139,7 +142,9 @@ func newFeatureGate(logger klog.Logger, cat *catalog.Catalog, v Versions, set ma
 	}
 	deps := make(map[featuregate.Feature][]featuregate.Feature, len(featureDependencies))
 	for f, d := range featureDependencies {
-		deps[f] = slices.Clone(d)
+		if honoured(f) {
+			deps[f] = slices.DeleteFunc(slices.Clone(d), func(f featuregate.Feature) bool { return !honoured(f) })
+		}
 	}
 	if err := gate.AddDependencies(deps); err != nil {
 		return nil, []error{fmt.Errorf("the API catalog's feature gates: %w", err)}

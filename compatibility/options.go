@@ -160,7 +160,7 @@ func (o *Options) resolveAPIs(logger klog.Logger) (*resolvedAPIs, []error) {
 	var gate featuregate.MutableVersionedFeatureGate
 	if versionsOK && len(featureErrs) == 0 {
 		var gateErrs []error
-		gate, gateErrs = newFeatureGate(logger, cat, v, featureValues)
+		gate, gateErrs = newFeatureGate(logger, cat, v, featureValues, nil)
 		errs = append(errs, gateErrs...)
 	}
 	rc, rcErrs := parseRuntimeConfig(cat, o.RuntimeConfig)

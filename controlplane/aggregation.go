@@ -120,19 +120,11 @@ func (i *Instance) startAvailability(ctx context.Context, client kubernetes.Inte
 	if err != nil {
 		return err
 	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: identity.Namespace, Name: availabilityLease},
-		Client:     client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: i.ServerID + "_" + uuid.NewString()},
-	}
-	election := reconcile.Election{Name: availabilityLease, Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
-	if err := i.start(ctx, lifecycle.Component{Name: "apiservice-availability", Run: func(ctx context.Context) error {
-		return reconcile.RunElected(ctx, election, func(ctx context.Context) {
-			if err := ag.agg.RunAvailability(ctx, apiClient.ApiregistrationV1(), i.runtime); err != nil && ctx.Err() == nil {
-				klog.FromContext(ctx).Error(err, "The APIService availability controller stopped")
-			}
-		})
-	}}); err != nil {
+	if err := i.start(ctx, i.elected("apiservice-availability", availabilityLease, client, func(ctx context.Context) {
+		if err := ag.agg.RunAvailability(ctx, apiClient.ApiregistrationV1(), i.runtime); err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "The APIService availability controller stopped")
+		}
+	})); err != nil {
 		return fmt.Errorf("starting the APIService availability controller: %w", err)
 	}
 	ag.hooks[2].Done()
@@ -147,4 +139,19 @@ func (i *Instance) storageVersionPublishers(user string) []string {
 		return ag.agg.PublisherGroups(user)
 	}
 	return nil
+}
+
+// elected is the component name that runs lead while this server leads the election
+// over Lease kube-system/<lease> (client-go's, through reconcile.RunElected: lead runs
+// once per term, its context ending with the term).
+func (i *Instance) elected(name, lease string, client kubernetes.Interface, lead func(ctx context.Context)) lifecycle.Component {
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: identity.Namespace, Name: lease},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: i.ServerID + "_" + uuid.NewString()},
+	}
+	election := reconcile.Election{Name: lease, Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+	return lifecycle.Component{Name: name, Run: func(ctx context.Context) error {
+		return reconcile.RunElected(ctx, election, lead)
+	}}
 }

@@ -26,9 +26,9 @@ var errNotSynced = errors.New("the stored CustomResourceDefinitions are not all 
 // lease, the storage version garbage collector and manager, the CRD controller
 // (start-up waits until it serves every stored definition, and until every built-in
 // resource had one registration attempt), admission, priority and fairness, the
-// bootstrap roles and the ClusterRole aggregation controller, quotas, the namespace
-// controller and storage migration. The last component, started last and so stopped first, turns /readyz
-// off when the server begins to stop.
+// bootstrap roles and the ClusterRole aggregation controller, quotas, the version skew
+// controller, the namespace controller and storage migration. The last component,
+// started last and so stopped first, turns /readyz off when the server begins to stop.
 func (i *Instance) startControllers(ctx context.Context) (context.Context, error) {
 	if err := bootstrapNamespaces(ctx, i); err != nil {
 		return ctx, err
@@ -84,6 +84,9 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 		return ctx, fmt.Errorf("starting the aggregator: %w", err)
 	}
 	if err := i.startQuota(ctx); err != nil {
+		return ctx, err
+	}
+	if err := i.startVersionSkew(ctx); err != nil {
 		return ctx, err
 	}
 	namespaces, err := namespace.NewController(i.Registry, i.Store, i.runtime)

@@ -8,6 +8,7 @@ import (
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/storageversion/publisher"
+	"github.com/concordproject/concord/wire"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -32,7 +33,9 @@ func (i *Instance) newMirror() error {
 	if err != nil {
 		return fmt.Errorf("--aggregator-kubeconfig: %w", err)
 	}
+	v := i.Compatibility.Versions
 	i.parts.mirror, err = publisher.New(publisher.Config{Client: client, ServerID: i.ServerID, Kind: mirrorKind,
+		Versions:      wire.ComponentVersions{Binary: v.Binary, Emulation: v.Emulation, MinCompatibility: v.MinCompatibility},
 		LeaseDuration: o.IdentityLeaseDuration, RenewInterval: o.IdentityLeaseRenewInterval, Metrics: i.runtime})
 	return err
 }

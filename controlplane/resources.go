@@ -15,6 +15,7 @@ import (
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/registry/watchcache"
 	"github.com/concordproject/concord/storageversion"
+	"github.com/concordproject/concord/wire"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -92,7 +93,7 @@ func (i *Instance) buildIdentity(compat *compatibility.Config) error {
 	lease, err := identity.NewLease(i.Registry, i.Store, identity.Config{
 		ID: i.ServerID, Hostname: hostname,
 		Duration: i.opts.IdentityLeaseDuration, RenewInterval: i.opts.IdentityLeaseRenewInterval,
-		BinaryVersion: v.Binary.String(), EmulationVersion: v.Emulation.String(), MinCompatibilityVersion: v.MinCompatibility.String(),
+		Versions: wire.ComponentVersions{Binary: v.Binary, Emulation: v.Emulation, MinCompatibility: v.MinCompatibility},
 	})
 	if err != nil {
 		return err

@@ -5,14 +5,16 @@
 //
 // The identity lease (Lease) is a coordination.k8s.io/v1 Lease in kube-system named by
 // the ID, held by "<id>_<uuid>" with a new uuid per process, labelled
-// apiserver.kubernetes.io/identity=kube-apiserver and kubernetes.io/hostname, annotated
-// with the server's binary, emulation and minimum compatibility versions, and renewed
+// apiserver.kubernetes.io/identity=kube-apiserver and kubernetes.io/hostname and with
+// the server's binary, emulation and minimum compatibility versions (the labels of
+// package wire: concord.io/emulation-version and the others), and renewed
 // every RenewInterval. A lease deleted while the server runs is recreated at once; a
 // lease lost for a while (deleted, or expired while the server was cut off) is
 // reported through Config.Lapsed, so that what peers may have collected meanwhile is
 // registered again. Valid tells whether the lease, as last renewed, still stands.
 //
 // The package writes only its own lease, through the object store. Collecting expired
-// leases of other servers is the garbage collector's job (package storageversion); it
-// uses IsIdentityLease and Expired from here.
+// leases of other servers, and of controller managers (IsComponentLease), is the
+// garbage collector's job (package storageversion); it uses IsIdentityLease,
+// IsComponentLease and Expired from here.
 package identity

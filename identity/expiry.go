@@ -3,6 +3,7 @@ package identity
 import (
 	"time"
 
+	"github.com/concordproject/concord/wire"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -15,6 +16,18 @@ func IsIdentityLease(lease *unstructured.Unstructured) bool {
 	}
 	_, ok := lease.GetLabels()[LabelIdentity]
 	return ok
+}
+
+// IsComponentLease reports whether lease is the identity lease of any component: a
+// server's (IsIdentityLease) or a controller manager's (labelled
+// wire.LabelControllerIdentity, kept by package identity/clientlease). Expired ones
+// are the storage version garbage collector's to delete.
+func IsComponentLease(lease *unstructured.Unstructured) bool {
+	if IsIdentityLease(lease) {
+		return true
+	}
+	_, ok := lease.GetLabels()[wire.LabelControllerIdentity]
+	return lease.GetNamespace() == Namespace && ok
 }
 
 // ExpiresAt returns when lease expires: spec.renewTime (or acquireTime) plus

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
+	"github.com/concordproject/concord/wire"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,24 +25,18 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Labels, annotations and the namespace of identity leases.
+// Labels and the namespace of identity leases.
 const (
 	// Namespace holds every identity lease.
 	Namespace = metav1.NamespaceSystem
 	// LabelIdentity marks a lease as a server identity lease; its value names the kind
 	// of server (Kubernetes' key).
-	LabelIdentity = "apiserver.kubernetes.io/identity"
+	LabelIdentity = wire.LabelAPIServerIdentity
 	// KubeAPIServer is LabelIdentity's value on Concord servers' leases: to clients they
 	// are kube-apiservers.
 	KubeAPIServer = "kube-apiserver"
 	// LabelHostname names the host the server runs on.
 	LabelHostname = corev1.LabelHostname
-	// AnnotationBinaryVersion, AnnotationEmulationVersion and
-	// AnnotationMinCompatibilityVersion carry the server's KEP-4330 versions
-	// (major.minor), so that peers can tell which release each server is.
-	AnnotationBinaryVersion           = "concord.io/binary-version"
-	AnnotationEmulationVersion        = "concord.io/emulation-version"
-	AnnotationMinCompatibilityVersion = "concord.io/min-compatibility-version"
 )
 
 // Defaults of the lease timing. A crashed server's lease expires at most
@@ -85,9 +81,9 @@ type Config struct {
 	Duration time.Duration
 	// RenewInterval is how often the lease is renewed; it must be shorter than Duration.
 	RenewInterval time.Duration
-	// BinaryVersion, EmulationVersion and MinCompatibilityVersion fill the version
-	// annotations.
-	BinaryVersion, EmulationVersion, MinCompatibilityVersion string
+	// Versions fill the version labels (wire.LabelEmulationVersion and the others), so
+	// that peers and the version skew controller can tell which release each server is.
+	Versions wire.ComponentVersions
 }
 
 // releaseTimeout bounds the deletion of the lease when the server stops.
@@ -247,7 +243,7 @@ func (l *Lease) renewUntilDone(ctx context.Context) {
 	}
 }
 
-// renew writes the lease once: renewTime now, with the current labels, annotations,
+// renew writes the lease once: renewTime now, with the current labels,
 // holder and duration; it creates the lease when it is missing.
 func (l *Lease) renew(ctx context.Context) error {
 	res := l.reg.Get(GroupResource)
@@ -319,21 +315,8 @@ func (l *Lease) fill(obj *unstructured.Unstructured, now time.Time) {
 	if l.cfg.Hostname != "" {
 		labels[LabelHostname] = l.cfg.Hostname
 	}
+	maps.Copy(labels, l.cfg.Versions.Labels())
 	obj.SetLabels(labels)
-	annotations := obj.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	for k, v := range map[string]string{
-		AnnotationBinaryVersion:           l.cfg.BinaryVersion,
-		AnnotationEmulationVersion:        l.cfg.EmulationVersion,
-		AnnotationMinCompatibilityVersion: l.cfg.MinCompatibilityVersion,
-	} {
-		if v != "" {
-			annotations[k] = v
-		}
-	}
-	obj.SetAnnotations(annotations)
 	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
 	if spec == nil {
 		spec = map[string]interface{}{}

@@ -15,10 +15,12 @@ import (
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storage"
+	"github.com/concordproject/concord/wire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // newStore returns a registry serving the built-in catalog's leases over a real etcd.
@@ -67,14 +69,14 @@ func getLease(t *testing.T, reg *registry.Registry, st *store.Store, name string
 	return st.Get(context.Background(), store.Ref{Resource: reg.Get(identity.GroupResource), Version: "v1", Namespace: identity.Namespace, Name: name}, metav1.GetOptions{})
 }
 
-// The lease is written on Start with its labels, annotations, holder and timing;
+// The lease is written on Start with its labels (versions included), holder and timing;
 // renewed; recreated at once when deleted (reporting the lapse); deleted by Release.
 func TestLease(t *testing.T) {
 	reg, st := newStore(t)
 	var lapses atomic.Int32
 	l, err := identity.NewLease(reg, st, identity.Config{
 		ID: "apiserver-test", Hostname: "host-a", Duration: 2 * time.Second, RenewInterval: 100 * time.Millisecond,
-		BinaryVersion: "1.37", EmulationVersion: "1.36", MinCompatibilityVersion: "1.35",
+		Versions: wire.ComponentVersions{Binary: version.MustParse("1.37"), Emulation: version.MustParse("1.36"), MinCompatibility: version.MustParse("1.35")},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +106,8 @@ func TestLease(t *testing.T) {
 	holder, _, _ := unstructured.NestedString(lease.Object, "spec", "holderIdentity")
 	secs, _, _ := unstructured.NestedInt64(lease.Object, "spec", "leaseDurationSeconds")
 	if holder != l.HolderIdentity() || secs != 2 || lease.GetLabels()[identity.LabelIdentity] != identity.KubeAPIServer ||
-		lease.GetLabels()[identity.LabelHostname] != "host-a" || lease.GetAnnotations()[identity.AnnotationEmulationVersion] != "1.36" {
+		lease.GetLabels()[identity.LabelHostname] != "host-a" || lease.GetLabels()[wire.LabelEmulationVersion] != "1.36" ||
+		lease.GetLabels()[wire.LabelMinCompatibilityVersion] != "1.35" {
 		t.Fatalf("lease %v", lease.Object)
 	}
 	if !identity.IsIdentityLease(lease) || identity.Expired(lease, time.Now()) || !identity.Expired(lease, time.Now().Add(3*time.Second)) {

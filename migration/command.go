@@ -9,19 +9,31 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/identity/clientlease"
 	"github.com/concordproject/concord/migration/migrator"
+	"github.com/concordproject/concord/wire"
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 )
+
+// ControllerManagerKind is the kind `concord controller-manager` announces on its
+// identity lease (wire.LabelControllerIdentity).
+const ControllerManagerKind = "controller-manager"
 
 // Options are the flags of `concord controller-manager` that shape a Config.
 type Options struct {
@@ -32,6 +44,13 @@ type Options struct {
 	MetricsBindAddress string
 	// Config holds every other setting.
 	Config Config
+	// Compatibility are the component's KEP-4330 versions and the feature gates it
+	// honours (StorageVersionAPI: the trigger watches StorageVersion objects where
+	// they are served).
+	Compatibility compatibility.ComponentOptions
+	// ID names the controller manager: its identity lease in kube-system (default
+	// controller-manager-<host>-<random>).
+	ID string
 	// leaderElect mirrors !Config.LeaderElection.Disabled for the flag.
 	leaderElect bool
 	mode        string
@@ -44,7 +63,8 @@ func NewOptions() *Options {
 	m.Mode = migrator.ModeAuto
 	d.Migrator = m
 	d.LeaderElection.Identity = ""
-	return &Options{Config: d, leaderElect: true, mode: string(migrator.ModeAuto)}
+	return &Options{Config: d, leaderElect: true, mode: string(migrator.ModeAuto),
+		Compatibility: compatibility.ComponentOptions{Gates: []featuregate.Feature{compatibility.StorageVersionAPI}}}
 }
 
 // AddFlags binds the options to fs.
@@ -52,6 +72,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	c := &o.Config
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of the API server to migrate (default: $KUBECONFIG, ~/.kube/config, or in-cluster).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Serve Prometheus /metrics on this host:port over HTTP (empty: off).")
+	fs.StringVar(&o.ID, "id", o.ID, "This controller manager's ID: the name of its identity lease in kube-system, which announces its versions (default: controller-manager-<host>-<random>).")
+	o.Compatibility.AddFlags(fs)
 	fs.StringVar(&o.mode, "rewrite", o.mode, "How objects are rewritten: auto (on the server when it is Concord, else by the client), client, or server.")
 	fs.IntVar(&c.Migrator.Concurrency, "concurrency", 8, "Objects written at once by the client-side path.")
 	fs.Float32Var(&c.Migrator.QPS, "qps", 0, "Requests per second of the migrator (one per object on the client path, one per page on the server path); 0: no limit.")
@@ -103,28 +125,7 @@ clusters or to run them apart. Several instances elect one leader.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rc, err := auth.LoadKubeconfig(o.Kubeconfig)
-			if err != nil {
-				return err
-			}
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-			cfg, err := o.Complete(rc, reg)
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			ctx = klog.NewContext(ctx, klog.Background())
-			if o.MetricsBindAddress != "" {
-				stopMetrics, err := serveMetrics(ctx, o.MetricsBindAddress, reg)
-				if err != nil {
-					return err
-				}
-				defer stopMetrics()
-				fmt.Fprintf(cmd.OutOrStdout(), "metrics on http://%s/metrics\n", o.MetricsBindAddress)
-			}
-			return Run(ctx, cfg)
+			return o.run(cmd)
 		},
 	}
 	o.AddFlags(cmd.Flags())
@@ -132,6 +133,82 @@ clusters or to run them apart. Several instances elect one leader.`,
 	klog.InitFlags(gofs)
 	cmd.Flags().AddGoFlag(gofs.Lookup("v"))
 	return cmd
+}
+
+// run is the command: the identity lease and the controllers, until a signal.
+func (o *Options) run(cmd *cobra.Command) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx = klog.NewContext(ctx, klog.Background())
+	compat, err := o.Compatibility.Complete(ctx)
+	if err != nil {
+		return err
+	}
+	id, err := o.id()
+	if err != nil {
+		return err
+	}
+	rc, err := auth.LoadKubeconfig(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	v := compat.Versions
+	rc.WrapTransport = compatibility.WrapTransport(v.Emulation)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg, err := o.Complete(rc, reg)
+	if err != nil {
+		return err
+	}
+	cfg.NoStorageVersions = !compat.Enabled(compatibility.StorageVersionAPI)
+	lease, err := identityLease(rc, id, wire.ComponentVersions{Binary: v.Binary, Emulation: v.Emulation, MinCompatibility: v.MinCompatibility})
+	if err != nil {
+		return err
+	}
+	if o.MetricsBindAddress != "" {
+		stopMetrics, err := serveMetrics(ctx, o.MetricsBindAddress, reg)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+		fmt.Fprintf(cmd.OutOrStdout(), "metrics on http://%s/metrics\n", o.MetricsBindAddress)
+	}
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		_ = lease.Run(ctx) // deletes the lease once ctx is done
+	}()
+	defer func() { <-held }()
+	return Run(ctx, cfg)
+}
+
+// id is --id, checked, or the default ID.
+func (o *Options) id() (string, error) {
+	if o.ID != "" {
+		if errs := validation.IsDNS1123Subdomain(o.ID); len(errs) > 0 {
+			return "", fmt.Errorf("--id %q must name a lease: %s", o.ID, strings.Join(errs, "; "))
+		}
+		return o.ID, nil
+	}
+	host, _ := os.Hostname()
+	id := fmt.Sprintf("%s-%s-%s", ControllerManagerKind, strings.ToLower(host), uuid.NewString()[:8])
+	if len(validation.IsDNS1123Subdomain(id)) > 0 { // a host name that cannot name a lease
+		id = fmt.Sprintf("%s-%s", ControllerManagerKind, uuid.NewString()[:8])
+	}
+	return id, nil
+}
+
+// identityLease is the controller manager's identity lease, labelled with its kind
+// and versions.
+func identityLease(rc *rest.Config, id string, v wire.ComponentVersions) (*clientlease.Lease, error) {
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	labels := v.Labels()
+	labels[wire.LabelControllerIdentity] = ControllerManagerKind
+	// It may update leases but not delete them: the servers collect it once expired.
+	return clientlease.New(clientlease.Config{Client: cs, Name: id, Labels: labels, ExpireOnRelease: true})
 }
 
 // serveMetrics serves reg on addr until the returned function is called.

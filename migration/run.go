@@ -61,6 +61,9 @@ type Config struct {
 	IgnoredResources []schema.GroupResource
 	// DisableTrigger runs only the migrations that others create.
 	DisableTrigger bool
+	// NoStorageVersions makes the trigger work from discovery alone, even where the
+	// StorageVersion API is served.
+	NoStorageVersions bool
 	// SkipCRDs does not install the StorageState definition (and, where the server
 	// does not serve it, the StorageVersionMigration one) at start.
 	SkipCRDs bool
@@ -247,7 +250,7 @@ func runControllers(ctx context.Context, cfg Config, m *controller.Metrics) erro
 	if err != nil {
 		return err
 	}
-	recorder, stopRecorder := controller.NewRecorder(ctx, cs, res.Served)
+	recorder, stopRecorder := reconcile.NewRecorder(ctx, cs, res.Served, migrationapi.FieldManager)
 	defer stopRecorder()
 
 	runtime := reconcile.NewMetrics(cfg.Metrics)
@@ -262,7 +265,7 @@ func runControllers(ctx context.Context, cfg Config, m *controller.Metrics) erro
 	if !cfg.DisableTrigger {
 		trig, err = trigger.New(dyn, res, factory, svms, trigger.Config{
 			PollInterval: cfg.PollInterval, StalenessWindow: cfg.StalenessWindow, RetryFailedAfter: cfg.RetryFailedAfter,
-			HistoryLimit: cfg.HistoryLimit, IgnoredResources: cfg.IgnoredResources, Metrics: runtime,
+			HistoryLimit: cfg.HistoryLimit, IgnoredResources: cfg.IgnoredResources, NoStorageVersions: cfg.NoStorageVersions, Metrics: runtime,
 		})
 		if err != nil {
 			return err

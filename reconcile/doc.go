@@ -19,6 +19,10 @@
 //     error, terminal): concord_controller_reconcile_total and
 //     concord_controller_reconcile_duration_seconds, labelled by controller.
 //
+// It also gives controllers what they share besides: leader election (RunElected)
+// and an Event recorder that writes events.k8s.io/v1 Events, or core ones where only
+// those are served (NewRecorder).
+//
 // The queue is the one retry layer above the object store: reconcilers do not loop,
 // sleep or back off themselves (registry/store's Update already retries its own
 // optimistic-concurrency conflicts when it may).

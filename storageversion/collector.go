@@ -144,8 +144,10 @@ func (c *Collector) Run(ctx context.Context) error {
 // that goes queues every StorageVersion.
 func (c *Collector) lead(ctx context.Context) {
 	logger := klog.FromContext(ctx)
+	// Every lease of kube-system: servers' and controller managers' identity leases
+	// are told apart by their labels (a label selector cannot say "either").
 	leases := c.cfg.Store.NewInformer(store.Source{Registry: c.cfg.Registry, Resource: identity.GroupResource, Version: "v1",
-		Namespace: identity.Namespace, LabelSelector: identity.LabelIdentity}, nil)
+		Namespace: identity.Namespace}, nil)
 	limiter := func() workqueue.TypedRateLimiter[string] {
 		return workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 10*time.Second)
 	}
@@ -162,7 +164,10 @@ func (c *Collector) lead(ctx context.Context) {
 			return c.collectObject(ctx, name, leases)
 		}), reconcile.Options[string]{RateLimiter: limiter(), Metrics: c.cfg.ReconcileMetrics})
 		if err = objectGC.Watch(svs, reconcile.ByName); err == nil {
-			_, err = leases.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(interface{}) {
+			_, err = leases.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj interface{}) {
+				if u, ok := obj.(*unstructured.Unstructured); ok && !identity.IsIdentityLease(u) {
+					return // not a server's: its entries are not concerned
+				}
 				for _, name := range svs.GetStore().ListKeys() {
 					objectGC.Add(name)
 				}
@@ -274,7 +279,7 @@ func (c *Collector) collectLease(ctx context.Context, key string, leases cache.S
 		return reconcile.Result{}, err
 	}
 	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || !identity.IsIdentityLease(u) {
+	if !ok || !identity.IsComponentLease(u) {
 		return reconcile.Result{}, nil
 	}
 	if at, ok := identity.ExpiresAt(u); ok && time.Now().Before(at) {
@@ -292,7 +297,7 @@ func (c *Collector) collectLease(ctx context.Context, key string, leases cache.S
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if !identity.IsIdentityLease(cur) || !identity.Expired(cur, time.Now()) {
+	if !identity.IsComponentLease(cur) || !identity.Expired(cur, time.Now()) {
 		return reconcile.Result{}, nil // renewed meanwhile: the informer brings the change
 	}
 	uid, rv := cur.GetUID(), cur.GetResourceVersion()

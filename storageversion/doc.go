@@ -29,7 +29,8 @@
 //     wait (bounded) and get 503.
 //   - The Collector: a leader-elected (client-go, over a Lease) garbage collector of
 //     the entries of servers whose identity lease is gone or expired, of objects left
-//     without entries or owner, and of expired identity leases.
+//     without entries or owner, and of expired identity leases (servers' and
+//     controller managers').
 //
 // # What it must not touch
 //

@@ -46,6 +46,12 @@ A resource that X does not serve at all but that has persisted objects is a warn
 a block: X neither reads nor writes those objects, which stay in etcd untouched until a
 release that serves the resource runs again.
 
+It also reads the servers' VersionSkew report (compatibility.concord.io/v1alpha1, kept from
+the versions every server, aggregated server and controller manager announces on its
+identity lease) and blocks when the control plane is outside the version skew KEP-4330
+allows now, or when a server of X (emulating --emulation-version, min compatibility one
+below it) would be outside it beside the components running now.
+
 With --drop-key NAME (an encryption key as "<provider>:<key name>", e.g. aescbc:key1, or
 "kms:<provider name>"), it answers instead (or as well, with --to-version) whether that key
 can be removed from every server's --encryption-provider-config: it can once no server
@@ -121,8 +127,18 @@ func (o *options) run(ctx context.Context, out io.Writer) error {
 	if err := report.Print(out); err != nil {
 		return err
 	}
+	skew, err := CheckSkew(obs.Skew, target)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(out); err != nil {
+		return err
+	}
+	if err := skew.Print(out); err != nil {
+		return err
+	}
 	if o.dropKey == "" {
-		return report.Err()
+		return errors.Join(report.Err(), skew.Err())
 	}
 	keys := CheckKeyDrop(&Input{States: obs.States, StorageVersions: obs.StorageVersions, Now: time.Now(), Staleness: o.staleness}, o.dropKey)
 	if _, err := fmt.Fprintln(out); err != nil {
@@ -131,7 +147,7 @@ func (o *options) run(ctx context.Context, out io.Writer) error {
 	if err := keys.Print(out); err != nil {
 		return err
 	}
-	return errors.Join(report.Err(), keys.Err())
+	return errors.Join(report.Err(), skew.Err(), keys.Err())
 }
 
 // runDropKey is --drop-key alone.

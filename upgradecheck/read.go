@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	migrationapi "github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/versionskew"
 	"github.com/concordproject/concord/wire"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -23,6 +24,8 @@ type Observed struct {
 	StorageVersions map[schema.GroupResource]Encodings
 	CRDs            map[schema.GroupResource]CRD
 	Migrations      map[schema.GroupResource]Migration
+	// Skew is the servers' VersionSkew report (nil: the cluster keeps none).
+	Skew *versionskew.VersionSkew
 }
 
 // Read lists the cluster's StorageStates, StorageVersions, CustomResourceDefinitions
@@ -56,6 +59,11 @@ func Read(ctx context.Context, dyn dynamic.Interface) (*Observed, error) {
 			}
 		}
 	}
+	skew, err := readSkew(ctx, dyn)
+	if err != nil {
+		return nil, err
+	}
+	o.Skew = skew
 	logger.V(2).Info("Read the cluster", "storageStates", len(o.States), "storageVersions", len(o.StorageVersions), "crds", len(o.CRDs))
 	return o, nil
 }
@@ -141,4 +149,21 @@ func (o *Observed) addMigration(u *unstructured.Unstructured) error {
 	}
 	o.Migrations[gr] = mig
 	return nil
+}
+
+// readSkew reads the VersionSkew report; nil when the cluster does not serve or keep
+// one.
+func readSkew(ctx context.Context, dyn dynamic.Interface) (*versionskew.VersionSkew, error) {
+	u, err := dyn.Resource(versionskew.GroupVersion.WithResource(versionskew.GroupResource.Resource)).Get(ctx, versionskew.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the VersionSkew report: %w", err)
+	}
+	out := &versionskew.VersionSkew{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		return nil, fmt.Errorf("reading the VersionSkew report: %w", err)
+	}
+	return out, nil
 }

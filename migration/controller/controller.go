@@ -69,7 +69,7 @@ type Config struct {
 	Migrator *migrator.Migrator
 	// Informer follows the StorageVersionMigrations.
 	Informer cache.SharedIndexInformer
-	// Recorder emits the Events (NewRecorder).
+	// Recorder emits the Events (reconcile.NewRecorder).
 	Recorder events.EventRecorder
 	// Metrics are the migration metrics (NewMetrics); Runtime the reconcile runtime's.
 	Metrics *Metrics

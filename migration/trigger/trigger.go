@@ -60,6 +60,9 @@ type Config struct {
 	HistoryLimit int
 	// IgnoredResources are never migrated.
 	IgnoredResources []schema.GroupResource
+	// NoStorageVersions works from discovery alone, even where the StorageVersion API
+	// is served (a controller manager whose StorageVersionAPI gate is off).
+	NoStorageVersions bool
 	// Metrics receives the reconcile runtime's samples (nil: none).
 	Metrics *reconcile.Metrics
 }
@@ -79,6 +82,7 @@ type Trigger struct {
 	poll       time.Duration
 	history    int
 	ignored    []schema.GroupResource
+	noSVs      bool // never watch StorageVersions
 	now        func() time.Time
 
 	mu       sync.Mutex
@@ -106,6 +110,7 @@ func New(dyn dynamic.Interface, res *discovery.Resources, factory dynamicinforme
 		poll:    cfg.PollInterval,
 		history: cfg.HistoryLimit,
 		ignored: cfg.IgnoredResources,
+		noSVs:   cfg.NoStorageVersions,
 		now:     time.Now,
 		expect:  map[schema.GroupResource]expectation{},
 	}
@@ -191,7 +196,7 @@ func (t *Trigger) pollOnce(ctx context.Context) {
 	t.mu.Lock()
 	watching := t.versions != nil
 	t.mu.Unlock()
-	if !watching && t.res.Served(migrationapi.StorageVersions) {
+	if !watching && !t.noSVs && t.res.Served(migrationapi.StorageVersions) {
 		inf := t.factory.ForResource(migrationapi.StorageVersions).Informer()
 		if _, err := inf.AddEventHandler(t.handler(storageVersionKey)); err != nil {
 			logger.Error(err, "Cannot watch StorageVersions")

@@ -72,8 +72,7 @@ func (p *Publisher) withdraw(ctx context.Context) {
 			}
 		}
 	}
-	err := p.cfg.Client.CoordinationV1().Leases(leaseNamespace).Delete(ctx, p.cfg.ServerID, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err := p.lease.Release(ctx); err != nil {
 		logger.Error(err, "Cannot delete the identity lease; it lapses by itself")
 	}
 }

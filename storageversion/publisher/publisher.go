@@ -7,11 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/concordproject/concord/identity/clientlease"
 	"github.com/concordproject/concord/reconcile"
+	"github.com/concordproject/concord/wire"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -19,15 +18,12 @@ import (
 
 // LabelIdentity marks identity leases (Kubernetes' key); its value names the kind of
 // server.
-const LabelIdentity = "apiserver.kubernetes.io/identity"
-
-// leaseNamespace holds the identity leases.
-const leaseNamespace = metav1.NamespaceSystem
+const LabelIdentity = wire.LabelAPIServerIdentity
 
 // Defaults of Config's timing, Concord's servers' own.
 const (
-	DefaultLeaseDuration = 30 * time.Second
-	DefaultRenewInterval = 10 * time.Second
+	DefaultLeaseDuration = clientlease.DefaultDuration
+	DefaultRenewInterval = clientlease.DefaultRenewInterval
 )
 
 // withdrawTimeout bounds what Run does once its context is done.
@@ -52,6 +48,9 @@ type Config struct {
 	ServerID string
 	// Kind is the lease's LabelIdentity value, e.g. "wardle-apiserver".
 	Kind string
+	// Versions, if set, are the server's KEP-4330 versions, announced on its lease
+	// (wire.LabelEmulationVersion and the others) for the version skew controller.
+	Versions wire.ComponentVersions
 	// Resources are the resources the server persists.
 	Resources []Resource
 	// LeaseDuration and RenewInterval time the lease (defaults above).
@@ -65,8 +64,9 @@ type Config struct {
 type Publisher struct {
 	cfg Config
 
+	lease *clientlease.Lease
+
 	mu        sync.Mutex
-	leaseHeld bool // the lease was written once
 	published map[schema.GroupResource]bool
 	resources map[schema.GroupResource]Resource
 	locks     map[schema.GroupResource]*sync.Mutex // serialize each resource's writes
@@ -75,18 +75,16 @@ type Publisher struct {
 
 // New checks cfg and returns its publisher.
 func New(cfg Config) (*Publisher, error) {
-	if cfg.LeaseDuration == 0 {
-		cfg.LeaseDuration = DefaultLeaseDuration
-	}
-	if cfg.RenewInterval == 0 {
-		cfg.RenewInterval = DefaultRenewInterval
-	}
 	var errs []error
-	if cfg.Client == nil || cfg.ServerID == "" || cfg.Kind == "" {
-		errs = append(errs, errors.New("a client, a server ID and a kind are required"))
+	if cfg.Kind == "" {
+		errs = append(errs, errors.New("a kind is required"))
 	}
-	if cfg.LeaseDuration < time.Second || cfg.RenewInterval <= 0 || cfg.RenewInterval >= cfg.LeaseDuration {
-		errs = append(errs, fmt.Errorf("renew interval %s must be positive and shorter than the lease duration %s (at least 1s)", cfg.RenewInterval, cfg.LeaseDuration))
+	labels := cfg.Versions.Labels()
+	labels[LabelIdentity] = cfg.Kind
+	lease, err := clientlease.New(clientlease.Config{Client: cfg.Client, Name: cfg.ServerID, Labels: labels,
+		Duration: cfg.LeaseDuration, RenewInterval: cfg.RenewInterval})
+	if err != nil {
+		errs = append(errs, err)
 	}
 	for _, r := range cfg.Resources {
 		if r.Resource == "" || r.EncodingVersion == "" {
@@ -96,7 +94,7 @@ func New(cfg Config) (*Publisher, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 	}
-	p := &Publisher{cfg: cfg, published: map[schema.GroupResource]bool{}, resources: map[schema.GroupResource]Resource{},
+	p := &Publisher{cfg: cfg, lease: lease, published: map[schema.GroupResource]bool{}, resources: map[schema.GroupResource]Resource{},
 		locks: map[schema.GroupResource]*sync.Mutex{}}
 	for _, r := range cfg.Resources {
 		p.resources[r.GroupResource] = r
@@ -111,10 +109,10 @@ func (p *Publisher) Put(ctx context.Context, r Resource) error {
 	p.mu.Lock()
 	p.resources[r.GroupResource] = r
 	p.published[r.GroupResource] = false
-	ctrl, held := p.ctrl, p.leaseHeld
+	ctrl := p.ctrl
 	p.mu.Unlock()
-	if !held { // an entry without a live lease is the garbage collector's
-		if err := p.renew(ctx); err != nil {
+	if !p.lease.Held() { // an entry without a live lease is the garbage collector's
+		if err := p.lease.Renew(ctx); err != nil {
 			return err
 		}
 	}
@@ -162,50 +160,14 @@ func (p *Publisher) Run(ctx context.Context) error {
 func (p *Publisher) reconcile(ctx context.Context, k key) (reconcile.Result, error) {
 	var err error
 	if k.gr == (schema.GroupResource{}) {
-		err = p.renew(ctx)
+		err = p.lease.Renew(ctx)
 	} else {
 		err = p.publish(ctx, k.gr)
 	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: p.cfg.RenewInterval}, nil
-}
-
-// renew creates the lease, or moves its renewTime to now.
-func (p *Publisher) renew(ctx context.Context) error {
-	leases := p.cfg.Client.CoordinationV1().Leases(leaseNamespace)
-	now := metav1.NewMicroTime(time.Now())
-	lease, err := leases.Get(ctx, p.cfg.ServerID, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		secs := int32(p.cfg.LeaseDuration / time.Second)
-		_, err = leases.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: p.cfg.ServerID, Namespace: leaseNamespace, Labels: map[string]string{LabelIdentity: p.cfg.Kind}},
-			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &p.cfg.ServerID, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
-		}, metav1.CreateOptions{})
-		p.held(err)
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	if lease.Labels == nil {
-		lease.Labels = map[string]string{}
-	}
-	lease.Labels[LabelIdentity] = p.cfg.Kind
-	lease.Spec.RenewTime = &now
-	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
-	p.held(err)
-	return err
-}
-
-// held records that the lease was written, if err is nil.
-func (p *Publisher) held(err error) {
-	if err == nil {
-		p.mu.Lock()
-		p.leaseHeld = true
-		p.mu.Unlock()
-	}
+	return reconcile.Result{RequeueAfter: p.lease.RenewInterval()}, nil
 }
 
 // resource returns what the server reports of gr, and the lock of its writes.

@@ -133,17 +133,7 @@ func startSampleBehindConcord(t *testing.T, flags ...string) *sampleSetup {
 // waitKubectl runs kubectl until its output contains want, for up to 30 s.
 func waitKubectl(t *testing.T, k *kubectl, what, want string, args ...string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, err := k.run(t, "", args...)
-		if err == nil && strings.Contains(out, want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: kubectl %s: %v\n%s", what, strings.Join(args, " "), err, out)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	kubectlUntil(t, k, nil, what, func(out string) bool { return strings.Contains(out, want) }, args...)
 }
 
 // registration registers a backend behind a Concord: a Service api in namespace ns,

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,27 +31,39 @@ func buildConcord(t *testing.T) string {
 // process runs a command until the test ends, then interrupts it and waits.
 func process(t *testing.T, bin string, args ...string) *bytes.Buffer {
 	t.Helper()
-	var out bytes.Buffer
+	out, _ := stoppable(t, bin, args...)
+	return out
+}
+
+// stoppable runs a command until stop is called or the test ends, whichever comes
+// first; stop interrupts it and waits (once).
+func stoppable(t *testing.T, bin string, args ...string) (out *bytes.Buffer, stop func()) {
+	t.Helper()
+	out = &bytes.Buffer{}
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("%s %s exited with %v\n%s", filepath.Base(bin), args[0], err, out.String())
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(os.Interrupt)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("%s %s exited with %v\n%s", filepath.Base(bin), args[0], err, out.String())
+				}
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Errorf("%s %s did not stop on SIGINT", filepath.Base(bin), args[0])
 			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("%s %s did not stop on SIGINT", filepath.Base(bin), args[0])
-		}
-	})
-	return &out
+		})
+	}
+	t.Cleanup(stop)
+	return out, stop
 }
 
 func waitForFile(t *testing.T, path string, logs *bytes.Buffer) {
@@ -201,12 +214,22 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--runtime-config", "nope.example.com/v1=true"}, "unknown api groups nope.example.com"},
 		{[]string{"server", "--emulation-version", "1.36", "--runtime-config", "api/alpha=true"}, "cannot be enabled with emulation version 1.36"},
 		{[]string{"server", "--feature-gates", "StorageVersionAPI=true,APIServerIdentity=false"}, "StorageVersionAPI is enabled, but depends on features that are disabled: [APIServerIdentity]"},
+		// The controller manager's versions and gates (it takes no --data-dir).
+		{[]string{"controller-manager", "--emulation-version", "1.30"}, "emulation version 1.30 is not between [1.34, 1.37]"},
+		{[]string{"controller-manager", "--emulation-version", "1.36", "--min-compatibility-version", "1.37"}, "minCompatibilityVersion version 1.37 is not between [1.34, 1.36]"},
+		{[]string{"controller-manager", "--feature-gates", "WatchList=true"}, "unrecognized feature gate: WatchList"},
+		{[]string{"controller-manager", "--binary-version", "1.2"}, "--binary-version 1.2"},
+		{[]string{"controller-manager", "--id", "Not_A_Name"}, `--id "Not_A_Name" must name a lease`},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, append(tc.args, "--data-dir", t.TempDir())...)
+			args := tc.args
+			if tc.args[0] != "controller-manager" {
+				args = append(args, "--data-dir", t.TempDir())
+			}
+			cmd := exec.CommandContext(ctx, bin, args...)
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
 			if !errorsAs(err, &ee) || ee.ExitCode() == 0 {
@@ -232,11 +255,7 @@ func TestControllerManagerLeastPrivilege(t *testing.T) {
 	serverLogs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)), "--disable-storage-migration")
 	admin := filepath.Join(data, "admin.kubeconfig")
 	waitForFile(t, admin, serverLogs)
-	kc := filepath.Join(dir, "cm.kubeconfig")
-	if out, err := exec.CommandContext(t.Context(), bin, "kubeconfig", "--data-dir", data, "--user", "system:concord:controller-manager",
-		"--server", loadKubeconfig(t, admin).server, "--out", kc).CombinedOutput(); err != nil {
-		t.Fatalf("concord kubeconfig: %v\n%s", err, out)
-	}
+	kc := controllerManagerKubeconfig(t, bin, data)
 	cmLogs := process(t, bin, "controller-manager", "--kubeconfig", kc)
 	k := newKubectl(t, admin)
 	deadline := time.Now().Add(60 * time.Second)
@@ -253,6 +272,19 @@ func TestControllerManagerLeastPrivilege(t *testing.T) {
 	if strings.Contains(strings.ToLower(cmLogs.String()), "forbidden") {
 		t.Errorf("the controller manager was refused something:\n%s", cmLogs.String())
 	}
+}
+
+// controllerManagerKubeconfig writes, with `concord kubeconfig`, a kubeconfig for user
+// system:concord:controller-manager (a client certificate of the cluster CA kept under
+// the server's data directory data) and returns its path.
+func controllerManagerKubeconfig(t *testing.T, bin, data string) string {
+	t.Helper()
+	kc := filepath.Join(t.TempDir(), "cm.kubeconfig")
+	if out, err := exec.CommandContext(t.Context(), bin, "kubeconfig", "--data-dir", data, "--user", "system:concord:controller-manager",
+		"--server", loadKubeconfig(t, filepath.Join(data, "admin.kubeconfig")).server, "--out", kc).CombinedOutput(); err != nil {
+		t.Fatalf("concord kubeconfig: %v\n%s", err, out)
+	}
+	return kc
 }
 
 // The StorageVersion API disabled as its PRR says: --runtime-config alone is refused

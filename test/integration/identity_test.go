@@ -9,6 +9,7 @@ import (
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/wire"
 	"github.com/spf13/pflag"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,10 +50,10 @@ func TestIdentityLease(t *testing.T) {
 		}
 		v := s.Compatibility.Versions
 		if l.Labels[identity.LabelHostname] != hostname || *l.Spec.LeaseDurationSeconds != 3 || l.Spec.RenewTime == nil ||
-			l.Annotations[identity.AnnotationBinaryVersion] != v.Binary.String() ||
-			l.Annotations[identity.AnnotationEmulationVersion] != v.Emulation.String() ||
-			l.Annotations[identity.AnnotationMinCompatibilityVersion] != v.MinCompatibility.String() {
-			t.Errorf("lease %s: labels %v, annotations %v, spec %+v", l.Name, l.Labels, l.Annotations, l.Spec)
+			l.Labels[wire.LabelBinaryVersion] != v.Binary.String() ||
+			l.Labels[wire.LabelEmulationVersion] != v.Emulation.String() ||
+			l.Labels[wire.LabelMinCompatibilityVersion] != v.MinCompatibility.String() {
+			t.Errorf("lease %s: labels %v, spec %+v", l.Name, l.Labels, l.Spec)
 		}
 	}
 

@@ -1,0 +1,136 @@
+package upgradecheck
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/concordproject/concord/versionskew"
+	"github.com/concordproject/concord/wire"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+)
+
+// targetName names the server of the target release in the skew check.
+const targetName = "<a server of the target release>"
+
+// SkewReport says whether the control plane is within the version skew KEP-4330
+// allows now (the servers' VersionSkew report) and whether a server of the target
+// release, joining it, would be.
+type SkewReport struct {
+	// Observed is false when the cluster keeps no VersionSkew report (not a Concord
+	// control plane, or one of a release without it): nothing is known.
+	Observed bool
+	// Current is the report's WithinAllowance condition; Components its components.
+	Current    *metav1.Condition
+	Components []versionskew.ComponentStatus
+	// Target are the violations a server of the target release would be party to.
+	Target []versionskew.Violation
+	// target is what the check was made for.
+	target Release
+}
+
+// CheckSkew checks target against the components the report lists (nil: none read).
+func CheckSkew(report *versionskew.VersionSkew, target Release) (SkewReport, error) {
+	s := SkewReport{target: target}
+	if report == nil {
+		return s, nil
+	}
+	s.Observed, s.Components = true, report.Status.Components
+	s.Current = meta.FindStatusCondition(report.Status.Conditions, versionskew.ConditionWithinAllowance)
+	joining, err := componentOf(versionskew.ComponentStatus{Name: targetName, Kind: versionskew.KubeAPIServer, Role: versionskew.APIServer,
+		BinaryVersion: target.Binary, EmulationVersion: target.Emulation, MinCompatibilityVersion: target.MinCompatibility})
+	if err != nil {
+		return s, err
+	}
+	all := []versionskew.Component{joining}
+	for _, c := range report.Status.Components {
+		comp, err := componentOf(c)
+		if err != nil {
+			return s, fmt.Errorf("the VersionSkew report: %w", err)
+		}
+		all = append(all, comp)
+	}
+	for _, v := range versionskew.Check(all) {
+		if v.Component == targetName || v.Peer == targetName {
+			s.Target = append(s.Target, v)
+		}
+	}
+	return s, nil
+}
+
+// componentOf reads a component of the report.
+func componentOf(c versionskew.ComponentStatus) (versionskew.Component, error) {
+	parse := func(s string) (*version.Version, error) {
+		if s == "" {
+			return nil, nil
+		}
+		return version.ParseGeneric(s)
+	}
+	var v wire.ComponentVersions
+	var errs [3]error
+	v.Binary, errs[0] = parse(c.BinaryVersion)
+	v.Emulation, errs[1] = parse(c.EmulationVersion)
+	v.MinCompatibility, errs[2] = parse(c.MinCompatibilityVersion)
+	for _, err := range errs {
+		if err != nil {
+			return versionskew.Component{}, fmt.Errorf("component %s: %w", c.Name, err)
+		}
+	}
+	if v.Binary == nil {
+		v.Binary = v.Emulation
+	}
+	if v.MinCompatibility == nil {
+		v.MinCompatibility = v.Emulation
+	}
+	return versionskew.Component{Name: c.Name, Kind: c.Kind, Role: c.Role, ComponentVersions: v}, nil
+}
+
+// Print writes the components, the current verdict and the target's.
+func (s SkewReport) Print(w io.Writer) error {
+	if !s.Observed {
+		_, err := fmt.Fprintln(w, "Version skew: the cluster keeps no VersionSkew report (compatibility.concord.io/v1alpha1); not checked.")
+		return err
+	}
+	fmt.Fprintln(w, "Version skew (the servers' VersionSkew report):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tKIND\tBINARY\tEMULATION\tMIN COMPATIBILITY\tWITHIN ALLOWANCE")
+	for _, c := range s.Components {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\n", c.Name, c.Kind, c.BinaryVersion, c.EmulationVersion, c.MinCompatibilityVersion, c.WithinAllowance)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if c := s.Current; c != nil {
+		fmt.Fprintf(w, "Now: %s=%s (%s): %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	if len(s.Target) == 0 {
+		_, err := fmt.Fprintf(w, "A server of release %s (emulation %s, min compatibility %s) would be within the allowance.\n", s.target.Binary, s.target.Emulation, s.target.MinCompatibility)
+		return err
+	}
+	fmt.Fprintf(w, "A server of release %s (emulation %s, min compatibility %s) would be outside the allowance:\n", s.target.Binary, s.target.Emulation, s.target.MinCompatibility)
+	for _, v := range s.Target {
+		if _, err := fmt.Fprintf(w, "  - %s\n", v.Message); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Err is nil when the control plane is within the allowance now and a server of the
+// target would be too; otherwise one line wrapping ErrNotSafe.
+func (s SkewReport) Err() error {
+	var problems []string
+	if c := s.Current; c != nil && c.Status != metav1.ConditionTrue {
+		problems = append(problems, "the control plane is outside the version skew allowance now")
+	}
+	if n := len(s.Target); n > 0 {
+		problems = append(problems, fmt.Sprintf("a server of release %s would be outside it (%d violations)", s.target.Binary, n))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("version skew is %w: %s", ErrNotSafe, strings.Join(problems, "; "))
+}
