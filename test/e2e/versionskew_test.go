@@ -78,6 +78,17 @@ rules:
 		t.Errorf("the controller manager with StorageVersionAPI=false watched StorageVersions: %v", watches)
 	}
 	stopOld()
+	// Stopped, it marked its lease expired; the servers' garbage collector deletes it.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		out, err := k.run(t, "", "get", "lease", "-n", "kube-system", "cm-old")
+		if err != nil && strings.Contains(out, "NotFound") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the old controller manager's lease is still there: %v\n%s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 
 	// One of the server's release, every gate at its default.
 	newLogs := process(t, bin, "controller-manager", "--kubeconfig", kc, "--id", "cm-new")
