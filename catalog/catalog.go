@@ -73,6 +73,14 @@ type Version struct {
 	// Schema is the structural OpenAPI v3 schema of the whole object; nil accepts any
 	// object. It is shared: never modify it.
 	Schema *apiextensionsv1.JSONSchemaProps
+	// Fields are the fields of Schema introduced after the version itself, by path
+	// (see SchemaAt), with the release that introduced each; EnumValues the values of
+	// Schema's enums introduced after their field, by path and value. A build of an
+	// older release (Truncate) lacks them; a server takes no new data in a field, nor
+	// accepts an enum value, that its minimum compatibility release lacks (KEP-4330).
+	// Shared: never modify them.
+	Fields     map[string]*version.Version
+	EnumValues map[string]map[string]*version.Version
 }
 
 // Lifecycle is the release history of one version of a resource, as major.minor

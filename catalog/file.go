@@ -57,6 +57,9 @@ type fileVersion struct {
 	// shares, instead of Schema. Encode writes it for every repeated schema, which
 	// halves the default catalog and its parse time.
 	SameSchemaAs string `json:"sameSchemaAs,omitempty"`
+	// Fields and EnumValues are Version's, releases as "major.minor".
+	Fields     map[string]string            `json:"fields,omitempty"`
+	EnumValues map[string]map[string]string `json:"enumValues,omitempty"`
 }
 
 type fileFeatureSpec struct {
@@ -208,7 +211,33 @@ func (m *modelBuilder) version(vp *field.Path, fv fileVersion, siblings []fileVe
 		},
 		Replacement: fv.Replacement,
 		Schema:      schema,
+		Fields:      m.releaseMap(vp.Child("fields"), fv.Fields),
+		EnumValues:  m.enumValues(vp.Child("enumValues"), fv.EnumValues),
 	}
+}
+
+// releaseMap parses the releases of a map of them (nil when empty).
+func (m *modelBuilder) releaseMap(p *field.Path, in map[string]string) map[string]*version.Version {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]*version.Version, len(in))
+	for _, k := range sortedKeys(in) {
+		out[k] = m.parse(p.Key(k), in[k])
+	}
+	return out
+}
+
+// enumValues parses a version's enumValues (nil when empty).
+func (m *modelBuilder) enumValues(p *field.Path, in map[string]map[string]string) map[string]map[string]*version.Version {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]map[string]*version.Version, len(in))
+	for _, path := range sortedKeys(in) {
+		out[path] = m.releaseMap(p.Key(path), in[path])
+	}
+	return out
 }
 
 func (m *modelBuilder) gates(in map[string][]fileFeatureSpec) map[featuregate.Feature]featuregate.VersionedSpecs {
@@ -269,6 +298,13 @@ func (c *Catalog) Encode() ([]byte, error) {
 				Removed:     releaseString(v.Removed),
 				Replacement: v.Replacement,
 				Schema:      v.Schema,
+				Fields:      releaseStrings(v.Fields),
+			}
+			for path, values := range v.EnumValues {
+				if fv.EnumValues == nil {
+					fv.EnumValues = map[string]map[string]string{}
+				}
+				fv.EnumValues[path] = releaseStrings(values)
 			}
 			for _, earlier := range fr.Versions[:i] {
 				if v.Schema != nil && earlier.Schema != nil && reflect.DeepEqual(v.Schema, earlier.Schema) {
@@ -309,6 +345,18 @@ func (c *Catalog) Encode() ([]byte, error) {
 		return nil, fmt.Errorf("encoding API catalog: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// releaseStrings is the file form of a map of releases (nil when empty).
+func releaseStrings(in map[string]*version.Version) map[string]string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = releaseString(v)
+	}
+	return out
 }
 
 func releaseString(v *version.Version) string {

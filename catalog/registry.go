@@ -24,12 +24,17 @@ type Selection struct {
 	// versions deprecated at or before it are served with a deprecation warning. Nil
 	// marks none deprecated.
 	At *version.Version
+	// MinCompatibility is the oldest release the server's data must stay readable by:
+	// the fields it lacks are the versions' registry.NewFields, the enum values it
+	// lacks are not accepted (nil: every field and value is writable).
+	MinCompatibility *version.Version
 }
 
 // RegistryResource builds the registry.Resource of r for the decision sel: every catalog
-// version, with its schema, the resource's subresources and printer columns, the Served
-// flags and deprecation warnings sel gives, sel's storage version, and a Converter for
-// r. The result shares nothing with the catalog (versions that share a schema in the
+// version, with its schema (less the enum values sel's minimum compatibility release
+// lacks) and the fields that release lacks as NewFields, the resource's subresources
+// and printer columns, the Served flags and deprecation warnings sel gives, sel's
+// storage version, and a Converter for r. The result shares nothing with the catalog (versions that share a schema in the
 // catalog share one copy of it) and has no Hooks: the caller adds the resource's
 // behaviour, if any. An unknown storage version wraps ErrUnknownVersion.
 func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
@@ -43,20 +48,25 @@ func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
 		StorageVersion: sel.StorageVersion,
 		Converter:      NewConverter(r),
 	}
-	// Versions that share a schema in the catalog share its copy.
+	// Versions that share a schema in the catalog, and write all of it, share its copy.
 	copies := map[*apiextensionsv1.JSONSchemaProps]*apiextensionsv1.JSONSchemaProps{}
 	for i := range r.Versions {
 		v := &r.Versions[i]
-		schema, ok := copies[v.Schema]
-		if !ok {
-			schema = v.Schema.DeepCopy()
-			copies[v.Schema] = schema
+		schema, newFields := v.writable(sel.MinCompatibility, r.apiVersion(v.Name))
+		if schema == v.Schema {
+			shared, ok := copies[v.Schema]
+			if !ok {
+				shared = v.Schema.DeepCopy()
+				copies[v.Schema] = shared
+			}
+			schema = shared
 		}
 		rv := registry.Version{
 			Name:         v.Name,
 			Served:       sel.Served != nil && sel.Served(v),
 			Schema:       schema,
 			Subresources: r.Subresources.DeepCopy(),
+			NewFields:    newFields,
 		}
 		for _, c := range r.PrinterColumns {
 			rv.PrinterColumns = append(rv.PrinterColumns, *c.DeepCopy())

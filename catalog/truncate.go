@@ -48,7 +48,7 @@ func (c *Catalog) Truncate(v *version.Version) (*Catalog, error) {
 			if ver.Removed != nil && ver.Removed.GreaterThan(at) && ver.Deprecated == nil {
 				ver.Removed = nil
 			}
-			versions = append(versions, ver)
+			versions = append(versions, ver.at(at))
 		}
 		if len(versions) == 0 {
 			continue

@@ -124,6 +124,7 @@ func validateVersions(r *Resource, newest *version.Version, p *field.Path) field
 			errs = append(errs, field.Required(vp.Child("introduced"), ""))
 			continue
 		}
+		errs = append(errs, validateFields(&v, newest, vp)...)
 		if l.Introduced.GreaterThan(newest) {
 			errs = append(errs, field.Invalid(vp.Child("introduced"), l.Introduced.String(), fmt.Sprintf("is after the newest release of the catalog (%s)", newest)))
 		}

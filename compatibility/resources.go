@@ -129,8 +129,9 @@ func (c *Config) Resources() ([]*registry.Resource, error) {
 			Served: func(ver *catalog.Version) bool {
 				return c.served.Has(schema.GroupVersionResource{Group: group, Version: ver.Name, Resource: plural})
 			},
-			StorageVersion: sv,
-			At:             c.Versions.Emulation,
+			StorageVersion:   sv,
+			At:               c.Versions.Emulation,
+			MinCompatibility: c.Versions.MinCompatibility,
 		})
 		if err != nil {
 			errs = append(errs, err)

@@ -93,6 +93,20 @@ type Version struct {
 	// SelectableFields are the extra fields usable in field selectors, besides
 	// metadata.name and metadata.namespace.
 	SelectableFields []apiextensionsv1.SelectableField
+	// NewFields are fields of Schema the server decodes and serves but takes no new
+	// data in (KEP-4330: a release its data must stay readable by lacks them, and
+	// would lose them). A write that sets one, or changes its value, is refused with
+	// its Reason; a value an update leaves as it was is kept.
+	NewFields []NewField
+}
+
+// NewField is a field a server takes no new data in (Version.NewFields).
+type NewField struct {
+	// Path locates the field: property names, "[]" for every item of a list, "{}" for
+	// every value of a map.
+	Path []string
+	// Reason is the detail of the Forbidden error a write that sets it gets.
+	Reason string
 }
 
 // Hooks are the Go behaviour of resources that have some. Every field is optional.

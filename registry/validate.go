@@ -90,6 +90,9 @@ func (r *Resource) nameFunc() apimachineryvalidation.ValidateNameFunc {
 func (r *Resource) ValidateCreate(ctx context.Context, version string, obj *Object) error {
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(convertedOnce(obj), r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
 	errs = append(errs, r.Schema(version).Validate(ctx, obj.Object)...)
+	if v := r.Version(version); v != nil {
+		errs = append(errs, newFieldErrors(v.NewFields, obj.Object, nil)...)
+	}
 	if r.Hooks != nil && r.Hooks.Validate != nil {
 		errs = append(errs, r.Hooks.Validate(ctx, obj)...)
 	}
@@ -109,6 +112,9 @@ func (r *Resource) ValidateUpdate(ctx context.Context, version string, obj, old 
 		errs = append(errs, r.Schema(version).ValidateUpdateWithoutRatcheting(ctx, obj.Object, old.Object)...)
 	} else {
 		errs = append(errs, r.Schema(version).ValidateUpdate(ctx, obj.Object, old.Object)...)
+	}
+	if v := r.Version(version); v != nil {
+		errs = append(errs, newFieldErrors(v.NewFields, obj.Object, old.Object)...)
 	}
 	if r.Hooks != nil && r.Hooks.ValidateUpdate != nil {
 		errs = append(errs, r.Hooks.ValidateUpdate(ctx, obj, old)...)

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"reflect"
+	"slices"
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/kube-openapi/pkg/validation/strfmt"
@@ -16,13 +17,14 @@ import (
 // kube-openapi that turn out valid.
 
 // typesOnly reports whether n and every node below it constrain values by type, by
-// nullability and by the formats typeValid knows only.
+// nullability, by the formats typeValid knows and by enums of strings only.
 func typesOnly(n *structuralschema.Structural) bool {
 	if n == nil {
 		return true
 	}
 	if v := n.ValueValidation; v != nil {
-		if !reflect.DeepEqual(*v, structuralschema.ValueValidation{Format: v.Format}) || !knownFormat(n.Type, v.Format) {
+		if !reflect.DeepEqual(*v, structuralschema.ValueValidation{Format: v.Format, Enum: v.Enum}) || !knownFormat(n.Type, v.Format) ||
+			!stringEnum(n.Type, v.Enum) {
 			return false
 		}
 	}
@@ -36,6 +38,23 @@ func typesOnly(n *structuralschema.Structural) bool {
 		return false
 	}
 	return typesOnly(n.Items)
+}
+
+// stringEnum reports whether enum is empty, or a string schema's enum of strings
+// (which typeValid checks as kube-openapi does: the value is one of them).
+func stringEnum(t string, enum []structuralschema.JSON) bool {
+	if len(enum) == 0 {
+		return true
+	}
+	if t != "string" {
+		return false
+	}
+	for _, e := range enum {
+		if _, ok := e.Object.(string); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // knownFormat reports whether typeValid checks format f of type t as kube-openapi does.
@@ -73,8 +92,12 @@ func typeValid(n *structuralschema.Structural, v interface{}) bool {
 		if !ok {
 			return false
 		}
-		if n.ValueValidation != nil && n.ValueValidation.Format != "" {
-			return strfmt.Default.Validates(n.ValueValidation.Format, s)
+		vv := n.ValueValidation
+		if vv != nil && len(vv.Enum) > 0 && !slices.ContainsFunc(vv.Enum, func(e structuralschema.JSON) bool { return e.Object == s }) {
+			return false
+		}
+		if vv != nil && vv.Format != "" {
+			return strfmt.Default.Validates(vv.Format, s)
 		}
 		return true
 	case "integer":

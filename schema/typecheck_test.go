@@ -35,7 +35,7 @@ func TestTypeWalkIsNeverMoreLenientThanOpenAPI(t *testing.T) {
 		}
 	}
 	crd := mustParseProps(t, `{"type":"object","properties":{"spec":{"type":"object","properties":{
-		"size":{"type":"integer","format":"int32"},"ratio":{"type":"number"},"name":{"type":"string","nullable":true},
+		"size":{"type":"integer","format":"int32"},"mode":{"type":"string","enum":["Fast","Safe"]},"ratio":{"type":"number"},"name":{"type":"string","nullable":true},
 		"when":{"type":"string","format":"date-time"},"blob":{"type":"string","format":"byte"},
 		"port":{"x-kubernetes-int-or-string":true},"tags":{"type":"array","items":{"type":"string"}},
 		"labels":{"type":"object","additionalProperties":{"type":"string"}},
@@ -118,6 +118,9 @@ func (g *generator) value(n *structuralschema.Structural, depth int) interface{}
 	}
 	switch n.Type {
 	case "string":
+		if n.ValueValidation != nil && len(n.ValueValidation.Enum) > 0 && (!g.spoil || g.rng.IntN(10) > 0) {
+			return n.ValueValidation.Enum[g.rng.IntN(len(n.ValueValidation.Enum))].Object
+		}
 		switch format {
 		case "date-time":
 			if g.spoil && g.rng.IntN(10) == 0 {

@@ -10,12 +10,21 @@
 // has deleted carry a short, sourced history and reuse a surviving version's schema. The
 // releases run from oldestRelease to the release of the k8s.io/api module in go.mod, so
 // bumping k8s.io/api and running the generator moves the catalog forward. The feature
-// gates are Concord's own plus a few upstream ones (features.go).
+// gates are Concord's own plus a few upstream ones (features.go). Enums come from the
+// +enum types' constants in the source of this build's k8s.io/api; when each field and
+// enum value was introduced comes from history.json, which
+//
+//	go run ./catalog/gen -history catalog/gen/history.json
+//
+// writes by reading the source of every release of k8s.io/api (downloaded through the
+// Go module proxy): run it after bumping k8s.io/api (the generator refuses a history
+// that stops before the module's release).
 //
 // The output is deterministic; catalog/gen's test fails when default.json is stale.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -29,7 +38,18 @@ import (
 
 func main() {
 	out := flag.String("o", "catalog/default.json", "file to write the catalog to")
+	history := flag.String("history", "", "instead, read every release of k8s.io/api the catalog describes (downloading them) and write the field history to this file (catalog/gen/history.json)")
 	flag.Parse()
+	run := run
+	if *history != "" {
+		out, run = history, func(out string) error {
+			newest, err := apiModuleRelease()
+			if err != nil {
+				return err
+			}
+			return writeHistory(out, newest)
+		}
+	}
 	if err := run(*out); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
@@ -65,10 +85,22 @@ func buildCatalog(specs []resourceSpec) (*catalog.Catalog, error) {
 		releases = append(releases, r)
 	}
 
-	b := newSchemaBuilder()
+	hist, err := loadHistory()
+	if err != nil {
+		return nil, err
+	}
+	if n := len(hist.Releases); n == 0 || hist.Releases[n-1] != newest.String() {
+		return nil, fmt.Errorf("%w: it ends at %v, k8s.io/api is release %s: run `go run ./catalog/gen -history catalog/gen/history.json`", errStaleHistory, hist.Releases, newest)
+	}
+	sources, err := dependencySources()
+	if err != nil {
+		return nil, err
+	}
+	g := &builder{schemas: newSchemaBuilder(), history: hist,
+		source: newSourceIndex(func(path string) string { return sources[path].dir })}
 	var out []catalog.Resource
 	for _, rs := range specs {
-		r, err := buildResource(b, rs, newest)
+		r, err := g.resource(rs, newest)
 		if err != nil {
 			return nil, err
 		}
@@ -81,8 +113,21 @@ func buildCatalog(specs []resourceSpec) (*catalog.Catalog, error) {
 	return catalog.New(releases, out, gates)
 }
 
-// buildResource builds one resource: names, lifecycles and schemas.
-func buildResource(b *schemaBuilder, rs resourceSpec, newest *version.Version) (catalog.Resource, error) {
+// errStaleHistory means that history.json does not reach the release of k8s.io/api.
+var errStaleHistory = errors.New("catalog/gen/history.json is stale")
+
+// builder builds the catalog's resources: schemas by reflection, enums from the
+// source of this build's k8s.io/api, fields' and enum values' introductions from the
+// history.
+type builder struct {
+	schemas *schemaBuilder
+	source  *sourceIndex
+	history *fieldHistory
+}
+
+// resource builds one resource: names, lifecycles, schemas and field histories.
+func (g *builder) resource(rs resourceSpec, newest *version.Version) (catalog.Resource, error) {
+	b := g.schemas
 	r := catalog.Resource{
 		Group:          rs.group,
 		Namespaced:     rs.namespaced,
@@ -94,6 +139,7 @@ func buildResource(b *schemaBuilder, rs resourceSpec, newest *version.Version) (
 		},
 	}
 	schemas := map[string]*apiextensionsv1.JSONSchemaProps{}
+	types := map[string]reflect.Type{}
 	for _, vs := range rs.versions {
 		if vs.obj == nil {
 			continue
@@ -106,10 +152,14 @@ func buildResource(b *schemaBuilder, rs resourceSpec, newest *version.Version) (
 			return r, fmt.Errorf("%s/%s %s: kind %s, but other versions are %s", rs.group, rs.plural, vs.name, t.Name(), r.Names.Kind)
 		}
 		s, err := b.object(t)
+		if err == nil {
+			err = addEnums(g.source, s, t)
+		}
 		if err != nil {
 			return r, fmt.Errorf("%s/%s %s: %w", rs.group, rs.plural, vs.name, err)
 		}
 		schemas[vs.name] = s
+		types[vs.name] = t
 	}
 	if r.Names.Kind == "" {
 		return r, fmt.Errorf("%s/%s: no version has a Go type to name its kind", rs.group, rs.plural)
@@ -131,11 +181,18 @@ func buildResource(b *schemaBuilder, rs resourceSpec, newest *version.Version) (
 		if _, ok := s.Properties["status"]; ok {
 			r.Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}, Scale: rs.scale}
 		}
+		t := types[vs.name]
+		if vs.obj == nil {
+			t = types[vs.schemaOf]
+		}
+		fields, enums := versionFields(g.history.Types[typeKey(t)], lifecycles[vs.name].Introduced)
 		r.Versions = append(r.Versions, catalog.Version{
 			Name:        vs.name,
 			Lifecycle:   lifecycles[vs.name],
 			Replacement: replacements[vs.name],
 			Schema:      s,
+			Fields:      fields,
+			EnumValues:  enums,
 		})
 	}
 	return r, nil
