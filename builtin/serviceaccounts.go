@@ -40,6 +40,9 @@ type ServiceAccountTokens struct {
 	// MaxExpiration, if positive, caps their lifetime
 	// (--service-account-max-token-expiration).
 	MaxExpiration time.Duration
+	// SecretUID returns the UID of a Secret, for tokens bound to one; a missing
+	// Secret is a NotFound StatusError. Nil: no token is bound to a Secret.
+	SecretUID func(ctx context.Context, namespace, name string) (string, error)
 }
 
 var tokenRequestKind = authenticationv1.SchemeGroupVersion.WithKind("TokenRequest")
@@ -54,7 +57,7 @@ func configureServiceAccounts(tokens *ServiceAccountTokens) func(*registry.Resou
 				if tokens == nil {
 					return nil, apierrors.NewInternalError(ErrNoTokens)
 				}
-				return tokens.request(sa, body)
+				return tokens.request(ctx, sa, body)
 			}},
 		}}
 		if res.HasPrinterColumns([]string{"Secrets", "Age"}) {
@@ -68,8 +71,9 @@ func configureServiceAccounts(tokens *ServiceAccountTokens) func(*registry.Resou
 }
 
 // request answers a TokenRequest for sa: defaults (an hour, the API's audiences),
-// Kubernetes' validation, the server's maximum lifetime, then the signed token.
-func (t *ServiceAccountTokens) request(sa *unstructured.Unstructured, body []byte) (*authenticationv1.TokenRequest, error) {
+// Kubernetes' validation, the server's maximum lifetime, the object the token is bound
+// to, then the signed token.
+func (t *ServiceAccountTokens) request(ctx context.Context, sa *unstructured.Unstructured, body []byte) (*authenticationv1.TokenRequest, error) {
 	tr := &authenticationv1.TokenRequest{}
 	if err := json.Unmarshal(body, tr); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a TokenRequest: %v", err))
@@ -86,10 +90,15 @@ func (t *ServiceAccountTokens) request(sa *unstructured.Unstructured, body []byt
 	if longest := int64(t.MaxExpiration / time.Second); longest > 0 && *tr.Spec.ExpirationSeconds > longest {
 		tr.Spec.ExpirationSeconds = ptrTo(longest)
 	}
+	bound, err := t.boundObject(ctx, sa.GetNamespace(), tr.Spec.BoundObjectRef)
+	if err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	token, expires, err := t.Issuer.Issue(serviceaccount.Request{
 		Namespace: sa.GetNamespace(), Name: sa.GetName(), UID: string(sa.GetUID()),
 		Audiences: tr.Spec.Audiences, ExpirationSeconds: *tr.Spec.ExpirationSeconds, Now: now,
+		BoundObject: bound,
 	})
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -101,9 +110,30 @@ func (t *ServiceAccountTokens) request(sa *unstructured.Unstructured, body []byt
 	return tr, nil
 }
 
-// validateTokenRequest is Kubernetes' validation of a TokenRequest's spec. A bound
-// object needs the kinds Concord does not serve (pods, nodes) or a check Concord does
-// not make yet (secrets), so none is accepted.
+// boundObject resolves the object a TokenRequest binds its token to, as Kubernetes
+// does: a Secret of the service account's namespace (404 if it does not exist, 409 if
+// the reference's UID is another's). Concord serves no Pods or Nodes: binding to one
+// is refused as Kubernetes refuses a kind it cannot bind to.
+func (t *ServiceAccountTokens) boundObject(ctx context.Context, namespace string, ref *authenticationv1.BoundObjectReference) (*serviceaccount.BoundObject, error) {
+	if ref == nil {
+		return nil, nil
+	}
+	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+	if gvk.Group != "" || gvk.Kind != serviceaccount.KindSecret || t.SecretUID == nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token to object of type %s", gvk))
+	}
+	uid, err := t.SecretUID(ctx, namespace, ref.Name)
+	if err != nil {
+		return nil, err
+	}
+	if ref.UID != "" && string(ref.UID) != uid {
+		return nil, apierrors.NewConflict(schema.GroupResource{Resource: gvk.Kind}, ref.Name,
+			fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
+	}
+	return &serviceaccount.BoundObject{Kind: serviceaccount.KindSecret, Name: ref.Name, UID: uid}, nil
+}
+
+// validateTokenRequest is Kubernetes' validation of a TokenRequest's spec.
 func validateTokenRequest(tr *authenticationv1.TokenRequest) field.ErrorList {
 	var errs field.ErrorList
 	specPath := field.NewPath("spec")
@@ -112,9 +142,6 @@ func validateTokenRequest(tr *authenticationv1.TokenRequest) field.ErrorList {
 		errs = append(errs, field.Invalid(specPath.Child("expirationSeconds"), secs, "may not specify a duration less than 10 minutes"))
 	case secs > serviceaccount.MaxExpirationSeconds:
 		errs = append(errs, field.Invalid(specPath.Child("expirationSeconds"), secs, "may not specify a duration larger than 2^32 seconds"))
-	}
-	if ref := tr.Spec.BoundObjectRef; ref != nil {
-		errs = append(errs, field.NotSupported(specPath.Child("boundObjectRef", "kind"), ref.Kind, []string{}))
 	}
 	return errs
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/concordproject/concord/builtin"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/serviceaccount"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -17,7 +19,10 @@ import (
 // errServiceAccountsNotSynced: the service accounts have not been read yet.
 var errServiceAccountsNotSynced = errors.New("the service accounts have not been read yet")
 
-var serviceAccountsGR = schema.GroupResource{Resource: "serviceaccounts"}
+var (
+	serviceAccountsGR = schema.GroupResource{Resource: "serviceaccounts"}
+	secretsGR         = schema.GroupResource{Resource: "secrets"}
+)
 
 // newServiceAccountTokens builds what issues service account tokens (the cluster's
 // signing key, --service-account-issuer) and adds their authenticator to the server's
@@ -49,13 +54,38 @@ func (i *Instance) newServiceAccountTokens(keyPEM []byte) (*builtin.ServiceAccou
 	authn, err := serviceaccount.NewAuthenticator(serviceaccount.AuthenticatorConfig{
 		Issuers: []string{o.ServiceAccountIssuer}, Keys: []crypto.PublicKey{issuer.PublicKey()},
 		APIAudiences: o.apiAudiences(), Lookup: lookup,
+		LookupBoundObject: func(ctx context.Context, kind, namespace, name string) (string, error) {
+			if kind != serviceaccount.KindSecret {
+				return "", fmt.Errorf("%w: %s %s/%s (Concord serves no %ss)", serviceaccount.ErrBoundObjectNotFound, kind, namespace, name, kind)
+			}
+			uid, err := i.secretUID(ctx, namespace, name)
+			if apierrors.IsNotFound(err) {
+				return "", fmt.Errorf("%w: %w", serviceaccount.ErrBoundObjectNotFound, err)
+			}
+			return uid, err
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
 	i.parts.serving.authn.Tokens = append(i.parts.serving.authn.Tokens, authn)
 	i.parts.issuer = issuer
-	return &builtin.ServiceAccountTokens{Issuer: issuer, APIAudiences: o.apiAudiences(), MaxExpiration: o.ServiceAccountMaxTokenExpiration}, nil
+	return &builtin.ServiceAccountTokens{Issuer: issuer, APIAudiences: o.apiAudiences(), MaxExpiration: o.ServiceAccountMaxTokenExpiration,
+		SecretUID: i.secretUID}, nil
+}
+
+// secretUID returns the UID of Secret namespace/name, read from storage (a token bound
+// to a Secret it has just deleted must not authenticate on this server either).
+func (i *Instance) secretUID(ctx context.Context, namespace, name string) (string, error) {
+	res := i.Registry.Get(secretsGR)
+	if res == nil {
+		return "", apierrors.NewNotFound(secretsGR, name)
+	}
+	obj, err := i.Store.Get(ctx, store.Ref{Resource: res, Version: "v1", Namespace: namespace, Name: name}, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	return string(obj.GetUID()), nil
 }
 
 // startServiceAccounts starts the informer of service accounts; ready once it has
