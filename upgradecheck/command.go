@@ -48,9 +48,9 @@ release that serves the resource runs again.
 
 It also reads the servers' VersionSkew report (compatibility.concord.io/v1alpha1, kept from
 the versions every server, aggregated server and controller manager announces on its
-identity lease) and blocks when the control plane is outside the version skew KEP-4330
-allows now, or when a server of X (emulating --emulation-version, min compatibility one
-below it) would be outside it beside the components running now.
+identity lease): it blocks when the control plane is outside the version skew KEP-4330
+allows now, and warns when a server of X (emulating --emulation-version, min
+compatibility one below it) would be outside it beside the components running now.
 
 With --drop-key NAME (an encryption key as "<provider>:<key name>", e.g. aescbc:key1, or
 "kms:<provider name>"), it answers instead (or as well, with --to-version) whether that key

@@ -3,7 +3,6 @@ package upgradecheck
 import (
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/concordproject/concord/versionskew"
@@ -110,7 +109,7 @@ func (s SkewReport) Print(w io.Writer) error {
 		_, err := fmt.Fprintf(w, "A server of release %s (emulation %s, min compatibility %s) would be within the allowance.\n", s.target.Binary, s.target.Emulation, s.target.MinCompatibility)
 		return err
 	}
-	fmt.Fprintf(w, "A server of release %s (emulation %s, min compatibility %s) would be outside the allowance:\n", s.target.Binary, s.target.Emulation, s.target.MinCompatibility)
+	fmt.Fprintf(w, "Warning: a server of release %s (emulation %s, min compatibility %s) would be outside the allowance beside the components running now (replace them first, or step through the releases between):\n", s.target.Binary, s.target.Emulation, s.target.MinCompatibility)
 	for _, v := range s.Target {
 		if _, err := fmt.Fprintf(w, "  - %s\n", v.Message); err != nil {
 			return err
@@ -119,18 +118,13 @@ func (s SkewReport) Print(w io.Writer) error {
 	return nil
 }
 
-// Err is nil when the control plane is within the allowance now and a server of the
-// target would be too; otherwise one line wrapping ErrNotSafe.
+// Err is nil when the control plane is within the allowance now, and otherwise one
+// line wrapping ErrNotSafe. That a server of the target would be outside it is a
+// warning (Print): the components it would be outside of may be the ones the rollout
+// replaces, which only the operator knows.
 func (s SkewReport) Err() error {
-	var problems []string
 	if c := s.Current; c != nil && c.Status != metav1.ConditionTrue {
-		problems = append(problems, "the control plane is outside the version skew allowance now")
+		return fmt.Errorf("version skew is %w: the control plane is outside the version skew allowance now: %s", ErrNotSafe, c.Message)
 	}
-	if n := len(s.Target); n > 0 {
-		problems = append(problems, fmt.Sprintf("a server of release %s would be outside it (%d violations)", s.target.Binary, n))
-	}
-	if len(problems) == 0 {
-		return nil
-	}
-	return fmt.Errorf("version skew is %w: %s", ErrNotSafe, strings.Join(problems, "; "))
+	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/versionskew"
 	"github.com/concordproject/concord/identity"
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/storageversion"
@@ -68,6 +69,11 @@ func TestStorageVersionObjects(t *testing.T) {
 			// Concord's own definition, the same in every release (package builtin).
 			storage = "v1"
 			decodable = []string{apiVersion("v1"), apiVersion("v1beta1")}
+			served = decodable
+		} else if gr == versionskew.GroupResource {
+			// Concord's own too.
+			storage = versionskew.GroupVersion.Version
+			decodable = []string{versionskew.GroupVersion.String()}
 			served = decodable
 		} else if cat := compat.Catalog.Resource(gr.Group, gr.Resource); cat != nil {
 			for _, v := range cat.Versions { // newest first
