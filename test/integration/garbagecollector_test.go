@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -127,8 +129,8 @@ func TestGarbageCollection(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := getCM(t, cs0, ns, "owner")
-		if got.DeletionTimestamp == nil || !slices.Equal(got.Finalizers, []string{metav1.FinalizerDeleteDependents}) {
-			t.Fatalf("owner deleted in the foreground: deletionTimestamp %v, finalizers %v", got.DeletionTimestamp, got.Finalizers)
+		if got.DeletionTimestamp == nil || !slices.Equal(got.Finalizers, []string{metav1.FinalizerDeleteDependents}) || got.Generation != owner.Generation+1 {
+			t.Fatalf("owner deleted in the foreground: deletionTimestamp %v, finalizers %v, generation %d (was %d)", got.DeletionTimestamp, got.Finalizers, got.Generation, owner.Generation)
 		}
 		waitCMsGone(t, cs0, free)
 		waitFor(t, "the blocking dependent being deleted", func() (bool, error) {
@@ -475,5 +477,39 @@ func releaseCM(t *testing.T, cs kubernetes.Interface, ns, name string) {
 	t.Helper()
 	if _, err := cs.CoreV1().ConfigMaps(ns).Patch(t.Context(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("releasing %s/%s: %v", ns, name, err)
+	}
+}
+
+// Kubernetes' legacy default: CronJobs deleted through batch/v1beta1 (served up to
+// 1.24) orphan their dependents; through batch/v1 they do not.
+func TestGarbageCollectionLegacyDefault(t *testing.T) {
+	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Compatibility.BinaryVersion, o.EnablePriorityAndFairness = "1.24", false }))
+	cs, dyn := c.Servers[0].Clientset(t), c.Servers[0].Dynamic(t)
+	for _, version := range []string{"v1beta1", "v1"} {
+		cronJobs := dyn.Resource(schema.GroupVersionResource{Group: "batch", Version: version, Resource: "cronjobs"}).Namespace("default")
+		cj := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "batch/" + version, "kind": "CronJob", "metadata": map[string]interface{}{"name": "cj-" + version},
+			"spec": map[string]interface{}{"schedule": "@hourly", "jobTemplate": map[string]interface{}{"spec": map[string]interface{}{"template": map[string]interface{}{
+				"spec": map[string]interface{}{"restartPolicy": "Never", "containers": []interface{}{map[string]interface{}{"name": "c", "image": "busybox"}}}}}}},
+		}}
+		cj, err := cronJobs.Create(t.Context(), cj, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dep := createCM(t, cs, gcCM("default", "of-cj-"+version, []metav1.OwnerReference{ownedBy(cj, "batch/"+version, "CronJob", false)}))
+		if err := cronJobs.Delete(t.Context(), cj.GetName(), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the cronjob deleted through "+version, func() (bool, error) {
+			_, err := cronJobs.Get(t.Context(), cj.GetName(), metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if version == "v1" {
+			waitCMsGone(t, cs, dep)
+			continue
+		}
+		if got := getCM(t, cs, "default", dep.Name); got.UID != dep.UID || namesOwner(got, cj.GetUID()) {
+			t.Errorf("the dependent of a CronJob deleted through batch/v1beta1: owners %+v, want orphaned", got.OwnerReferences)
+		}
 	}
 }
