@@ -2,13 +2,20 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/concordproject/concord/controlplane"
+	"github.com/concordproject/concord/garbagecollector"
 	"github.com/concordproject/concord/harness"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sync/errgroup"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -511,5 +518,191 @@ func TestGarbageCollectionLegacyDefault(t *testing.T) {
 		if got := getCM(t, cs, "default", dep.Name); got.UID != dep.UID || namesOwner(got, cj.GetUID()) {
 			t.Errorf("the dependent of a CronJob deleted through batch/v1beta1: owners %+v, want orphaned", got.OwnerReferences)
 		}
+	}
+}
+
+// createCMs creates n ConfigMaps prefix-0..n-1 in ns with owners, sixteen at a time,
+// through the clients in turn.
+func createCMs(t *testing.T, clients []kubernetes.Interface, ns, prefix string, n int, owners []metav1.OwnerReference) {
+	t.Helper()
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i := range n {
+		cs := clients[i%len(clients)]
+		g.Go(func() error {
+			_, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), gcCM(ns, fmt.Sprint(prefix, i), owners), metav1.CreateOptions{})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatalf("creating %d configmaps %s*: %v", n, prefix, err)
+	}
+}
+
+// countCMs counts the ConfigMaps of ns whose name starts with prefix.
+func countCMs(ctx context.Context, cs kubernetes.Interface, ns, prefix string) (int, error) {
+	n := 0
+	opts := metav1.ListOptions{Limit: 1000}
+	for {
+		list, err := cs.CoreV1().ConfigMaps(ns).List(ctx, opts)
+		if err != nil {
+			return 0, err
+		}
+		for _, cm := range list.Items {
+			if strings.HasPrefix(cm.Name, prefix) {
+				n++
+			}
+		}
+		if list.Continue == "" {
+			return n, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// Thousands of dependents of one owner, collected completely: in the background, and
+// in the foreground, where the owner stays until the last of them is gone.
+func TestGarbageCollectionAtScale(t *testing.T) {
+	const n = 2000
+	c := harness.Start(t, 2)
+	clients := []kubernetes.Interface{c.Servers[0].Clientset(t), c.Servers[1].Clientset(t)}
+	cs := clients[0]
+	ns := gcNamespace(t, cs, "gc-scale")
+	for _, policy := range []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground} {
+		name := strings.ToLower(string(policy))
+		owner := createCM(t, cs, gcCM(ns, name, nil))
+		start := time.Now()
+		createCMs(t, clients, ns, name+"-", n, cmOwnedBy(owner, true))
+		created := time.Since(start)
+		start = time.Now()
+		if err := clients[1].CoreV1().ConfigMaps(ns).Delete(t.Context(), name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			left, err := countCMs(t.Context(), cs, ns, name+"-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ownerGone, err := cmGone(t.Context(), cs, ns, name, owner.UID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left > 0 && ownerGone && policy == metav1.DeletePropagationForeground {
+				t.Fatalf("the owner deleted in the foreground went while %d dependents remained", left)
+			}
+			if left == 0 && ownerGone {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d dependents left, owner gone %v, after %v", policy, left, ownerGone, time.Since(start))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("%s: %d dependents created in %v, collected in %v", policy, n, created, time.Since(start))
+	}
+}
+
+// The server leading the garbage collector is killed (SIGKILL) mid-collection: the
+// next leader continues from what it reads. Of a population of owners, some deleted
+// in the background and with Orphan, others alive, nothing is left behind and nothing
+// that should live is deleted, checked through the API and in etcd.
+func TestGarbageCollectorLeaderKilled(t *testing.T) {
+	const lease = 2 * time.Second // identity lease: the collector's lease is 1s
+	c := harness.Start(t, 0, svLeases(lease, 250*time.Millisecond))
+	h := startHelper(t, c, svHelperOptions{LeaseDuration: lease, LeaseRenew: 250 * time.Millisecond})
+	// The election's Lease, as etcd holds it: the helper, serving alone, leads.
+	leader := func() (string, error) {
+		resp, err := c.EtcdClient.Get(t.Context(), "/registry/coordination.k8s.io/leases/kube-system/"+garbagecollector.ElectionLease)
+		if err != nil || len(resp.Kvs) == 0 {
+			return "", err
+		}
+		var l coordinationv1.Lease
+		if err := json.Unmarshal(resp.Kvs[0].Value, &l); err != nil || l.Spec.HolderIdentity == nil {
+			return "", err
+		}
+		return *l.Spec.HolderIdentity, nil
+	}
+	leads := func(id string) func() (bool, error) {
+		return func() (bool, error) {
+			holder, err := leader()
+			return strings.HasPrefix(holder, id+"_"), err
+		}
+	}
+	waitFor(t, "the helper server leading the garbage collector", leads(h.ID))
+	s := c.AddServer(t)
+	cs := s.Clientset(t)
+	ns := gcNamespace(t, cs, "gc-kill")
+	doomed := createCM(t, cs, gcCM(ns, "doomed", nil))
+	alive := createCM(t, cs, gcCM(ns, "alive", nil))
+	orphaner := createCM(t, cs, gcCM(ns, "orphaner", nil))
+	clients := []kubernetes.Interface{cs}
+	const nDoomed, nAlive, nShared, nOrphaned = 2000, 200, 100, 300
+	createCMs(t, clients, ns, "doomed-", nDoomed, cmOwnedBy(doomed, false))
+	createCMs(t, clients, ns, "alive-", nAlive, cmOwnedBy(alive, false))
+	createCMs(t, clients, ns, "shared-", nShared, append(cmOwnedBy(doomed, true), cmOwnedBy(alive, true)...))
+	createCMs(t, clients, ns, "orphaned-", nOrphaned, cmOwnedBy(orphaner, true))
+	if err := cs.CoreV1().ConfigMaps(ns).Delete(t.Context(), "doomed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	orphan := metav1.DeletePropagationOrphan
+	if err := cs.CoreV1().ConfigMaps(ns).Delete(t.Context(), "orphaner", metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	waitFor(t, "the collection to be under way", func() (bool, error) {
+		var err error
+		left, err = countCMs(t.Context(), cs, ns, "doomed-")
+		return left < nDoomed*9/10, err
+	})
+	h.kill()
+	killed := time.Now()
+	t.Logf("leader killed with %d of %d dependents left to collect", left, nDoomed)
+	waitFor(t, "the next leader", leads(s.ServerID))
+	deadline := time.Now().Add(time.Minute)
+	for {
+		left, err := countCMs(t.Context(), cs, ns, "doomed-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone, err := cmGone(t.Context(), cs, ns, "orphaner", orphaner.UID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 && gone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the kill: %d dependents left, orphaning owner gone %v", left, gone)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("collection completed %v after the kill", time.Since(killed))
+	// Nothing that should live was deleted; nothing refers to a deleted owner.
+	list, err := cs.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, cm := range list.Items {
+		kind, _, _ := strings.Cut(cm.Name, "-")
+		count[kind]++
+		if cm.DeletionTimestamp != nil || namesOwner(&cm, doomed.UID) || namesOwner(&cm, orphaner.UID) {
+			t.Errorf("%s: deletionTimestamp %v, owners %+v", cm.Name, cm.DeletionTimestamp, cm.OwnerReferences)
+		}
+		if kind != "orphaned" && cm.Name != "alive" && !namesOwner(&cm, alive.UID) {
+			t.Errorf("%s lost its live owner: %+v", cm.Name, cm.OwnerReferences)
+		}
+	}
+	want := map[string]int{"alive": nAlive + 1, "shared": nShared, "orphaned": nOrphaned}
+	if !reflect.DeepEqual(count, want) {
+		t.Errorf("configmaps by name after the collection: %v, want %v", count, want)
+	}
+	resp, err := c.EtcdClient.Get(t.Context(), "/registry/core/configmaps/"+ns+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Count != int64(len(list.Items)) {
+		t.Errorf("etcd holds %d configmaps of %s, the API lists %d", resp.Count, ns, len(list.Items))
 	}
 }
