@@ -490,7 +490,9 @@ func releaseCM(t *testing.T, cs kubernetes.Interface, ns, name string) {
 // Kubernetes' legacy default: CronJobs deleted through batch/v1beta1 (served up to
 // 1.24) orphan their dependents; through batch/v1 they do not.
 func TestGarbageCollectionLegacyDefault(t *testing.T) {
-	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Compatibility.BinaryVersion, o.EnablePriorityAndFairness = "1.24", false }))
+	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
+		o.Compatibility.BinaryVersion, o.EnablePriorityAndFairness = "1.24", false
+	}))
 	cs, dyn := c.Servers[0].Clientset(t), c.Servers[0].Dynamic(t)
 	for _, version := range []string{"v1beta1", "v1"} {
 		cronJobs := dyn.Resource(schema.GroupVersionResource{Group: "batch", Version: version, Resource: "cronjobs"}).Namespace("default")
