@@ -396,6 +396,28 @@ func TestGarbageCollection(t *testing.T) {
 		waitCMsGone(t, cs0, grand, dep, owner)
 	})
 
+	t.Run("circle", func(t *testing.T) {
+		// Kubernetes' "should not be blocked by dependency circle", with ConfigMaps:
+		// each owns the next, blocking; one deleted in the foreground takes them all.
+		ns := gcNamespace(t, cs0, "gc-circle")
+		var cms []*corev1.ConfigMap
+		for i := range 3 {
+			cms = append(cms, createCM(t, cs0, gcCM(ns, fmt.Sprint("cm-", i), nil)))
+		}
+		for i, cm := range cms {
+			owner := cms[(i+2)%3]
+			patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":%q,"uid":%q,"controller":true,"blockOwnerDeletion":true}]}}`, owner.Name, owner.UID)
+			if _, err := cs1.CoreV1().ConfigMaps(ns).Patch(t.Context(), cm.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fg := metav1.DeletePropagationForeground
+		if err := cs0.CoreV1().ConfigMaps(ns).Delete(t.Context(), "cm-0", metav1.DeleteOptions{PropagationPolicy: &fg, Preconditions: metav1.NewUIDPreconditions(string(cms[0].UID))}); err != nil {
+			t.Fatal(err)
+		}
+		waitCMsGone(t, cs0, cms...)
+	})
+
 	t.Run("custom resources", func(t *testing.T) {
 		ns := gcNamespace(t, cs0, "gc-custom")
 		crd := gcWidgetCRD()
