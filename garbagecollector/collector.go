@@ -122,12 +122,37 @@ type term struct {
 	deleter  *reconcile.Controller[types.UID]
 	orphaner *reconcile.Controller[types.UID]
 	recorder record.EventRecorder
+
+	mu sync.Mutex
+	// unknownKinds are the objects whose owner references name a kind not served:
+	// looked at again when the registry changes.
+	unknownKinds map[types.UID]struct{}
+}
+
+// waitForKinds remembers that uid waits for a kind to be served.
+func (t *term) waitForKinds(uid types.UID) {
+	t.mu.Lock()
+	t.unknownKinds[uid] = struct{}{}
+	t.mu.Unlock()
+}
+
+// registryChanged follows the registry: monitors start and stop, and the objects that
+// waited for a kind are looked at again.
+func (t *term) registryChanged() {
+	t.monitors.sync()
+	t.mu.Lock()
+	waiting := t.unknownKinds
+	t.unknownKinds = map[types.UID]struct{}{}
+	t.mu.Unlock()
+	for uid := range waiting {
+		t.deleter.Add(uid)
+	}
 }
 
 // lead collects until ctx is done (leadership lost).
 func (c *Collector) lead(ctx context.Context, recorder record.EventRecorder) {
 	logger := klog.FromContext(ctx)
-	t := &term{recorder: recorder}
+	t := &term{recorder: recorder, unknownKinds: map[types.UID]struct{}{}}
 	opts := reconcile.Options[types.UID]{Workers: c.cfg.Workers, Metrics: c.cfg.ReconcileMetrics}
 	t.deleter = reconcile.New("garbage-collector-delete", reconcile.Func[types.UID](t.attemptToDelete), opts)
 	t.orphaner = reconcile.New("garbage-collector-orphan", reconcile.Func[types.UID](t.attemptToOrphan), opts)
@@ -136,7 +161,7 @@ func (c *Collector) lead(ctx context.Context, recorder record.EventRecorder) {
 	t.objects = &objects{registry: c.cfg.Registry, client: c.meta, monitors: t.monitors}
 	defer t.monitors.stop()
 	// A resource served or withdrawn (a CRD) starts or stops its monitor.
-	defer c.cfg.Registry.OnChange(ctx, t.monitors.sync)()
+	defer c.cfg.Registry.OnChange(ctx, t.registryChanged)()
 	t.monitors.sync()
 	syncCtx, cancel := context.WithTimeout(ctx, initialSyncTimeout)
 	err := wait.PollUntilContextCancel(syncCtx, 10*time.Millisecond, true, func(context.Context) (bool, error) { return t.monitors.synced(), nil })

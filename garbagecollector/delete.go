@@ -30,6 +30,10 @@ func (t *term) attemptToDelete(ctx context.Context, uid types.UID) (reconcile.Re
 		klog.FromContext(ctx).V(2).Info("Object is cluster-scoped but refers to a namespaced owner; the reference cannot be resolved", "object", n.ref)
 		return reconcile.Result{}, nil
 	}
+	if errors.Is(err, errUnknownKind) {
+		// Retried with backoff, and at once when the registry changes.
+		t.waitForKinds(uid)
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}

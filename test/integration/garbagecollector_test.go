@@ -105,6 +105,9 @@ func namesOwner(cm *corev1.ConfigMap, uid types.UID) bool {
 func TestGarbageCollection(t *testing.T) {
 	c := harness.Start(t, 2)
 	cs0, cs1 := c.Servers[0].Clientset(t), c.Servers[1].Clientset(t)
+	// A dependent of a kind no server serves yet (the custom resources' below): kept
+	// until it is served, then collected (its owner does not exist).
+	early := createCM(t, cs0, gcCM("default", "of-unserved-kind", []metav1.OwnerReference{{APIVersion: "gc.example.com/v1", Kind: "Widget", Name: "w", UID: "00000000-0000-0000-0000-0000000000bb"}}))
 
 	t.Run("background", func(t *testing.T) {
 		ns := gcNamespace(t, cs0, "gc-background")
@@ -418,14 +421,34 @@ func TestGarbageCollection(t *testing.T) {
 		waitCMsGone(t, cs0, cms...)
 	})
 
+	t.Run("metrics", func(t *testing.T) {
+		// The leader's controllers report their outcomes as every controller does.
+		total := map[string]float64{}
+		for _, srv := range c.Servers {
+			for _, m := range scrape(t, srv)["concord_controller_reconcile_total"].GetMetric() {
+				l := labelsOf(m)
+				total[l["controller"]+" "+l["result"]] += m.GetCounter().GetValue()
+			}
+		}
+		for _, key := range []string{"garbage-collector-delete success", "garbage-collector-orphan success"} {
+			if total[key] == 0 {
+				t.Errorf("concord_controller_reconcile_total %s: none (all: %v)", key, total)
+			}
+		}
+	})
+
 	t.Run("custom resources", func(t *testing.T) {
 		ns := gcNamespace(t, cs0, "gc-custom")
+		if got := getCM(t, cs0, "default", early.Name); got.UID != early.UID || got.DeletionTimestamp != nil {
+			t.Fatalf("the dependent of an unserved kind: %+v", got.ObjectMeta)
+		}
 		crd := gcWidgetCRD()
 		if _, err := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions().Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		gvr := gvrOf(crd, "v1")
 		waitServedEverywhere(t, c, gvr, time.Now())
+		waitCMsGone(t, cs0, early)
 		widgets0, widgets1 := c.Servers[0].Dynamic(t).Resource(gvr).Namespace(ns), c.Servers[1].Dynamic(t).Resource(gvr).Namespace(ns)
 		widget := func(name string, owners ...metav1.OwnerReference) *unstructured.Unstructured {
 			u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "gc.example.com/v1", "kind": "Widget"}}
