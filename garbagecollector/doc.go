@@ -40,7 +40,9 @@
 //
 // # What it must not touch
 //
-// It never reads or writes etcd, and deletes nothing but through the API's
-// preconditioned deletions; the delete path's finalizers and defaults are the
-// store's.
+// It never touches etcd: it reads the store only through its monitors (and, when a
+// resource stops being served, to see which of the objects its monitor knew remain),
+// and writes only through the API, deletions preconditioned. The delete path's
+// finalizers and per-resource defaults are the store's (registry/store, and
+// registry.Resource's GarbageCollection set by package builtin).
 package garbagecollector
