@@ -82,8 +82,9 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 }
 
 // markDeleting starts the deletion of obj, once: its deletionTimestamp is now, its
-// grace period zero and its generation one more (Kubernetes' markAsDeleting), and its
-// resource's hook may prepare it.
+// grace period zero and its generation one more (Kubernetes' markAsDeleting; not for
+// resources whose deletion their hooks hold, namespaces, which Kubernetes deletes
+// its own way), and its resource's hook may prepare it.
 func (s *Store) markDeleting(ctx context.Context, res *registry.Resource, obj *registry.Object) {
 	if obj.GetDeletionTimestamp() != nil {
 		return
@@ -92,7 +93,7 @@ func (s *Store) markDeleting(ctx context.Context, res *registry.Resource, obj *r
 	var zero int64
 	obj.SetDeletionTimestamp(&now)
 	obj.SetDeletionGracePeriodSeconds(&zero)
-	if g := obj.GetGeneration(); g > 0 {
+	if g := obj.GetGeneration(); g > 0 && (res.Hooks == nil || res.Hooks.PendingDeletion == nil) {
 		obj.SetGeneration(g + 1)
 	}
 	if res.Hooks != nil && res.Hooks.PrepareForDelete != nil {
