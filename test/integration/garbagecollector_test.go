@@ -131,9 +131,11 @@ func TestGarbageCollection(t *testing.T) {
 		ns := gcNamespace(t, cs0, "gc-foreground")
 		owner := createCM(t, cs0, gcCM(ns, "owner", nil))
 		// blocker blocks the owner's deletion and is held by a finalizer of its own;
-		// free does not block it.
+		// free does not block it; shared has a live owner too, and survives.
 		blocker := createCM(t, cs0, gcCM(ns, "blocker", cmOwnedBy(owner, true), "example.com/hold"))
 		free := createCM(t, cs0, gcCM(ns, "free", cmOwnedBy(owner, false)))
+		live := createCM(t, cs0, gcCM(ns, "live", nil))
+		shared := createCM(t, cs0, gcCM(ns, "shared", append(cmOwnedBy(owner, true), cmOwnedBy(live, true)...)))
 		fg := metav1.DeletePropagationForeground
 		if err := cs1.CoreV1().ConfigMaps(ns).Delete(t.Context(), "owner", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
 			t.Fatal(err)
@@ -160,6 +162,9 @@ func TestGarbageCollection(t *testing.T) {
 		}
 		releaseCM(t, cs1, ns, "blocker")
 		waitCMsGone(t, cs0, blocker, owner)
+		if got := getCM(t, cs0, ns, "shared"); got.UID != shared.UID || got.DeletionTimestamp != nil || namesOwner(got, owner.UID) || !namesOwner(got, live.UID) {
+			t.Errorf("the dependent with a live owner too: %+v", got.ObjectMeta)
+		}
 
 		// A dependent that does not block leaves its owner free to go, and is deleted.
 		owner = createCM(t, cs0, gcCM(ns, "owner2", nil))
