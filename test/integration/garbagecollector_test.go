@@ -189,7 +189,7 @@ func TestGarbageCollection(t *testing.T) {
 			opts metav1.DeleteOptions
 		}{
 			{"policy", metav1.DeleteOptions{PropagationPolicy: &orphan}},
-			{"legacy", metav1.DeleteOptions{OrphanDependents: &yes}},
+			{"legacy", metav1.DeleteOptions{OrphanDependents: &yes}}, //nolint:staticcheck // SA1019: the deprecated option is tested
 		} {
 			owner := createCM(t, cs0, gcCM(ns, tc.name, nil))
 			other := createCM(t, cs0, gcCM(ns, tc.name+"-other", nil))
@@ -225,7 +225,8 @@ func TestGarbageCollection(t *testing.T) {
 		owner := createCM(t, cs0, gcCM(ns, "accepted", nil, "example.com/hold"))
 		dep := createCM(t, cs0, gcCM(ns, "accepted-dep", cmOwnedBy(owner, false)))
 		var code int
-		cs0.CoreV1().RESTClient().Delete().Namespace(ns).Resource("configmaps").Name("accepted").Body(&metav1.DeleteOptions{OrphanDependents: &no}).Do(t.Context()).StatusCode(&code)
+		legacy := &metav1.DeleteOptions{OrphanDependents: &no} //nolint:staticcheck // SA1019: the deprecated option is tested
+		cs0.CoreV1().RESTClient().Delete().Namespace(ns).Resource("configmaps").Name("accepted").Body(legacy).Do(t.Context()).StatusCode(&code)
 		if code != 202 {
 			t.Errorf("orphanDependents=false of an object held by a finalizer answered %d, want 202", code)
 		}
@@ -239,11 +240,12 @@ func TestGarbageCollection(t *testing.T) {
 	t.Run("invalid options", func(t *testing.T) {
 		yes := true
 		orphan, bogus := metav1.DeletePropagationOrphan, metav1.DeletionPropagation("Sideways")
+		both := metav1.DeleteOptions{OrphanDependents: &yes, PropagationPolicy: &orphan} //nolint:staticcheck // SA1019: the deprecated option is tested
 		for _, tc := range []struct {
 			opts metav1.DeleteOptions
 			want string
 		}{
-			{metav1.DeleteOptions{OrphanDependents: &yes, PropagationPolicy: &orphan}, `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: "Orphan": orphanDependents and deletionPropagation cannot be both set`},
+			{both, `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: "Orphan": orphanDependents and deletionPropagation cannot be both set`},
 			{metav1.DeleteOptions{PropagationPolicy: &bogus}, `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil"`},
 		} {
 			// Refused before the object is even looked up, as in Kubernetes.
