@@ -29,8 +29,9 @@ var errNotSynced = errors.New("the stored CustomResourceDefinitions are not all 
 // (start-up waits until it serves every stored definition, and until every built-in
 // resource had one registration attempt), admission, priority and fairness, the
 // bootstrap roles and the ClusterRole aggregation controller, quotas, the namespace
-// controller, the garbage collector and storage migration. The last component, started last and so stopped first, turns /readyz
-// off when the server begins to stop.
+// controller, the garbage collector and storage migration. The last component,
+// started last and so stopped first, turns /readyz off when the server begins to
+// stop.
 func (i *Instance) startControllers(ctx context.Context) (context.Context, error) {
 	if err := bootstrapNamespaces(ctx, i); err != nil {
 		return ctx, err
