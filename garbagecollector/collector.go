@@ -38,8 +38,8 @@ const (
 	initialSyncTimeout = 30 * time.Second
 )
 
-// EventSource is the component the collector's Events name.
-const EventSource = "garbage-collector-controller"
+// eventSource is the component the collector's Events name.
+const eventSource = "garbage-collector-controller"
 
 // Config configures a Collector.
 type Config struct {
@@ -100,7 +100,7 @@ func (c *Collector) Run(ctx context.Context) error {
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
-	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventSource})
+	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventSource})
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: identity.Namespace, Name: ElectionLease},
 		Client:     c.client.CoordinationV1(),

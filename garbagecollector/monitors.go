@@ -15,9 +15,9 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// IgnoredResources are the resources the collector does not follow, as Kubernetes'
+// ignoredResources are the resources the collector does not follow, as Kubernetes'
 // garbage collector ignores them: Events, whose deletion never involves it.
-var IgnoredResources = map[schema.GroupResource]bool{
+var ignoredResources = map[schema.GroupResource]bool{
 	{Resource: "events"}:                         true,
 	{Group: "events.k8s.io", Resource: "events"}: true,
 }
@@ -61,7 +61,7 @@ func (m *monitors) sync() {
 	}
 	served := map[schema.GroupResource]*registry.Resource{}
 	for _, res := range m.registry.Resources() {
-		if res.Persisted() && !IgnoredResources[res.GroupResource()] && res.PreferredVersion() != "" {
+		if res.Persisted() && !ignoredResources[res.GroupResource()] && res.PreferredVersion() != "" {
 			served[res.GroupResource()] = res
 		}
 	}
