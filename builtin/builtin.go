@@ -56,6 +56,7 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		storageVersionMigrationsGR:   configureStorageVersionMigrations,
 		leasesGR:                     configureLeases,
 		deploymentsGR:                configureDeployments,
+		cronJobsGR:                   configureCronJobs,
 		replicaSetsGR:                configureReplicaSets,
 		podTemplatesGR:               configurePodTemplates,
 		secretsGR:                    configureSecrets,

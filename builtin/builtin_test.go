@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,8 +47,16 @@ func TestConfigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	for gr := range configurers(Options{}) {
-		if r := find(rs, gr); r != nil && r.Hooks == nil && r.TTL == 0 {
+		if r := find(rs, gr); r != nil && r.Hooks == nil && r.TTL == 0 && r.GarbageCollection.OrphanByDefault == nil {
 			t.Errorf("%s has no behaviour", gr)
+		}
+	}
+	if cj := find(rs, cronJobsGR); !slices.Equal(cj.GarbageCollection.OrphanByDefault, []string{"v1beta1"}) {
+		t.Errorf("cronjobs: garbage collection %+v", cj.GarbageCollection)
+	}
+	for _, gr := range []schema.GroupResource{coreEventsGR, eventsGR} {
+		if !find(rs, gr).GarbageCollection.Unsupported {
+			t.Errorf("%s wait for the garbage collector", gr)
 		}
 	}
 	if ev := find(rs, coreEventsGR); ev.TTL != time.Hour || ev.Hooks == nil || ev.Hooks.TableCells == nil || len(ev.Versions[0].SelectableFields) == 0 {

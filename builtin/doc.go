@@ -12,7 +12,9 @@
 // The few that no other package owns live here, one file per resource: Events (their
 // expiry, the field selectors of core Events, kubectl's columns), Leases (created by
 // PUT), Deployments (the defaults, selector rules and READY column of Kubernetes'
-// API server; no controller acts on them) and PodTemplates (the pod-spec defaults).
+// API server; no controller acts on them), PodTemplates (the pod-spec defaults) and
+// CronJobs (the legacy garbage collection default of batch/v1beta1). Events' deletions
+// never involve the garbage collector, as in Kubernetes.
 //
 // It changes definitions before they go into a registry; it serves and stores
 // nothing.

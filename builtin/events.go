@@ -24,6 +24,8 @@ var (
 // columns, from an --api-catalog file, the columns' JSONPaths apply).
 func configureEvents(res *registry.Resource, f eventFields, ttl time.Duration) error {
 	res.TTL = ttl
+	// As in Kubernetes, deleting an Event never waits for the garbage collector.
+	res.GarbageCollection.Unsupported = true
 	if res.GroupResource() == coreEventsGR {
 		// The field selectors of Kubernetes' core Events, but source, which names
 		// source.component.

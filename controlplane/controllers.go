@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/concordproject/concord/apiextensions"
 	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/garbagecollector"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/migration"
 	"github.com/concordproject/concord/namespace"
@@ -27,8 +29,9 @@ var errNotSynced = errors.New("the stored CustomResourceDefinitions are not all 
 // (start-up waits until it serves every stored definition, and until every built-in
 // resource had one registration attempt), admission, priority and fairness, the
 // bootstrap roles and the ClusterRole aggregation controller, quotas, the version skew
-// controller, the namespace controller and storage migration. The last component,
-// started last and so stopped first, turns /readyz off when the server begins to stop.
+// controller, the namespace controller, the garbage collector and storage migration.
+// The last component, started last and so stopped first, turns /readyz off when the
+// server begins to stop.
 func (i *Instance) startControllers(ctx context.Context) (context.Context, error) {
 	if err := bootstrapNamespaces(ctx, i); err != nil {
 		return ctx, err
@@ -96,6 +99,9 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	if err := i.start(ctx, lifecycle.Component{Name: "namespace-controller", Run: namespaces.Run}); err != nil {
 		return ctx, err
 	}
+	if err := i.startGarbageCollector(ctx); err != nil {
+		return ctx, err
+	}
 	if !i.opts.DisableStorageMigration {
 		// Leader-elected among the servers: one of them triggers and runs migrations.
 		if err := i.start(ctx, lifecycle.Component{Name: "storage-migration", Run: func(ctx context.Context) error {
@@ -127,6 +133,22 @@ func (i *Instance) startQuota(ctx context.Context) error {
 		return err
 	}
 	return i.start(ctx, lifecycle.Component{Name: "resourcequota-controller", Run: usage.Run})
+}
+
+// startGarbageCollector starts the garbage collector, leader-elected among the
+// servers. Its election is timed from the identity lease duration, as the storage
+// version collector's: half of it (whole seconds, at least one), renewed within two
+// thirds of that, retried every sixth (15s, 10s and 2.5s by default).
+func (i *Instance) startGarbageCollector(ctx context.Context) error {
+	lease := max(time.Second, (i.opts.IdentityLeaseDuration / 2).Truncate(time.Second))
+	gc, err := garbagecollector.New(garbagecollector.Config{
+		Registry: i.Registry, Store: i.Store, RESTConfig: i.LoopbackConfig(), Holder: i.ServerID + "_" + uuid.NewString(),
+		LeaseDuration: lease, RenewDeadline: lease * 2 / 3, RetryPeriod: lease / 6, ReconcileMetrics: i.runtime,
+	})
+	if err != nil {
+		return err
+	}
+	return i.start(ctx, lifecycle.Component{Name: "garbage-collector", Run: gc.Run})
 }
 
 // startIdentity starts the identity lease (ready once written), the garbage collector

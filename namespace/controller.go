@@ -108,9 +108,11 @@ func (c *Controller) finalize(ctx context.Context, name string) error {
 	return err
 }
 
-// deleteAll deletes every object of res in namespace ns and returns how many remain
-// (held by finalizers).
+// deleteAll deletes every object of res in namespace ns, in the background as
+// Kubernetes' namespace controller does (the garbage collector deletes their
+// dependents afterwards), and returns how many remain (held by finalizers).
 func (c *Controller) deleteAll(ctx context.Context, res *registry.Resource, ns string) (int, error) {
+	background := metav1.DeletePropagationBackground
 	version := res.StorageVersion
 	if v := res.PreferredVersion(); v != "" {
 		version = v
@@ -124,7 +126,7 @@ func (c *Controller) deleteAll(ctx context.Context, res *registry.Resource, ns s
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			_, deleted, err := c.store.Delete(ctx, store.Ref{Resource: res, Version: version, Namespace: ns, Name: item.GetName()}, store.DeleteOptions{})
+			_, deleted, err := c.store.Delete(ctx, store.Ref{Resource: res, Version: version, Namespace: ns, Name: item.GetName()}, store.DeleteOptions{Propagation: &background})
 			if apierrors.IsNotFound(err) {
 				continue
 			}

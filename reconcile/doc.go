@@ -1,6 +1,7 @@
 // Package reconcile is the one runtime of Concord's controllers: the CRD controller,
 // the namespace controller, the storage version manager and its garbage collector,
-// the storage-migration trigger and controller all run on it.
+// the garbage collector of owner references, the storage-migration trigger and
+// controller all run on it.
 //
 // A controller is level-based. Its Reconciler brings the world in line with one key
 // (a resource, an object name) from what it reads now, whatever events led there,

@@ -64,8 +64,27 @@ type Resource struct {
 	// validation ratcheting (schema.Schema.ValidateUpdateWithoutRatcheting): custom
 	// resources while the CRDValidationRatcheting feature gate is off.
 	NoRatcheting bool
+	// GarbageCollection is what deleting an object does with its dependents (the
+	// objects that name it in their ownerReferences) when the request says nothing
+	// (no propagationPolicy, no orphanDependents). The zero value is Kubernetes' usual
+	// default: background.
+	GarbageCollection GarbageCollectionPolicy
 
 	prepared *prepared
+}
+
+// GarbageCollectionPolicy is the garbage collection behaviour of a resource's
+// deletions, as Kubernetes' registries define it per resource (their
+// DefaultGarbageCollectionPolicy).
+type GarbageCollectionPolicy struct {
+	// Unsupported deletions never wait for the garbage collector: they neither add
+	// nor keep the orphan and foregroundDeletion finalizers, whatever the request
+	// asks (Kubernetes' Events).
+	Unsupported bool
+	// OrphanByDefault are the versions whose deletions orphan the dependents unless
+	// the request asks otherwise (Kubernetes' legacy defaults, kept for the old
+	// clients of those versions).
+	OrphanByDefault []string
 }
 
 // OwnerRef names the object that defines a resource.

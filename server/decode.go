@@ -314,7 +314,7 @@ func normalizeMetadata(obj *unstructured.Unstructured) ([]string, error) {
 	return unknown, nil
 }
 
-// patchedOutputVersion returns the status options of a delete request.
+// deleteOptions reads the DeleteOptions of a delete request.
 func deleteOptions(r *http.Request, body []byte) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	if len(body) > 0 && r.Header.Get("Content-Type") == protobufMediaType {
@@ -324,10 +324,13 @@ func deleteOptions(r *http.Request, body []byte) (*metav1.DeleteOptions, error) 
 		}
 		body = j
 	}
+	// The body, if any, else the query: Kubernetes reads the options from one or
+	// the other (a deletecollection's query holds its list options).
 	if len(strings.TrimSpace(string(body))) > 0 {
 		if err := kjson.UnmarshalCaseSensitivePreserveInts(body, opts); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not valid DeleteOptions: %v", err))
 		}
+		return opts, nil
 	}
 	if err := parameterCodec.DecodeParameters(r.URL.Query(), optionsGV, opts); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())

@@ -7,6 +7,8 @@ import (
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, q *apiRequest) {
@@ -15,12 +17,17 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, q *apiReque
 		respond.Error(w, r, err)
 		return
 	}
-	obj, _, err := s.cfg.Store.Delete(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, store.DeleteOptions{WriteOptions: store.WriteOptions{DryRun: dry}, Preconditions: opts.Preconditions})
+	obj, deleted, err := s.cfg.Store.Delete(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, storeDeleteOptions(opts, dry))
 	if err != nil {
 		respond.Error(w, r, err)
 		return
 	}
-	s.writeObject(w, r, q, http.StatusOK, obj)
+	code := http.StatusOK
+	//nolint:staticcheck // SA1019: the deprecated orphanDependents=false still answers 202, as in Kubernetes.
+	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
+		code = http.StatusAccepted
+	}
+	s.writeObject(w, r, q, code, obj)
 }
 
 // serveDeleteCollection deletes every object of the collection that matches the list
@@ -46,7 +53,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			_, _, err := s.cfg.Store.Delete(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: item.GetNamespace(), Name: item.GetName()}, store.DeleteOptions{WriteOptions: store.WriteOptions{DryRun: dry}, Preconditions: opts.Preconditions})
+			_, _, err := s.cfg.Store.Delete(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: item.GetNamespace(), Name: item.GetName()}, storeDeleteOptions(opts, dry))
 			if err != nil && !apierrors.IsNotFound(err) {
 				respond.Error(w, r, err)
 				return
@@ -65,7 +72,8 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q
 }
 
 // parseDelete reads the DeleteOptions of a delete request (body and query) and whether
-// it is a dry run.
+// it is a dry run. Options Kubernetes refuses (orphanDependents with
+// propagationPolicy, an unknown policy) are a 422 naming the field.
 func parseDelete(r *http.Request) (*metav1.DeleteOptions, bool, error) {
 	body, err := readBody(r)
 	if err != nil {
@@ -76,7 +84,32 @@ func parseDelete(r *http.Request) (*metav1.DeleteOptions, bool, error) {
 		return nil, false, err
 	}
 	dry, err := dryRunValues(opts.DryRun, r)
-	return opts, dry, err
+	if err != nil {
+		return nil, false, err
+	}
+	// Concord does not delete objects it cannot read: the option is ignored, as by
+	// Kubernetes without the AllowUnsafeMalformedObjectDeletion gate.
+	opts.IgnoreStoreReadErrorWithClusterBreakingPotential = nil
+	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
+		return nil, false, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
+	}
+	return opts, dry, nil
+}
+
+// storeDeleteOptions are the store's options of a deletion the request's opts ask
+// for: its preconditions and propagation (the deprecated orphanDependents as the
+// policy it means).
+func storeDeleteOptions(opts *metav1.DeleteOptions, dry bool) store.DeleteOptions {
+	out := store.DeleteOptions{WriteOptions: store.WriteOptions{DryRun: dry}, Preconditions: opts.Preconditions, Propagation: opts.PropagationPolicy}
+	//nolint:staticcheck // SA1019: the deprecated orphanDependents is still honoured, as in Kubernetes.
+	if orphan := opts.OrphanDependents; orphan != nil {
+		policy := metav1.DeletePropagationBackground
+		if *orphan {
+			policy = metav1.DeletePropagationOrphan
+		}
+		out.Propagation = &policy
+	}
+	return out
 }
 
 // dryRunValues merges DeleteOptions.dryRun with ?dryRun.

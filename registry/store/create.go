@@ -41,6 +41,10 @@ type DeleteOptions struct {
 	// Preconditions must hold on the current object or the deletion is a 409
 	// Conflict, as for Update.
 	Preconditions *metav1.Preconditions
+	// Propagation is the request's propagationPolicy (orphanDependents true is
+	// Orphan, false Background); nil leaves the choice to the object and its
+	// resource (see Delete).
+	Propagation *metav1.DeletionPropagation
 }
 
 // Create stores obj (in version of res) as a new object in namespace ns and returns it

@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Delete deletes ns/name of res and returns the object as it was last stored, in
@@ -14,6 +16,13 @@ import (
 // hooks hold back) is not removed: its deletionTimestamp is set (once) and it stays
 // until the finalizers are removed by updates. Preconditions on uid and
 // resourceVersion are a 409 Conflict when they fail.
+//
+// The garbage collector's finalizers follow the options, as in Kubernetes' registry:
+// Orphan adds the orphan finalizer, Foreground the foregroundDeletion finalizer,
+// Background neither (removing whichever the object has); without a policy the
+// object's own choice stands, else the resource's default (registry.Resource's
+// GarbageCollection). A deletion of an object already being deleted changes these
+// finalizers the same way: one that leaves it none deletes it now.
 func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*registry.Object, bool, error) {
 	res, version, name, pre := ref.Resource, ref.Version, ref.Name, opts.Preconditions
 	key := ref.key()
@@ -32,17 +41,13 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 		var rev int64
 		var werr error
 		deleted := false
-		if len(current.GetFinalizers()) > 0 || pendingByHook(res, current) {
-			if current.GetDeletionTimestamp() != nil {
-				return current, false, nil // already terminating
+		finalizers, changed := deletionFinalizers(res, version, current, opts.Propagation)
+		current.SetFinalizers(finalizers)
+		if len(finalizers) > 0 || pendingByHook(res, current) {
+			if current.GetDeletionTimestamp() != nil && !changed {
+				return current, false, nil // already terminating, as asked
 			}
-			now := s.nowTime()
-			var zero int64
-			current.SetDeletionTimestamp(&now)
-			current.SetDeletionGracePeriodSeconds(&zero)
-			if res.Hooks != nil && res.Hooks.PrepareForDelete != nil {
-				res.Hooks.PrepareForDelete(ctx, current)
-			}
+			s.markDeleting(ctx, res, current)
 			if opts.DryRun {
 				return current, false, nil
 			}
@@ -74,4 +79,76 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 		}
 		kv = ce.Current
 	}
+}
+
+// markDeleting starts the deletion of obj, once: its deletionTimestamp is now, its
+// grace period zero and its generation one more (Kubernetes' markAsDeleting; not for
+// resources whose deletion their hooks hold, namespaces, which Kubernetes deletes
+// its own way), and its resource's hook may prepare it.
+func (s *Store) markDeleting(ctx context.Context, res *registry.Resource, obj *registry.Object) {
+	if obj.GetDeletionTimestamp() != nil {
+		return
+	}
+	now := s.nowTime()
+	var zero int64
+	obj.SetDeletionTimestamp(&now)
+	obj.SetDeletionGracePeriodSeconds(&zero)
+	if g := obj.GetGeneration(); g > 0 && (res.Hooks == nil || res.Hooks.PendingDeletion == nil) {
+		obj.SetGeneration(g + 1)
+	}
+	if res.Hooks != nil && res.Hooks.PrepareForDelete != nil {
+		res.Hooks.PrepareForDelete(ctx, obj)
+	}
+}
+
+// deletionFinalizers returns the finalizers obj must carry while it is deleted with
+// policy (nil: none asked), and whether they differ from those it has: the orphan
+// and foregroundDeletion finalizers of the garbage collector as Kubernetes'
+// deletionFinalizersForGarbageCollection decides them, the others as they are.
+func deletionFinalizers(res *registry.Resource, version string, obj *registry.Object, policy *metav1.DeletionPropagation) ([]string, bool) {
+	have := obj.GetFinalizers()
+	orphan, foreground := false, false
+	switch {
+	case res.GarbageCollection.Unsupported:
+	case policy != nil:
+		orphan, foreground = *policy == metav1.DeletePropagationOrphan, *policy == metav1.DeletePropagationForeground
+	default:
+		// The object's own choice, the first of the two it names, else the default.
+		i := slices.IndexFunc(have, func(f string) bool {
+			return f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents
+		})
+		if i >= 0 {
+			orphan, foreground = have[i] == metav1.FinalizerOrphanDependents, have[i] == metav1.FinalizerDeleteDependents
+		} else {
+			orphan = slices.Contains(res.GarbageCollection.OrphanByDefault, version)
+		}
+	}
+	want := slices.DeleteFunc(slices.Clone(have), func(f string) bool {
+		return f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents
+	})
+	if orphan {
+		want = append(want, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		want = append(want, metav1.FinalizerDeleteDependents)
+	}
+	if sameSet(have, want) {
+		return have, false
+	}
+	return want, true
+}
+
+// sameSet reports whether a and b hold the same strings, in any order and number.
+func sameSet(a, b []string) bool {
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			return false
+		}
+	}
+	for _, s := range b {
+		if !slices.Contains(a, s) {
+			return false
+		}
+	}
+	return true
 }

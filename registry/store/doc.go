@@ -10,7 +10,9 @@
 //     re-encoded its object (a storage migration);
 //   - create.go, update.go, delete.go: generated metadata (uid, creationTimestamp,
 //     generation), optimistic concurrency, preconditions, finalizers and
-//     deletionTimestamp, validation, and encoding in the storage version;
+//     deletionTimestamp (with the garbage collector's orphan and foregroundDeletion
+//     finalizers as a deletion's propagation policy asks), validation, and encoding
+//     in the storage version;
 //   - rewrite.go: the storage-migration fast path, re-encoding pages in place.
 //
 // Every call names its target with a Ref (resource, version, namespace, name), so a

@@ -111,6 +111,23 @@ func TestKubectl(t *testing.T) {
 	t.Run("explain", func(t *testing.T) {
 		contains(t, k.must(t, "", "explain", "leases.spec"), "holderIdentity")
 	})
+	t.Run("cascade", func(t *testing.T) {
+		for _, cascade := range []string{"background", "foreground", "orphan"} {
+			owner, dep := "owner-"+cascade, "dep-"+cascade
+			k.must(t, "", "create", "configmap", owner)
+			uid := k.must(t, "", "get", "configmap", owner, "-o", "jsonpath={.metadata.uid}")
+			manifest := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  ownerReferences:\n  - apiVersion: v1\n    kind: ConfigMap\n    name: %s\n    uid: %s\n    blockOwnerDeletion: true\n", dep, owner, uid)
+			k2.must(t, manifest, "apply", "-f", "-")
+			contains(t, k2.must(t, "", "delete", "configmap", owner, "--cascade="+cascade), `configmap "`+owner+`" deleted`)
+			if cascade == "orphan" {
+				if refs := k.must(t, "", "get", "configmap", dep, "-o", "jsonpath={.metadata.ownerReferences}"); refs != "" {
+					t.Errorf("the orphaned dependent still has owners: %s", refs)
+				}
+				continue
+			}
+			k.must(t, "", "wait", "--for=delete", "configmap/"+dep, "--timeout=30s")
+		}
+	})
 	t.Run("namespaces", func(t *testing.T) {
 		k.must(t, "", "create", "namespace", "e2e")
 		k.must(t, "", "-n", "e2e", "create", "configmap", "inside")

@@ -1,0 +1,205 @@
+package garbagecollector
+
+import (
+	"context"
+	"sync"
+
+	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// ignoredResources are the resources the collector does not follow, as Kubernetes'
+// garbage collector ignores them: Events, whose deletion never involves it.
+var ignoredResources = map[schema.GroupResource]bool{
+	{Resource: "events"}:                         true,
+	{Group: "events.k8s.io", Resource: "events"}: true,
+}
+
+// monitor follows one resource's objects (their metadata) into the graph.
+type monitor struct {
+	res      *registry.Resource // the definition it started with
+	version  string
+	informer cache.SharedIndexInformer
+	stop     context.CancelFunc
+	done     chan struct{}
+}
+
+// monitors keep a monitor for every resource of the registry the collector follows
+// (persisted, not ignored), built-in or custom: started when a resource is served,
+// kept while it is redefined (a CRD's new storage version) and still has the version
+// the monitor reads, stopped when it no longer is (a CRD deleted), then the objects the
+// monitor knew that are gone from storage are removed from the graph as deleted. A monitor is an in-process informer
+// of the store, its objects reduced to their metadata.
+type monitors struct {
+	registry *registry.Registry
+	store    *store.Store
+	graph    *graph
+
+	mu      sync.Mutex
+	ctx     context.Context // the leader's term; nil once stopped
+	running map[schema.GroupResource]*monitor
+	wg      sync.WaitGroup
+}
+
+func newMonitors(ctx context.Context, reg *registry.Registry, st *store.Store, g *graph) *monitors {
+	return &monitors{registry: reg, store: st, graph: g, ctx: ctx, running: map[schema.GroupResource]*monitor{}}
+}
+
+// sync starts and stops monitors to follow the registry.
+func (m *monitors) sync() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ctx == nil {
+		return
+	}
+	served := map[schema.GroupResource]*registry.Resource{}
+	for _, res := range m.registry.Resources() {
+		if res.Persisted() && !ignoredResources[res.GroupResource()] && res.PreferredVersion() != "" {
+			served[res.GroupResource()] = res
+		}
+	}
+	for gr, mon := range m.running {
+		res, ok := served[gr]
+		if ok && res.Version(mon.version) != nil {
+			continue
+		}
+		// Gone, or no longer knows the version the monitor reads in.
+		delete(m.running, gr)
+		m.retire(mon)
+	}
+	for gr, res := range served {
+		if _, ok := m.running[gr]; !ok {
+			m.running[gr] = m.start(res)
+		}
+	}
+}
+
+// start runs a monitor of res.
+func (m *monitors) start(res *registry.Resource) *monitor {
+	mon := &monitor{res: res, version: res.PreferredVersion(), done: make(chan struct{})}
+	gv := res.GroupVersion(mon.version).String()
+	kind := res.Names.Kind
+	mon.informer = m.store.NewInformer(store.Source{Registry: m.registry, Resource: res.GroupResource(), Version: mon.version}, nil)
+	_ = mon.informer.SetTransform(metadataOnly) // only fails once the informer runs
+	observe := func(typ changeType, obj, old interface{}) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		o, err := meta.Accessor(obj)
+		if err != nil {
+			return
+		}
+		var prev metav1.Object
+		if old != nil {
+			prev, _ = meta.Accessor(old)
+		}
+		m.graph.observe(typ, gv, kind, o, prev)
+	}
+	_, _ = mon.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { observe(added, obj, nil) },
+		UpdateFunc: func(old, obj interface{}) { observe(updated, obj, old) },
+		DeleteFunc: func(obj interface{}) { observe(deleted, obj, nil) },
+	})
+	ctx, cancel := context.WithCancel(m.ctx)
+	mon.stop = cancel
+	m.wg.Go(func() {
+		defer close(mon.done)
+		mon.informer.RunWithContext(ctx)
+	})
+	klog.FromContext(m.ctx).V(4).Info("Following resource", "resource", res.GroupResource(), "version", mon.version)
+	return mon
+}
+
+// retire stops mon. The objects it knew that storage no longer holds (a CRD's custom
+// resources, deleted before it) are then deleted from the graph, whether or not the
+// monitor saw their deletion before it stopped.
+func (m *monitors) retire(mon *monitor) {
+	mon.stop()
+	ctx := m.ctx
+	m.wg.Go(func() {
+		<-mon.done
+		gv, kind := mon.res.GroupVersion(mon.version).String(), mon.res.Names.Kind
+		for _, obj := range mon.informer.GetStore().List() {
+			o, err := meta.Accessor(obj)
+			if err != nil {
+				continue
+			}
+			cur, err := m.store.Get(ctx, store.Ref{Resource: mon.res, Version: mon.version, Namespace: o.GetNamespace(), Name: o.GetName()}, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) || (err == nil && cur.GetUID() != o.GetUID()) {
+				m.graph.observe(deleted, gv, kind, o, nil)
+			}
+		}
+	})
+}
+
+// synced reports whether every monitor has delivered its initial list.
+func (m *monitors) synced() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, mon := range m.running {
+		if !mon.informer.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// cached returns the metadata the monitor of gk last saw of namespace/name, or nil.
+func (m *monitors) cached(gk schema.GroupKind, namespace, name string) *metav1.PartialObjectMetadata {
+	m.mu.Lock()
+	var mon *monitor
+	for gr, r := range m.running {
+		if gr.Group == gk.Group && r.res.Names.Kind == gk.Kind {
+			mon = r
+			break
+		}
+	}
+	m.mu.Unlock()
+	if mon == nil {
+		return nil
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	obj, ok, err := mon.informer.GetStore().GetByKey(key)
+	if err != nil || !ok {
+		return nil
+	}
+	p, _ := obj.(*metav1.PartialObjectMetadata)
+	return p
+}
+
+// stop stops every monitor and waits for them.
+func (m *monitors) stop() {
+	m.mu.Lock()
+	for _, mon := range m.running {
+		mon.stop()
+	}
+	m.running, m.ctx = nil, nil
+	m.mu.Unlock()
+	m.wg.Wait()
+}
+
+// metadataOnly keeps what the graph and the collector's patches need of an object,
+// so that a monitor's memory grows with the number of objects, not their size.
+func metadataOnly(obj interface{}) (interface{}, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	return &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion(),
+			OwnerReferences: u.GetOwnerReferences(), Finalizers: u.GetFinalizers(), DeletionTimestamp: u.GetDeletionTimestamp(),
+		},
+	}, nil
+}
