@@ -71,6 +71,7 @@ func (w *warnings) all() string {
 // patches and applies of built-in resources, with variables, messageExpression and
 // the Deny and Warn actions; objects the policy does not match are admitted.
 func TestValidatingAdmissionPolicy(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	admin := c.Servers[0].Clientset(t)
@@ -186,6 +187,7 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 // policy matching one version of a custom resource mutates requests in another
 // (matchPolicy Equivalent, through the registry's conversion).
 func TestMutatingAdmissionPolicy(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	admin := c.Servers[0].Clientset(t)

@@ -114,6 +114,7 @@ func (b *backend) lastSeen() http.Header {
 // APIService's Available condition follows the backend; discovery merges its group
 // on every server; and a backend that is gone is a prompt 503 naming the APIService.
 func TestAggregatedAPIServer(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2, withTokens(t, rbacTokens))
 	ctx := t.Context()
 	admin := c.Servers[0].Clientset(t)

@@ -47,6 +47,7 @@ rules:
 // --audit-webhook-config-file writes Kubernetes' audit events, as its policy says, to
 // both backends.
 func TestAudit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	policy, logPath, hookConfig := filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "audit.log"), filepath.Join(dir, "webhook.kubeconfig")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {

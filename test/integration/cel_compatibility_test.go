@@ -77,6 +77,7 @@ func celSetVersions(emulation, minCompat string) func(int, *controlplane.Options
 // with every library the binary has. Two servers of one cluster (one process) run at
 // different versions and each decides by its own.
 func TestCELEnvironmentFollowsMinCompatibility(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2, harness.WithServerOptions(func(i int, o *controlplane.Options) {
 		if i == 0 {
 			celSetVersions("1.37", "1.37")(i, o)

@@ -58,6 +58,7 @@ func setCompat(binary, emulation string, runtimeConfig ...string) func(int, *con
 // N-2 (the minimum compatibility version); data written at emulation N does not read
 // on N-2, which is what the rule protects against.
 func TestRollback(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, harness.WithServerOptions(setCompat("", "1.36")))
 	s := c.Servers[0]
 	if _, err := s.Dynamic(t).Resource(maps).Create(t.Context(), policy("safe", "admissionregistration.k8s.io/v1"), metav1.CreateOptions{}); err != nil {
@@ -106,6 +107,7 @@ func TestRollback(t *testing.T) {
 // Binary 1.37 started at emulation 1.34 steps up one minor at a time; every step serves,
 // reports its versions, keeps what earlier steps wrote, and stores by the rule.
 func TestSkipLevelUpgrade(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, harness.WithServerOptions(setCompat("", "1.34")))
 	s := c.Servers[0]
 	wantStored := map[string]string{"1.36": "admissionregistration.k8s.io/v1beta1", "1.37": "admissionregistration.k8s.io/v1"}

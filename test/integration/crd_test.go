@@ -282,6 +282,7 @@ func dynamicFor(dyn dynamic.Interface, gvr schema.GroupVersionResource, ns strin
 // established and served by every server (the time it takes is logged), and their custom resources
 // are defaulted, pruned, validated, printed and scaled as Kubernetes does.
 func TestCRDsOfWellKnownProjects(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	a, b := c.Servers[0], c.Servers[1]
@@ -818,6 +819,7 @@ func (h *cronTabWebhook) stats() (reviews int, objects []int) {
 // whole lists in one review, and watch events; when it fails or is gone, reads in the
 // other version are a 500 naming it, and reads in the stored version still work.
 func TestCRDConversionWebhook(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	hook := &cronTabWebhook{}
@@ -880,8 +882,10 @@ func TestCRDConversionWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	after, perReview := hook.stats()
-	if after-before != 1 || perReview[len(perReview)-1] != 5 {
-		t.Errorf("listing 5 objects made %d reviews (objects per review %v), want 1 review of 5", after-before, perReview)
+	// The garbage collector's informer converts the objects it is told of too (one
+	// review per event, as Kubernetes' metadata informers do), maybe meanwhile.
+	if !slices.Contains(perReview[before:after], 5) {
+		t.Errorf("listing 5 objects made reviews of %v objects, want one review of 5", perReview[before:after])
 	}
 	for _, item := range list.Items {
 		if item.GetAPIVersion() != "stable.example.com/v2" || item.Object["spec"].(map[string]interface{})["schedule"] == nil {
@@ -957,6 +961,7 @@ func storedAPIVersion(t *testing.T, s *harness.Server, gr schema.GroupResource, 
 // object is readable in every served version on every server, new writes are encoded
 // in the new version, storedVersions grows, and only a status update shrinks it.
 func TestCRDStorageVersionFlip(t *testing.T) {
+	t.Parallel()
 	// The migration controllers would rewrite the old objects and trim storedVersions
 	// right after the flip; this test looks at the flip itself.
 	c := harness.Start(t, 2, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.DisableStorageMigration = true }))
@@ -1123,6 +1128,7 @@ func TestCRDStorageVersionFlip(t *testing.T) {
 // (waiting for their own finalizers), then the definition; every server stops serving
 // it.
 func TestCRDDeletion(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	crd := cronTabCRD("gone.example.com")
@@ -1219,6 +1225,7 @@ func TestCRDDeletion(t *testing.T) {
 // Definitions that cannot be served are refused with Kubernetes' field errors and
 // nothing is written.
 func TestCRDInvalidDefinitions(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	crds := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions()
@@ -1292,6 +1299,7 @@ func TestCRDInvalidDefinitions(t *testing.T) {
 // Names already in use in a group are reported in NamesAccepted=False, never
 // served, and accepted once they are free.
 func TestCRDNameConflicts(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	crds := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions()
@@ -1360,6 +1368,7 @@ func TestCRDNameConflicts(t *testing.T) {
 // schema calls invalid may still be updated as long as the update leaves the invalid
 // values alone; changing one of them is refused.
 func TestValidationRatcheting(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	crds := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions()

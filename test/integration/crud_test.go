@@ -23,6 +23,7 @@ func configMap(name string, data map[string]string) *corev1.ConfigMap {
 }
 
 func TestCRUDAcrossServers(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	a := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
@@ -82,6 +83,7 @@ func TestCRUDAcrossServers(t *testing.T) {
 }
 
 func TestGenerateNameDryRunAndPreconditions(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
@@ -128,6 +130,7 @@ var contended = wait.Backoff{Steps: 6000, Duration: 2 * time.Millisecond, Factor
 
 // Many writers on one object through three servers: every increment survives.
 func TestManyWritersNoLostUpdate(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 3)
 	ctx := t.Context()
 	if _, err := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default").Create(ctx, configMap("counter", map[string]string{"n": "0"}), metav1.CreateOptions{}); err != nil {
@@ -174,6 +177,7 @@ func TestManyWritersNoLostUpdate(t *testing.T) {
 }
 
 func TestFinalizersHoldDeletion(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
@@ -202,6 +206,7 @@ func TestFinalizersHoldDeletion(t *testing.T) {
 }
 
 func TestNamespaceLifecycle(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	cs := c.Servers[0].Clientset(t)
@@ -252,6 +257,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 // allows for most built-in resources, and is refused as invalid for a custom resource,
 // a CRD and a Lease, whose Kubernetes strategies require it.
 func TestUnconditionalUpdate(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	cs := c.Servers[0].Clientset(t)

@@ -33,6 +33,7 @@ func deployment(name string, selector, labels map[string]string) *appsv1.Deploym
 // defaults of apps/v1 and of the pod template, the scale subresource, and the rules of
 // their selector. No controller acts on them.
 func TestDeployments(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	deployments := c.Servers[0].Clientset(t).AppsV1().Deployments("default")
@@ -89,6 +90,7 @@ func TestDeployments(t *testing.T) {
 
 // PodTemplates are data with the pod-spec defaults, listed in pages like any resource.
 func TestPodTemplates(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	templates := c.Servers[0].Clientset(t).CoreV1().PodTemplates("default")
@@ -120,6 +122,7 @@ func TestPodTemplates(t *testing.T) {
 // scale subresource, the selector rules, and kubectl's columns. No controller creates
 // their pods.
 func TestReplicaSets(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	replicaSets := c.Servers[0].Clientset(t).AppsV1().ReplicaSets("default")

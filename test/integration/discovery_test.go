@@ -14,6 +14,7 @@ import (
 )
 
 func TestDiscovery(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	disc := c.Servers[0].Clientset(t).Discovery()
 	// client-go asks for aggregated discovery first.
@@ -74,6 +75,7 @@ func TestDiscovery(t *testing.T) {
 // A graceful stop ends open watches and lets in-flight work finish; readiness fails
 // first.
 func TestGracefulShutdownEndsWatches(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	w, err := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default").Watch(t.Context(), metav1.ListOptions{})
 	if err != nil {

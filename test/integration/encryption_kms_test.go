@@ -85,6 +85,7 @@ func (p *kmsPlugin) Status(context.Context) (*kmsservice.StatusResponse, error) 
 // server, reported as the write key kms:<name>, with the plugin's health among the
 // server's checks.
 func TestEncryptionKMS(t *testing.T) {
+	t.Parallel()
 	socket, plugin := startKMSPlugin(t)
 	doc := `apiVersion: apiserver.config.k8s.io/v1
 kind: EncryptionConfiguration

@@ -92,6 +92,7 @@ func reconfigure(t *testing.T, s *harness.Server, path string) {
 // then shows; `concord upgrade-check --drop-key` says when the old key is still needed
 // and when it can go; and once it is gone everything still reads.
 func TestEncryptionKeyRotation(t *testing.T) {
+	t.Parallel()
 	key1, key2 := newEncryptionKey(t, "key1"), newEncryptionKey(t, "key2")
 	secrets := []string{"secrets"}
 	readKey1 := writeEncryptionConfig(t, secrets, true, key1)
@@ -257,6 +258,7 @@ func dropKeyCheck(t *testing.T, s *harness.Server, key string) (string, error) {
 // a value sealed with a key the server does not have is a 500 naming it, not a
 // corrupt object.
 func TestEncryptionAnyResource(t *testing.T) {
+	t.Parallel()
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)

@@ -33,6 +33,7 @@ func get(t *testing.T, cfg *rest.Config, path string) (int, string) {
 }
 
 func TestHealthVersionMetrics(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	cfg := c.Servers[0].Config()
 	if code, body := get(t, cfg, "/readyz?verbose"); code != 200 || !strings.Contains(body, "[+]etcd ok") || !strings.Contains(body, "[+]poststarthook/bootstrap-namespaces ok") {
@@ -76,6 +77,7 @@ func TestHealthVersionMetrics(t *testing.T) {
 }
 
 func TestReadersMayReadButNotWrite(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, withTokens(t, "reader-token,reader,1001,\"dev,ops\"\n"),
 		harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Profiling = false }))
 	cfg := rest.CopyConfig(c.Servers[0].Config())

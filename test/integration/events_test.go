@@ -29,6 +29,7 @@ import (
 // them (LAST SEEN the newest of the timestamps, OBJECT kind/name), and written by
 // client-go's recorders of both APIs, repeats included (strategic merge patches).
 func TestEvents(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	s := c.Servers[0]
 	cs := s.Clientset(t)
@@ -261,6 +262,7 @@ func TestEvents(t *testing.T) {
 // failures of one migration then make one Event and its series), and as core v1
 // Events where it serves only those (one Event per object).
 func TestStorageMigrationFailuresAreEvents(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		runtimeConfig []string
@@ -371,6 +373,7 @@ func TestStorageMigrationFailuresAreEvents(t *testing.T) {
 // Events expire --event-ttl after their last write, in both groups, and watchers see
 // them go; other objects stay.
 func TestEventsExpire(t *testing.T) {
+	t.Parallel()
 	const ttl = 2 * time.Second
 	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
 		o.EventTTL = ttl
@@ -425,6 +428,7 @@ func TestEventsExpire(t *testing.T) {
 // Core Events answer the field selectors kubectl describe lists an object's Events
 // with; unknown fields are refused as Kubernetes refuses them.
 func TestEventFieldSelectors(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.DisableStorageMigration = true }))
 	cs := c.Servers[0].Clientset(t)
 	ctx := t.Context()

@@ -31,6 +31,7 @@ func withGates(binary string, gates []string, runtimeConfig ...string) harness.O
 // Every feature gate Concord lists switches what it names (APIServerIdentity and
 // StorageVersionAPI are tested in identity_test.go and storageversion_test.go).
 func TestFeatureGatesMeanWhatTheySay(t *testing.T) {
+	t.Parallel()
 	t.Run("MutatingAdmissionPolicy", testMutatingAdmissionPolicyGate)
 	t.Run("WatchList", testWatchListGate)
 	t.Run("CRDValidationRatcheting", testCRDValidationRatchetingGate)

@@ -61,6 +61,7 @@ func classifiedAs(resp *http.Response) (flowSchema, priorityLevel string) {
 // FlowSchema and priority level, /metrics reports each level's seats; a level with
 // no seats to spare answers 429 with Retry-After while a request holds its seat.
 func TestPriorityAndFairness(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	s := c.Servers[0]
 	fc := s.Clientset(t).FlowcontrolV1()
@@ -213,6 +214,7 @@ func testRejection(t *testing.T, s *harness.Server) {
 // changed and marked apf.kubernetes.io/autoupdate-spec=false keeps the user's spec
 // across a restart, and a deleted one comes back.
 func TestPriorityAndFairnessBootstrap(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	s := c.Servers[0]
 	fc := s.Clientset(t).FlowcontrolV1()
@@ -280,6 +282,7 @@ func TestPriorityAndFairnessBootstrap(t *testing.T) {
 // groups without a user are 400; nothing is written. The server runs with
 // --enable-priority-and-fairness=false: it serves, and classifies nothing.
 func TestImpersonation(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, withTokens(t, "reader-token,reader,1001\n"),
 		harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.EnablePriorityAndFairness = false }))
 	s := c.Servers[0]

@@ -103,6 +103,7 @@ func namesOwner(cm *corev1.ConfigMap, uid types.UID) bool {
 // garbage collector: every propagation policy, the legacy orphanDependents, and the
 // references Kubernetes' garbage collector resolves or does not.
 func TestGarbageCollection(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	cs0, cs1 := c.Servers[0].Clientset(t), c.Servers[1].Clientset(t)
 	// A dependent of a kind no server serves yet (the custom resources' below): kept
@@ -551,6 +552,7 @@ func releaseCM(t *testing.T, cs kubernetes.Interface, ns, name string) {
 // Kubernetes' legacy default: CronJobs deleted through batch/v1beta1 (served up to
 // 1.24) orphan their dependents; through batch/v1 they do not.
 func TestGarbageCollectionLegacyDefault(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
 		o.Compatibility.BinaryVersion, o.EnablePriorityAndFairness = "1.24", false
 	}))
@@ -626,6 +628,7 @@ func countCMs(ctx context.Context, cs kubernetes.Interface, ns, prefix string) (
 // Thousands of dependents of one owner, collected completely: in the background, and
 // in the foreground, where the owner stays until the last of them is gone.
 func TestGarbageCollectionAtScale(t *testing.T) {
+	t.Parallel()
 	const n = 2000
 	c := harness.Start(t, 2)
 	clients := []kubernetes.Interface{c.Servers[0].Clientset(t), c.Servers[1].Clientset(t)}
@@ -671,6 +674,7 @@ func TestGarbageCollectionAtScale(t *testing.T) {
 // in the background and with Orphan, others alive, nothing is left behind and nothing
 // that should live is deleted, checked through the API and in etcd.
 func TestGarbageCollectorLeaderKilled(t *testing.T) {
+	t.Parallel()
 	const lease = 2 * time.Second // identity lease: the collector's lease is 1s
 	c := harness.Start(t, 0, svLeases(lease, 250*time.Millisecond))
 	h := startHelper(t, c, svHelperOptions{LeaseDuration: lease, LeaseRenew: 250 * time.Millisecond})

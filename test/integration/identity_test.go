@@ -19,6 +19,7 @@ import (
 // "<id>_<uuid>", labelled and annotated as documented, renewed in the background. A
 // restart keeps the lease's name and the number of leases; only the holder changes.
 func TestIdentityLease(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2, svLeases(3*time.Second, 200*time.Millisecond))
 	leases := svClient(t, c.Servers[0].Config()).CoordinationV1().Leases("kube-system")
 	selector := identity.LabelIdentity + "=" + identity.KubeAPIServer
@@ -89,6 +90,7 @@ func TestIdentityLease(t *testing.T) {
 // The lease flags: defaults that let a dead server's entries go within about a
 // minute, and validation.
 func TestIdentityLeaseFlags(t *testing.T) {
+	t.Parallel()
 	o := controlplane.NewOptions()
 	if o.IdentityLeaseDuration > time.Minute || o.IdentityLeaseRenewInterval >= o.IdentityLeaseDuration {
 		t.Errorf("defaults %v / %v", o.IdentityLeaseDuration, o.IdentityLeaseRenewInterval)

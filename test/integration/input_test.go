@@ -49,6 +49,7 @@ func rawWith(t *testing.T, cfg *rest.Config, method, path, ctype string, body []
 }
 
 func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	s := c.Servers[0]
 	const path = "/api/v1/namespaces/default/configmaps"
@@ -98,6 +99,7 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 }
 
 func TestFieldValidation(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	s := c.Servers[0]
 	body := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"fv","bogus":1}}`)
@@ -153,6 +155,7 @@ func TestFieldValidation(t *testing.T) {
 }
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	s := c.Servers[0]
 	anon := rest.AnonymousClientConfig(s.Config())
@@ -176,6 +179,7 @@ func TestAuthentication(t *testing.T) {
 // why, once: a timeout that is not a duration (as in Kubernetes), a continue token that
 // is not one of the server's; a valid timeout is honoured.
 func TestBadQueryParameters(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	cfg := c.Servers[0].Config()
 	code, st, _, body := svHTTP(t, cfg, http.MethodGet, "/api/v1/namespaces/default/configmaps?timeout=soon", nil)
@@ -195,6 +199,7 @@ func TestBadQueryParameters(t *testing.T) {
 // A body without apiVersion and kind is a built-in kind's as its endpoint says, as in
 // Kubernetes (dynamic clients send such bodies); a custom resource must say both.
 func TestMissingTypeMeta(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	s := c.Servers[0]
 	code, st, _ := raw(t, s, "POST", "/api/v1/namespaces/default/configmaps", "application/json", []byte(`{"metadata":{"name":"bare"},"data":{"k":"v"}}`))

@@ -16,6 +16,7 @@ import (
 // client-go leader election over coordination.k8s.io/v1 leases, candidates on
 // different servers: one leads at a time, and the other takes over when it stops.
 func TestLeaderElection(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	var leading atomic.Int32
 	var leaders atomic.Int32

@@ -10,6 +10,7 @@ import (
 )
 
 func TestListPagingAndSelectors(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")

@@ -332,6 +332,7 @@ func migrationsOf(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource) 
 // persisted list reduced to v2, the definition's storedVersions trimmed, the metrics
 // and `concord migrations` telling what happened.
 func TestStorageMigrationEndToEnd(t *testing.T) {
+	t.Parallel()
 	c := startMigrationCluster(t, 1)
 	s := c.Servers[0]
 	e := newMigrationEnv(t, c, "e2e.example.com", "v1")
@@ -490,6 +491,7 @@ func phase(p string) func(*migrationapi.StorageVersionMigration) bool {
 // reported by name with the server's reason, left in the old version; a second pass
 // rewrites nothing (a no-op write does not move the resourceVersion).
 func TestStorageMigrationPathsAgree(t *testing.T) {
+	t.Parallel()
 	c := startMigrationCluster(t, 1)
 	s := c.Servers[0]
 	const good, bad = 150, 3
@@ -549,6 +551,7 @@ func TestStorageMigrationPathsAgree(t *testing.T) {
 // checkpoint in the migration's status: the same migration completes, and only the
 // page in flight is seen twice.
 func TestStorageMigrationCrashResumes(t *testing.T) {
+	t.Parallel()
 	c := startMigrationCluster(t, 1)
 	s := c.Servers[0]
 	e := newMigrationEnv(t, c, "crash.example.com", "v1")
@@ -591,6 +594,7 @@ func TestStorageMigrationCrashResumes(t *testing.T) {
 // client path and then (back to the first version) on the server path: every write is
 // kept, and every object ends in the new version.
 func TestStorageMigrationConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	c := startMigrationCluster(t, 2)
 	e := newMigrationEnv(t, c, "writers.example.com", "v1")
 	const n, writers = 300, 4
@@ -730,6 +734,7 @@ func fakeServers(t *testing.T, s *harness.Server, gr schema.GroupResource, versi
 // is aborted; one whose StorageVersion changes before it ends (a server joins) is
 // replaced; the last one completes.
 func TestStorageMigrationHA(t *testing.T) {
+	t.Parallel()
 	c := startMigrationCluster(t, 2)
 	s := c.Servers[0]
 	e := newMigrationEnv(t, c, "ha.example.com", "v1")
@@ -894,6 +899,7 @@ func TestStorageStateLifecycleStory(t *testing.T) {
 // migration ends (resumed, or replaced when the server's StorageVersion entries came
 // and went), every object is rewritten once in all, and etcd shows the new version.
 func TestStorageMigrationServerKilled(t *testing.T) {
+	t.Parallel()
 	c := startMigrationCluster(t, 2)
 	e := newMigrationEnv(t, c, "killed.example.com", "v1")
 	const n = 300
@@ -939,6 +945,7 @@ func TestStorageMigrationServerKilled(t *testing.T) {
 // separated client URLs; CONCORD_TEST_ETCD_PREFIX, default /registry), to read what is
 // stored.
 func TestStorageMigrationRealKubernetes(t *testing.T) {
+	t.Parallel()
 	kubeconfig, endpoints := os.Getenv("CONCORD_TEST_KUBECONFIG"), os.Getenv("CONCORD_TEST_ETCD")
 	if kubeconfig == "" || endpoints == "" {
 		t.Skip("set CONCORD_TEST_KUBECONFIG (an admin kubeconfig of a kube-apiserver) and CONCORD_TEST_ETCD (the client URLs of its etcd) to run the migration against real Kubernetes")
@@ -1024,6 +1031,7 @@ func TestStorageMigrationRealKubernetes(t *testing.T) {
 // storage-version change on a two-server cluster ends, unprompted, with every object
 // re-encoded in the new version in etcd and storedVersions trimmed.
 func TestStorageMigrationInProcess(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	e := newMigrationEnv(t, c, "auto.example.com", "v1", "v1", "v2")
 	const n = 40
@@ -1058,6 +1066,7 @@ func TestStorageMigrationInProcess(t *testing.T) {
 // reads etcd itself and skips them; the client path reports them by name as failed
 // objects and stops with ErrUnreadable instead of retrying a list that cannot succeed.
 func TestStorageMigrationUnreadableObjects(t *testing.T) {
+	t.Parallel()
 	c := startMigrationCluster(t, 1)
 	s := c.Servers[0]
 	const good = 20

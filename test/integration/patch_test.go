@@ -13,6 +13,7 @@ import (
 )
 
 func TestPatchTypes(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
@@ -51,6 +52,7 @@ func TestPatchTypes(t *testing.T) {
 }
 
 func TestServerSideApply(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
@@ -100,6 +102,7 @@ func TestServerSideApply(t *testing.T) {
 // A JSON patch sees a built-in object as Kubernetes renders its Go type: an object
 // whose status was never written has an empty status to add paths to.
 func TestJSONPatchOfAnEmptyStatus(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	cronJobs := c.Servers[0].Clientset(t).BatchV1().CronJobs("default")

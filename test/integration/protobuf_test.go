@@ -22,6 +22,7 @@ const protobuf = "application/vnd.kubernetes.protobuf"
 // protobuf form, so such a client gets 406 for them, and one that offers JSON as well
 // gets JSON.
 func TestProtobufAnswers(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	var contentTypes []string

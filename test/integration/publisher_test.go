@@ -34,6 +34,7 @@ var flundersGR = schema.GroupResource{Group: "wardle.example.com", Resource: "fl
 // writes StorageVersions: not an administrator, not the publisher for a group not its
 // own.
 func TestAggregatedServerPublishesStorageVersions(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	admin := c.Servers[0].Clientset(t)

@@ -133,6 +133,7 @@ func mustAdmit(t *testing.T, what string, create func() error) {
 // but never charged; deletions give usage back; a quota's status.hard tampered with is
 // reset; invalid quotas are refused with 422; kubectl prints REQUEST and LIMIT.
 func TestResourceQuota(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	a, b := c.Servers[0], c.Servers[1]
 	ctx := t.Context()
@@ -232,6 +233,7 @@ func checkQuotaTable(t *testing.T, s *harness.Server, e *quotaEnv) {
 // resource is served counts it from when it is; creations beyond it are refused;
 // deletions give usage back through the new leader.
 func TestResourceQuotaCustomResources(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	const group = "quota.example.com"
@@ -301,6 +303,7 @@ func quotaLeader(t *testing.T, c *harness.Cluster) int {
 // its charge only until the next full recount, every --resource-quota-sync-period:
 // a watch of the quota sees used go up by the failed creation, then back.
 func TestResourceQuotaResync(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.ResourceQuotaSyncPeriod = 2 * time.Second }))
 	s := c.Servers[0]
 	ctx := t.Context()

@@ -84,6 +84,7 @@ func userSubject(name string) rbacv1.Subject {
 // TestRBAC: two servers decide with the roles and bindings any of them stores, as
 // Kubernetes' RBAC authorizer does, and answer the access reviews kubectl uses.
 func TestRBAC(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2, withTokens(t, rbacTokens))
 	ctx := t.Context()
 	admin := c.Servers[0].Clientset(t)
@@ -347,6 +348,7 @@ func hasPolicyRule(rules []rbacv1.PolicyRule, verb, resource string) bool {
 // first model (authenticated users read everything but Secrets), and the reviews
 // answer in it.
 func TestAuthorizationModes(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, withTokens(t, rbacTokens), harness.WithServerOptions(func(_ int, o *controlplane.Options) {
 		o.AuthorizationModes = []string{"AuthenticatedRead"}
 	}))
@@ -401,6 +403,7 @@ func grantRead(t *testing.T, admin kubernetes.Interface, user, group, resource s
 // gives back what a default role still marked for automatic update lost, keeping what
 // an administrator added; a role marked autoupdate "false" is left as edited.
 func TestRBACBootstrap(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, withTokens(t, rbacTokens))
 	ctx := t.Context()
 	roles := c.Servers[0].Clientset(t).RbacV1().ClusterRoles()
@@ -480,6 +483,7 @@ func TestRBACBootstrap(t *testing.T) {
 // as its common name in its organizations; an expired one, or one of another CA, is
 // 401 unless the request also carries a valid token.
 func TestClientCertificates(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	resp, err := c.EtcdClient.Get(ctx, "/registry/concord/credentials")

@@ -43,6 +43,7 @@ func releases(t *testing.T) (older, newer string) {
 // migrations the others wrote, and once the migrations the trigger started are done
 // the cluster is quiet: no object but the leases is written twice in a few seconds.
 func TestMixedReleasesShareTheMigrationAPI(t *testing.T) {
+	t.Parallel()
 	older, _ := releases(t)
 	c := harness.Start(t, 3, harness.WithServerOptions(func(i int, o *controlplane.Options) {
 		if i == 2 {
@@ -144,6 +145,7 @@ func assertQuiet(t *testing.T, cli *clientv3.Client, d time.Duration) {
 // installed, /readyz says so, and the resources whose storage version the rollback
 // changes are migrated down.
 func TestEmulationRollbackMigrates(t *testing.T) {
+	t.Parallel()
 	older, _ := releases(t)
 	c := harness.Start(t, 1)
 	s := c.Servers[0]
@@ -178,6 +180,7 @@ func TestEmulationRollbackMigrates(t *testing.T) {
 // made unwritable closes configmaps' gate: /readyz fails naming it; repaired, it is ok
 // again.
 func TestReadinessFollowsTheBarrier(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	s := c.Servers[0]
 	cfg := s.Config()
@@ -232,6 +235,7 @@ func TestReadinessFollowsTheBarrier(t *testing.T) {
 // Regression (safety issue, defect 5): a StorageState's name must be <resource>.<group>
 // of its spec.resource (<resource> for the core group), and its spec is immutable.
 func TestStorageStateNames(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	dyn := c.Servers[0].Dynamic(t)
 	waitFor(t, "the StorageState definition", func() (bool, error) {
@@ -285,6 +289,7 @@ func createState(t *testing.T, dyn dynamic.Interface, name, group, resource stri
 // accepted, and the storage-migration-definitions check fails with the reason until
 // the conflict is gone.
 func TestMigrationDefinitionsReadiness(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, harness.WithServerOptions(func(i int, o *controlplane.Options) {
 		o.DisableStorageMigration = i == 0
 	}))
@@ -328,6 +333,7 @@ func TestMigrationDefinitionsReadiness(t *testing.T) {
 // by an older one, so that mixed releases never take turns rewriting it; one of a lower
 // revision is replaced.
 func TestDefinitionRevisionNotReplaced(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.DisableStorageMigration = true }))
 	cfg := c.Servers[0].Config()
 	if err := migration.EnsureCRDs(t.Context(), cfg); err != nil {

@@ -36,6 +36,7 @@ func rewrite(t *testing.T, cfg *rest.Config, path string) (int, *wire.RewriteRes
 
 // The migration fast path over HTTP: pages, counts, and only writers may call it.
 func TestRewriteEndpoint(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	s := c.Servers[0]
 	cms := s.Clientset(t).CoreV1().ConfigMaps("default")

@@ -22,6 +22,7 @@ import (
 // field selectors, kubectl's columns), and nobody reads them without a grant: not a
 // reader bound to view, not in AuthenticatedRead mode.
 func TestSecrets(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, withTokens(t, rbacTokens))
 	ctx := t.Context()
 	admin := c.Servers[0].Clientset(t)
@@ -122,6 +123,7 @@ func TestSecrets(t *testing.T) {
 // watch list asked for as Tables sends its bookmark as a Table of one row carrying
 // the initial-events-end annotation, which a reflector cannot take for an object.
 func TestListAndWatchShapes(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	s := c.Servers[0]
 	ctx := t.Context()

@@ -15,6 +15,7 @@ import (
 )
 
 func TestDeleteCollection(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
@@ -45,6 +46,7 @@ func TestDeleteCollection(t *testing.T) {
 // A continue token whose snapshot was compacted is 410 Expired, and the Status carries
 // a token that goes on at the current state.
 func TestExpiredContinueToken(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
@@ -82,6 +84,7 @@ func TestExpiredContinueToken(t *testing.T) {
 }
 
 func TestWatchTimeoutAndBookmarks(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
 		o.WatchBookmarkInterval = 200 * time.Millisecond
 	}))
@@ -127,6 +130,7 @@ func TestWatchTimeoutAndBookmarks(t *testing.T) {
 // generation moves only when something outside metadata changes; ownerReferences
 // are kept as given.
 func TestGenerationAndOwnerReferences(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")

@@ -34,6 +34,7 @@ import (
 // authorized by RBAC bindings to it, is reviewed by TokenReview, and stops working when
 // the account is deleted; an expired token or one signed by another key is 401.
 func TestServiceAccountTokens(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	admin := c.Servers[0].Clientset(t)
@@ -290,6 +291,7 @@ func jwtHeader(t *testing.T, token string) map[string]string {
 // authenticates Concord's users and asks Concord what they may do, once its own
 // identity is bound to system:auth-delegator.
 func TestDelegatedAuthentication(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	admin := c.Servers[0].Clientset(t)

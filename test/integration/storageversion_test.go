@@ -48,6 +48,7 @@ import (
 // served; the common version set and the condition saying so. Only the servers may
 // write these objects; everyone may read them; Kubernetes' validation applies.
 func TestStorageVersionObjects(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2, withTokens(t, "reader-token,reader,reader-uid\n"))
 	s0, s1 := c.Servers[0], c.Servers[1]
 	admin := svClient(t, s0.Config())
@@ -282,6 +283,7 @@ func svExpectInvalid(t *testing.T, err error, want string) {
 // writable. Once the objects are repaired the server registers again (it follows them) and
 // everything passes.
 func TestStorageVersionBarrier(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	a := c.Servers[0]
 	crd := svCRD("gizmos", "v1")
@@ -445,6 +447,7 @@ func svSetVersions(crd *apiextensionsv1.CustomResourceDefinition, versions ...st
 // lease removes its entry and the common version follows; deleting the last one
 // deletes the object; an expired identity lease is collected.
 func TestStorageVersionGarbageCollection(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2, svLeases(2*time.Second, 250*time.Millisecond))
 	s0 := c.Servers[0]
 	loop := svClient(t, s0.LoopbackConfig())
@@ -534,6 +537,7 @@ func TestStorageVersionGarbageCollection(t *testing.T) {
 // mixed and regained once all are upgraded; the time from the last server being ready
 // to agreement is measured.
 func TestStorageVersionRollingUpgrade(t *testing.T) {
+	t.Parallel()
 	changed, oldV, newV := svUpgradeDiffs(t)
 	c := harness.Start(t, 3, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Compatibility.BinaryVersion = oldV }))
 	cs := svClient(t, c.Servers[0].Config())
@@ -608,6 +612,7 @@ func svUpgradeDiffs(t testing.TB) (map[schema.GroupResource][2]string, string, s
 // collector removes them once its identity lease expires: within the lease duration
 // (plus the collector's reaction) of the kill.
 func TestStorageVersionCrash(t *testing.T) {
+	t.Parallel()
 	const lease = 2 * time.Second
 	c := harness.Start(t, 1, svLeases(lease, 250*time.Millisecond))
 	cs := svClient(t, c.Servers[0].Config())
@@ -643,6 +648,7 @@ func TestStorageVersionCrash(t *testing.T) {
 // A server that crashed and comes back (same ID) no longer serving a resource withdraws
 // the entry its previous run left for it.
 func TestStorageVersionStopsServing(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, svLeases(5*time.Second, 250*time.Millisecond))
 	cs := svClient(t, c.Servers[0].Config())
 	port := harness.FreePort(t)
@@ -671,6 +677,7 @@ func TestStorageVersionStopsServing(t *testing.T) {
 // collected meanwhile, it refuses writes once its lease has expired, and when the
 // network heals it recreates its lease (same name, same holder) and registers again.
 func TestStorageVersionPartition(t *testing.T) {
+	t.Parallel()
 	const lease = 2 * time.Second
 	var proxy *tcpProxy
 	c := harness.Start(t, 3, svLeases(lease, 250*time.Millisecond), harness.WithServerOptions(func(i int, o *controlplane.Options) {
@@ -746,6 +753,7 @@ func TestStorageVersionPartition(t *testing.T) {
 // server has registered again (the time it takes is logged). A graceful shutdown removes the server's
 // entries and lease before it exits.
 func TestStorageVersionKeptTrue(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2, svLeases(10*time.Second, time.Second))
 	s0, s1 := c.Servers[0], c.Servers[1]
 	loop := svClient(t, s0.LoopbackConfig())
@@ -841,6 +849,7 @@ func TestStorageVersionKeptTrue(t *testing.T) {
 // version its server did not report at that moment (checked against etcd's history);
 // a second CRD is not held up; deleting the CRD deletes its StorageVersion.
 func TestStorageVersionCustomResources(t *testing.T) {
+	t.Parallel()
 	// The writers' label names the server that wrote each object, which a storage
 	// migration's rewrite (done by the migration leader) would belie: no migrations here.
 	c := harness.Start(t, 3, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.DisableStorageMigration = true }))
@@ -1006,6 +1015,7 @@ func TestStorageVersionCustomResources(t *testing.T) {
 // serves the API nor holds writes, and the objects stay; enabled again, it registers
 // and the objects are right.
 func TestStorageVersionEnablement(t *testing.T) {
+	t.Parallel()
 	o := controlplane.NewOptions()
 	o.Compatibility.FeatureGates = []string{"APIServerIdentity=false", "StorageVersionAPI=true"}
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "StorageVersionAPI") || !strings.Contains(err.Error(), "APIServerIdentity") {
@@ -1506,6 +1516,7 @@ func (h *svHelper) kill() {
 // TestStorageVersionHelperProcess is not a test: it is the body of the child processes
 // startHelper runs, a server that stops only when killed.
 func TestStorageVersionHelperProcess(t *testing.T) {
+	t.Parallel()
 	raw := os.Getenv(svHelperEnv)
 	if raw == "" {
 		t.Skip("the body of the crash tests' child process")

@@ -20,6 +20,7 @@ import (
 // (Running, the resourceVersion, Running False with Succeeded) is accepted. The
 // in-process migration controllers are off, so the test alone writes the status.
 func TestSVMValidation(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.DisableStorageMigration = true }))
 	ctx := t.Context()
 	client := c.Servers[0].Clientset(t).StoragemigrationV1().StorageVersionMigrations()

@@ -25,6 +25,7 @@ import (
 // every resource's StorageState. flowschemas are stored in v1beta3 there: 1.28 reads
 // them, 1.25 does not (nor v1, which 1.30 would store by default).
 func TestUpgradeCheck(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
 		o.DisableStorageMigration = true
 		o.Compatibility.BinaryVersion = "1.30"

@@ -48,6 +48,7 @@ func fieldsDeployment(name string, extra map[string]interface{}) *unstructured.U
 //     validation after the previous release tolerates it"), accepted from min 1.35;
 //   - a build of release 1.36 (--binary-version) does not know the 1.37 field at all.
 func TestVersionedFieldsAndValidation(t *testing.T) {
+	t.Parallel()
 	older, newer := releases(t) // 1.36, 1.37
 	c := harness.Start(t, 1)
 	s := c.Servers[0]

@@ -28,6 +28,7 @@ import (
 // the condition False; once it stops, the report is within the allowance again and
 // the servers' leases get a Normal Event.
 func TestVersionSkewReport(t *testing.T) {
+	t.Parallel()
 	older, newer := releases(t)
 	c := harness.Start(t, 2, harness.WithServerOptions(func(i int, o *controlplane.Options) {
 		if i == 1 {

@@ -33,6 +33,7 @@ func nextEvent(t *testing.T, w watch.Interface) watch.Event {
 }
 
 func TestWatchEventsAcrossServers(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	writer := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
@@ -79,6 +80,7 @@ func TestWatchEventsAcrossServers(t *testing.T) {
 }
 
 func TestWatchFromCompactedRevisionIsExpired(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
 	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
@@ -119,6 +121,7 @@ func TestWatchFromCompactedRevisionIsExpired(t *testing.T) {
 // Informers sync against the server both with WatchList (sendInitialEvents, the
 // client-go default from 1.35) and with the classic list+watch.
 func TestInformersSync(t *testing.T) {
+	t.Parallel()
 	for _, watchList := range []bool{true, false} {
 		t.Run(fmt.Sprintf("WatchListClient=%v", watchList), func(t *testing.T) {
 			clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, watchList)

@@ -29,6 +29,7 @@ import (
 // falls back to etcd). Pages the cache started continue on another server, which
 // reads etcd at the same revision, with the same answer.
 func TestWatchCacheConsistentAcrossServers(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	a, b := c.Servers[0].Clientset(t).CoreV1(), c.Servers[1].Clientset(t).CoreV1()
@@ -142,6 +143,7 @@ func labelsOf(m *dto.Metric) map[string]string {
 // the flip, lists answered from the cache convert as fresh reads do: each listed
 // object, in either version, equals a get of it (read from etcd).
 func TestWatchCacheMigrationIsInvisible(t *testing.T) {
+	t.Parallel()
 	c := startMigrationCluster(t, 1)
 	s := c.Servers[0]
 	e := newMigrationEnv(t, c, "wc.example.com", "v1")
@@ -208,6 +210,7 @@ func TestWatchCacheMigrationIsInvisible(t *testing.T) {
 // Past --watch-cache-memory-limit a resource's cache stops and its reads go to etcd,
 // with the same answers; --watch-cache=false reads etcd every time. Both are counted.
 func TestWatchCacheLimits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		set    func(o *controlplane.Options)
@@ -258,6 +261,7 @@ func TestWatchCacheLimits(t *testing.T) {
 // clients, a dynamic client, a metadata-only client) share each change's conversion
 // and encodings; each still gets its own representation of every change.
 func TestWatchFanOutRepresentations(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1)
 	s := c.Servers[0]
 	ctx := t.Context()
@@ -322,6 +326,7 @@ func TestWatchFanOutRepresentations(t *testing.T) {
 // for every object of a state at least as new as the resourceVersion asked for (the
 // newest, for none), the bookmark that ends them, then the changes.
 func TestWatchListFromCache(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	ctx := t.Context()
 	a, b := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default"), c.Servers[1].Clientset(t).CoreV1().ConfigMaps("default")
