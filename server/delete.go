@@ -15,7 +15,8 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, q *apiReque
 		respond.Error(w, r, err)
 		return
 	}
-	obj, _, err := s.cfg.Store.Delete(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, store.DeleteOptions{WriteOptions: store.WriteOptions{DryRun: dry}, Preconditions: opts.Preconditions})
+	wo := store.WriteOptions{DryRun: dry, Admit: s.deleteAdmission(q, opts, dry)}
+	obj, _, err := s.cfg.Store.Delete(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, store.DeleteOptions{WriteOptions: wo, Preconditions: opts.Preconditions})
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -38,6 +39,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q
 		return
 	}
 	lopts.Limit, lopts.Continue = 500, ""
+	wo := store.WriteOptions{DryRun: dry, Admit: s.deleteAdmission(q, opts, dry)}
 	for {
 		list, err := s.cfg.Store.List(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}, lopts)
 		if err != nil {
@@ -46,7 +48,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			_, _, err := s.cfg.Store.Delete(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: item.GetNamespace(), Name: item.GetName()}, store.DeleteOptions{WriteOptions: store.WriteOptions{DryRun: dry}, Preconditions: opts.Preconditions})
+			_, _, err := s.cfg.Store.Delete(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: item.GetNamespace(), Name: item.GetName()}, store.DeleteOptions{WriteOptions: wo, Preconditions: opts.Preconditions})
 			if err != nil && !apierrors.IsNotFound(err) {
 				respond.Error(w, r, err)
 				return
