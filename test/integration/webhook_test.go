@@ -150,6 +150,10 @@ func (e *webhookEnv) validating(t *testing.T) {
 			t.Errorf("the v1 webhook was sent %s of %+v in %q by %q", r.apiVersion, r.request.Kind, r.request.Namespace, r.request.UserInfo.Username)
 		}
 	}
+	metrics, err := e.admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil || !strings.Contains(string(metrics), `apiserver_admission_webhook_admission_duration_seconds_count{`) || !strings.Contains(string(metrics), `name="deny.example.com"`) {
+		t.Errorf("/metrics lacks the webhook's apiserver_admission_webhook_admission_duration_seconds (%v)", err)
+	}
 	waitFor(t, "the webhook's audit annotation", func() (bool, error) {
 		for _, ev := range readAuditLog(t, e.audit) {
 			if ev.Verb == "create" && ev.ObjectRef != nil && ev.ObjectRef.Name == "allowed" && ev.Annotations["deny.example.com/verdict"] == "yes" {
