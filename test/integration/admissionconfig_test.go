@@ -59,7 +59,9 @@ func TestAdmissionConfigurationCEL(t *testing.T) {
 	}
 	wantCompileRefusal(t, "a validation", vap(func(s *admissionregistrationv1.ValidatingAdmissionPolicySpec) { s.Validations[0].Expression = broken }),
 		"spec.validations[0].expression", "compilation failed: ERROR: <input>:1:21: Syntax error")
-	wantCompileRefusal(t, "a message expression", vap(func(s *admissionregistrationv1.ValidatingAdmissionPolicySpec) { s.Validations[0].MessageExpression = "'too many: ' + 1" }),
+	wantCompileRefusal(t, "a message expression", vap(func(s *admissionregistrationv1.ValidatingAdmissionPolicySpec) {
+		s.Validations[0].MessageExpression = "'too many: ' + 1"
+	}),
 		"spec.validations[0].messageExpression", "found no matching overload for '_+_'")
 	wantCompileRefusal(t, "a variable", vap(func(s *admissionregistrationv1.ValidatingAdmissionPolicySpec) {
 		s.Variables = []admissionregistrationv1.Variable{{Name: "n", Expression: broken}}
@@ -70,7 +72,10 @@ func TestAdmissionConfigurationCEL(t *testing.T) {
 	wantCompileRefusal(t, "an audit annotation", vap(func(s *admissionregistrationv1.ValidatingAdmissionPolicySpec) {
 		s.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "k", ValueExpression: "1"}}
 	}), "spec.auditAnnotations[0].valueExpression", "must evaluate to one of [string null_type]")
-	err := vap(func(s *admissionregistrationv1.ValidatingAdmissionPolicySpec) { s.MatchConstraints.ResourceRules = nil; s.Validations = nil })
+	err := vap(func(s *admissionregistrationv1.ValidatingAdmissionPolicySpec) {
+		s.MatchConstraints.ResourceRules = nil
+		s.Validations = nil
+	})
 	if !apierrors.IsInvalid(err) || !hasCause(err, "spec.matchConstraints.resourceRules", "Required value") || !hasCause(err, "spec.validations", "validations or auditAnnotations must contain at least one item") {
 		t.Errorf("a policy without rules or validations: %v %q", err, statusCauses(err))
 	}
