@@ -61,6 +61,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 	t.Run("timeout", env.timeout)
 	t.Run("dryRun", env.dryRun)
 	t.Run("delete", env.delete)
+	t.Run("policyDelete", env.policyDelete)
 	t.Run("service", env.service)
 	t.Run("scale", env.scale)
 	t.Run("invalid", env.invalid)
@@ -626,8 +627,53 @@ func (e *webhookEnv) invalid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	table := getTable(t, e.c.Servers[1], "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations")
+	if cells := tableCells(t, table, "defaulted"); cells["Webhooks"] != float64(1) || cells["Age"] == "" || len(table.ColumnDefinitions) != 3 {
+		t.Errorf("kubectl's columns NAME WEBHOOKS AGE: %+v %v", table.ColumnDefinitions, cells)
+	}
 	if w := created.Webhooks[0]; *w.FailurePolicy != admissionregistrationv1.Fail || *w.MatchPolicy != admissionregistrationv1.Equivalent || w.NamespaceSelector == nil ||
 		w.ObjectSelector == nil || *w.TimeoutSeconds != 10 || *w.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy || *w.ClientConfig.Service.Port != 443 {
 		t.Errorf("defaults: %+v", w)
+	}
+}
+
+// policyDelete: ValidatingAdmissionPolicies admit deletions too, with the object as
+// stored as oldObject.
+func (e *webhookEnv) policyDelete(t *testing.T) {
+	ctx := t.Context()
+	policyNamespace(t, e.admin, "policy-delete")
+	match := inNamespace("policy-delete", "", "v1", "configmaps")
+	match.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "keep"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: match,
+			Validations: []admissionregistrationv1.Validation{{Expression: `object == null && (!has(oldObject.data) || !("keep" in oldObject.data))`,
+				MessageExpression: `oldObject.metadata.name + " is kept"`}},
+		},
+	}
+	if _, err := e.admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "keep"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "keep", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}
+	if _, err := e.admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cms := e.admin.CoreV1().ConfigMaps("policy-delete")
+	for _, cm := range []*corev1.ConfigMap{configMap("kept", map[string]string{"keep": "yes"}), configMap("gone", nil)} {
+		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.onEveryServer(t, "the policy on deletions", func(cs kubernetes.Interface) (bool, error) {
+		err := cs.CoreV1().ConfigMaps("policy-delete").Delete(ctx, "kept", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "kept is kept"), nil
+	})
+	if err := e.c.Servers[1].Clientset(t).CoreV1().ConfigMaps("policy-delete").Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("a deletion the policy allows: %v", err)
+	}
+	if _, err := cms.Get(ctx, "kept", metav1.GetOptions{}); err != nil {
+		t.Errorf("the kept ConfigMap: %v", err)
 	}
 }
