@@ -117,7 +117,7 @@ func (c celEnvironments) validatePolicyCommon(failure *admissionregistrationv1.F
 func (c celEnvironments) validateValidatingPolicy(pol *admissionregistrationv1.ValidatingAdmissionPolicy, o policyOptions) field.ErrorList {
 	spec, p := &pol.Spec, field.NewPath("spec")
 	errs := c.validatePolicyCommon(spec.FailurePolicy, spec.ParamKind, spec.MatchConstraints, spec.MatchConditions, false, o, p)
-	var comp plugincel.Compiler = c.compiler()
+	comp := c.compiler()
 	if len(spec.Variables) > 0 {
 		composited, err := c.compositedCompiler()
 		if err != nil {
