@@ -50,6 +50,9 @@ type Config struct {
 	MutatingPolicies bool
 	// Authorizer is the server's authorizer, for the policies' authorizer checks.
 	Authorizer authorizer.Authorizer
+	// ValidatingFirst are validating plugins run before the policies and webhooks
+	// (RBAC's escalation check, which Kubernetes makes in RBAC's storage).
+	ValidatingFirst []admission.ValidationInterface
 	// Validating are further validating plugins, run after the policies and webhooks
 	// in order (ResourceQuota).
 	Validating []admission.ValidationInterface
@@ -91,6 +94,7 @@ func New(cfg Config) (*Chain, error) {
 		factory: informers.NewSharedInformerFactory(client, 0),
 		drained: make(chan struct{}),
 	}
+	c.validating = append(c.validating, cfg.ValidatingFirst...)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
 	// The only gate the plugins read is whether webhooks see reviews, which Concord
 	// answers without admission: the library's process-wide gate serves.

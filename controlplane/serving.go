@@ -156,9 +156,10 @@ func (i *Instance) newAdmission() (*admission.Chain, error) {
 		i.parts.quota = a
 		validating = append(validating, a)
 	}
+	var first []k8sadmission.ValidationInterface
 	if a := i.parts.rbac.authorizer; a != nil {
-		// Kubernetes checks escalation in RBAC's storage, before any admission.
-		validating = append([]k8sadmission.ValidationInterface{rbac.NewEscalationCheck(i.parts.authz, a)}, validating...)
+		// Kubernetes checks escalation in RBAC's storage, before any validating admission.
+		first = append(first, rbac.NewEscalationCheck(i.parts.authz, a))
 	}
 	var resolver webhookutil.ServiceResolver
 	if ag := i.parts.aggregation; ag != nil {
@@ -166,7 +167,7 @@ func (i *Instance) newAdmission() (*admission.Chain, error) {
 	}
 	chain, err := admission.New(admission.Config{
 		Registry: i.Registry, RESTConfig: i.LoopbackConfig(), ServerID: i.ServerID, ServiceResolver: resolver,
-		CELVersion: i.Compatibility.Versions.MinCompatibility, Authorizer: i.parts.authz, Validating: validating,
+		CELVersion: i.Compatibility.Versions.MinCompatibility, Authorizer: i.parts.authz, ValidatingFirst: first, Validating: validating,
 		MutatingPolicies: i.Compatibility.Enabled(compatibility.MutatingAdmissionPolicy),
 	})
 	if err != nil {

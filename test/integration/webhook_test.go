@@ -15,6 +15,7 @@ import (
 	"github.com/concordproject/concord/harness"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -65,6 +67,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 	t.Run("service", env.service)
 	t.Run("scale", env.scale)
 	t.Run("invalid", env.invalid)
+	t.Run("exempt", env.exempt)
 }
 
 // createValidating creates a ValidatingWebhookConfiguration of hooks.
@@ -555,8 +558,65 @@ func (e *webhookEnv) scale(t *testing.T) {
 	if err := scaleTo(e.c.Servers[1].Clientset(t), 3); err != nil {
 		t.Fatalf("scaling to 3: %v", err)
 	}
-	if d, err := e.admin.AppsV1().Deployments("wh-scale").Get(ctx, "web", metav1.GetOptions{}); err != nil || *d.Spec.Replicas != 3 {
-		t.Errorf("after scaling: %v, %+v", err, d)
+	d, err := e.admin.AppsV1().Deployments("wh-scale").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || *d.Spec.Replicas != 3 {
+		t.Fatalf("after scaling: %v, %+v", err, d)
+	}
+	// The status subresource is admitted with the whole object.
+	e.hooks.handle("/status", func(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		var got appsv1.Deployment
+		if err := json.Unmarshal(req.Object.Raw, &got); err != nil || req.SubResource != "status" || got.Spec.Replicas == nil {
+			return &admissionv1.AdmissionResponse{Result: &metav1.Status{Message: fmt.Sprintf("not a Deployment's status: %v", err)}}
+		}
+		return &admissionv1.AdmissionResponse{Result: &metav1.Status{Code: http.StatusForbidden, Message: "status is read-only here"}}
+	})
+	status := hookIn(e.hooks, "status.example.com", "/status", "scale", []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, "deployments/status")
+	status.Rules[0].APIGroups = []string{"apps"}
+	e.createValidating(t, "status", status)
+	d.Status.ObservedGeneration = 7
+	e.onEveryServer(t, "the status webhook", func(cs kubernetes.Interface) (bool, error) {
+		_, err := cs.AppsV1().Deployments("wh-scale").UpdateStatus(ctx, d, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		return deniedWith(err, http.StatusForbidden, "status is read-only here"), nil
+	})
+}
+
+// exempt: webhooks never see webhook configurations, policies or bindings, so that a
+// webhook cannot lock them.
+func (e *webhookEnv) exempt(t *testing.T) {
+	ctx := t.Context()
+	webhookNamespace(t, e.admin, "wh-exempt", "exempt", nil)
+	e.hooks.handle("/lock", deny(http.StatusForbidden, "locked"))
+	// It matches everything of admissionregistration.k8s.io (cluster-scoped: the
+	// namespace selector does not apply), and ConfigMaps, to show it is in effect.
+	h := hookIn(e.hooks, "lock.example.com", "/lock", "exempt", []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll}, "configmaps")
+	h.Rules = append(h.Rules, admissionregistrationv1.RuleWithOperations{Operations: h.Rules[0].Operations,
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{"admissionregistration.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"*"}}})
+	e.createValidating(t, "lock", h)
+	e.onEveryServer(t, "the locking webhook", func(cs kubernetes.Interface) (bool, error) {
+		_, err := cs.CoreV1().ConfigMaps("wh-exempt").Create(ctx, configMap("probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return deniedWith(err, http.StatusForbidden, "locked"), nil
+	})
+	calledBefore := len(e.hooks.reviews("/lock"))
+	for _, s := range e.c.Servers {
+		arv1 := s.Clientset(t).AdmissionregistrationV1()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			w, err := arv1.ValidatingWebhookConfigurations().Get(ctx, "lock", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			w.Labels = map[string]string{"touched-by": fmt.Sprint(s.Index)}
+			_, err = arv1.ValidatingWebhookConfigurations().Update(ctx, w, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Errorf("server %d: updating a webhook configuration a webhook denies: %v", s.Index, err)
+		}
+	}
+	if err := e.admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "lock", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting it: %v", err)
+	}
+	if n := len(e.hooks.reviews("/lock")) - calledBefore; n != 0 {
+		t.Errorf("the webhook was called %d times for admission configurations", n)
 	}
 }
 
