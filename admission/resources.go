@@ -83,11 +83,12 @@ func configureWith[T any](table func(*unstructured.Unstructured) []interface{}, 
 	}
 }
 
-// typedAs reads obj as a T (a v1 type).
+// typedAs reads obj as a T (a v1 type). An object that cannot be read so has fields
+// of the wrong type, which its schema's validation reports too.
 func typedAs[T any](obj *unstructured.Unstructured) (*T, field.ErrorList) {
 	out := new(T)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, out); err != nil {
-		return nil, field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
+		return nil, field.ErrorList{field.TypeInvalid(field.NewPath(obj.GetKind()), field.OmitValueType{}, "cannot be read: "+err.Error())}
 	}
 	return out, nil
 }

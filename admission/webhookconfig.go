@@ -201,8 +201,11 @@ func parseCABundle(b []byte) error {
 	n := 0
 	for rest := b; len(strings.TrimSpace(string(rest))) > 0; {
 		block, r := pem.Decode(rest)
-		if block == nil {
-			return fmt.Errorf("%w: data after certificate %d is not PEM", errCABundle, n)
+		switch {
+		case block == nil && n == 0:
+			return fmt.Errorf("%w: no PEM block found", errCABundle)
+		case block == nil:
+			return fmt.Errorf("%w: what follows certificate %d is not PEM", errCABundle, n)
 		}
 		rest = r
 		if block.Type != "CERTIFICATE" {
