@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,6 +68,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 	t.Run("policyDelete", env.policyDelete)
 	t.Run("service", env.service)
 	t.Run("scale", env.scale)
+	t.Run("token", env.token)
 	t.Run("invalid", env.invalid)
 	t.Run("exempt", env.exempt)
 }
@@ -735,5 +738,37 @@ func (e *webhookEnv) policyDelete(t *testing.T) {
 	}
 	if _, err := cms.Get(ctx, "kept", metav1.GetOptions{}); err != nil {
 		t.Errorf("the kept ConfigMap: %v", err)
+	}
+}
+
+// token: a TokenRequest (the token subresource of a ServiceAccount) is admitted before
+// the token is issued, as its own kind, named as the ServiceAccount.
+func (e *webhookEnv) token(t *testing.T) {
+	ctx := t.Context()
+	webhookNamespace(t, e.admin, "wh-token", "token", nil)
+	e.hooks.handle("/token", func(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		var tr authenticationv1.TokenRequest
+		if err := json.Unmarshal(req.Object.Raw, &tr); err != nil || req.Kind.Kind != "TokenRequest" || req.SubResource != "token" || req.Name != "robot" {
+			return &admissionv1.AdmissionResponse{Result: &metav1.Status{Message: fmt.Sprintf("not robot's TokenRequest: %s %s %v", req.Kind, req.Name, err)}}
+		}
+		if slices.Contains(tr.Spec.Audiences, "forbidden") {
+			return &admissionv1.AdmissionResponse{Result: &metav1.Status{Code: http.StatusForbidden, Message: "no tokens for that audience"}}
+		}
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	})
+	h := hookIn(e.hooks, "token.example.com", "/token", "token", []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, "serviceaccounts/token")
+	e.createValidating(t, "token", h)
+	if _, err := e.admin.CoreV1().ServiceAccounts("wh-token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	request := func(cs kubernetes.Interface, audience string) error {
+		_, err := cs.CoreV1().ServiceAccounts("wh-token").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}}}, metav1.CreateOptions{})
+		return err
+	}
+	e.onEveryServer(t, "the token webhook", func(cs kubernetes.Interface) (bool, error) {
+		return deniedWith(request(cs, "forbidden"), http.StatusForbidden, "no tokens for that audience"), nil
+	})
+	if err := request(e.c.Servers[1].Clientset(t), "allowed"); err != nil {
+		t.Errorf("a token the webhook allows: %v", err)
 	}
 }
