@@ -13,6 +13,8 @@ import (
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -48,13 +50,20 @@ type Config struct {
 	MutatingPolicies bool
 	// Authorizer is the server's authorizer, for the policies' authorizer checks.
 	Authorizer authorizer.Authorizer
-	// Validating are further validating plugins, run after the policies in order
-	// (ResourceQuota).
+	// ValidatingFirst are validating plugins run before the policies and webhooks
+	// (RBAC's escalation check, which Kubernetes makes in RBAC's storage).
+	ValidatingFirst []admission.ValidationInterface
+	// Validating are further validating plugins, run after the policies and webhooks
+	// in order (ResourceQuota).
 	Validating []admission.ValidationInterface
+	// ServiceResolver finds the endpoints of the Services webhooks name (the
+	// aggregator's resolver, through EndpointSlices); nil: their DNS names.
+	ServiceResolver webhookutil.ServiceResolver
 }
 
-// Chain is the admission of one server: the mutating plugins, then (after
-// validation) the validating ones. Run starts it.
+// Chain is the admission of one server: the mutating plugins (policies, then
+// webhooks), then (after validation) the validating ones (policies, webhooks, then
+// the further ones), in Kubernetes' order. Run starts it.
 type Chain struct {
 	objects    *registry.Objects
 	mutating   []admission.MutationInterface
@@ -85,8 +94,11 @@ func New(cfg Config) (*Chain, error) {
 		factory: informers.NewSharedInformerFactory(client, 0),
 		drained: make(chan struct{}),
 	}
+	c.validating = append(c.validating, cfg.ValidatingFirst...)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
-	init := initializer.New(client, dyn, c.factory, cfg.Authorizer, nil, nil, c.drained, mapper)
+	// The only gate the plugins read is whether webhooks see reviews, which Concord
+	// answers without admission: the library's process-wide gate serves.
+	init := initializer.New(client, dyn, c.factory, cfg.Authorizer, utilfeature.DefaultFeatureGate, nil, c.drained, mapper)
 	if cfg.MutatingPolicies && served(cfg.Registry, "mutatingadmissionpolicies", "mutatingadmissionpolicybindings") {
 		p := newMutatingPolicies(cfg.Registry, cfg.CELVersion)
 		p.SetAPIServerID(cfg.ServerID)
@@ -95,6 +107,14 @@ func New(cfg Config) (*Chain, error) {
 			return nil, fmt.Errorf("MutatingAdmissionPolicy admission: %w", err)
 		}
 		c.mutating = append(c.mutating, p)
+	}
+	var validatingHooks admission.ValidationInterface
+	if served(cfg.Registry, "validatingwebhookconfigurations", "mutatingwebhookconfigurations") {
+		m, v, err := newWebhooks(init, cfg.ServerID, cfg.ServiceResolver)
+		if err != nil {
+			return nil, err
+		}
+		c.mutating, validatingHooks = append(c.mutating, m), v
 	}
 	if served(cfg.Registry, "validatingadmissionpolicies", "validatingadmissionpolicybindings") {
 		p, err := validating.NewPlugin(nil)
@@ -107,6 +127,9 @@ func New(cfg Config) (*Chain, error) {
 			return nil, fmt.Errorf("ValidatingAdmissionPolicy admission: %w", err)
 		}
 		c.validating = append(c.validating, p)
+	}
+	if validatingHooks != nil {
+		c.validating = append(c.validating, validatingHooks)
 	}
 	c.validating = append(c.validating, cfg.Validating...)
 	return c, nil

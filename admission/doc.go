@@ -4,21 +4,34 @@
 //   - Mutating admission runs first, on creations and updates, before the store
 //     prepares and validates the object: MutatingAdmissionPolicies
 //     (admissionregistration.k8s.io/v1), with ApplyConfiguration and JSONPatch
-//     mutations, reinvoked once if a mutation changed what an earlier one saw.
+//     mutations, then mutating webhooks (MutatingWebhookConfigurations); the chain
+//     runs once more if a mutation changed what a policy or webhook with
+//     reinvocationPolicy IfNeeded saw.
 //   - Validating admission runs after validation, inside the store's write, before
-//     etcd: ValidatingAdmissionPolicies (Deny, Warn and Audit actions), then the
+//     etcd: RBAC's escalation check, ValidatingAdmissionPolicies (Deny, Warn and Audit
+//     actions), validating webhooks (ValidatingWebhookConfigurations), then the
 //     ResourceQuota admission of package quota.
+//   - Deletions pass both, with the object as stored as the old object.
 //
-// The policy plugins are k8s.io/apiserver's (pkg/admission/plugin/policy), fed by
-// informers over the server's loopback client and given the registry's objects
-// (registry.Objects: conversion between versions, defaulting, equivalent resources)
-// and the server's authorizer. A policy plugin is assembled only if its API is served.
-// The type converters mutations apply with are the registry's server-side apply types
-// (openapi.TypeConverter), never fetched over HTTP.
+// The policy and webhook plugins are k8s.io/apiserver's (pkg/admission/plugin/policy
+// and plugin/webhook), fed by informers over the server's loopback client and given
+// the registry's objects (registry.Objects: conversion between versions, defaulting,
+// equivalent resources) and the server's authorizer. A plugin is assembled only if
+// its API is served. The type converters mutations apply with are the registry's
+// server-side apply types (openapi.TypeConverter), never fetched over HTTP. Webhooks'
+// Services are resolved by the resolver the server gives (the aggregator's, through
+// EndpointSlices).
+//
+// It also owns what the admission configurations are (Configurers): Kubernetes'
+// validation of webhook configurations, policies and bindings, their CEL expressions
+// compiled when written in the environments of the server's minimum compatibility
+// version (KEP-4330: new expressions with its libraries only, stored ones with
+// every library), and the ValidatingAdmissionPolicy status controller (TypeChecking),
+// elected among the servers, that writes status.typeChecking.
 //
 // # What it must not touch
 //
-// It decides; it does not write objects or serve HTTP. The server builds the
-// admission attributes of a request and calls Admit and Validate where the store lets
-// it (store.WriteOptions.Mutate and Admit).
+// It decides; it does not serve HTTP, and it writes nothing but policies' status.
+// The server builds the admission attributes of a request and calls Admit and
+// Validate where the store lets it (store.WriteOptions.Mutate and Admit).
 package admission

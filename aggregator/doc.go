@@ -10,7 +10,8 @@
 //     whose port leads to a ready endpoint of its discovery.k8s.io/v1 EndpointSlices
 //     (Concord serves both as data: the endpoints name host and port), or to its
 //     externalName; TLS verified with spec.caBundle (server name
-//     <service>.<namespace>.svc), or not at all with insecureSkipTLSVerify.
+//     <service>.<namespace>.svc), or not at all with insecureSkipTLSVerify. The same
+//     resolution finds the Services admission webhooks name (ResolveEndpoint).
 //   - The proxy (Aggregator.Proxy): every request for a registered group-version,
 //     after the handler chain has authenticated and authorized it, goes to the
 //     backend with the user in the front-proxy headers (X-Remote-User, -Uid, -Group,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,38 +57,55 @@ type backend struct {
 	serverName string
 }
 
-// resolve finds the backend of svc, a remote APIService: a ready endpoint of its
-// Service's EndpointSlices on the slice port named as the Service's port, or the
-// Service's externalName.
+// resolve finds the backend of svc, a remote APIService: see resolveService.
 func (a *Aggregator) resolve(svc *apiregistrationv1.APIService) (backend, error) {
 	ref := svc.Spec.Service
 	port := int32(443)
 	if ref.Port != nil {
 		port = *ref.Port
 	}
-	b := backend{serverName: ref.Name + "." + ref.Namespace + ".svc"}
-	service, err := a.services.Services(ref.Namespace).Get(ref.Name)
+	return a.resolveService(ref.Namespace, ref.Name, port)
+}
+
+// ResolveEndpoint returns where the Service namespace/name takes requests on port, as
+// resolveService finds it: an https URL of the endpoint's host and port. It is
+// admission webhooks' service resolver (k8s.io/apiserver's webhook.ServiceResolver);
+// the caller verifies the TLS server name <name>.<namespace>.svc.
+func (a *Aggregator) ResolveEndpoint(namespace, name string, port int32) (*url.URL, error) {
+	b, err := a.resolveService(namespace, name, port)
+	if err != nil {
+		return nil, err
+	}
+	return &url.URL{Scheme: "https", Host: b.hostPort}, nil
+}
+
+// resolveService finds a backend of the Service namespace/name on port: a ready
+// endpoint of its EndpointSlices on the slice port named as the Service's port, or
+// the Service's externalName.
+func (a *Aggregator) resolveService(namespace, name string, port int32) (backend, error) {
+	b := backend{serverName: name + "." + namespace + ".svc"}
+	service, err := a.services.Services(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		return b, &unresolved{ReasonServiceNotFound, fmt.Sprintf("service/%s in %q is not present", ref.Name, ref.Namespace)}
+		return b, &unresolved{ReasonServiceNotFound, fmt.Sprintf("service/%s in %q is not present", name, namespace)}
 	}
 	if err != nil {
 		return b, err
 	}
 	sp, ok := servicePort(service, port)
 	if !ok {
-		return b, &unresolved{ReasonServicePortError, fmt.Sprintf("service/%s in %q is not listening on port %d", ref.Name, ref.Namespace, port)}
+		return b, &unresolved{ReasonServicePortError, fmt.Sprintf("service/%s in %q is not listening on port %d", name, namespace, port)}
 	}
 	if service.Spec.Type == corev1.ServiceTypeExternalName {
 		b.hostPort = net.JoinHostPort(service.Spec.ExternalName, strconv.Itoa(int(port)))
 		return b, nil
 	}
-	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: ref.Name})
-	slices, err := a.slices.EndpointSlices(ref.Namespace).List(sel)
+	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: name})
+	slices, err := a.slices.EndpointSlices(namespace).List(sel)
 	if err != nil {
 		return b, err
 	}
 	if len(slices) == 0 {
-		return b, &unresolved{ReasonEndpointsNotFound, fmt.Sprintf("cannot find endpointslices for service/%s in %q", ref.Name, ref.Namespace)}
+		return b, &unresolved{ReasonEndpointsNotFound, fmt.Sprintf("cannot find endpointslices for service/%s in %q", name, namespace)}
 	}
 	var candidates []string
 	for _, s := range slices {
@@ -102,7 +120,7 @@ func (a *Aggregator) resolve(svc *apiregistrationv1.APIService) (backend, error)
 		}
 	}
 	if len(candidates) == 0 {
-		return b, &unresolved{ReasonMissingEndpoints, fmt.Sprintf("endpointslices for service/%s in %q have no addresses with port name %q", ref.Name, ref.Namespace, sp.Name)}
+		return b, &unresolved{ReasonMissingEndpoints, fmt.Sprintf("endpointslices for service/%s in %q have no addresses with port name %q", name, namespace, sp.Name)}
 	}
 	b.hostPort = candidates[rand.IntN(len(candidates))]
 	return b, nil

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/aggregator"
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/namespace"
@@ -16,6 +17,7 @@ import (
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/versionskew"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // Options tune the behaviour of built-in resources.
@@ -33,6 +35,10 @@ type Options struct {
 	// the aggregated servers of their groups; anyone allowed may delete them while
 	// this server does not maintain them.
 	StorageVersions storageversion.APIOptions
+	// CELVersion is the minimum compatibility version, whose CEL environment new
+	// expressions of webhook configurations and admission policies compile in (nil:
+	// the CEL library's default).
+	CELVersion *version.Version
 }
 
 // ErrMissing means the API catalog lacks a resource every server needs.
@@ -65,6 +71,7 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		eventsGR:                     func(r *registry.Resource) error { return configureEvents(r, eventsEventFields, opts.EventTTL) },
 	}
 	maps.Copy(table, reviewConfigurers(opts))
+	maps.Copy(table, admission.Configurers(opts.CELVersion))
 	return table
 }
 
@@ -73,16 +80,16 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 // unconditional updates); every other built-in resource allows them.
 var conditionalUpdatesOnly = map[schema.GroupResource]bool{
 	leasesGR: true,
-	{Group: "coordination.k8s.io", Resource: "leasecandidates"}:                            true,
-	{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"}:       true,
-	{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicybindings"}: true,
-	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}:         true,
-	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicybindings"}:   true,
-	{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}:   true,
-	{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}:     true,
-	storageversion.GroupResource: true,
-	storageVersionMigrationsGR:   true,
-	aggregator.GroupResource:     true,
+	{Group: "coordination.k8s.io", Resource: "leasecandidates"}: true,
+	admission.ValidatingPoliciesGR:                              true,
+	admission.ValidatingPolicyBindingsGR:                        true,
+	admission.MutatingPoliciesGR:                                true,
+	admission.MutatingPolicyBindingsGR:                          true,
+	admission.ValidatingWebhookConfigurationsGR:                 true,
+	admission.MutatingWebhookConfigurationsGR:                   true,
+	storageversion.GroupResource:                                true,
+	storageVersionMigrationsGR:                                  true,
+	aggregator.GroupResource:                                    true,
 }
 
 // Configure returns the built-in resources of a server: resources (the catalog's, not

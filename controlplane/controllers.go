@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/apiextensions"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/garbagecollector"
@@ -27,11 +28,11 @@ var errNotSynced = errors.New("the stored CustomResourceDefinitions are not all 
 // startControllers is the controllers phase: the bootstrap namespaces, the identity
 // lease, the storage version garbage collector and manager, the CRD controller
 // (start-up waits until it serves every stored definition, and until every built-in
-// resource had one registration attempt), admission, priority and fairness, the
-// bootstrap roles and the ClusterRole aggregation controller, quotas, the version skew
-// controller, the namespace controller, the garbage collector and storage migration.
-// The last component, started last and so stopped first, turns /readyz off when the
-// server begins to stop.
+// resource had one registration attempt), admission and the ValidatingAdmissionPolicy
+// status controller, priority and fairness, the bootstrap roles and the ClusterRole
+// aggregation controller, quotas, the version skew controller, the namespace
+// controller, the garbage collector and storage migration. The last component, started
+// last and so stopped first, turns /readyz off when the server begins to stop.
 func (i *Instance) startControllers(ctx context.Context) (context.Context, error) {
 	if err := bootstrapNamespaces(ctx, i); err != nil {
 		return ctx, err
@@ -73,6 +74,9 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	i.parts.bootstrap.Done()
 	if err := i.start(ctx, lifecycle.Component{Name: "admission", Run: i.parts.admission.Run, Ready: i.parts.admission.Ready}); err != nil {
 		return ctx, fmt.Errorf("starting admission: %w", err)
+	}
+	if err := i.startTypeChecking(ctx); err != nil {
+		return ctx, err
 	}
 	if fc := i.parts.flowControl; fc != nil {
 		// Ready once it has read the configuration and written the bootstrap one.
@@ -190,6 +194,24 @@ func bootstrapNamespaces(ctx context.Context, i *Instance) error {
 		if _, err := i.Store.Create(ctx, store.Ref{Resource: res, Version: "v1"}, obj, store.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating namespace %s: %w", name, err)
 		}
+	}
+	return nil
+}
+
+// startTypeChecking starts the ValidatingAdmissionPolicy status controller (their
+// status.typeChecking), elected among the servers, if the policies are served.
+func (i *Instance) startTypeChecking(ctx context.Context) error {
+	if res := i.Registry.Get(admission.ValidatingPoliciesGR); res == nil || res.ServedVersion("v1") == nil {
+		return nil
+	}
+	tc, err := admission.NewTypeChecking(admission.TypeCheckingConfig{
+		RESTConfig: i.LoopbackConfig(), Holder: i.ServerID + "_" + uuid.NewString(), ReconcileMetrics: i.runtime,
+	})
+	if err != nil {
+		return err
+	}
+	if err := i.start(ctx, lifecycle.Component{Name: "validatingadmissionpolicy-status", Run: tc.Run}); err != nil {
+		return fmt.Errorf("starting the ValidatingAdmissionPolicy status controller: %w", err)
 	}
 	return nil
 }

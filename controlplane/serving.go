@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 )
 
 // errNotListening: the HTTP server has not started listening yet.
@@ -45,11 +46,11 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, err
 	}
-	chain, err := i.newAdmission()
+	aggregated, err := i.newAggregation()
 	if err != nil {
 		return ctx, err
 	}
-	aggregated, err := i.newAggregation()
+	chain, err := i.newAdmission()
 	if err != nil {
 		return ctx, err
 	}
@@ -58,9 +59,10 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		return ctx, err
 	}
 	var fcFilter func(http.Handler) http.Handler
-	var fcMetrics prometheus.Gatherer
+	extraMetrics := prometheus.Gatherers{admission.Gatherer()}
 	if fc != nil {
-		fcFilter, fcMetrics = fc.Filter, fc.Gatherer()
+		fcFilter = fc.Filter
+		extraMetrics = append(extraMetrics, fc.Gatherer())
 	}
 	auditor, err := audit.New(ctx, o.Audit)
 	if err != nil {
@@ -79,7 +81,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		Audit:                 auditor,
 		Health:                checks,
 		Metrics:               i.Metrics,
-		ExtraMetrics:          fcMetrics,
+		ExtraMetrics:          extraMetrics,
 		FlowControl:           fcFilter,
 		Profiling:             o.Profiling,
 		Version:               compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
@@ -140,8 +142,9 @@ func (i *Instance) newFlowControl() (*flowcontrol.Controller, error) {
 	return fc, nil
 }
 
-// newAdmission builds the admission chain: the admission policies whose APIs are
-// served, then ResourceQuota admission if quotas are served; startControllers starts
+// newAdmission builds the admission chain: the admission policies and webhooks whose
+// APIs are served (webhooks' Services resolved by the aggregator, if the server is
+// one), then ResourceQuota admission if quotas are served; startControllers starts
 // them.
 func (i *Instance) newAdmission() (*admission.Chain, error) {
 	var validating []k8sadmission.ValidationInterface
@@ -153,13 +156,18 @@ func (i *Instance) newAdmission() (*admission.Chain, error) {
 		i.parts.quota = a
 		validating = append(validating, a)
 	}
+	var first []k8sadmission.ValidationInterface
 	if a := i.parts.rbac.authorizer; a != nil {
-		// Kubernetes checks escalation in RBAC's storage, before any admission.
-		validating = append([]k8sadmission.ValidationInterface{rbac.NewEscalationCheck(i.parts.authz, a)}, validating...)
+		// Kubernetes checks escalation in RBAC's storage, before any validating admission.
+		first = append(first, rbac.NewEscalationCheck(i.parts.authz, a))
+	}
+	var resolver webhookutil.ServiceResolver
+	if ag := i.parts.aggregation; ag != nil {
+		resolver = ag.agg
 	}
 	chain, err := admission.New(admission.Config{
-		Registry: i.Registry, RESTConfig: i.LoopbackConfig(), ServerID: i.ServerID,
-		CELVersion: i.Compatibility.Versions.MinCompatibility, Authorizer: i.parts.authz, Validating: validating,
+		Registry: i.Registry, RESTConfig: i.LoopbackConfig(), ServerID: i.ServerID, ServiceResolver: resolver,
+		CELVersion: i.Compatibility.Versions.MinCompatibility, Authorizer: i.parts.authz, ValidatingFirst: first, Validating: validating,
 		MutatingPolicies: i.Compatibility.Enabled(compatibility.MutatingAdmissionPolicy),
 	})
 	if err != nil {

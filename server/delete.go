@@ -17,7 +17,8 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, q *apiReque
 		respond.Error(w, r, err)
 		return
 	}
-	obj, deleted, err := s.cfg.Store.Delete(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, storeDeleteOptions(opts, dry))
+	wo := store.WriteOptions{DryRun: dry, Admit: s.deleteAdmission(q, opts, dry)}
+	obj, deleted, err := s.cfg.Store.Delete(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, storeDeleteOptions(opts, wo))
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -45,6 +46,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q
 		return
 	}
 	lopts.Limit, lopts.Continue = 500, ""
+	wo := store.WriteOptions{DryRun: dry, Admit: s.deleteAdmission(q, opts, dry)}
 	for {
 		list, err := s.cfg.Store.List(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}, lopts)
 		if err != nil {
@@ -53,7 +55,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			_, _, err := s.cfg.Store.Delete(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: item.GetNamespace(), Name: item.GetName()}, storeDeleteOptions(opts, dry))
+			_, _, err := s.cfg.Store.Delete(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: item.GetNamespace(), Name: item.GetName()}, storeDeleteOptions(opts, wo))
 			if err != nil && !apierrors.IsNotFound(err) {
 				respond.Error(w, r, err)
 				return
@@ -97,10 +99,10 @@ func parseDelete(r *http.Request) (*metav1.DeleteOptions, bool, error) {
 }
 
 // storeDeleteOptions are the store's options of a deletion the request's opts ask
-// for: its preconditions and propagation (the deprecated orphanDependents as the
-// policy it means).
-func storeDeleteOptions(opts *metav1.DeleteOptions, dry bool) store.DeleteOptions {
-	out := store.DeleteOptions{WriteOptions: store.WriteOptions{DryRun: dry}, Preconditions: opts.Preconditions, Propagation: opts.PropagationPolicy}
+// for, written with wo (dry run, admission): its preconditions and propagation (the
+// deprecated orphanDependents as the policy it means).
+func storeDeleteOptions(opts *metav1.DeleteOptions, wo store.WriteOptions) store.DeleteOptions {
+	out := store.DeleteOptions{WriteOptions: wo, Preconditions: opts.Preconditions, Propagation: opts.PropagationPolicy}
 	//nolint:staticcheck // SA1019: the deprecated orphanDependents is still honoured, as in Kubernetes.
 	if orphan := opts.OrphanDependents; orphan != nil {
 		policy := metav1.DeletePropagationBackground

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/concordproject/concord/registry"
@@ -78,10 +81,45 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, q *apiReque
 		respond.Error(w, r, err)
 		return
 	}
+	if data, err = s.admitAction(ctx, r, q, action, data); err != nil {
+		respond.Error(w, r, err)
+		return
+	}
 	answer, err := action.Do(ctx, obj, data)
 	if err != nil {
 		respond.Error(w, r, err)
 		return
 	}
 	respond.Object(w, r, http.StatusCreated, answer)
+}
+
+// admitAction runs admission on the creation of an action subresource's object
+// (data, JSON of the action's kind), as Kubernetes admits a TokenRequest: named and
+// namespaced as the URL says, mutating admission (which may change it), then
+// validating admission. It returns the object as admitted.
+func (s *Server) admitAction(ctx context.Context, r *http.Request, q *apiRequest, action registry.Action, data []byte) ([]byte, error) {
+	dry, err := dryRun(r)
+	if err != nil {
+		return nil, err
+	}
+	mutate, validate := s.writeAdmission(q, action.Kind, dry)
+	if mutate == nil && validate == nil {
+		return data, nil
+	}
+	obj := &unstructured.Unstructured{}
+	if err := json.Unmarshal(data, &obj.Object); err != nil || obj.Object == nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a %s: %v", action.Kind.Kind, err))
+	}
+	obj.SetGroupVersionKind(action.Kind)
+	obj.SetName(q.info.Name)
+	obj.SetNamespace(q.info.Namespace)
+	for _, admit := range []store.AdmitFunc{mutate, validate} {
+		if admit == nil {
+			continue
+		}
+		if err := admit(ctx, obj, nil); err != nil {
+			return nil, err
+		}
+	}
+	return obj.MarshalJSON()
 }

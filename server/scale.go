@@ -109,7 +109,10 @@ func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *apiReques
 // resourceVersion.
 func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *apiRequest, dry bool, next func(*autoscalingv1.Scale) ([]byte, error)) {
 	path := jsonPathFields(q.version.Subresources.Scale.SpecReplicasPath)
-	obj, _, err := s.cfg.Store.Update(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	// Admission sees the Scales, as in Kubernetes: mutating admission may change the
+	// new one before it is validated.
+	mutate, admit := s.writeAdmission(q, scaleKind, dry)
+	obj, _, err := s.cfg.Store.Update(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, func(ctx context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		current, err := toScale(q, cur)
 		if err != nil {
 			return nil, err
@@ -122,9 +125,16 @@ func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *apiReques
 		if err := decodeStrictJSON(data, &in); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid autoscaling/v1 Scale: %v", err))
 		}
+		in.TypeMeta, in.Name, in.Namespace = current.TypeMeta, current.Name, current.Namespace
+		if err := admitScale(ctx, mutate, &in, current); err != nil {
+			return nil, err
+		}
 		if in.Spec.Replicas < 0 {
-			return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), q.info.Name,
+			return nil, apierrors.NewInvalid(scaleKind.GroupKind(), q.info.Name,
 				field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), in.Spec.Replicas, "must be greater than or equal to 0")})
+		}
+		if err := admitScale(ctx, admit, &in, current); err != nil {
+			return nil, err
 		}
 		if in.ResourceVersion != "" {
 			cur.SetResourceVersion(in.ResourceVersion)
@@ -144,6 +154,33 @@ func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *apiReques
 		return
 	}
 	respond.Object(w, r, http.StatusOK, scale)
+}
+
+// scaleKind is the kind of the scale subresource.
+var scaleKind = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+
+// admitScale runs admission (if any) on the update of the Scale current to in, which
+// it may change.
+func admitScale(ctx context.Context, admit store.AdmitFunc, in, current *autoscalingv1.Scale) error {
+	if admit == nil {
+		return nil
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(in)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	old, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	if err := admit(ctx, u, &unstructured.Unstructured{Object: old}); err != nil {
+		return err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, in); err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	return nil
 }
 
 // jsonPathFields splits a simple JSONPath like ".spec.replicas" into its fields.

@@ -29,11 +29,44 @@ var admissionPolicyDefaults = map[string]any{
 	"Rule.Scope":                                  "*",
 }
 
+// webhookDefaults are those of admission webhooks (ValidatingWebhook, MutatingWebhook
+// and the ServiceReference of their clientConfig) in v1; webhookDefaultsV1beta1 those
+// of v1beta1, which differ (no longer served since 1.22).
+var (
+	webhookDefaults = map[string]any{
+		"FailurePolicy":      "Fail",
+		"MatchPolicy":        "Equivalent",
+		"NamespaceSelector":  map[string]any{},
+		"ObjectSelector":     map[string]any{},
+		"TimeoutSeconds":     10,
+		"ReinvocationPolicy": "Never", // MutatingWebhook only
+	}
+	webhookDefaultsV1beta1 = map[string]any{
+		"FailurePolicy":           "Ignore",
+		"MatchPolicy":             "Exact",
+		"NamespaceSelector":       map[string]any{},
+		"ObjectSelector":          map[string]any{},
+		"SideEffects":             "Unknown",
+		"TimeoutSeconds":          30,
+		"AdmissionReviewVersions": []any{"v1beta1"},
+		"ReinvocationPolicy":      "Never", // MutatingWebhook only
+	}
+)
+
 func init() {
 	for _, v := range []string{"v1", "v1beta1", "v1alpha1"} {
 		for field, d := range admissionPolicyDefaults {
 			fieldDefaults["admissionregistration/"+v+"."+field] = d
 		}
+	}
+	for v, defaults := range map[string]map[string]any{"v1": webhookDefaults, "v1beta1": webhookDefaultsV1beta1} {
+		for field, d := range defaults {
+			if field != "ReinvocationPolicy" {
+				fieldDefaults["admissionregistration/"+v+".ValidatingWebhook."+field] = d
+			}
+			fieldDefaults["admissionregistration/"+v+".MutatingWebhook."+field] = d
+		}
+		fieldDefaults["admissionregistration/"+v+".ServiceReference.Port"] = 443
 	}
 }
 

@@ -390,6 +390,25 @@ var resources = []resourceSpec{
 			{name: "v1alpha1", obj: &admissionregistrationv1alpha1.MutatingAdmissionPolicyBinding{}},
 		},
 	},
+	// Admission webhooks: package admission calls them on every write (k8s.io/apiserver's
+	// webhook plugins) and validates their configurations as Kubernetes does. WEBHOOKS
+	// is computed by its table hook (the number of webhooks).
+	{
+		group: "admissionregistration.k8s.io", plural: "validatingwebhookconfigurations", categories: []string{"api-extensions"},
+		columns: webhookColumns,
+		versions: []versionSpec{
+			{name: "v1", obj: &admissionregistrationv1.ValidatingWebhookConfiguration{}},
+			{name: "v1beta1", obj: &admissionregistrationv1beta1.ValidatingWebhookConfiguration{}},
+		},
+	},
+	{
+		group: "admissionregistration.k8s.io", plural: "mutatingwebhookconfigurations", categories: []string{"api-extensions"},
+		columns: webhookColumns,
+		versions: []versionSpec{
+			{name: "v1", obj: &admissionregistrationv1.MutatingWebhookConfiguration{}},
+			{name: "v1beta1", obj: &admissionregistrationv1beta1.MutatingWebhookConfiguration{}},
+		},
+	},
 	{
 		group: "networking.k8s.io", plural: "servicecidrs",
 		columns: []apiextensionsv1.CustomResourceColumnDefinition{{Name: "CIDRs", Type: "string", JSONPath: ".spec.cidrs"}},
@@ -436,6 +455,13 @@ func eventColumns(lastSeen, object, message string) []apiextensionsv1.CustomReso
 		{Name: "Object", Type: "string", JSONPath: object},
 		{Name: "Message", Type: "string", JSONPath: message},
 	}
+}
+
+// webhookColumns are kubectl's columns of webhook configurations: WEBHOOKS (how many)
+// and AGE.
+var webhookColumns = []apiextensionsv1.CustomResourceColumnDefinition{
+	{Name: "Webhooks", Type: "integer", JSONPath: ".webhooks"},
+	{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 }
 
 // createdAt is the column kubectl shows for roles: when they were created.

@@ -25,7 +25,9 @@ type WriteOptions struct {
 	// before the store prepares and validates it, and may change it in place.
 	Mutate AdmitFunc
 	// Admit, if set, is validating admission for Create and Update: it runs on the
-	// object about to be stored, after validation and before the write.
+	// object about to be stored, after validation and before the write. Delete runs
+	// it with obj nil and old the object as stored, before it deletes (or marks it
+	// terminating), again for every attempt a storage conflict retries.
 	Admit AdmitFunc
 }
 

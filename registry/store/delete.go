@@ -15,7 +15,8 @@ import (
 // version, and whether it is gone. An object with finalizers (or one its resource's
 // hooks hold back) is not removed: its deletionTimestamp is set (once) and it stays
 // until the finalizers are removed by updates. Preconditions on uid and
-// resourceVersion are a 409 Conflict when they fail.
+// resourceVersion are a 409 Conflict when they fail; then admission (opts.Admit) may
+// refuse the deletion.
 //
 // The garbage collector's finalizers follow the options, as in Kubernetes' registry:
 // Orphan adds the orphan finalizer, Foreground the foregroundDeletion finalizer,
@@ -37,6 +38,11 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 		}
 		if err := checkPreconditions(res, name, current, pre); err != nil {
 			return nil, false, err
+		}
+		if opts.Admit != nil {
+			if err := opts.Admit(ctx, nil, current); err != nil {
+				return nil, false, err
+			}
 		}
 		var rev int64
 		var werr error

@@ -276,3 +276,93 @@ func TestMutatingAdmissionPolicy(t *testing.T) {
 		t.Errorf("answered in %s, want the request's v2", created.GetAPIVersion())
 	}
 }
+
+// ValidatingAdmissionPolicies are type-checked against the resources they match, custom
+// and built-in, by the status controller (one of the servers, elected): their
+// status.typeChecking says which validation or message expression does not type-check
+// and why, for each generation (status.observedGeneration), and is empty for a policy
+// that type-checks.
+func TestValidatingAdmissionPolicyTypeChecking(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t, 2)
+	ctx := t.Context()
+	admin := c.Servers[0].Clientset(t)
+	crd, err := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions().Create(ctx, cronTabCRD("typed.example.com"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitServedEverywhere(t, c, gvrOf(crd, "v1"), crd.CreationTimestamp.Time)
+	waitFor(t, "the CRD's OpenAPI v3 document", func() (bool, error) {
+		paths, err := admin.Discovery().OpenAPIV3().Paths()
+		_, ok := paths["apis/typed.example.com/v1"]
+		return err == nil && ok, nil
+	})
+	policies := c.Servers[1].Clientset(t).AdmissionregistrationV1().ValidatingAdmissionPolicies()
+	create := func(name, group, resource string, validations ...admissionregistrationv1.Validation) {
+		t.Helper()
+		p := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				MatchConstraints: inNamespace("typed", group, "v1", resource), Validations: validations,
+			},
+		}
+		if _, err := policies.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checked := func(name string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+		t.Helper()
+		var p *admissionregistrationv1.ValidatingAdmissionPolicy
+		waitFor(t, "the type check of "+name, func() (bool, error) {
+			var err error
+			p, err = policies.Get(ctx, name, metav1.GetOptions{})
+			return err == nil && p.Status.TypeChecking != nil && p.Status.ObservedGeneration == p.Generation, err
+		})
+		return p
+	}
+	create("crontabs-correct", "typed.example.com", "crontabs", admissionregistrationv1.Validation{Expression: "object.spec.replicas > 1"})
+	if p := checked("crontabs-correct"); len(p.Status.TypeChecking.ExpressionWarnings) != 0 {
+		t.Errorf("a policy that type-checks has warnings: %+v", p.Status.TypeChecking.ExpressionWarnings)
+	}
+	create("crontabs-confused", "typed.example.com", "crontabs",
+		admissionregistrationv1.Validation{Expression: "object.spec.replicas > '1'"},
+		admissionregistrationv1.Validation{Expression: "object.spec.maxRetries < 10"})
+	p := checked("crontabs-confused")
+	want := map[string]string{
+		"spec.validations[0].expression": "found no matching overload for '_>_' applied to '(int, string)'",
+		"spec.validations[1].expression": "undefined field 'maxRetries'",
+	}
+	warnings := p.Status.TypeChecking.ExpressionWarnings
+	if len(warnings) != len(want) {
+		t.Errorf("warnings %+v, want one for each of %v", warnings, want)
+	}
+	for _, w := range warnings {
+		if text, ok := want[w.FieldRef]; !ok || !strings.Contains(w.Warning, text) || !strings.Contains(w.Warning, "typed.example.com/v1, Kind=CronTab") {
+			t.Errorf("warning at %s: %q, want the CronTab type and %q", w.FieldRef, w.Warning, text)
+		}
+	}
+	create("deployments-confused", "apps", "deployments", admissionregistrationv1.Validation{
+		Expression: "true", MessageExpression: "object.spec.replicas + 'replicas'"})
+	if w := checked("deployments-confused").Status.TypeChecking.ExpressionWarnings; len(w) != 1 || w[0].FieldRef != "spec.validations[0].messageExpression" ||
+		!strings.Contains(w[0].Warning, "apps/v1, Kind=Deployment") {
+		t.Errorf("a built-in resource's policy: warnings %+v, want one on the message expression of Deployments", w)
+	}
+	// A new generation is checked again.
+	p.Spec.Validations = p.Spec.Validations[:1]
+	p.Spec.Validations[0].Expression = "object.spec.replicas > 1"
+	if _, err := policies.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the type check of the new generation", func() (bool, error) {
+		p, err := policies.Get(ctx, "crontabs-confused", metav1.GetOptions{})
+		if err != nil || p.Status.ObservedGeneration != p.Generation {
+			return false, err
+		}
+		// The warnings the controller applied before are gone: server-side apply drops
+		// the emptied typeChecking, as kube-apiserver does.
+		if tc := p.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) != 0 {
+			return false, fmt.Errorf("generation %d checked: %+v", p.Generation, tc)
+		}
+		return true, nil
+	})
+}

@@ -36,10 +36,21 @@ func etcdAPIVersion(t *testing.T, c *harness.Cluster, key string) string {
 	return m.APIVersion
 }
 
+// policy is a MutatingAdmissionPolicy that validation accepts (it labels
+// ConfigMaps), in apiVersion.
 func policy(name, apiVersion string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": apiVersion, "kind": "MutatingAdmissionPolicy",
 		"metadata": map[string]interface{}{"name": name},
+		"spec": map[string]interface{}{
+			"matchConstraints": map[string]interface{}{"resourceRules": []interface{}{map[string]interface{}{
+				"apiGroups": []interface{}{""}, "apiVersions": []interface{}{"v1"}, "resources": []interface{}{"configmaps"}, "operations": []interface{}{"CREATE"},
+			}}},
+			"mutations": []interface{}{map[string]interface{}{"patchType": "ApplyConfiguration", "applyConfiguration": map[string]interface{}{
+				"expression": `Object{metadata: Object.metadata{labels: {"policy": "` + name + `"}}}`,
+			}}},
+			"reinvocationPolicy": "Never",
+		},
 	}}
 }
 
