@@ -85,7 +85,26 @@ func (i *Instance) startRBAC(ctx context.Context) error {
 			return fmt.Errorf("--authorization-mode=%s needs %s served in v1 (see --runtime-config)", auth.ModeRBAC, gr)
 		}
 	}
-	return i.start(ctx, informersComponent("rbac-informers", errRBACNotSynced, infs...))
+	return i.startInformers(ctx, "rbac-informers", errRBACNotSynced, infs...)
+}
+
+// startInformers starts, as one component, those of infs no component has started
+// yet (shared informers are started once), and returns once they have all synced.
+func (i *Instance) startInformers(ctx context.Context, name string, notSynced error, infs ...cache.SharedIndexInformer) error {
+	if i.parts.started == nil {
+		i.parts.started = map[cache.SharedIndexInformer]bool{}
+	}
+	var fresh []cache.SharedIndexInformer
+	for _, inf := range infs {
+		if !i.parts.started[inf] {
+			i.parts.started[inf] = true
+			fresh = append(fresh, inf)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	return i.start(ctx, informersComponent(name, notSynced, fresh...))
 }
 
 // informersComponent runs in-process informers until stopped; it is ready once they
@@ -123,7 +142,7 @@ func (i *Instance) bootstrapRBAC(ctx context.Context) error {
 	if err := bootstrap.Ensure(ctx, client); err != nil {
 		return fmt.Errorf("creating the bootstrap roles: %w", err)
 	}
-	i.parts.rbacHook.Done()
+	i.finish(rbacBootstrapHook)
 	holder := i.ServerID + "_" + uuid.NewString()
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: identity.Namespace, Name: aggregationLease},
@@ -144,11 +163,20 @@ func (i *Instance) bootstrapRBAC(ctx context.Context) error {
 	}})
 }
 
-// typedInformer returns an in-process informer of resource gr in v1, read from the
-// object store, whose objects are typed (newObj's type) and indexed by namespace.
+// typedInformer returns the in-process informer of resource gr in v1, read from the
+// object store, whose objects are typed (newObj's type) and indexed by namespace: one
+// per resource, shared by the components that read it (start it with
+// startInformers).
 func (i *Instance) typedInformer(gr schema.GroupResource, newObj func() runtime.Object) cache.SharedIndexInformer {
+	if inf, ok := i.parts.typed[gr]; ok {
+		return inf
+	}
 	inf := i.Store.NewInformer(store.Source{Registry: i.Registry, Resource: gr, Version: "v1"},
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if i.parts.typed == nil {
+		i.parts.typed = map[schema.GroupResource]cache.SharedIndexInformer{}
+	}
+	i.parts.typed[gr] = inf
 	_ = inf.SetTransform(func(obj interface{}) (interface{}, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {

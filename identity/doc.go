@@ -6,7 +6,8 @@
 // The identity lease (Lease) is a coordination.k8s.io/v1 Lease in kube-system named by
 // the ID, held by "<id>_<uuid>" with a new uuid per process, labelled
 // apiserver.kubernetes.io/identity=kube-apiserver and kubernetes.io/hostname, annotated
-// with the server's binary, emulation and minimum compatibility versions, and renewed
+// with the server's binary, emulation and minimum compatibility versions and where it serves
+// (concord.io/endpoint, the advertise address and port), and renewed
 // every RenewInterval. A lease deleted while the server runs is recreated at once; a
 // lease lost for a while (deleted, or expired while the server was cut off) is
 // reported through Config.Lapsed, so that what peers may have collected meanwhile is

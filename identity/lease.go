@@ -41,6 +41,9 @@ const (
 	AnnotationBinaryVersion           = "concord.io/binary-version"
 	AnnotationEmulationVersion        = "concord.io/emulation-version"
 	AnnotationMinCompatibilityVersion = "concord.io/min-compatibility-version"
+	// AnnotationEndpoint is where the server serves, <address>:<port> (its
+	// advertise address), from which the kubernetes Service's endpoints are kept.
+	AnnotationEndpoint = "concord.io/endpoint"
 )
 
 // Defaults of the lease timing. A crashed server's lease expires at most
@@ -88,6 +91,8 @@ type Config struct {
 	// BinaryVersion, EmulationVersion and MinCompatibilityVersion fill the version
 	// annotations.
 	BinaryVersion, EmulationVersion, MinCompatibilityVersion string
+	// Endpoint fills AnnotationEndpoint (empty: none).
+	Endpoint string
 }
 
 // releaseTimeout bounds the deletion of the lease when the server stops.
@@ -328,6 +333,7 @@ func (l *Lease) fill(obj *unstructured.Unstructured, now time.Time) {
 		AnnotationBinaryVersion:           l.cfg.BinaryVersion,
 		AnnotationEmulationVersion:        l.cfg.EmulationVersion,
 		AnnotationMinCompatibilityVersion: l.cfg.MinCompatibilityVersion,
+		AnnotationEndpoint:                l.cfg.Endpoint,
 	} {
 		if v != "" {
 			annotations[k] = v

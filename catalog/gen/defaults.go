@@ -30,6 +30,9 @@ var admissionPolicyDefaults = map[string]any{
 }
 
 func init() {
+	for _, v := range []string{"v1", "v1beta1"} {
+		fieldDefaults["scheduling/"+v+".PriorityClass.PreemptionPolicy"] = "PreemptLowerPriority"
+	}
 	for _, v := range []string{"v1", "v1beta1", "v1alpha1"} {
 		for field, d := range admissionPolicyDefaults {
 			fieldDefaults["admissionregistration/"+v+"."+field] = d

@@ -29,6 +29,11 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 		if err := checkPreconditions(res, name, current, pre); err != nil {
 			return nil, false, err
 		}
+		if res.Hooks != nil && res.Hooks.AdmitDelete != nil && current.GetDeletionTimestamp() == nil {
+			if err := res.Hooks.AdmitDelete(ctx, current); err != nil {
+				return nil, false, err
+			}
+		}
 		var rev int64
 		var werr error
 		deleted := false
@@ -60,6 +65,9 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 		}
 		if werr == nil {
 			s.recent.Forget(key)
+			if deleted {
+				release(ctx, res, current)
+			}
 			if !deleted {
 				current.SetResourceVersion(strconv.FormatInt(rev, 10))
 			}

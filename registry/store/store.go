@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/concordproject/concord/registry"
@@ -37,6 +39,9 @@ type Store struct {
 
 	caches *watchcache.Caches
 	recent *cache.Recent
+
+	informersMu sync.Mutex
+	informers   []*trackedInformer // those NewInformer made, but stopped ones
 }
 
 // NewStore returns a Store over st. Creations of namespaced objects are checked against
@@ -74,6 +79,18 @@ func (s *Store) observe(ev storage.Event) {
 	case storage.Deleted:
 		s.recent.Forget(ev.KV.Key)
 	}
+}
+
+// ErrCachesLoading: a watch cache has not loaded its objects yet.
+var ErrCachesLoading = errors.New("watch caches still loading")
+
+// CachesLoaded returns nil once every running watch cache has loaded its objects,
+// else ErrCachesLoading naming their key prefixes (the server's storage readiness).
+func (s *Store) CachesLoaded() error {
+	if loading := s.caches.Loading(); len(loading) > 0 {
+		return fmt.Errorf("%w: %s", ErrCachesLoading, strings.Join(loading, ", "))
+	}
+	return nil
 }
 
 // CacheStats says what the store's watch caches hold.

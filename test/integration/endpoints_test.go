@@ -35,7 +35,7 @@ func get(t *testing.T, cfg *rest.Config, path string) (int, string) {
 func TestHealthVersionMetrics(t *testing.T) {
 	c := harness.Start(t, 1)
 	cfg := c.Servers[0].Config()
-	if code, body := get(t, cfg, "/readyz?verbose"); code != 200 || !strings.Contains(body, "[+]etcd ok") || !strings.Contains(body, "[+]poststarthook/bootstrap-namespaces ok") {
+	if code, body := get(t, cfg, "/readyz?verbose"); code != 200 || !strings.Contains(body, "[+]etcd ok") || !strings.Contains(body, "[+]poststarthook/start-system-namespaces-controller ok") {
 		t.Fatalf("/readyz?verbose: %d\n%s", code, body)
 	}
 	if code, body := get(t, cfg, "/readyz/etcd"); code != 200 || body != "ok" {
