@@ -102,7 +102,12 @@ func (r *Repair) Run(ctx context.Context) error {
 			return []string{serviceKeyPrefix + svc.Namespace + "/" + svc.Name, nodePortsKey}
 		})},
 		{r.s.cfg.IPAddresses, reconcile.HandlerOf(ctrl, func(ip *networkingv1.IPAddress) []string {
-			return []string{ipAddressKeyPrefix + ip.Name}
+			keys := []string{ipAddressKeyPrefix + ip.Name}
+			if ref := ip.Spec.ParentRef; ref != nil && ref.Group == "" && ref.Resource == "services" {
+				// Its Service's allocations again: a deleted IPAddress comes back.
+				keys = append(keys, serviceKeyPrefix+ref.Namespace+"/"+ref.Name)
+			}
+			return keys
 		})},
 	}
 	var synced []cache.InformerSynced

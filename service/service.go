@@ -502,7 +502,7 @@ func dropTypeDependentFields(svc, was *corev1.Service) {
 			svc.Spec.IPFamilyPolicy = nil
 		}
 	}
-	if needsNodePorts(was) && !needsNodePorts(svc) && slices.Equal(nodePortsOf(was), nodePortsOf(svc)) {
+	if needsNodePorts(was) && !needsNodePorts(svc) && sameNodePorts(was, svc) {
 		for i := range svc.Spec.Ports {
 			svc.Spec.Ports[i].NodePort = 0
 		}
@@ -520,4 +520,9 @@ func dropTypeDependentFields(svc, was *corev1.Service) {
 	if svc.Spec.Type == corev1.ServiceTypeExternalName && apiequality.Semantic.DeepEqual(was.Spec.InternalTrafficPolicy, svc.Spec.InternalTrafficPolicy) {
 		svc.Spec.InternalTrafficPolicy = nil
 	}
+}
+
+// sameNodePorts reports whether two Services' ports have the same node ports.
+func sameNodePorts(a, b *corev1.Service) bool {
+	return slices.EqualFunc(a.Spec.Ports, b.Spec.Ports, func(x, y corev1.ServicePort) bool { return x.NodePort == y.NodePort })
 }
