@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -28,16 +27,6 @@ var (
 // IPAllocatorName is the value of the managed-by label of the IPAddresses the
 // allocator creates, Kubernetes' (networking.k8s.io/v1 LabelManagedBy).
 const IPAllocatorName = "ipallocator.k8s.io"
-
-// notInRangeError is Kubernetes' ErrNotInRange of an IP allocator.
-type notInRangeError struct {
-	ip    netip.Addr
-	valid netip.Prefix
-}
-
-func (e *notInRangeError) Error() string {
-	return fmt.Sprintf("the provided IP (%s) is not in the valid range. The range of valid IPs is %s", e.ip, e.valid)
-}
 
 // ipAllocator hands out cluster IPs as IPAddress objects, created through client only
 // if absent, from the ranges of the ServiceCIDRs (and of --service-cluster-ip-range,
@@ -99,10 +88,11 @@ func cmpNames(x, y string) int {
 	return 0
 }
 
-// contains reports whether addr is within the ranges at all.
+// contains reports whether a Service may hold addr: it is within a range, neither
+// its network address nor, in IPv4, its broadcast address (Kubernetes' rule).
 func (a *ipAllocator) contains(addr netip.Addr) bool {
 	for _, p := range a.ranges(familyOf(addr)) {
-		if p.Contains(addr) {
+		if first, last := usable(p); !addr.Less(first) && !last.Less(addr) {
 			return true
 		}
 	}
@@ -130,18 +120,8 @@ func (a *ipAllocator) allocate(ctx context.Context, svc *corev1.Service, family 
 
 // allocateStatic reserves addr for svc.
 func (a *ipAllocator) allocateStatic(ctx context.Context, svc *corev1.Service, addr netip.Addr, dryRun bool) error {
-	var in netip.Prefix
-	for _, p := range a.ranges(familyOf(addr)) {
-		if p.Contains(addr) {
-			in = p
-			break
-		}
-	}
-	if !in.IsValid() {
+	if !a.contains(addr) {
 		return ErrMismatchedNetwork
-	}
-	if first, last := usable(in); addr.Less(first) || last.Less(addr) {
-		return &notInRangeError{ip: addr, valid: in}
 	}
 	if dryRun {
 		if _, err := a.addresses.Get(addr.String()); err == nil {
