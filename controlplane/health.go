@@ -161,7 +161,8 @@ func (i *Instance) startLogCheck(ctx context.Context) error {
 
 // startStorageReadiness finishes the storage-readiness hook once every watch cache
 // open now has loaded its objects, or after storageReadinessTimeout, as
-// kube-apiserver does (it then serves from etcd meanwhile, and says so).
+// kube-apiserver does (it then serves from etcd meanwhile, and says so); ready once it
+// has.
 func (i *Instance) startStorageReadiness(ctx context.Context) error {
 	return i.start(ctx, lifecycle.Component{Name: "storage-readiness", Run: func(ctx context.Context) error {
 		wctx, cancel := context.WithTimeout(ctx, storageReadinessTimeout)
@@ -178,5 +179,5 @@ func (i *Instance) startStorageReadiness(ctx context.Context) error {
 		i.finish(hookStorageReadiness)
 		<-ctx.Done()
 		return nil
-	}})
+	}, Ready: func() error { return i.hook(hookStorageReadiness).Check(nil) }})
 }
