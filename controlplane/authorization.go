@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/concordproject/concord/auth"
@@ -90,21 +92,59 @@ func (i *Instance) startRBAC(ctx context.Context) error {
 
 // startInformers starts, as one component, those of infs no component has started
 // yet (shared informers are started once), and returns once they have all synced.
+// The informer-sync check counts them.
 func (i *Instance) startInformers(ctx context.Context, name string, notSynced error, infs ...cache.SharedIndexInformer) error {
-	if i.parts.started == nil {
-		i.parts.started = map[cache.SharedIndexInformer]bool{}
-	}
-	var fresh []cache.SharedIndexInformer
-	for _, inf := range infs {
-		if !i.parts.started[inf] {
-			i.parts.started[inf] = true
-			fresh = append(fresh, inf)
-		}
-	}
+	fresh := i.parts.shared.add(name, infs)
 	if len(fresh) == 0 {
 		return nil
 	}
 	return i.start(ctx, informersComponent(name, notSynced, fresh...))
+}
+
+// sharedInformers are the in-process informers the server answers requests from
+// (RBAC's, service accounts', the aggregator's, the Service allocator's...), started
+// once each, by the component named with them.
+type sharedInformers struct {
+	mu      sync.Mutex
+	started map[cache.SharedIndexInformer]string
+}
+
+// add records those of infs not started yet, under component name, and returns them.
+func (s *sharedInformers) add(name string, infs []cache.SharedIndexInformer) []cache.SharedIndexInformer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started == nil {
+		s.started = map[cache.SharedIndexInformer]string{}
+	}
+	var fresh []cache.SharedIndexInformer
+	for _, inf := range infs {
+		if _, ok := s.started[inf]; !ok {
+			s.started[inf] = name
+			fresh = append(fresh, inf)
+		}
+	}
+	return fresh
+}
+
+// errInformersNotSynced: a shared informer has not delivered its initial list.
+var errInformersNotSynced = errors.New("informers not synced")
+
+// synced returns nil when every started informer has synced, else which components'
+// have not.
+func (s *sharedInformers) synced() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var pending []string
+	for inf, name := range s.started {
+		if !inf.HasSynced() && !slices.Contains(pending, name) {
+			pending = append(pending, name)
+		}
+	}
+	if len(pending) > 0 {
+		slices.Sort(pending)
+		return fmt.Errorf("%w: %s", errInformersNotSynced, strings.Join(pending, ", "))
+	}
+	return nil
 }
 
 // informersComponent runs in-process informers until stopped; it is ready once they

@@ -158,7 +158,7 @@ func (i *Instance) startAdmission(ctx context.Context) error {
 	}
 	i.parts.informerChecks = append(i.parts.informerChecks, i.parts.admission.Ready)
 	if pc := i.parts.priorityClasses; pc != nil {
-		if err := i.start(ctx, informersComponent("priorityclass-admission", priorityclass.ErrNotSynced, pc.Informer())); err != nil {
+		if err := i.startInformers(ctx, "priorityclass-admission", priorityclass.ErrNotSynced, pc.Informer()); err != nil {
 			return err
 		}
 	}
@@ -214,7 +214,7 @@ func (i *Instance) startIdentity(ctx context.Context) error {
 		return err
 	}
 	i.finish(identity.LeaseControllerHook)
-	if err := i.start(ctx, informersComponent("identity-leases", errIdentityLeasesNotSynced, i.parts.identityLeases)); err != nil {
+	if err := i.startInformers(ctx, "identity-leases", errIdentityLeasesNotSynced, i.parts.identityLeases); err != nil {
 		return err
 	}
 	collector, err := storageversion.NewCollector(storageversion.CollectorConfig{

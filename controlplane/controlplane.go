@@ -106,10 +106,10 @@ type parts struct {
 	// informerChecks report whether the client informers of components (admission,
 	// quota admission) have synced: the informer-sync check.
 	informerChecks []func() error
-	// typed are the shared typed informers (typedInformer), started holds those a
-	// component started (startInformers).
-	typed   map[schema.GroupResource]cache.SharedIndexInformer
-	started map[cache.SharedIndexInformer]bool
+	// typed are the shared typed informers (typedInformer), shared those a component
+	// started (startInformers).
+	typed  map[schema.GroupResource]cache.SharedIndexInformer
+	shared sharedInformers
 	// services allocates Services' cluster IPs and node ports (nil when Services,
 	// IPAddresses and ServiceCIDRs are not all served in v1): resources → controllers.
 	services *service.Services

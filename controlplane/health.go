@@ -144,10 +144,10 @@ func (i *Instance) optionalHooks() []string {
 	return names
 }
 
-// informersSynced is the informer-sync check: every in-process informer the server
-// runs (the object store's, and the client informers of admission) has synced.
+// informersSynced is the informer-sync check: every shared informer the server
+// answers requests from (startInformers'), and admission's, has synced.
 func (i *Instance) informersSynced() error {
-	errs := []error{i.Store.InformersSynced()}
+	errs := []error{i.parts.shared.synced()}
 	for _, ready := range i.parts.informerChecks {
 		errs = append(errs, ready())
 	}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
-	"sync/atomic"
 
 	"github.com/concordproject/concord/registry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,59 +74,10 @@ func (s *Store) ListWatch(src Source) *cache.ListWatch {
 }
 
 // NewInformer returns a shared informer of src's objects (unstructured), without
-// resync, with indexers. The store keeps track of it: InformersSynced reports it
-// while it runs and has not synced.
+// resync, with indexers.
 func (s *Store) NewInformer(src Source, indexers cache.Indexers) cache.SharedIndexInformer {
 	if indexers == nil {
 		indexers = cache.Indexers{}
 	}
-	inf := &trackedInformer{
-		SharedIndexInformer: cache.NewSharedIndexInformer(s.ListWatch(src), &unstructured.Unstructured{}, 0, indexers),
-		name:                src.Resource.String(),
-	}
-	s.informersMu.Lock()
-	defer s.informersMu.Unlock()
-	s.informers = slices.DeleteFunc(s.informers, func(t *trackedInformer) bool { return t.started.Load() && t.IsStopped() })
-	s.informers = append(s.informers, inf)
-	return inf
-}
-
-// ErrInformersNotSynced: an informer the store made runs and has not delivered its
-// initial list yet.
-var ErrInformersNotSynced = errors.New("informers not synced")
-
-// InformersSynced returns nil when every informer NewInformer made that runs has
-// delivered its initial list, else ErrInformersNotSynced naming their resources:
-// the server's "informer-sync" readiness check.
-func (s *Store) InformersSynced() error {
-	s.informersMu.Lock()
-	defer s.informersMu.Unlock()
-	var pending []string
-	for _, inf := range s.informers {
-		if inf.started.Load() && !inf.IsStopped() && !inf.HasSynced() {
-			pending = append(pending, inf.name)
-		}
-	}
-	if len(pending) > 0 {
-		slices.Sort(pending)
-		return fmt.Errorf("%w: %d of %s", ErrInformersNotSynced, len(pending), strings.Join(slices.Compact(pending), ", "))
-	}
-	return nil
-}
-
-// trackedInformer is an informer the store made, which knows whether it was started.
-type trackedInformer struct {
-	cache.SharedIndexInformer
-	name    string
-	started atomic.Bool
-}
-
-func (t *trackedInformer) Run(stop <-chan struct{}) {
-	t.started.Store(true)
-	t.SharedIndexInformer.Run(stop)
-}
-
-func (t *trackedInformer) RunWithContext(ctx context.Context) {
-	t.started.Store(true)
-	t.SharedIndexInformer.RunWithContext(ctx)
+	return cache.NewSharedIndexInformer(s.ListWatch(src), &unstructured.Unstructured{}, 0, indexers)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/concordproject/concord/registry"
@@ -39,9 +38,6 @@ type Store struct {
 
 	caches *watchcache.Caches
 	recent *cache.Recent
-
-	informersMu sync.Mutex
-	informers   []*trackedInformer // those NewInformer made, but stopped ones
 }
 
 // NewStore returns a Store over st. Creations of namespaced objects are checked against
