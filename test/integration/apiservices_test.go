@@ -87,6 +87,19 @@ func TestLocalAPIServices(t *testing.T) {
 	})
 
 	t.Run("a CRD's group-version", func(t *testing.T) {
+		// A local APIService a user made, without the label, is left alone (every
+		// registry change queues all of them).
+		mine := &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1.mine.example.com"},
+			Spec: apiregistrationv1.APIServiceSpec{Group: "mine.example.com", Version: "v1", GroupPriorityMinimum: 100, VersionPriority: 1}}
+		if _, err := apis.Create(ctx, mine, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			s, err := apis.Get(ctx, mine.Name, metav1.GetOptions{})
+			if err != nil || !localAvailable(s) || s.Labels[aggregator.LabelAutoManaged] != "" {
+				t.Errorf("the user's local APIService after a CRD came and went: %+v %v", s, err)
+			}
+		}()
 		crd := &apiextensionsv1.CustomResourceDefinition{
 			ObjectMeta: metav1.ObjectMeta{Name: "widgets.local.example.com"},
 			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
