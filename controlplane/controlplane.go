@@ -167,9 +167,14 @@ func (i *Instance) Done() <-chan struct{} { return i.done }
 //  3. resources: the compatibility configuration, the built-in resources, the
 //     registry and the object store, the identity lease and storage version manager;
 //  4. serving: health checks and the HTTP server with its handler chain;
-//  5. controllers: bootstrap namespaces, the identity lease, the storage version
+//  5. controllers: the system namespaces, the identity lease, the storage version
 //     manager and its garbage collector, the CRD controller (ready once every stored
-//     definition is served), the namespace controller, storage migration.
+//     definition is served), admission, the bootstrap roles and PriorityClasses, the
+//     Services' allocation controllers and the kubernetes Service, the aggregator
+//     (local APIServices registered), the namespace controller, storage migration.
+//
+// Each post-start hook of kube-apiserver's name (/healthz, /livez, /readyz) is
+// finished by the component that does its job, once it has started or synced.
 func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err

@@ -72,8 +72,9 @@ func (i *Instance) newHooks(names ...string) []health.Checker {
 }
 
 // healthChecks builds /healthz, /livez and /readyz with the checks and post-start
-// hooks of kube-apiserver's names that this server has.
-func (i *Instance) healthChecks() (*health.Endpoints, error) {
+// hooks of kube-apiserver's names that this server has, and starts the log check's
+// flushes.
+func (i *Instance) healthChecks(ctx context.Context) (*health.Endpoints, error) {
 	checks := health.New(i.Metrics)
 	etcdCheck := health.NamedCheck("etcd", func(r *http.Request) error {
 		cctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -125,7 +126,7 @@ func (i *Instance) healthChecks() (*health.Endpoints, error) {
 		return nil, err
 	}
 	i.parts.checks = checks
-	return checks, nil
+	return checks, i.start(ctx, lifecycle.Component{Name: "log-flush", Run: i.parts.log.Run})
 }
 
 // optionalHooks names the hooks of the components a server runs only when it serves
@@ -152,11 +153,6 @@ func (i *Instance) informersSynced() error {
 		errs = append(errs, ready())
 	}
 	return errors.Join(errs...)
-}
-
-// startLogCheck runs the log check's periodic flush.
-func (i *Instance) startLogCheck(ctx context.Context) error {
-	return i.start(ctx, lifecycle.Component{Name: "log-flush", Run: i.parts.log.Run})
 }
 
 // startStorageReadiness finishes the storage-readiness hook once every watch cache

@@ -52,11 +52,8 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, err
 	}
-	checks, err := i.healthChecks()
+	checks, err := i.healthChecks(ctx)
 	if err != nil {
-		return ctx, err
-	}
-	if err := i.startLogCheck(ctx); err != nil {
 		return ctx, err
 	}
 	var fcFilter func(http.Handler) http.Handler

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// ErrLoggingBlocked: the "log" check's last flush of the logs did not complete
+// ErrLoggingBlocked means the "log" check's last flush of the logs did not complete
 // within the limit.
 var ErrLoggingBlocked = errors.New("logging blocked")
 

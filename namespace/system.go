@@ -28,7 +28,7 @@ var Immortal = []string{"default", "kube-system", "kube-public"}
 // errImmortal is why an immortal namespace is not deleted (Kubernetes' words).
 var errImmortal = errors.New("this namespace may not be deleted")
 
-// ErrSystemNotSynced: the system namespaces controller has not created the system
+// ErrSystemNotSynced means the system namespaces controller has not created the system
 // namespaces yet.
 var ErrSystemNotSynced = errors.New("the system namespaces have not been created yet")
 

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// ErrNotSynced: the admission's informer has not read the PriorityClasses yet.
+// ErrNotSynced means the admission's informer has not read the PriorityClasses yet.
 var ErrNotSynced = errors.New("the PriorityClasses have not been read yet")
 
 // Admission is the part of Kubernetes' Priority admission plugin that concerns

@@ -77,7 +77,7 @@ func (s *Store) observe(ev storage.Event) {
 	}
 }
 
-// ErrCachesLoading: a watch cache has not loaded its objects yet.
+// ErrCachesLoading means a watch cache has not loaded its objects yet.
 var ErrCachesLoading = errors.New("watch caches still loading")
 
 // CachesLoaded returns nil once every running watch cache has loaded its objects,
