@@ -165,20 +165,27 @@ type Autoregistration struct {
 	started atomic.Bool
 	mu      sync.Mutex
 	pending sets.Set[string] // the served group-versions at start not yet seen Available
+	initial sets.Set[string] // those not yet reconciled once (nil before Run)
 }
 
 // NewAutoregistration returns the auto-registration controller of a's APIServices.
 func (a *Aggregator) NewAutoregistration(cfg AutoregistrationConfig) (*Autoregistration, error) {
 	r := &Autoregistration{agg: a, cfg: cfg}
-	r.ctrl = reconcile.New(AutoregistrationName, reconcile.Func[string](r.reconcile), reconcile.Options[string]{Workers: 2, Metrics: cfg.Metrics})
+	r.ctrl = reconcile.New(AutoregistrationName, reconcile.Func[string](func(ctx context.Context, name string) (reconcile.Result, error) {
+		res, err := r.reconcile(ctx, name)
+		if err == nil {
+			r.reconciled(name)
+		}
+		return res, err
+	}), reconcile.Options[string]{Workers: 4, Metrics: cfg.Metrics})
 	if err := reconcile.WatchOf(r.ctrl, a.cfg.APIServices, apiServiceName); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// Run registers the served group-versions (Started is true once that first pass is
-// done), then keeps the APIServices until ctx is done.
+// Run registers the served group-versions (Started is true once each has been
+// reconciled once), then keeps the APIServices until ctx is done.
 func (r *Autoregistration) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName(AutoregistrationName))
 	if !r.ctrl.WaitForSync(ctx) {
@@ -189,15 +196,27 @@ func (r *Autoregistration) Run(ctx context.Context) error {
 		pending.Insert(APIServiceName(gv.GroupVersion))
 	}
 	r.mu.Lock()
-	r.pending = pending
+	r.pending, r.initial = pending, pending.Clone()
+	r.started.Store(pending.Len() == 0)
 	r.mu.Unlock()
 	r.Resync()
-	r.ctrl.Drain(ctx)
-	r.started.Store(true)
 	return r.ctrl.Run(ctx)
 }
 
-// Started reports whether the first pass over the served group-versions is done.
+// reconciled notes that name has been reconciled once.
+func (r *Autoregistration) reconciled(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.initial != nil {
+		r.initial.Delete(name)
+		if r.initial.Len() == 0 {
+			r.started.Store(true)
+		}
+	}
+}
+
+// Started reports whether every group-version served at start has been reconciled
+// once (its APIService written).
 func (r *Autoregistration) Started() bool { return r.started.Load() }
 
 // Resync queues every served group-version and every auto-managed APIService: call it

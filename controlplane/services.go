@@ -105,10 +105,11 @@ func (i *Instance) startServices(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := i.start(ctx, lifecycle.Component{Name: "default-servicecidr", Run: cidrCtrl.Run, Ready: cidrCtrl.Ready}); err != nil {
-		return fmt.Errorf("creating the default ServiceCIDR: %w", err)
+	// Not waited for here: the kubernetes Service needs no ServiceCIDR object (the
+	// allocator knows the flag's range), and is waited for with it below.
+	if err := i.start(ctx, lifecycle.Component{Name: "default-servicecidr", Run: cidrCtrl.Run}); err != nil {
+		return err
 	}
-	i.finish(service.DefaultCIDRHook)
 	if err := i.startRepair(ctx, client, svcs.NewRepair(service.RepairConfig{
 		Services: services, Client: client, Grace: i.opts.ServiceRepairGrace, Metrics: i.runtime,
 	})); err != nil {
@@ -125,9 +126,11 @@ func (i *Instance) startServices(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := i.start(ctx, lifecycle.Component{Name: "kubernetes-service", Run: k.Run, Ready: k.Ready}); err != nil {
-		return fmt.Errorf("creating the kubernetes Service: %w", err)
+	ready := func() error { return errors.Join(cidrCtrl.Ready(), k.Ready()) }
+	if err := i.start(ctx, lifecycle.Component{Name: "kubernetes-service", Run: k.Run, Ready: ready}); err != nil {
+		return fmt.Errorf("creating the default ServiceCIDR and the kubernetes Service: %w", err)
 	}
+	i.finish(service.DefaultCIDRHook)
 	i.finish(service.BootstrapHook)
 	return nil
 }
