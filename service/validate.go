@@ -264,7 +264,8 @@ func validateClusterIPs(svc, old *corev1.Service) field.ErrorList {
 
 // validateClusterIPsUpdate is Kubernetes' rule that cluster IPs and IP families may
 // grow or shrink by the secondary one but never change, unless to or from
-// ExternalName.
+// ExternalName. (That shrinking takes SingleStack is the allocation's to say, as in
+// Kubernetes, where it runs first.)
 func validateClusterIPsUpdate(svc, old *corev1.Service) field.ErrorList {
 	if svc.Spec.Type == corev1.ServiceTypeExternalName || old.Spec.Type == corev1.ServiceTypeExternalName {
 		return nil
@@ -287,9 +288,6 @@ func validateClusterIPsUpdate(svc, old *corev1.Service) field.ErrorList {
 		} else if now[0] != was[0] {
 			errs = append(errs, field.Invalid(clusterIPsPath.Index(0), now, "may not change once set"))
 		}
-		if len(now) == 1 && (svc.Spec.IPFamilyPolicy == nil || *svc.Spec.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack) {
-			errs = append(errs, field.Invalid(ipFamilyPolicyPath, svc.Spec.IPFamilyPolicy, "must be set to 'SingleStack' when releasing the secondary clusterIP"))
-		}
 	case len(was) > 0 && now[0] != was[0]:
 		errs = append(errs, field.Invalid(clusterIPsPath.Index(0), now, "may not change once set"))
 	}
@@ -307,9 +305,6 @@ func validateClusterIPsUpdate(svc, old *corev1.Service) field.ErrorList {
 	case len(wasF) > len(nowF) && len(nowF) > 0 && nowF[0] != wasF[0],
 		len(wasF) < len(nowF) && len(wasF) > 0 && nowF[0] != wasF[0]:
 		errs = append(errs, field.Invalid(ipFamiliesPath.Index(0), svc.Spec.ClusterIPs, "may not change once set"))
-	}
-	if len(wasF) > len(nowF) && len(nowF) == 1 && (svc.Spec.IPFamilyPolicy == nil || *svc.Spec.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack) {
-		errs = append(errs, field.Invalid(ipFamilyPolicyPath, svc.Spec.IPFamilyPolicy, "must be set to 'SingleStack' when releasing the secondary ipFamily"))
 	}
 	return errs
 }

@@ -291,27 +291,36 @@ func TestServiceClusterIPs(t *testing.T) {
 		waitFor(t, "the node port record back", func() (bool, error) {
 			return strings.Contains(nodePortRecord(t, c, 30005), string(np.UID)), nil
 		})
-		// A Service written straight to etcd with np's node port is reported.
-		dup := fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"dup","namespace":"default","uid":"d0d0d0d0-0000-0000-0000-000000000001","creationTimestamp":"2026-01-01T00:00:00Z"},` +
-			`"spec":{"type":"NodePort","ports":[{"port":80,"protocol":"TCP","targetPort":80,"nodePort":30005}],"sessionAffinity":"None","externalTrafficPolicy":"Cluster",` +
-			`"internalTrafficPolicy":"Cluster","clusterIP":"None","clusterIPs":["None"],"ipFamilies":["IPv4"],"ipFamilyPolicy":"SingleStack"}}`)
+		// A Service written straight to etcd with web's cluster IP and np's node port is
+		// reported, and neither record moves to it.
+		dup := fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"dup","namespace":"default","uid":"d0d0d0d0-0000-0000-0000-000000000001","creationTimestamp":"2026-01-01T00:00:00Z"},`+
+			`"spec":{"type":"NodePort","ports":[{"port":80,"protocol":"TCP","targetPort":80,"nodePort":30005}],"sessionAffinity":"None","externalTrafficPolicy":"Cluster",`+
+			`"internalTrafficPolicy":"Cluster","clusterIP":%q,"clusterIPs":[%q],"ipFamilies":["IPv4"],"ipFamilyPolicy":"SingleStack"}}`, web.Spec.ClusterIP, web.Spec.ClusterIP)
 		if _, err := c.EtcdClient.Put(ctx, "/registry/core/services/default/dup", dup); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "a PortAlreadyAllocated Event on dup", func() (bool, error) {
-			evs, err := cs1.EventsV1().Events("default").List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, err
-			}
-			for _, e := range evs.Items {
-				if e.Regarding.Name == "dup" && e.Reason == "PortAlreadyAllocated" && e.Note == "Port 30005 was assigned to multiple services; please recreate service" {
-					return true, nil
+		for reason, note := range map[string]string{
+			"PortAlreadyAllocated":      "Port 30005 was assigned to multiple services; please recreate service",
+			"ClusterIPAlreadyAllocated": fmt.Sprintf("Cluster IP [IPv4]:%s was assigned to multiple services; please recreate service", web.Spec.ClusterIP),
+		} {
+			waitFor(t, "a "+reason+" Event on dup", func() (bool, error) {
+				evs, err := cs1.EventsV1().Events("default").List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return false, err
 				}
-			}
-			return false, nil
-		})
+				for _, e := range evs.Items {
+					if e.Regarding.Name == "dup" && e.Reason == reason && e.Note == note && e.Type == corev1.EventTypeWarning {
+						return true, nil
+					}
+				}
+				return false, nil
+			})
+		}
 		if rec := nodePortRecord(t, c, 30005); !strings.Contains(rec, string(np.UID)) {
 			t.Fatalf("the record of 30005 moved to the duplicate: %q", rec)
+		}
+		if a := ipAddressOf(t, cs0, web.Spec.ClusterIP); a == nil || a.Spec.ParentRef.Name != "web" {
+			t.Fatalf("the IPAddress of %s moved to the duplicate: %+v", web.Spec.ClusterIP, a)
 		}
 		if _, err := c.EtcdClient.Delete(ctx, "/registry/core/services/default/dup", clientv3.WithPrevKV()); err != nil {
 			t.Fatal(err)
@@ -354,4 +363,50 @@ func TestServiceClusterIPs(t *testing.T) {
 			return slices.Equal(endpoints(), []string{c.Servers[0].URL}), nil
 		})
 	})
+}
+
+// TestDualStackServices: with an IPv4 and an IPv6 range, Services get one cluster IP
+// or two as their ipFamilyPolicy asks, as Kubernetes gives them; each address has its
+// IPAddress, and releasing the secondary family frees its address.
+func TestDualStackServices(t *testing.T) {
+	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
+		o.ServiceClusterIPRange = "10.96.0.0/26,fd00:10:96::/120"
+	}))
+	cs := c.Servers[0].Clientset(t)
+	ctx := t.Context()
+	svcs := cs.CoreV1().Services("default")
+	single, err := svcs.Create(ctx, newService("single", ""), metav1.CreateOptions{})
+	if err != nil || len(single.Spec.ClusterIPs) != 1 || !slices.Equal(single.Spec.IPFamilies, []corev1.IPFamily{corev1.IPv4Protocol}) {
+		t.Fatalf("no policy: %+v %v", single.Spec, err)
+	}
+	dual := newService("dual", "")
+	dual.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyRequireDualStack)
+	got, err := svcs.Create(ctx, dual, metav1.CreateOptions{})
+	if err != nil || len(got.Spec.ClusterIPs) != 2 || !slices.Equal(got.Spec.IPFamilies, []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}) ||
+		!netip.MustParsePrefix("fd00:10:96::/120").Contains(netip.MustParseAddr(got.Spec.ClusterIPs[1])) {
+		t.Fatalf("RequireDualStack: %+v %v", got.Spec, err)
+	}
+	for i, ip := range got.Spec.ClusterIPs {
+		if a := ipAddressOf(t, cs, ip); a == nil || a.Labels[networkingv1.LabelIPAddressFamily] != string(got.Spec.IPFamilies[i]) {
+			t.Fatalf("IPAddress of %s: %+v", ip, a)
+		}
+	}
+	v6 := newService("six", "")
+	v6.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+	if six, err := svcs.Create(ctx, v6, metav1.CreateOptions{}); err != nil || !netip.MustParseAddr(six.Spec.ClusterIP).Is6() {
+		t.Fatalf("IPv6 only: %+v %v", six, err)
+	}
+	// Releasing the secondary family takes SingleStack, as in Kubernetes.
+	secondary := got.Spec.ClusterIPs[1]
+	got.Spec.ClusterIPs, got.Spec.IPFamilies = got.Spec.ClusterIPs[:1], got.Spec.IPFamilies[:1]
+	_, err = svcs.Update(ctx, got, metav1.UpdateOptions{})
+	wantInvalid(t, err, `Service "dual" is invalid: [spec.ipFamilyPolicy: Invalid value: "RequireDualStack": must be 'SingleStack' to release the secondary cluster IP, `+
+		`spec.ipFamilyPolicy: Invalid value: "RequireDualStack": must be 'SingleStack' to release the secondary IP family]`)
+	got.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicySingleStack)
+	if _, err := svcs.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("downgrade: %v", err)
+	}
+	if ipAddressOf(t, cs, secondary) != nil {
+		t.Fatalf("the released secondary address %s is still allocated", secondary)
+	}
 }
