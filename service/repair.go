@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	corev1listers "k8s.io/client-go/listers/core/v1"
@@ -158,6 +160,11 @@ func (r *Repair) repairService(ctx context.Context, recorder events.EventRecorde
 			continue
 		}
 		cur, err := r.s.ips.addresses.Get(addr.String())
+		if (apierrors.IsNotFound(err) || (err == nil && !refersTo(cur, svc))) && !r.holdsLive(ctx, svc.Namespace, svc.Name, svc.UID, func(live *corev1.Service) bool {
+			return slices.Contains(live.Spec.ClusterIPs, ip)
+		}) {
+			continue // the informer is behind: the Service gave the address up
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 			recorder.Eventf(svc, nil, corev1.EventTypeWarning, reasonIPNotAllocated, "ClusterIPAllocation", "Cluster IP [%v]: %s is not allocated; repairing", family, ip)
@@ -241,6 +248,11 @@ func (r *Repair) repairIPAddress(ctx context.Context, recorder events.EventRecor
 	default:
 		reason, note = "IPAddressWrongReference", fmt.Sprintf("IPAddress: %s for Service %s/%s has a wrong reference; cleaning up", ip.Name, ref.Namespace, ref.Name)
 	}
+	if ref != nil && ref.Resource == "services" && r.holdsLive(ctx, ref.Namespace, ref.Name, "", func(svc *corev1.Service) bool {
+		return slices.Contains(svc.Spec.ClusterIPs, ip.Name)
+	}) {
+		return reconcile.Result{}, nil // the informer is behind
+	}
 	recorder.Eventf(ip, nil, corev1.EventTypeWarning, reason, "IPAddressAllocation", "%s", note)
 	klog.FromContext(ctx).Info("Removing an IPAddress", "ipaddress", ip.Name, "reason", reason)
 	err = r.cfg.Client.NetworkingV1().IPAddresses().Delete(ctx, ip.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &ip.UID}})
@@ -297,7 +309,9 @@ func (r *Repair) repairNodePorts(ctx context.Context, recorder events.EventRecor
 			r.leaked[port] = now
 			continue
 		}
-		if now.Sub(since) < r.cfg.Grace {
+		if now.Sub(since) < r.cfg.Grace || r.holdsLive(ctx, rec.owner.Namespace, rec.owner.Name, rec.owner.UID, func(svc *corev1.Service) bool {
+			return slices.Contains(nodePortsOf(svc), port)
+		}) {
 			continue
 		}
 		klog.FromContext(ctx).Info("Removing a node port record no Service holds", "nodePort", port, "service", rec.owner.Namespace+"/"+rec.owner.Name)
@@ -353,4 +367,16 @@ func (r *Repair) ownerHolds(o portOwner, port int) bool {
 		}
 	}
 	return false
+}
+
+// holdsLive reads Service namespace/name from the API (not the informer, which may be
+// behind) and reports whether it exists (with that UID, unless empty) and holds what
+// holds says: checked before a record is removed as leaked.
+func (r *Repair) holdsLive(ctx context.Context, namespace, name string, uid types.UID, holds func(*corev1.Service) bool) bool {
+	svc, err := r.cfg.Client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		// Not found: leaked. Another error: do not remove now; the next pass looks again.
+		return !apierrors.IsNotFound(err)
+	}
+	return (uid == "" || svc.UID == uid) && holds(svc)
 }
