@@ -331,7 +331,13 @@ func (r *Repair) repairNodePorts(ctx context.Context, recorder events.EventRecor
 // repairNodePort checks one node port of svc: outside the range, held by another
 // Service too, or without its record (written again).
 func (r *Repair) repairNodePort(ctx context.Context, recorder events.EventRecorder, svc *corev1.Service, port int, recorded map[int]recorded, held map[int]bool) error {
-	switch rec, ok := recorded[port]; {
+	rec, ok := recorded[port]
+	if (!ok || rec.owner != ownerOf(svc)) && !r.holdsLive(ctx, svc.Namespace, svc.Name, svc.UID, func(live *corev1.Service) bool {
+		return slices.Contains(nodePortsOf(live), port)
+	}) {
+		return nil // the informer is behind: the Service gave the port up
+	}
+	switch {
 	case !r.s.ports.ports.Contains(port):
 		recorder.Eventf(svc, nil, corev1.EventTypeWarning, "PortOutOfRange", "PortAllocation", "Port %d is not within the port range %s; please recreate service", port, r.s.ports.ports.String())
 	case held[port] || (ok && rec.owner != ownerOf(svc) && r.ownerHolds(rec.owner, port)):
