@@ -35,7 +35,7 @@ type ipAllocator struct {
 	flags     []netip.Prefix
 	cidrs     networkingv1listers.ServiceCIDRLister
 	addresses networkingv1listers.IPAddressLister
-	client    func() networkingv1client.IPAddressesGetter
+	client    networkingv1client.IPAddressesGetter
 }
 
 // families returns the IP families the cluster allocates, the primary first.
@@ -171,7 +171,7 @@ const maxProbes = 1 << 16
 
 // create writes the IPAddress of addr for svc, only if absent.
 func (a *ipAllocator) create(ctx context.Context, svc *corev1.Service, addr netip.Addr) error {
-	_, err := a.client().IPAddresses().Create(ctx, ipAddressFor(svc, addr), metav1.CreateOptions{})
+	_, err := a.client.IPAddresses().Create(ctx, ipAddressFor(svc, addr), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return ErrAllocated
 	}
@@ -196,7 +196,7 @@ func (a *ipAllocator) release(ctx context.Context, svc *corev1.Service, ip strin
 	if err != nil {
 		return nil // nothing was allocated for it
 	}
-	cur, err := a.client().IPAddresses().Get(ctx, addr.Unmap().String(), metav1.GetOptions{})
+	cur, err := a.client.IPAddresses().Get(ctx, addr.Unmap().String(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -206,7 +206,7 @@ func (a *ipAllocator) release(ctx context.Context, svc *corev1.Service, ip strin
 	if !refersTo(cur, svc) {
 		return nil
 	}
-	err = a.client().IPAddresses().Delete(ctx, cur.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
+	err = a.client.IPAddresses().Delete(ctx, cur.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}

@@ -66,7 +66,7 @@ func New(cfg Config) *Services {
 			flags:     cfg.ClusterIPRanges,
 			cidrs:     networkingv1listers.NewServiceCIDRLister(cfg.ServiceCIDRs.GetIndexer()),
 			addresses: networkingv1listers.NewIPAddressLister(cfg.IPAddresses.GetIndexer()),
-			client:    func() networkingv1client.IPAddressesGetter { return cfg.Client },
+			client:    cfg.Client,
 		},
 		ports:  &portAllocator{raw: cfg.Raw, ports: cfg.NodePorts},
 		synced: []cache.InformerSynced{cfg.ServiceCIDRs.HasSynced, cfg.IPAddresses.HasSynced},
