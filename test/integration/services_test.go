@@ -355,6 +355,15 @@ func TestServiceClusterIPs(t *testing.T) {
 			slices.Sort(out)
 			return out
 		}
+		// Its port is put back when changed.
+		k.Spec.Ports[0].Port = 8443
+		if _, err := svcs0.Update(ctx, k, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the kubernetes Service's port back at 443", func() (bool, error) {
+			k, err := cs1.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+			return err == nil && k.Spec.Ports[0].Port == 443, err
+		})
 		want := []string{c.Servers[0].URL, c.Servers[1].URL}
 		slices.Sort(want)
 		waitFor(t, "both servers in the kubernetes endpoints", func() (bool, error) { return slices.Equal(endpoints(), want), nil })
