@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -175,14 +174,7 @@ func (i *Instance) startAggregation(ctx context.Context) error {
 func (i *Instance) startAutoregistration(ctx context.Context) error {
 	auto := i.parts.aggregation.auto
 	if leases := i.parts.identityLeases; leases != nil {
-		if _, err := leases.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			DeleteFunc: func(interface{}) { auto.Resync() },
-			UpdateFunc: func(_, obj interface{}) {
-				if u, ok := obj.(*unstructured.Unstructured); ok && identity.Expired(u, time.Now()) {
-					auto.Resync()
-				}
-			},
-		}); err != nil {
+		if _, err := leases.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(interface{}) { auto.Resync() }}); err != nil {
 			return err
 		}
 	}
@@ -232,19 +224,16 @@ func (i *Instance) servedGroupVersions() []aggregator.ServedGroupVersion {
 	return out
 }
 
-// serverLive returns whether the server of an ID runs, as its identity lease says
-// (nil without identity leases).
+// serverLive returns whether the server of an ID runs: whether its identity lease
+// exists (it goes when the server stops, or once expired, when the elected collector
+// removes it, so that every server decides alike; nil without identity leases).
 func (i *Instance) serverLive() func(id string) bool {
 	if i.parts.lease == nil {
 		return nil
 	}
 	return func(id string) bool {
-		obj, ok, err := i.parts.identityLeases.GetStore().GetByKey(identity.Namespace + "/" + id)
-		if err != nil || !ok {
-			return false
-		}
-		u, isU := obj.(*unstructured.Unstructured)
-		return isU && !identity.Expired(u, time.Now())
+		_, ok, err := i.parts.identityLeases.GetStore().GetByKey(identity.Namespace + "/" + id)
+		return err == nil && ok
 	}
 }
 

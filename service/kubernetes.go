@@ -242,8 +242,10 @@ func (k *KubernetesService) reconcileEndpoints(ctx context.Context) error {
 	return nil
 }
 
-// endpoints returns where the live servers serve: from the identity leases that are
-// not expired, or, without them, what the slices name and this server.
+// endpoints returns where the live servers serve: from the identity leases (a
+// server's goes when it stops, or, once it has expired, when the elected collector
+// removes it: every server then sees the same, whatever its clock), or, without them,
+// what the slices name and this server.
 func (k *KubernetesService) endpoints(existing []*discoveryv1.EndpointSlice) []netip.AddrPort {
 	out := []netip.AddrPort{k.cfg.Endpoint}
 	add := func(ap netip.AddrPort) {
@@ -265,10 +267,9 @@ func (k *KubernetesService) endpoints(existing []*discoveryv1.EndpointSlice) []n
 		}
 		return out
 	}
-	now := time.Now()
 	for _, obj := range k.cfg.Leases.GetStore().List() {
 		lease, ok := obj.(*unstructured.Unstructured)
-		if !ok || !identity.IsIdentityLease(lease) || identity.Expired(lease, now) {
+		if !ok || !identity.IsIdentityLease(lease) {
 			continue
 		}
 		if ap, err := netip.ParseAddrPort(lease.GetAnnotations()[identity.AnnotationEndpoint]); err == nil {
