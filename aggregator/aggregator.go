@@ -43,6 +43,7 @@ type Aggregator struct {
 	clientCert  tls.Certificate
 
 	mu         sync.Mutex
+	routes     map[schema.GroupVersion]struct{} // kept by RunRegistration
 	transports map[transportKey]*http.Transport
 	discovery  map[schema.GroupVersion]*discovered
 	openAPI    OpenAPISink // set before RunDiscovery
@@ -63,14 +64,19 @@ func New(cfg Config) (*Aggregator, error) {
 		services:    corev1listers.NewServiceLister(cfg.Services.GetIndexer()),
 		slices:      discoveryv1listers.NewEndpointSliceLister(cfg.EndpointSlices.GetIndexer()),
 		clientCert:  cert,
+		routes:      map[schema.GroupVersion]struct{}{},
 		transports:  map[transportKey]*http.Transport{},
 		discovery:   map[schema.GroupVersion]*discovered{},
 	}, nil
 }
 
 // remote returns the APIService that registers gv to a backend, or nil when gv is
-// not registered or is served locally.
+// not registered or is served locally, or the registration controller has not
+// routed it.
 func (a *Aggregator) remote(gv schema.GroupVersion) *apiregistrationv1.APIService {
+	if !a.routed(gv) {
+		return nil
+	}
 	svc, err := a.apiServices.Get(gv.Version + "." + gv.Group)
 	if err != nil || svc.Spec.Service == nil || svc.Spec.Group != gv.Group || svc.Spec.Version != gv.Version {
 		return nil

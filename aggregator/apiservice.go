@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/concordproject/concord/registry"
+	metatable "k8s.io/apimachinery/pkg/api/meta/table"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -63,7 +64,36 @@ func Configure(res *registry.Resource) error {
 		// Names are <version>.<group>, which ValidateAPIService checks.
 		ValidateName: func(string, bool) []string { return nil },
 	}
+	if res.HasPrinterColumns(printerColumns) {
+		res.Hooks.TableCells = tableCells
+	}
 	return nil
+}
+
+// printerColumns are the columns kubectl shows; tableCells fills them.
+var printerColumns = []string{"Service", "Available", "Age"}
+
+// tableCells are kube-aggregator's cells of an APIService: its Service as
+// namespace/name or Local, its Available condition's status with the reason when not
+// True (Unknown without one), and its age.
+func tableCells(obj *unstructured.Unstructured) []interface{} {
+	service := "Local"
+	if ref, ok, _ := unstructured.NestedMap(obj.Object, "spec", "service"); ok && ref != nil {
+		service = fmt.Sprintf("%v/%v", ref["namespace"], ref["name"])
+	}
+	status := string(apiregistrationv1.ConditionUnknown)
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]interface{})
+		if m["type"] != string(apiregistrationv1.Available) {
+			continue
+		}
+		status, _ = m["status"].(string)
+		if reason, _ := m["reason"].(string); status != string(apiregistrationv1.ConditionTrue) && reason != "" {
+			status = fmt.Sprintf("%s (%s)", status, reason)
+		}
+	}
+	return []interface{}{service, status, metatable.ConvertToHumanReadableDateType(obj.GetCreationTimestamp())}
 }
 
 // internal converts an APIService in v1 to kube-aggregator's internal form.

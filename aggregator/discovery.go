@@ -26,13 +26,15 @@ type discovered struct {
 	err  error                   // of the last read
 }
 
-// RunDiscovery keeps, until ctx is done, the discovery of every remote APIService's
-// group-version: read from its backend when the APIService, its Service or its
-// EndpointSlices change, and periodically. Every server runs it.
-func (a *Aggregator) RunDiscovery(ctx context.Context, metrics *reconcile.Metrics) error {
+// RunDiscovery keeps, until ctx is done, the discovery and the OpenAPI documents of
+// every remote APIService's group-version: read from its backend when the
+// APIService, its Service or its EndpointSlices change, and periodically; started is
+// called once it follows them (kube-aggregator's discovery and OpenAPI controllers).
+// Every server runs it.
+func (a *Aggregator) RunDiscovery(ctx context.Context, metrics *reconcile.Metrics, started func()) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("apiservice-discovery"))
 	ctrl := reconcile.New(DiscoveryName, reconcile.Func[string](a.reconcileDiscovery), reconcile.Options[string]{Workers: 2, Metrics: metrics})
-	return a.follow(ctx, ctrl)
+	return a.follow(ctx, ctrl, started)
 }
 
 // reconcileDiscovery reads the discovery of APIService name from its backend. A

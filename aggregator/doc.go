@@ -19,9 +19,19 @@
 //     and impersonation headers dropped. An unavailable backend, or one that cannot be
 //     reached, is a 503 Status naming the APIService, at once or within the dial and
 //     header timeouts, never a hang.
-//   - The Available condition (Availability, leader-elected among the servers):
-//     Local, ServiceNotFound, ServicePortError, EndpointsNotFound, MissingEndpoints,
-//     FailedDiscoveryCheck or Passed, kube-aggregator's reasons.
+//   - The registration of APIServices in the proxy (RunRegistration, every server): a
+//     group-version is proxied once the controller has seen an APIService register it
+//     to a backend, and no longer once it is deleted or local (its transports closed).
+//   - The Available condition: of remote APIServices (RunAvailability,
+//     leader-elected among the servers) ServiceNotFound, ServicePortError,
+//     EndpointsNotFound, MissingEndpoints, FailedDiscoveryCheck or Passed,
+//     kube-aggregator's reasons; of local ones (RunLocalAvailability, every server)
+//     Local.
+//   - Local APIServices (Autoregistration, every server): one per group-version the
+//     server serves, as kube-aggregator's auto-registration keeps them
+//     (kube-apiserver's priorities, LabelAutoManaged), the servers that serve it in
+//     AnnotationServedBy, removed once no live server does; and the
+//     autoregister-completion check.
 //   - Discovery of the backends (Aggregator.RunDiscovery, on every server): each
 //     backend's /apis/<group>/<version>, read periodically, as aggregated discovery
 //     (apidiscovery.k8s.io/v2) that the server merges into its own, legacy and
@@ -31,8 +41,9 @@
 //
 // # What it must not touch
 //
-// It serves no local resource and stores nothing but APIService status and the
-// ConfigMap above; it reads APIServices, Services and EndpointSlices through
+// It serves no local resource and stores nothing but APIService status, the local
+// APIServices and the ConfigMap above; local APIServices (spec.service unset) are never
+// proxied nor counted as aggregated groups; it reads APIServices, Services and EndpointSlices through
 // informers its owner starts. It never decides who may do what: the handler chain
 // authenticates and authorizes a request before the proxy sees it, and the backend
 // authorizes it again.

@@ -11,9 +11,11 @@ import (
 	"github.com/concordproject/concord/aggregator"
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/namespace"
+	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/rbac"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/service"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/versionskew"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,6 +33,10 @@ type Options struct {
 	Authentication *auth.Authentication
 	// ServiceAccountTokens issues the tokens of TokenRequests (nil: as above).
 	ServiceAccountTokens *ServiceAccountTokens
+	// Services gives Services their defaults, validation and allocation of cluster IPs
+	// and node ports (nil: Services are served as data, where IPAddresses and
+	// ServiceCIDRs are not served in v1).
+	Services *service.Services
 	// StorageVersions says who writes StorageVersions besides the servers themselves:
 	// the aggregated servers of their groups; anyone allowed may delete them while
 	// this server does not maintain them.
@@ -59,6 +65,9 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		rbac.ClusterRoleBindingsGR:   rbac.ConfigureClusterRoleBindings,
 		storageversion.GroupResource: storageversion.ConfigureWith(opts.StorageVersions),
 		aggregator.GroupResource:     aggregator.Configure,
+		priorityclass.GroupResource:  priorityclass.Configure,
+		service.IPAddresses:          service.ConfigureIPAddresses,
+		service.ServiceCIDRs:         service.ConfigureServiceCIDRs,
 		storageVersionMigrationsGR:   configureStorageVersionMigrations,
 		leasesGR:                     configureLeases,
 		deploymentsGR:                configureDeployments,
@@ -69,6 +78,9 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		serviceAccountsGR:            configureServiceAccounts(opts.ServiceAccountTokens),
 		coreEventsGR:                 func(r *registry.Resource) error { return configureEvents(r, coreEventFields, opts.EventTTL) },
 		eventsGR:                     func(r *registry.Resource) error { return configureEvents(r, eventsEventFields, opts.EventTTL) },
+	}
+	if opts.Services != nil {
+		table[service.GroupResource] = opts.Services.Configure
 	}
 	maps.Copy(table, reviewConfigurers(opts))
 	maps.Copy(table, admission.Configurers(opts.CELVersion))

@@ -5,7 +5,8 @@
 //
 // The behaviours owned elsewhere are applied from here: namespaces (package
 // namespace), StorageVersions (package storageversion), StorageVersionMigrations
-// (Kubernetes' validation rules of migration/api). The storage-migration API is
+// (Kubernetes' validation rules of migration/api), PriorityClasses (package
+// priorityclass), Services, IPAddresses and ServiceCIDRs (package service). The storage-migration API is
 // Concord's own: its definition comes from the manifest of migration/api, not from the
 // catalog, and is the same in every release, so that a fleet mixing releases serves,
 // stores and decodes it alike.

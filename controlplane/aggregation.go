@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/concordproject/concord/aggregator"
@@ -19,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -34,12 +34,21 @@ var errAggregatorNotSynced = errors.New("the APIServices, Services and EndpointS
 // availabilityLease is the lease of the APIService availability controller's election.
 const availabilityLease = "concord-apiservice-availability"
 
-// The aggregator's post-start hooks, named as kube-apiserver's.
+// The aggregator's post-start hooks and check, named as kube-apiserver's.
 const (
 	authenticationInfoHook  = "start-cluster-authentication-info-controller"
 	aggregatorInformersHook = "start-kube-aggregator-informers"
+	registrationHook        = "apiservice-registration-controller"
+	localAvailabilityHook   = "apiservice-status-local-available-controller"
 	availabilityHook        = "apiservice-status-remote-available-controller"
+	autoregistrationHook    = "kube-apiserver-autoregistration"
+	openAPIHook             = "apiservice-openapi-controller"
+	autoregisterCompletion  = "autoregister-completion"
 )
+
+// aggregatorHooks are the aggregator's post-start hooks, in kube-apiserver's order.
+var aggregatorHooks = []string{authenticationInfoHook, aggregatorInformersHook, registrationHook,
+	localAvailabilityHook, availabilityHook, autoregistrationHook, openAPIHook}
 
 var (
 	servicesGR       = schema.GroupResource{Resource: "services"}
@@ -51,7 +60,10 @@ var (
 type aggregation struct {
 	agg       *aggregator.Aggregator
 	informers []cache.SharedIndexInformer
-	hooks     []*health.PostStartHook
+	// auto keeps the local APIServices (started by startAggregation); completion is
+	// its autoregister-completion check.
+	auto       *aggregator.Autoregistration
+	completion health.Checker
 }
 
 // newAggregation builds the aggregator (serving phase): its informers read the object
@@ -72,26 +84,39 @@ func (i *Instance) newAggregation() (*server.Aggregated, error) {
 	if err != nil {
 		return nil, err
 	}
-	i.parts.aggregation = &aggregation{agg: agg, informers: []cache.SharedIndexInformer{apiServices, services, slices},
-		hooks: []*health.PostStartHook{
-			health.NewPostStartHook(authenticationInfoHook),
-			health.NewPostStartHook(aggregatorInformersHook),
-			health.NewPostStartHook(availabilityHook),
-		}}
+	ag := &aggregation{agg: agg, informers: []cache.SharedIndexInformer{apiServices, services, slices}}
+	apiClient, err := aggregatorclient.NewForConfig(i.unlimitedLoopback())
+	if err != nil {
+		return nil, err
+	}
+	ag.auto, err = agg.NewAutoregistration(aggregator.AutoregistrationConfig{
+		ServerID: i.ServerID, Served: i.servedGroupVersions, Live: i.serverLive(),
+		Client: apiClient.ApiregistrationV1(), Metrics: i.runtime,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ag.completion = health.NamedCheck(autoregisterCompletion, ag.auto.Completion)
+	i.parts.aggregation = ag
 	return &server.Aggregated{Proxy: agg.Proxy, Discovery: agg.Discovery}, nil
 }
 
 // startAggregation publishes the request-header configuration aggregated servers
-// read, starts the aggregator's informers, its discovery of the backends (every
-// server) and the availability controller (elected among the servers).
+// read, starts the aggregator's informers, its registration of APIServices in the
+// proxy, the local APIServices' auto-registration and availability, its discovery and
+// OpenAPI reading of the backends (every server), and the remote availability
+// controller (elected among the servers).
 func (i *Instance) startAggregation(ctx context.Context) error {
 	ag := i.parts.aggregation
 	if ag == nil {
 		return nil
 	}
-	cfg := i.LoopbackConfig()
-	cfg.QPS = -1
+	cfg := i.unlimitedLoopback()
 	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	apiClient, err := aggregatorclient.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -99,27 +124,123 @@ func (i *Instance) startAggregation(ctx context.Context) error {
 	if err := aggregator.PublishAuthentication(ctx, client, aggregator.AuthenticationData(sv.clientCA, sv.frontProxyCA)); err != nil {
 		return err
 	}
-	ag.hooks[0].Done()
-	if err := i.start(ctx, informersComponent("aggregator-informers", errAggregatorNotSynced, ag.informers...)); err != nil {
+	i.finish(authenticationInfoHook)
+	if err := i.startInformers(ctx, "aggregator-informers", errAggregatorNotSynced, ag.informers...); err != nil {
 		return err
 	}
-	ag.hooks[1].Done()
-	if err := i.start(ctx, lifecycle.Component{Name: "apiservice-discovery", Run: func(ctx context.Context) error {
-		return ag.agg.RunDiscovery(ctx, i.runtime)
-	}}); err != nil {
+	i.finish(aggregatorInformersHook)
+	// Each controller is ready, and its hook finished, once it has started.
+	run := func(name, hook string, run func(ctx context.Context, started func()) error) error {
+		var started atomic.Bool
+		return i.start(ctx, lifecycle.Component{Name: name,
+			Run: func(ctx context.Context) error {
+				return run(ctx, func() {
+					started.Store(true)
+					i.finish(hook)
+				})
+			},
+			Ready: func() error {
+				if !started.Load() {
+					return fmt.Errorf("%w: %s", errNotStarted, name)
+				}
+				return nil
+			},
+		})
+	}
+	if err := run("apiservice-registration", registrationHook, func(ctx context.Context, started func()) error {
+		return ag.agg.RunRegistration(ctx, i.runtime, started)
+	}); err != nil {
 		return err
 	}
-	return i.startAvailability(ctx, client, cfg)
+	if err := run("apiservice-local-availability", localAvailabilityHook, func(ctx context.Context, started func()) error {
+		return ag.agg.RunLocalAvailability(ctx, apiClient.ApiregistrationV1(), i.runtime, started)
+	}); err != nil {
+		return err
+	}
+	if err := i.startAutoregistration(ctx); err != nil {
+		return err
+	}
+	if err := run("apiservice-discovery", openAPIHook, func(ctx context.Context, started func()) error {
+		return ag.agg.RunDiscovery(ctx, i.runtime, started)
+	}); err != nil {
+		return err
+	}
+	return i.startAvailability(ctx, client, apiClient)
+}
+
+// startAutoregistration starts the auto-registration of the local APIServices (ready
+// once it has registered the served group-versions), queued again whenever what the
+// server serves changes and whenever an identity lease goes.
+func (i *Instance) startAutoregistration(ctx context.Context) error {
+	auto := i.parts.aggregation.auto
+	if leases := i.parts.identityLeases; leases != nil {
+		if _, err := leases.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(interface{}) { auto.Resync() }}); err != nil {
+			return err
+		}
+	}
+	if err := i.start(ctx, lifecycle.Component{Name: "apiservice-autoregistration",
+		Run: func(ctx context.Context) error {
+			defer i.Registry.OnChange(ctx, auto.Resync)()
+			return auto.Run(ctx)
+		},
+		Ready: func() error {
+			if !auto.Started() {
+				return errAutoregistrationNotStarted
+			}
+			return nil
+		},
+	}); err != nil {
+		return fmt.Errorf("registering the local APIServices: %w", err)
+	}
+	i.finish(autoregistrationHook)
+	return nil
+}
+
+// errNotStarted: a controller has not started yet.
+var errNotStarted = errors.New("not started yet")
+
+// errAutoregistrationNotStarted: the local APIServices have not been registered yet.
+var errAutoregistrationNotStarted = errors.New("the local APIServices have not been registered yet")
+
+// servedGroupVersions returns the group-versions this server serves (but
+// apiregistration.k8s.io's, which has no APIService in Kubernetes either).
+func (i *Instance) servedGroupVersions() []aggregator.ServedGroupVersion {
+	seen := map[schema.GroupVersion]int{}
+	var out []aggregator.ServedGroupVersion
+	for _, res := range i.Registry.Resources() {
+		if res.Group == aggregator.GroupResource.Group {
+			continue
+		}
+		for _, v := range res.ServedVersions() {
+			gv := schema.GroupVersion{Group: res.Group, Version: v}
+			if at, ok := seen[gv]; ok {
+				out[at].CRD = out[at].CRD && res.Owner != nil
+				continue
+			}
+			seen[gv] = len(out)
+			out = append(out, aggregator.ServedGroupVersion{GroupVersion: gv, CRD: res.Owner != nil})
+		}
+	}
+	return out
+}
+
+// serverLive returns whether the server of an ID runs: whether its identity lease
+// exists (it goes when the server stops, or once expired, when the elected collector
+// removes it, so that every server decides alike; nil without identity leases).
+func (i *Instance) serverLive() func(id string) bool {
+	if i.parts.lease == nil {
+		return nil
+	}
+	return func(id string) bool {
+		_, ok, err := i.parts.identityLeases.GetStore().GetByKey(identity.Namespace + "/" + id)
+		return err == nil && ok
+	}
 }
 
 // startAvailability starts the APIService availability controller, elected among the
 // servers.
-func (i *Instance) startAvailability(ctx context.Context, client kubernetes.Interface, cfg *rest.Config) error {
+func (i *Instance) startAvailability(ctx context.Context, client kubernetes.Interface, apiClient aggregatorclient.Interface) error {
 	ag := i.parts.aggregation
-	apiClient, err := aggregatorclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
 	if err := i.start(ctx, i.elected("apiservice-availability", availabilityLease, client, func(ctx context.Context) {
 		if err := ag.agg.RunAvailability(ctx, apiClient.ApiregistrationV1(), i.runtime); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).Error(err, "The APIService availability controller stopped")
@@ -127,7 +248,7 @@ func (i *Instance) startAvailability(ctx context.Context, client kubernetes.Inte
 	})); err != nil {
 		return fmt.Errorf("starting the APIService availability controller: %w", err)
 	}
-	ag.hooks[2].Done()
+	i.finish(availabilityHook)
 	return nil
 }
 

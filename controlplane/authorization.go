@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/concordproject/concord/auth"
@@ -85,7 +87,64 @@ func (i *Instance) startRBAC(ctx context.Context) error {
 			return fmt.Errorf("--authorization-mode=%s needs %s served in v1 (see --runtime-config)", auth.ModeRBAC, gr)
 		}
 	}
-	return i.start(ctx, informersComponent("rbac-informers", errRBACNotSynced, infs...))
+	return i.startInformers(ctx, "rbac-informers", errRBACNotSynced, infs...)
+}
+
+// startInformers starts, as one component, those of infs no component has started
+// yet (shared informers are started once), and returns once they have all synced.
+// The informer-sync check counts them.
+func (i *Instance) startInformers(ctx context.Context, name string, notSynced error, infs ...cache.SharedIndexInformer) error {
+	fresh := i.parts.shared.add(name, infs)
+	if len(fresh) == 0 {
+		return nil
+	}
+	return i.start(ctx, informersComponent(name, notSynced, fresh...))
+}
+
+// sharedInformers are the in-process informers the server answers requests from
+// (RBAC's, service accounts', the aggregator's, the Service allocator's...), started
+// once each, by the component named with them.
+type sharedInformers struct {
+	mu      sync.Mutex
+	started map[cache.SharedIndexInformer]string
+}
+
+// add records those of infs not started yet, under component name, and returns them.
+func (s *sharedInformers) add(name string, infs []cache.SharedIndexInformer) []cache.SharedIndexInformer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started == nil {
+		s.started = map[cache.SharedIndexInformer]string{}
+	}
+	var fresh []cache.SharedIndexInformer
+	for _, inf := range infs {
+		if _, ok := s.started[inf]; !ok {
+			s.started[inf] = name
+			fresh = append(fresh, inf)
+		}
+	}
+	return fresh
+}
+
+// errInformersNotSynced: a shared informer has not delivered its initial list.
+var errInformersNotSynced = errors.New("informers not synced")
+
+// synced returns nil when every started informer has synced, else which components'
+// have not.
+func (s *sharedInformers) synced() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var pending []string
+	for inf, name := range s.started {
+		if !inf.HasSynced() && !slices.Contains(pending, name) {
+			pending = append(pending, name)
+		}
+	}
+	if len(pending) > 0 {
+		slices.Sort(pending)
+		return fmt.Errorf("%w: %s", errInformersNotSynced, strings.Join(pending, ", "))
+	}
+	return nil
 }
 
 // informersComponent runs in-process informers until stopped; it is ready once they
@@ -123,7 +182,7 @@ func (i *Instance) bootstrapRBAC(ctx context.Context) error {
 	if err := bootstrap.Ensure(ctx, client); err != nil {
 		return fmt.Errorf("creating the bootstrap roles: %w", err)
 	}
-	i.parts.rbacHook.Done()
+	i.finish(rbacBootstrapHook)
 	holder := i.ServerID + "_" + uuid.NewString()
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: identity.Namespace, Name: aggregationLease},
@@ -144,11 +203,20 @@ func (i *Instance) bootstrapRBAC(ctx context.Context) error {
 	}})
 }
 
-// typedInformer returns an in-process informer of resource gr in v1, read from the
-// object store, whose objects are typed (newObj's type) and indexed by namespace.
+// typedInformer returns the in-process informer of resource gr in v1, read from the
+// object store, whose objects are typed (newObj's type) and indexed by namespace: one
+// per resource, shared by the components that read it (start it with
+// startInformers).
 func (i *Instance) typedInformer(gr schema.GroupResource, newObj func() runtime.Object) cache.SharedIndexInformer {
+	if inf, ok := i.parts.typed[gr]; ok {
+		return inf
+	}
 	inf := i.Store.NewInformer(store.Source{Registry: i.Registry, Resource: gr, Version: "v1"},
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if i.parts.typed == nil {
+		i.parts.typed = map[schema.GroupResource]cache.SharedIndexInformer{}
+	}
+	i.parts.typed[gr] = inf
 	_ = inf.SetTransform(func(obj interface{}) (interface{}, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {

@@ -10,31 +10,38 @@ import (
 	"github.com/concordproject/concord/apiextensions"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/garbagecollector"
+	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/migration"
 	"github.com/concordproject/concord/namespace"
+	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
-	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/google/uuid"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 )
+
+// errIdentityLeasesNotSynced: the informer of identity leases has not read them yet.
+var errIdentityLeasesNotSynced = errors.New("the identity leases have not been read yet")
 
 // errNotSynced: the CRD controller has not served every stored definition yet.
 var errNotSynced = errors.New("the stored CustomResourceDefinitions are not all served yet")
 
-// startControllers is the controllers phase: the bootstrap namespaces, the identity
+// startControllers is the controllers phase: the system namespaces, the identity
 // lease, the storage version garbage collector and manager, the CRD controller
 // (start-up waits until it serves every stored definition, and until every built-in
 // resource had one registration attempt), admission and the ValidatingAdmissionPolicy
 // status controller, priority and fairness, the bootstrap roles and the ClusterRole
-// aggregation controller, quotas, the version skew controller, the namespace
-// controller, the garbage collector and storage migration. The last component, started
-// last and so stopped first, turns /readyz off when the server begins to stop.
+// aggregation controller, the system priority classes, quotas, the version skew
+// controller, the namespace controller, the garbage collector and storage migration.
+// The last component, started last and so stopped first, turns /readyz off when the
+// server begins to stop.
 func (i *Instance) startControllers(ctx context.Context) (context.Context, error) {
-	if err := bootstrapNamespaces(ctx, i); err != nil {
+	// The informers started before serving (RBAC, service accounts) have synced: their
+	// components are ready.
+	i.finish(hookInformers)
+	if err := i.startSystemNamespaces(ctx); err != nil {
 		return ctx, err
 	}
 	if err := i.startIdentity(ctx); err != nil {
@@ -43,37 +50,11 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	if err := i.startMirror(ctx); err != nil {
 		return ctx, err
 	}
-	svm := i.parts.svm
-	crds, err := apiextensions.NewController(i.Registry, i.Store, i.runtime)
-	if err != nil {
+	if err := i.startCRDs(ctx); err != nil {
 		return ctx, err
 	}
-	if svm != nil {
-		crds.Publish = svm.Publish
-	}
-	crds.NoRatcheting = !i.Compatibility.Enabled(compatibility.CRDValidationRatcheting)
-	if err := i.start(ctx, lifecycle.Component{Name: "crd-controller", Run: crds.Run, Ready: func() error {
-		if !crds.HasSynced() {
-			return errNotSynced
-		}
-		return nil
-	}}); err != nil {
-		return ctx, fmt.Errorf("serving the stored CustomResourceDefinitions: %w", err)
-	}
-	if svm != nil {
-		// Every built-in resource has had one registration attempt: writes to those
-		// registered pass; the others stay refused (and readyz says why) while their
-		// registration is retried.
-		if err := svm.WaitFirstRound(ctx); err != nil {
-			return ctx, fmt.Errorf("registering storage versions: %w", err)
-		}
-		if err := svm.ResourcesSynced(ctx); err != nil {
-			klog.FromContext(ctx).Error(err, "Cannot withdraw the storage version entries of resources this server no longer serves; they stay until it restarts")
-		}
-	}
-	i.parts.bootstrap.Done()
-	if err := i.start(ctx, lifecycle.Component{Name: "admission", Run: i.parts.admission.Run, Ready: i.parts.admission.Ready}); err != nil {
-		return ctx, fmt.Errorf("starting admission: %w", err)
+	if err := i.startAdmission(ctx); err != nil {
+		return ctx, err
 	}
 	if err := i.startTypeChecking(ctx); err != nil {
 		return ctx, err
@@ -85,6 +66,12 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 		}
 	}
 	if err := i.bootstrapRBAC(ctx); err != nil {
+		return ctx, err
+	}
+	if err := i.bootstrapPriorityClasses(ctx); err != nil {
+		return ctx, err
+	}
+	if err := i.startServices(ctx); err != nil {
 		return ctx, err
 	}
 	if err := i.startAggregation(ctx); err != nil {
@@ -117,7 +104,95 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 			return ctx, err
 		}
 	}
+	if err := i.startStorageReadiness(ctx); err != nil {
+		return ctx, err
+	}
 	return ctx, i.start(ctx, closer("readiness", i.parts.checks.ShuttingDown))
+}
+
+// startSystemNamespaces starts the system namespaces controller; ready once it has
+// created the missing ones (the identity lease needs kube-system).
+func (i *Instance) startSystemNamespaces(ctx context.Context) error {
+	c, err := namespace.NewSystemController(i.Registry, i.Store, i.runtime)
+	if err != nil {
+		return err
+	}
+	if err := i.start(ctx, lifecycle.Component{Name: "system-namespaces", Run: c.Run, Ready: c.Ready}); err != nil {
+		return fmt.Errorf("creating the system namespaces: %w", err)
+	}
+	i.finish(hookSystemNamespaces)
+	return nil
+}
+
+// startCRDs starts the CRD controller; ready once it serves every stored definition.
+// Then every built-in resource has had one storage version registration attempt.
+func (i *Instance) startCRDs(ctx context.Context) error {
+	svm := i.parts.svm
+	crds, err := apiextensions.NewController(i.Registry, i.Store, i.runtime)
+	if err != nil {
+		return err
+	}
+	if svm != nil {
+		crds.Publish = svm.Publish
+	}
+	crds.NoRatcheting = !i.Compatibility.Enabled(compatibility.CRDValidationRatcheting)
+	if err := i.start(ctx, lifecycle.Component{Name: "crd-controller", Run: crds.Run, Ready: func() error {
+		if !crds.HasSynced() {
+			return errNotSynced
+		}
+		return nil
+	}}); err != nil {
+		return fmt.Errorf("serving the stored CustomResourceDefinitions: %w", err)
+	}
+	// Its informer has synced, it reconciles, and every stored definition is served.
+	i.finish(hookCRDInformers)
+	i.finish(hookCRDControllers)
+	i.finish(hookCRDSynced)
+	if svm == nil {
+		return nil
+	}
+	// Every built-in resource has had one registration attempt: writes to those
+	// registered pass; the others stay refused (and readyz says why) while their
+	// registration is retried.
+	if err := svm.WaitFirstRound(ctx); err != nil {
+		return fmt.Errorf("registering storage versions: %w", err)
+	}
+	if err := svm.ResourcesSynced(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot withdraw the storage version entries of resources this server no longer serves; they stay until it restarts")
+	}
+	return nil
+}
+
+// startAdmission starts the admission chain and the PriorityClass admission; ready
+// once they have read the policies and classes.
+func (i *Instance) startAdmission(ctx context.Context) error {
+	if err := i.start(ctx, lifecycle.Component{Name: "admission", Run: i.parts.admission.Run, Ready: i.parts.admission.Ready}); err != nil {
+		return fmt.Errorf("starting admission: %w", err)
+	}
+	i.parts.informerChecks = append(i.parts.informerChecks, i.parts.admission.Ready)
+	if pc := i.parts.priorityClasses; pc != nil {
+		if err := i.startInformers(ctx, "priorityclass-admission", priorityclass.ErrNotSynced, pc.Informer()); err != nil {
+			return err
+		}
+	}
+	i.finish(hookAdmission)
+	return nil
+}
+
+// bootstrapPriorityClasses creates the system PriorityClasses that are missing.
+func (i *Instance) bootstrapPriorityClasses(ctx context.Context) error {
+	if i.parts.priorityClasses == nil {
+		return nil
+	}
+	client, err := kubernetes.NewForConfig(i.unlimitedLoopback())
+	if err != nil {
+		return err
+	}
+	if err := priorityclass.Bootstrap(ctx, client.SchedulingV1()); err != nil {
+		return err
+	}
+	i.finish(priorityclass.BootstrapHook)
+	return nil
 }
 
 // startQuota starts ResourceQuota admission (ready once it has read the quotas) and
@@ -167,7 +242,10 @@ func (i *Instance) startIdentity(ctx context.Context) error {
 	if err := i.start(ctx, lifecycle.Component{Name: "identity-lease", Run: lease.Run, Ready: lease.Ready}); err != nil {
 		return err
 	}
-	i.parts.leaseHook.Done()
+	i.finish(identity.LeaseControllerHook)
+	if err := i.startInformers(ctx, "identity-leases", errIdentityLeasesNotSynced, i.parts.identityLeases); err != nil {
+		return err
+	}
 	collector, err := storageversion.NewCollector(storageversion.CollectorConfig{
 		Registry: i.Registry, Store: i.Store, Holder: lease.HolderIdentity(), RESTConfig: i.LoopbackConfig(),
 		LeaseDuration: lease.Duration(), Metrics: i.Metrics, ReconcileMetrics: i.runtime,
@@ -178,24 +256,11 @@ func (i *Instance) startIdentity(ctx context.Context) error {
 	if err := i.start(ctx, lifecycle.Component{Name: "storage-version-gc", Run: collector.Run}); err != nil {
 		return err
 	}
-	i.parts.collectorHook.Done()
+	i.finish(identity.LeaseCollectorHook)
 	if svm == nil {
 		return nil
 	}
 	return i.start(ctx, lifecycle.Component{Name: "storage-versions", Run: svm.Run})
-}
-
-// bootstrapNamespaces creates the namespaces every Kubernetes cluster has.
-func bootstrapNamespaces(ctx context.Context, i *Instance) error {
-	res := i.Registry.Get(namespace.GroupResource)
-	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
-		obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace"}}
-		obj.SetName(name)
-		if _, err := i.Store.Create(ctx, store.Ref{Resource: res, Version: "v1"}, obj, store.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating namespace %s: %w", name, err)
-		}
-	}
-	return nil
 }
 
 // startTypeChecking starts the ValidatingAdmissionPolicy status controller (their

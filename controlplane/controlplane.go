@@ -14,17 +14,20 @@ import (
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/lifecycle"
+	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server"
+	"github.com/concordproject/concord/service"
 	"github.com/concordproject/concord/serviceaccount"
 	"github.com/concordproject/concord/storage"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/storageversion/publisher"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -71,8 +74,11 @@ type Instance struct {
 type parts struct {
 	serving serving // credentials → serving
 	lease   *identity.Lease
-	svm     *storageversion.Manager
-	checks  *health.Endpoints
+	// identityLeases is an informer of the servers' identity leases (nil without
+	// them): resources → controllers, which start it.
+	identityLeases cache.SharedIndexInformer
+	svm            *storageversion.Manager
+	checks         *health.Endpoints
 	// flowControl is API priority and fairness (nil when off): serving → controllers.
 	flowControl *flowcontrol.Controller
 	// quota is ResourceQuota admission (nil when quotas are not served): serving →
@@ -93,8 +99,23 @@ type parts struct {
 	// mirror publishes the server's entries to the aggregator it runs behind
 	// (--aggregator-kubeconfig; nil otherwise): resources → controllers.
 	mirror *publisher.Publisher
-	// The post-start hooks the controllers phase finishes.
-	bootstrap, leaseHook, collectorHook, rbacHook *health.PostStartHook
+	// hooks are the post-start hooks by name (serving → controllers, which finishes
+	// them); log is the log check, whose flush runs from the serving phase.
+	hooks map[string]*health.PostStartHook
+	log   *health.Log
+	// informerChecks report whether the client informers of components (admission,
+	// quota admission) have synced: the informer-sync check.
+	informerChecks []func() error
+	// typed are the shared typed informers (typedInformer), shared those a component
+	// started (startInformers).
+	typed  map[schema.GroupResource]cache.SharedIndexInformer
+	shared sharedInformers
+	// services allocates Services' cluster IPs and node ports (nil when Services,
+	// IPAddresses and ServiceCIDRs are not all served in v1): resources → controllers.
+	services *service.Services
+	// priorityClasses is the PriorityClass admission (nil when PriorityClasses are
+	// not served): serving → controllers.
+	priorityClasses *priorityclass.Admission
 	// migration is the outcome of the last attempt to install the storage-migration
 	// definitions (readyz only).
 	migration migrationState
@@ -105,6 +126,14 @@ type parts struct {
 func (i *Instance) LoopbackConfig() *rest.Config {
 	cfg := auth.RESTConfig(i.URL, i.CACert, i.loopbackToken)
 	cfg.WrapTransport = compatibility.WrapTransport(i.Compatibility.ClientVersion())
+	return cfg
+}
+
+// unlimitedLoopback is LoopbackConfig without client-side rate limits: the loopback
+// identity is exempt from priority and fairness too.
+func (i *Instance) unlimitedLoopback() *rest.Config {
+	cfg := i.LoopbackConfig()
+	cfg.QPS = -1
 	return cfg
 }
 
@@ -138,9 +167,14 @@ func (i *Instance) Done() <-chan struct{} { return i.done }
 //  3. resources: the compatibility configuration, the built-in resources, the
 //     registry and the object store, the identity lease and storage version manager;
 //  4. serving: health checks and the HTTP server with its handler chain;
-//  5. controllers: bootstrap namespaces, the identity lease, the storage version
+//  5. controllers: the system namespaces, the identity lease, the storage version
 //     manager and its garbage collector, the CRD controller (ready once every stored
-//     definition is served), the namespace controller, storage migration.
+//     definition is served), admission, the bootstrap roles and PriorityClasses, the
+//     Services' allocation controllers and the kubernetes Service, the aggregator
+//     (local APIServices registered), the namespace controller, storage migration.
+//
+// Each post-start hook of kube-apiserver's name (/healthz, /livez, /readyz) is
+// finished by the component that does its job, once it has started or synced.
 func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/quota"
+	"github.com/concordproject/concord/service"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -27,6 +28,19 @@ type Options struct {
 	// BindAddress and SecurePort are where the server listens (port 0: any free port).
 	BindAddress string
 	SecurePort  int
+	// AdvertiseAddress is the address the server tells the cluster it serves on (the
+	// kubernetes Service's endpoints); empty: BindAddress, or, when that is
+	// unspecified (0.0.0.0, ::), the host's default interface address.
+	AdvertiseAddress string
+	// ServiceClusterIPRange is where Services' cluster IPs come from: one CIDR, or two
+	// of different IP families (kube-apiserver's --service-cluster-ip-range; default
+	// 10.0.0.0/24). ServiceNodePortRange is where their node ports come from
+	// (--service-node-port-range; default 30000-32767).
+	ServiceClusterIPRange string
+	ServiceNodePortRange  string
+	// ServiceRepairGrace is how long the repair controller keeps an IPAddress or node
+	// port record no Service holds (default 1m; shorter in tests).
+	ServiceRepairGrace time.Duration
 	// Etcd is the external etcd; no endpoints means an embedded one in DataDir/etcd.
 	Etcd etcd.ClientConfig
 	// EtcdPrefix is the key prefix of all data.
@@ -119,6 +133,9 @@ func NewOptions() *Options {
 	return &Options{
 		DataDir:                     "concord-data",
 		BindAddress:                 "127.0.0.1",
+		ServiceClusterIPRange:       service.DefaultClusterIPRange,
+		ServiceNodePortRange:        service.DefaultNodePortRange,
+		ServiceRepairGrace:          service.DefaultRepairGrace,
 		SecurePort:                  6443,
 		EtcdPrefix:                  "/registry",
 		LogFormat:                   "text",
@@ -149,6 +166,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd, certificates and admin.kubeconfig.")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "IP address to serve on.")
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "Port to serve HTTPS on (0 picks a free port).")
+	fs.StringVar(&o.AdvertiseAddress, "advertise-address", o.AdvertiseAddress,
+		"IP address the server advertises to the cluster (the endpoints of the kubernetes Service); default --bind-address, or the host's default interface address when that is 0.0.0.0 or ::.")
+	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange,
+		"CIDR from which Services' cluster IPs are allocated (the default ServiceCIDR \"kubernetes\"); two CIDRs of different IP families, comma-separated, for dual-stack.")
+	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", o.ServiceNodePortRange,
+		"Port range from which NodePort and LoadBalancer Services' node ports are allocated, inclusive at both ends (e.g. 30000-32767).")
+	fs.DurationVar(&o.ServiceRepairGrace, "service-repair-grace", o.ServiceRepairGrace,
+		"How long the repair controller keeps an IPAddress or node port record no Service holds before it removes it.")
+	_ = fs.MarkHidden("service-repair-grace")
 	o.Etcd.AddFlags(fs)
 	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "Prefix of every etcd key Concord writes.")
 	fs.BoolVar(&o.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", o.EtcdUnsafeNoFsync, "Embedded etcd skips fsync: faster, loses data on a crash (tests only).")
@@ -208,6 +234,20 @@ func (o *Options) Validate() error {
 	}
 	if net.ParseIP(o.BindAddress) == nil {
 		errs = append(errs, fmt.Errorf("--bind-address %q is not an IP address", o.BindAddress))
+	}
+	if o.AdvertiseAddress != "" {
+		if ip := net.ParseIP(o.AdvertiseAddress); ip == nil || ip.IsUnspecified() {
+			errs = append(errs, fmt.Errorf("--advertise-address %q is not a specific IP address", o.AdvertiseAddress))
+		}
+	}
+	if _, err := service.ParseClusterIPRanges(o.ServiceClusterIPRange); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := service.ParseNodePortRange(o.ServiceNodePortRange); err != nil {
+		errs = append(errs, err)
+	}
+	if o.ServiceRepairGrace <= 0 {
+		errs = append(errs, fmt.Errorf("--service-repair-grace %s must be positive", o.ServiceRepairGrace))
 	}
 	if o.SecurePort < 0 || o.SecurePort > 65535 {
 		errs = append(errs, fmt.Errorf("--secure-port %d is not between 0 and 65535", o.SecurePort))

@@ -45,7 +45,11 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	if err != nil {
 		return ctx, err
 	}
-	builtins, err = builtin.Configure(builtins, builtin.Options{
+	svcs, err := i.newServices(builtins)
+	if err != nil {
+		return ctx, err
+	}
+	builtins, err = builtin.Configure(builtins, builtin.Options{Services: svcs,
 		EventTTL: o.EventTTL, Authorization: i.parts.authz, Authentication: i.parts.serving.authn, ServiceAccountTokens: tokens,
 		StorageVersions: storageversion.APIOptions{Publishers: i.storageVersionPublishers,
 			Unmaintained: !compat.Enabled(compatibility.StorageVersionAPI)},
@@ -91,8 +95,12 @@ func (i *Instance) buildIdentity(compat *compatibility.Config) error {
 	}
 	hostname, _ := os.Hostname()
 	v := compat.Versions
+	endpoint, err := i.endpoint()
+	if err != nil {
+		return err
+	}
 	lease, err := identity.NewLease(i.Registry, i.Store, identity.Config{
-		ID: i.ServerID, Hostname: hostname,
+		ID: i.ServerID, Hostname: hostname, Endpoint: endpoint.String(),
 		Duration: i.opts.IdentityLeaseDuration, RenewInterval: i.opts.IdentityLeaseRenewInterval,
 		Versions: wire.ComponentVersions{Binary: v.Binary, Emulation: v.Emulation, MinCompatibility: v.MinCompatibility},
 	})
@@ -100,6 +108,8 @@ func (i *Instance) buildIdentity(compat *compatibility.Config) error {
 		return err
 	}
 	i.parts.lease = lease
+	i.parts.identityLeases = i.Store.NewInformer(store.Source{Registry: i.Registry, Resource: identity.GroupResource, Version: "v1",
+		Namespace: identity.Namespace, LabelSelector: identity.LabelIdentity}, nil)
 	if !compat.Enabled(compatibility.StorageVersionAPI) {
 		return nil
 	}

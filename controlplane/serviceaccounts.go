@@ -95,7 +95,7 @@ func (i *Instance) startServiceAccounts(ctx context.Context) error {
 	if inf == nil {
 		return nil
 	}
-	return i.start(ctx, informersComponent("serviceaccount-informer", errServiceAccountsNotSynced, inf))
+	return i.startInformers(ctx, "serviceaccount-informer", errServiceAccountsNotSynced, inf)
 }
 
 // installIssuerDiscovery serves the issuer's OpenID Connect discovery document and its

@@ -7,18 +7,17 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/audit"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/flowcontrol"
-	"github.com/concordproject/concord/health"
-	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/openapi"
+	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/rbac"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server"
 	"github.com/prometheus/client_golang/prometheus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -54,7 +53,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, err
 	}
-	checks, err := i.healthChecks()
+	checks, err := i.healthChecks(ctx)
 	if err != nil {
 		return ctx, err
 	}
@@ -156,6 +155,11 @@ func (i *Instance) newAdmission() (*admission.Chain, error) {
 		i.parts.quota = a
 		validating = append(validating, a)
 	}
+	if res := i.Registry.Get(priorityclass.GroupResource); res != nil && res.ServedVersion("v1") != nil {
+		inf := i.Store.NewInformer(store.Source{Registry: i.Registry, Resource: priorityclass.GroupResource, Version: "v1"}, nil)
+		i.parts.priorityClasses = priorityclass.NewAdmission(inf)
+		validating = append(validating, i.parts.priorityClasses)
+	}
 	var first []k8sadmission.ValidationInterface
 	if a := i.parts.rbac.authorizer; a != nil {
 		// Kubernetes checks escalation in RBAC's storage, before any validating admission.
@@ -203,63 +207,6 @@ func (m *migrationState) check(*http.Request) error {
 		return fmt.Errorf("installing the storage-migration definitions: %w", m.err)
 	}
 	return nil
-}
-
-// healthChecks builds /healthz, /livez and /readyz with the checks and post-start
-// hooks of kube-apiserver's names that this server has.
-func (i *Instance) healthChecks() (*health.Endpoints, error) {
-	checks := health.New(i.Metrics)
-	etcdCheck := health.NamedCheck("etcd", func(r *http.Request) error {
-		cctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		_, err := i.raw.CurrentRevision(cctx)
-		return err
-	})
-	i.parts.bootstrap = health.NewPostStartHook("bootstrap-namespaces")
-	hooks := []health.Checker{health.Ping(), etcdCheck, i.parts.bootstrap}
-	for _, c := range i.Encryption.HealthChecks() {
-		hooks = append(hooks, c)
-	}
-	if i.parts.lease != nil {
-		i.parts.leaseHook = health.NewPostStartHook(identity.LeaseControllerHook)
-		i.parts.collectorHook = health.NewPostStartHook(identity.LeaseCollectorHook)
-		hooks = append(hooks, i.parts.leaseHook, i.parts.collectorHook)
-	}
-	if i.parts.svm != nil {
-		hooks = append(hooks, i.parts.svm.PostStartHook())
-	}
-	if i.parts.flowControl != nil {
-		hooks = append(hooks, i.parts.flowControl.Hooks()...)
-	}
-	if i.parts.rbac.authorizer != nil {
-		i.parts.rbacHook = health.NewPostStartHook(rbacBootstrapHook)
-		hooks = append(hooks, i.parts.rbacHook)
-	}
-	if ag := i.parts.aggregation; ag != nil {
-		for _, h := range ag.hooks {
-			hooks = append(hooks, h)
-		}
-	}
-	for _, add := range []func(...health.Checker) error{checks.AddHealthz, checks.AddLivez, checks.AddReadyz} {
-		if err := add(hooks...); err != nil {
-			return nil, err
-		}
-	}
-	var readyOnly []health.Checker
-	if i.parts.svm != nil {
-		// Ready only while writes are accepted, not just once they were at start-up.
-		readyOnly = append(readyOnly, i.parts.svm.WritesCheck())
-	}
-	if !i.opts.DisableStorageMigration {
-		// Not ready while storage migration cannot start (its definitions cannot be
-		// installed): an operator must see it, a restart would not help.
-		readyOnly = append(readyOnly, health.NamedCheck(MigrationDefinitionsCheck, i.parts.migration.check))
-	}
-	if err := checks.AddReadyz(readyOnly...); err != nil {
-		return nil, err
-	}
-	i.parts.checks = checks
-	return checks, nil
 }
 
 // barrier is the storage version barrier of the chain's slot (nil without the

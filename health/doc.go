@@ -4,8 +4,9 @@
 //
 // It owns:
 //
-//   - the Checker contract and its two implementations: NamedCheck (a function) and
-//     PostStartHook (a start-up task that is unhealthy until it reports Done);
+//   - the Checker contract and its implementations: NamedCheck (a function),
+//     PostStartHook (a start-up task that is unhealthy until it reports Done) and Log
+//     (kube-apiserver's "log" check: unhealthy once flushing the logs blocks);
 //   - Endpoints: the three lists of checks, the built-in "shutdown" readiness check,
 //     and the HTTP handlers, including the response format, ?verbose, ?exclude and the
 //     per-check sub-paths such as /readyz/poststarthook/<hook>;

@@ -7,7 +7,8 @@
 // the ID, held by "<id>_<uuid>" with a new uuid per process, labelled
 // apiserver.kubernetes.io/identity=kube-apiserver and kubernetes.io/hostname and with
 // the server's binary, emulation and minimum compatibility versions (the labels of
-// package wire: concord.io/emulation-version and the others), and renewed
+// package wire: concord.io/emulation-version and the others), annotated with where it
+// serves (concord.io/endpoint, the advertise address and port), and renewed
 // every RenewInterval. A lease deleted while the server runs is recreated at once; a
 // lease lost for a while (deleted, or expired while the server was cut off) is
 // reported through Config.Lapsed, so that what peers may have collected meanwhile is

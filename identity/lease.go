@@ -37,6 +37,9 @@ const (
 	KubeAPIServer = "kube-apiserver"
 	// LabelHostname names the host the server runs on.
 	LabelHostname = corev1.LabelHostname
+	// AnnotationEndpoint is where the server serves, <address>:<port> (its
+	// advertise address), from which the kubernetes Service's endpoints are kept.
+	AnnotationEndpoint = "concord.io/endpoint"
 )
 
 // Defaults of the lease timing. A crashed server's lease expires at most
@@ -84,6 +87,8 @@ type Config struct {
 	// Versions fill the version labels (wire.LabelEmulationVersion and the others), so
 	// that peers and the version skew controller can tell which release each server is.
 	Versions wire.ComponentVersions
+	// Endpoint fills AnnotationEndpoint (empty: none).
+	Endpoint string
 }
 
 // releaseTimeout bounds the deletion of the lease when the server stops.
@@ -317,6 +322,14 @@ func (l *Lease) fill(obj *unstructured.Unstructured, now time.Time) {
 	}
 	maps.Copy(labels, l.cfg.Versions.Labels())
 	obj.SetLabels(labels)
+	if l.cfg.Endpoint != "" {
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[AnnotationEndpoint] = l.cfg.Endpoint
+		obj.SetAnnotations(annotations)
+	}
 	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
 	if spec == nil {
 		spec = map[string]interface{}{}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/concordproject/concord/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -57,6 +58,12 @@ func hooks() *registry.Hooks {
 		},
 		PendingDeletion: func(obj *unstructured.Unstructured) bool {
 			return len(specFinalizers(obj)) > 0
+		},
+		AdmitDelete: func(_ context.Context, obj *unstructured.Unstructured) error {
+			if slices.Contains(Immortal, obj.GetName()) {
+				return apierrors.NewForbidden(GroupResource, obj.GetName(), errImmortal)
+			}
+			return nil
 		},
 	}
 }

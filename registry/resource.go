@@ -172,6 +172,35 @@ type Hooks struct {
 	// Actions are subresources that answer a creation from their object and store
 	// nothing (a ServiceAccount's token), by subresource name.
 	Actions map[string]Action
+	// AdmitDelete may refuse the deletion of obj (as stored) before anything is
+	// written (a system namespace, a system PriorityClass); the error, a StatusError,
+	// goes to the client as is.
+	AdmitDelete func(ctx context.Context, obj *unstructured.Unstructured) error
+	// Allocate reserves what a new object (old nil) or an update holds beyond its own
+	// key, a Service's cluster IPs and node ports, and fills it into obj. It runs after
+	// validation, before validating admission and the write; the store then calls the
+	// Allocation's Commit once the write succeeded, its Revert otherwise (each at most
+	// once). With dryRun it checks and fills but reserves nothing. An error, a
+	// StatusError, goes to the client as is.
+	Allocate func(ctx context.Context, obj, old *unstructured.Unstructured, dryRun bool) (Allocation, error)
+	// Release frees what Allocate reserved for obj once obj is gone from storage.
+	Release func(ctx context.Context, obj *unstructured.Unstructured)
+}
+
+// Allocation is what an Allocate hook reserved for one write: Commit keeps it (and
+// frees what the write gave up), Revert frees it. Either may be nil.
+type Allocation struct {
+	Commit, Revert func(ctx context.Context)
+}
+
+// Finish ends the allocation: Commit if the write succeeded, else Revert.
+func (a Allocation) Finish(ctx context.Context, written bool) {
+	switch {
+	case written && a.Commit != nil:
+		a.Commit(ctx)
+	case !written && a.Revert != nil:
+		a.Revert(ctx)
+	}
 }
 
 // Action is a subresource that answers a creation from its object: POST

@@ -54,6 +54,9 @@ var (
 )
 
 func init() {
+	for _, v := range []string{"v1", "v1beta1"} {
+		fieldDefaults["scheduling/"+v+".PriorityClass.PreemptionPolicy"] = "PreemptLowerPriority"
+	}
 	for _, v := range []string{"v1", "v1beta1", "v1alpha1"} {
 		for field, d := range admissionPolicyDefaults {
 			fieldDefaults["admissionregistration/"+v+"."+field] = d

@@ -31,6 +31,8 @@ import (
 	networkingv1beta1 "k8s.io/api/networking/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	rbacv1beta1 "k8s.io/api/rbac/v1beta1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	storagemigrationv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -409,9 +411,44 @@ var resources = []resourceSpec{
 			{name: "v1beta1", obj: &admissionregistrationv1beta1.MutatingWebhookConfiguration{}},
 		},
 	},
+	// IP addresses: package service allocates Services' cluster IPs as IPAddress
+	// objects (one per address, created only if absent) from the ServiceCIDRs' ranges.
+	{
+		group: "networking.k8s.io", plural: "ipaddresses", shortNames: []string{"ip"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "ParentRef", Type: "string", JSONPath: ".spec.parentRef"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		versions: []versionSpec{
+			{name: "v1", obj: &networkingv1.IPAddress{}},
+			{name: "v1beta1", obj: &networkingv1beta1.IPAddress{}},
+			{name: "v1alpha1", schemaOf: "v1beta1", history: &history{
+				introduced: "1.27", deprecated: "1.30", removed: "1.33",
+				source: "k8s.io/api networking/v1alpha1 types.go tagged only introduced=1.27; deprecated and removed are prerelease-lifecycle-gen's defaults (+3 releases each), as for ServiceCIDR",
+			}},
+		},
+	},
+	// Priority classes: package priorityclass gives them Kubernetes' validation, its
+	// one-default admission and the two system classes, created at start.
+	{
+		group: "scheduling.k8s.io", plural: "priorityclasses", shortNames: []string{"pc"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Value", Type: "integer", JSONPath: ".value"},
+			{Name: "Global-Default", Type: "boolean", JSONPath: ".globalDefault"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+			{Name: "PreemptionPolicy", Type: "string", JSONPath: ".preemptionPolicy"},
+		},
+		versions: []versionSpec{
+			{name: "v1", obj: &schedulingv1.PriorityClass{}},
+			{name: "v1beta1", obj: &schedulingv1beta1.PriorityClass{}},
+		},
+	},
 	{
 		group: "networking.k8s.io", plural: "servicecidrs",
-		columns: []apiextensionsv1.CustomResourceColumnDefinition{{Name: "CIDRs", Type: "string", JSONPath: ".spec.cidrs"}},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "CIDRs", Type: "string", JSONPath: ".spec.cidrs"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
 		versions: []versionSpec{
 			{name: "v1", obj: &networkingv1.ServiceCIDR{}},
 			{name: "v1beta1", obj: &networkingv1beta1.ServiceCIDR{}},

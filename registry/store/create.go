@@ -100,6 +100,12 @@ func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts 
 			return nil, err
 		}
 	}
+	alloc, err := allocate(ctx, res, obj, nil, opts.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	written := false
+	defer func() { alloc.Finish(context.WithoutCancel(ctx), written) }()
 	if opts.Admit != nil {
 		if err := opts.Admit(ctx, obj, nil); err != nil {
 			return nil, err
@@ -117,7 +123,23 @@ func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts 
 	if err != nil {
 		return nil, s.storageError(res, obj.GetName(), err)
 	}
+	written = true
 	s.recent.Wrote(key, data, rev)
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil
+}
+
+// allocate runs res's Allocate hook, if it has one, for obj (old: nil for a creation).
+func allocate(ctx context.Context, res *registry.Resource, obj, old *registry.Object, dryRun bool) (registry.Allocation, error) {
+	if res.Hooks == nil || res.Hooks.Allocate == nil {
+		return registry.Allocation{}, nil
+	}
+	return res.Hooks.Allocate(ctx, obj, old, dryRun)
+}
+
+// release runs res's Release hook, if it has one, for obj, which is gone.
+func release(ctx context.Context, res *registry.Resource, obj *registry.Object) {
+	if res.Hooks != nil && res.Hooks.Release != nil {
+		res.Hooks.Release(context.WithoutCancel(ctx), obj)
+	}
 }

@@ -39,6 +39,11 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 		if err := checkPreconditions(res, name, current, pre); err != nil {
 			return nil, false, err
 		}
+		if res.Hooks != nil && res.Hooks.AdmitDelete != nil && current.GetDeletionTimestamp() == nil {
+			if err := res.Hooks.AdmitDelete(ctx, current); err != nil {
+				return nil, false, err
+			}
+		}
 		if opts.Admit != nil {
 			if err := opts.Admit(ctx, nil, current); err != nil {
 				return nil, false, err
@@ -71,6 +76,9 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 		}
 		if werr == nil {
 			s.recent.Forget(key)
+			if deleted {
+				release(ctx, res, current)
+			}
 			if !deleted {
 				current.SetResourceVersion(strconv.FormatInt(rev, 10))
 			}

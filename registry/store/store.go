@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/concordproject/concord/registry"
@@ -74,6 +75,18 @@ func (s *Store) observe(ev storage.Event) {
 	case storage.Deleted:
 		s.recent.Forget(ev.KV.Key)
 	}
+}
+
+// ErrCachesLoading means a watch cache has not loaded its objects yet.
+var ErrCachesLoading = errors.New("watch caches still loading")
+
+// CachesLoaded returns nil once every running watch cache has loaded its objects,
+// else ErrCachesLoading naming their key prefixes (the server's storage readiness).
+func (s *Store) CachesLoaded() error {
+	if loading := s.caches.Loading(); len(loading) > 0 {
+		return fmt.Errorf("%w: %s", ErrCachesLoading, strings.Join(loading, ", "))
+	}
+	return nil
 }
 
 // CacheStats says what the store's watch caches hold.

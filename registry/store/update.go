@@ -135,6 +135,11 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 	if err := res.ValidateUpdate(ctx, version, obj, current); err != nil {
 		return nil, false, true, err
 	}
+	alloc, err := allocate(ctx, res, obj, current, opts.DryRun)
+	if err != nil {
+		return nil, false, true, err
+	}
+	defer func() { alloc.Finish(context.WithoutCancel(ctx), written) }()
 	if opts.Admit != nil {
 		if err := opts.Admit(ctx, obj, current); err != nil {
 			return nil, false, true, err
@@ -151,6 +156,7 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 			return nil, false, false, err
 		}
 		s.recent.Forget(key)
+		release(ctx, res, current)
 		obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 		return obj, true, true, nil
 	}
@@ -161,6 +167,9 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 	if bytes.Equal(data, kv.Value) && !kv.Stale {
 		// Nothing changed: Kubernetes writes nothing and keeps the resourceVersion. (A
 		// value sealed with an older encryption key is written again, sealed anew.)
+		// What is stored is what was allocated for.
+		alloc.Finish(context.WithoutCancel(ctx), true)
+		alloc = registry.Allocation{}
 		return current, false, true, nil
 	}
 	if opts.DryRun {

@@ -112,6 +112,24 @@ func (m *Caches) all() []*Cache {
 	return out
 }
 
+// Loading returns the prefixes of the running caches that have not loaded their
+// objects yet, sorted.
+func (m *Caches) Loading() []string {
+	m.mu.Lock()
+	all := m.all()
+	m.mu.Unlock()
+	var out []string
+	for _, c := range all {
+		select {
+		case <-c.loaded:
+		default:
+			out = append(out, c.prefix)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Get returns the cache of prefix, starting it if need be; it may not be Ready yet.
 // A cache started by Get loads the objects at revision from (if etcd still has it;
 // else, and for 0, at the current one), so that a watch from there can join it. It

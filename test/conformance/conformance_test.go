@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -29,6 +31,7 @@ var (
 	timeout = flag.Duration("spec-timeout", 3*time.Minute, "how long one spec may take")
 	out     = flag.String("out", "", "directory to keep the reports, logs and the table in (default: the test's temporary directory)")
 	binary  = flag.String("concord", "", "a concord binary to run instead of building one from this tree (e.g. an older commit's, to compare)")
+	focus   = flag.String("focus", "", "run only the specs of the release whose names match this regular expression (e.g. 'health handlers|Aggregator'), held to expected.yaml")
 )
 
 // TestConformance runs Kubernetes' sig-api-machinery end-to-end specs against a
@@ -58,7 +61,17 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	specs := all
-	if !*full {
+	switch {
+	case *focus != "":
+		re, err := regexp.Compile(*focus)
+		if err != nil {
+			t.Fatalf("-focus: %v", err)
+		}
+		specs = slices.DeleteFunc(slices.Clone(all), func(s string) bool { return !re.MatchString(s) })
+		if len(specs) == 0 {
+			t.Fatalf("-focus %q matches no spec of release %s", *focus, *release)
+		}
+	case !*full:
 		specs = exp.Short(all)
 		if len(specs) != exp.ShortCount() {
 			t.Fatalf("expected.yaml's short subset has %d specs, release %s has %d of them", exp.ShortCount(), *release, len(specs))

@@ -128,6 +128,16 @@ func TestKubectl(t *testing.T) {
 			k.must(t, "", "wait", "--for=delete", "configmap/"+dep, "--timeout=30s")
 		}
 	})
+	t.Run("services, APIServices and PriorityClasses as Kubernetes prints them", func(t *testing.T) {
+		contains(t, k.must(t, "", "create", "service", "nodeport", "web", "--tcp=80:8080"), "service/web created")
+		contains(t, k2.must(t, "", "get", "service", "web"), "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "NodePort", "10.0.0.", "<none>", "80:3", "/TCP")
+		contains(t, k2.must(t, "", "get", "service", "kubernetes"), "ClusterIP", "10.0.0.1", "443/TCP")
+		contains(t, k.must(t, "", "get", "ipaddresses"), "PARENTREF", "services/default/kubernetes", "services/default/web")
+		contains(t, k.must(t, "", "get", "servicecidrs"), "CIDRS", "kubernetes", "10.0.0.0/24")
+		contains(t, k.must(t, "", "get", "apiservices"), "NAME", "SERVICE", "AVAILABLE", "v1.apps", "Local", "True", "v1.scheduling.k8s.io")
+		contains(t, k.must(t, "", "get", "priorityclasses"), "VALUE", "GLOBAL-DEFAULT", "PREEMPTIONPOLICY", "system-node-critical", "2000001000", "PreemptLowerPriority")
+		contains(t, k2.must(t, "", "get", "--raw", "/readyz?verbose"), "[+]autoregister-completion ok", "[+]poststarthook/bootstrap-controller ok")
+	})
 	t.Run("namespaces", func(t *testing.T) {
 		k.must(t, "", "create", "namespace", "e2e")
 		k.must(t, "", "-n", "e2e", "create", "configmap", "inside")

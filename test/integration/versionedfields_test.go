@@ -58,7 +58,7 @@ func TestVersionedFieldsAndValidation(t *testing.T) {
 	// Default: binary 1.37, minimum compatibility 1.36.
 	dyn := s.Dynamic(t)
 	_, err := createDeployment(t, dyn, fieldsDeployment("new-field", responders))
-	wantInvalid(t, err, "Forbidden", "spec.template.spec.evictionResponders",
+	wantInvalidCause(t, err, "Forbidden", "spec.template.spec.evictionResponders",
 		"apps/v1 field introduced in release 1.37: the servers stay readable by release 1.36 (--min-compatibility-version)")
 	if _, err := createDeployment(t, dyn, fieldsDeployment("gt", gt)); err != nil {
 		t.Fatalf("toleration operator Gt at minimum compatibility %s: %v", older, err)
@@ -69,7 +69,7 @@ func TestVersionedFieldsAndValidation(t *testing.T) {
 	s.Restart(t)
 	dyn = s.Dynamic(t)
 	_, err = createDeployment(t, dyn, fieldsDeployment("gt-old", gt))
-	wantInvalid(t, err, "Unsupported value", "spec.template.spec.tolerations[0].operator", `supported values: "Equal", "Exists"`)
+	wantInvalidCause(t, err, "Unsupported value", "spec.template.spec.tolerations[0].operator", `supported values: "Equal", "Exists"`)
 	cur, err := dyn.Resource(deploymentsGVR).Namespace("default").Get(t.Context(), "gt", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestVersionedFieldsAndValidation(t *testing.T) {
 	_ = unstructured.SetNestedSlice(cur.Object, []interface{}{map[string]interface{}{"name": "drain", "priority": int64(20)}},
 		"spec", "template", "spec", "evictionResponders")
 	_, err = res.Update(t.Context(), cur, metav1.UpdateOptions{})
-	wantInvalid(t, err, "Forbidden", "spec.template.spec.evictionResponders", "introduced in release 1.37")
+	wantInvalidCause(t, err, "Forbidden", "spec.template.spec.evictionResponders", "introduced in release 1.37")
 	unstructured.RemoveNestedField(cur.Object, "spec", "template", "spec", "evictionResponders")
 	if _, err := res.Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("removing the %s field: %v", newer, err)
@@ -132,9 +132,9 @@ func createDeployment(t *testing.T, dyn dynamic.Interface, obj *unstructured.Uns
 	return dyn.Resource(deploymentsGVR).Namespace("default").Create(t.Context(), obj, metav1.CreateOptions{})
 }
 
-// wantInvalid checks that err is a 422 with a cause of type reason at field whose
+// wantInvalidCause checks that err is a 422 with a cause of type reason at field whose
 // message contains detail.
-func wantInvalid(t *testing.T, err error, reason, field, detail string) {
+func wantInvalidCause(t *testing.T, err error, reason, field, detail string) {
 	t.Helper()
 	var status apierrors.APIStatus
 	if !apierrors.IsInvalid(err) || !errorsAs(err, &status) {

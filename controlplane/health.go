@@ -1,0 +1,179 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/concordproject/concord/health"
+	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/lifecycle"
+	"github.com/concordproject/concord/namespace"
+	"github.com/concordproject/concord/priorityclass"
+	"github.com/concordproject/concord/service"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+)
+
+// The post-start hooks of kube-apiserver's names that Concord's components finish,
+// each once its component has really started (or synced, where kube-apiserver's
+// waits for that).
+const (
+	// the admission chain (policies read, plugins initialized)
+	hookAdmission = "start-apiserver-admission-initializer"
+	// the informers the server starts before it serves (RBAC, service accounts)
+	hookInformers = "generic-apiserver-start-informers"
+	// the CRD controller: its informer synced, its reconciling started, every stored
+	// definition served
+	hookCRDInformers   = "start-apiextensions-informers"
+	hookCRDControllers = "start-apiextensions-controllers"
+	hookCRDSynced      = "crd-informer-synced"
+	// the watch caches opened at start-up have loaded (kube-apiserver's waits for the
+	// watch caches, a minute at most)
+	hookStorageReadiness = "storage-readiness"
+	// the system namespaces controller (package namespace)
+	hookSystemNamespaces = namespace.SystemNamespacesHook
+	// the Service IP and node port repair controllers (package service)
+	hookServiceIPRepair = "start-service-ip-repair-controllers"
+)
+
+// storageReadinessTimeout is how long the storage-readiness hook waits for the watch
+// caches at most, as kube-apiserver's --storage-initialization-timeout (1m).
+const storageReadinessTimeout = time.Minute
+
+// InformerSyncCheck is the readyz check that fails while an in-process informer the
+// server runs has not synced.
+const InformerSyncCheck = "informer-sync"
+
+// hook returns the post-start hook named name that healthChecks created, or nil
+// when this server has none of that name (its component is not part of it).
+func (i *Instance) hook(name string) *health.PostStartHook { return i.parts.hooks[name] }
+
+// finish marks the post-start hook named name Done, if the server has it.
+func (i *Instance) finish(name string) {
+	if h := i.hook(name); h != nil {
+		h.Done()
+	}
+}
+
+// newHooks creates the post-start hooks of names, in order, for healthChecks.
+func (i *Instance) newHooks(names ...string) []health.Checker {
+	if i.parts.hooks == nil {
+		i.parts.hooks = map[string]*health.PostStartHook{}
+	}
+	out := make([]health.Checker, 0, len(names))
+	for _, name := range names {
+		h := health.NewPostStartHook(name)
+		i.parts.hooks[name] = h
+		out = append(out, h)
+	}
+	return out
+}
+
+// healthChecks builds /healthz, /livez and /readyz with the checks and post-start
+// hooks of kube-apiserver's names that this server has, and starts the log check's
+// flushes.
+func (i *Instance) healthChecks(ctx context.Context) (*health.Endpoints, error) {
+	checks := health.New(i.Metrics)
+	etcdCheck := health.NamedCheck("etcd", func(r *http.Request) error {
+		cctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		_, err := i.raw.CurrentRevision(cctx)
+		return err
+	})
+	i.parts.log = health.NewLog(klog.Flush, 0, 0)
+	all := []health.Checker{health.Ping(), i.parts.log, etcdCheck}
+	all = append(all, i.newHooks(hookAdmission, hookInformers)...)
+	if i.parts.flowControl != nil {
+		all = append(all, i.parts.flowControl.Hooks()...)
+	}
+	all = append(all, i.newHooks(hookCRDInformers, hookCRDControllers, hookCRDSynced, hookSystemNamespaces)...)
+	if i.parts.lease != nil {
+		all = append(all, i.newHooks(identity.LeaseControllerHook, identity.LeaseCollectorHook)...)
+	}
+	all = append(all, i.newHooks(hookStorageReadiness)...)
+	if i.parts.svm != nil {
+		all = append(all, i.parts.svm.PostStartHook())
+	}
+	if i.parts.rbac.authorizer != nil {
+		all = append(all, i.newHooks(rbacBootstrapHook)...)
+	}
+	all = append(all, i.newHooks(i.optionalHooks()...)...)
+	for _, c := range i.Encryption.HealthChecks() {
+		all = append(all, c)
+	}
+	if ag := i.parts.aggregation; ag != nil {
+		all = append(all, i.newHooks(aggregatorHooks...)...)
+		all = append(all, ag.completion)
+	}
+	for _, add := range []func(...health.Checker) error{checks.AddHealthz, checks.AddLivez, checks.AddReadyz} {
+		if err := add(all...); err != nil {
+			return nil, err
+		}
+	}
+	readyOnly := []health.Checker{health.NamedCheck(InformerSyncCheck, func(*http.Request) error { return i.informersSynced() })}
+	if i.parts.svm != nil {
+		// Ready only while writes are accepted, not just once they were at start-up.
+		readyOnly = append(readyOnly, i.parts.svm.WritesCheck())
+	}
+	if !i.opts.DisableStorageMigration {
+		// Not ready while storage migration cannot start (its definitions cannot be
+		// installed): an operator must see it, a restart would not help.
+		readyOnly = append(readyOnly, health.NamedCheck(MigrationDefinitionsCheck, i.parts.migration.check))
+	}
+	if err := checks.AddReadyz(readyOnly...); err != nil {
+		return nil, err
+	}
+	i.parts.checks = checks
+	return checks, i.start(ctx, lifecycle.Component{Name: "log-flush", Run: i.parts.log.Run})
+}
+
+// optionalHooks names the hooks of the components a server runs only when it serves
+// their resources.
+func (i *Instance) optionalHooks() []string {
+	var names []string
+	if i.servesServices() {
+		names = append(names, hookServiceIPRepair)
+	}
+	if i.parts.priorityClasses != nil {
+		names = append(names, priorityclass.BootstrapHook)
+	}
+	if i.servesServices() {
+		names = append(names, service.BootstrapHook, service.DefaultCIDRHook)
+	}
+	return names
+}
+
+// informersSynced is the informer-sync check: every shared informer the server
+// answers requests from (startInformers'), and admission's, has synced.
+func (i *Instance) informersSynced() error {
+	errs := []error{i.parts.shared.synced()}
+	for _, ready := range i.parts.informerChecks {
+		errs = append(errs, ready())
+	}
+	return errors.Join(errs...)
+}
+
+// startStorageReadiness finishes the storage-readiness hook once every watch cache
+// open now has loaded its objects, or after storageReadinessTimeout, as
+// kube-apiserver does (it then serves from etcd meanwhile, and says so); ready once it
+// has.
+func (i *Instance) startStorageReadiness(ctx context.Context) error {
+	return i.start(ctx, lifecycle.Component{Name: "storage-readiness", Run: func(ctx context.Context) error {
+		wctx, cancel := context.WithTimeout(ctx, storageReadinessTimeout)
+		defer cancel()
+		err := wait.PollUntilContextCancel(wctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+			return i.Store.CachesLoaded() == nil, nil
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			klog.FromContext(ctx).Info("Watch caches not loaded in time; lists and watches read etcd until they are", "err", i.Store.CachesLoaded())
+		}
+		i.finish(hookStorageReadiness)
+		<-ctx.Done()
+		return nil
+	}, Ready: func() error { return i.hook(hookStorageReadiness).Check(nil) }})
+}

@@ -1,0 +1,23 @@
+// Package priorityclass serves scheduling.k8s.io PriorityClasses as Kubernetes does:
+// Concord runs no scheduler, but clients (Helm charts, operators, kubectl) create and
+// read PriorityClasses and expect Kubernetes' rules and the two system classes.
+//
+// # What it owns
+//
+//   - Configure: PriorityClasses' validation (kube-apiserver's): a value of at most
+//     1000000000 for user classes, the "system-" prefix reserved to the two system
+//     classes with their values, preemptionPolicy PreemptLowerPriority or Never, value
+//     and preemptionPolicy immutable; and the 403 that refuses to delete a system class.
+//   - Admission: at most one class with globalDefault true (kube-apiserver's Priority
+//     admission plugin, for PriorityClasses): a second one is refused 403 on creation
+//     and update, as Kubernetes refuses it.
+//   - Bootstrap: the system classes system-node-critical (2000001000) and
+//     system-cluster-critical (2000000000), created at start when missing (the
+//     scheduling/bootstrap-system-priority-classes post-start hook).
+//
+// # What it must not touch
+//
+// It stores nothing itself: PriorityClasses travel the object store like every
+// resource, the bootstrap writes through the API. It does not act on Pods (Concord
+// serves none).
+package priorityclass
