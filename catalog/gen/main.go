@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -185,7 +186,11 @@ func (g *builder) resource(rs resourceSpec, newest *version.Version) (catalog.Re
 		if vs.obj == nil {
 			t = types[vs.schemaOf]
 		}
-		fields, enums := versionFields(g.history.Types[typeKey(t)], lifecycles[vs.name].Introduced)
+		th, ok := g.history.Types[typeKey(t)]
+		if !ok && strings.HasPrefix(t.PkgPath(), "k8s.io/api/") {
+			return r, fmt.Errorf("%w: it lacks %s: run `go run ./catalog/gen -history catalog/gen/history.json`", errStaleHistory, typeKey(t))
+		}
+		fields, enums := versionFields(th, lifecycles[vs.name].Introduced)
 		r.Versions = append(r.Versions, catalog.Version{
 			Name:        vs.name,
 			Lifecycle:   lifecycles[vs.name],
