@@ -46,11 +46,13 @@ func TestDefaultAPIs(t *testing.T) {
 		"flowcontrol.apiserver.k8s.io/v1/flowschemas",
 		"flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
 		"internal.apiserver.k8s.io/v1alpha1/storageversions", // brought by StorageVersionAPI
+		"networking.k8s.io/v1/ipaddresses",
 		"networking.k8s.io/v1/servicecidrs",
 		"rbac.authorization.k8s.io/v1/clusterrolebindings",
 		"rbac.authorization.k8s.io/v1/clusterroles",
 		"rbac.authorization.k8s.io/v1/rolebindings",
 		"rbac.authorization.k8s.io/v1/roles",
+		"scheduling.k8s.io/v1/priorityclasses",
 		"storagemigration.k8s.io/v1/storageversionmigrations",
 	}
 	cfg := complete(t, &Options{})
