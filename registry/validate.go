@@ -89,13 +89,15 @@ func (r *Resource) nameFunc() apimachineryvalidation.ValidateNameFunc {
 // ValidateCreate runs metadata, schema and hook validation of a new object in version.
 func (r *Resource) ValidateCreate(ctx context.Context, version string, obj *Object) error {
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(convertedOnce(obj), r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
-	errs = append(errs, r.Schema(version).Validate(ctx, obj.Object)...)
+	schemaErrs := r.Schema(version).Validate(ctx, obj.Object)
 	if v := r.Version(version); v != nil {
-		errs = append(errs, newFieldErrors(v.NewFields, obj.Object, nil)...)
+		schemaErrs = append(schemaErrs, newFieldErrors(v.NewFields, obj.Object, nil)...)
 	}
+	var hookErrs field.ErrorList
 	if r.Hooks != nil && r.Hooks.Validate != nil {
-		errs = append(errs, r.Hooks.Validate(ctx, obj)...)
+		hookErrs = r.Hooks.Validate(ctx, obj)
 	}
+	errs = append(errs, supersede(schemaErrs, hookErrs)...)
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(r.GroupKind(), obj.GetName(), errs)
 	}
@@ -108,21 +110,44 @@ func (r *Resource) ValidateUpdate(ctx context.Context, version string, obj, old 
 	meta := convertedOnce(obj)
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(meta, r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
 	errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(meta, old, field.NewPath("metadata"))...)
+	var schemaErrs, hookErrs field.ErrorList
 	if r.NoRatcheting {
-		errs = append(errs, r.Schema(version).ValidateUpdateWithoutRatcheting(ctx, obj.Object, old.Object)...)
+		schemaErrs = r.Schema(version).ValidateUpdateWithoutRatcheting(ctx, obj.Object, old.Object)
 	} else {
-		errs = append(errs, r.Schema(version).ValidateUpdate(ctx, obj.Object, old.Object)...)
+		schemaErrs = r.Schema(version).ValidateUpdate(ctx, obj.Object, old.Object)
 	}
 	if v := r.Version(version); v != nil {
-		errs = append(errs, newFieldErrors(v.NewFields, obj.Object, old.Object)...)
+		schemaErrs = append(schemaErrs, newFieldErrors(v.NewFields, obj.Object, old.Object)...)
 	}
 	if r.Hooks != nil && r.Hooks.ValidateUpdate != nil {
-		errs = append(errs, r.Hooks.ValidateUpdate(ctx, obj, old)...)
+		hookErrs = r.Hooks.ValidateUpdate(ctx, obj, old)
 	}
+	errs = append(errs, supersede(schemaErrs, hookErrs)...)
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(r.GroupKind(), obj.GetName(), errs)
 	}
 	return nil
+}
+
+// supersede returns the schema's errors and the hooks': a hook that checks a field
+// itself (Kubernetes' own validation of a built-in resource, ported) has the last word
+// on an unsupported value there, so the schema's enum error at that field is dropped,
+// and the client reads Kubernetes' one message.
+func supersede(schemaErrs, hookErrs field.ErrorList) field.ErrorList {
+	if len(hookErrs) == 0 {
+		return schemaErrs
+	}
+	checked := map[string]bool{}
+	for _, e := range hookErrs {
+		checked[e.Field] = true
+	}
+	out := make(field.ErrorList, 0, len(schemaErrs)+len(hookErrs))
+	for _, e := range schemaErrs {
+		if e.Type != field.ErrorTypeNotSupported || !checked[e.Field] {
+			out = append(out, e)
+		}
+	}
+	return append(out, hookErrs...)
 }
 
 // managedOnce is an object as metadata validation reads it, its managedFields
