@@ -203,12 +203,14 @@ func (c *Chain) Validate(ctx context.Context, a admission.Attributes, _ admissio
 }
 
 // Run reads the policies until ctx is done, then stops the plugins and returns
-// once the informers have stopped.
+// once the informers have stopped. The plugins stop first: the informers they start
+// themselves (a parameterized policy's parameters) run until they do, and the
+// factory's shutdown waits for every informer it started.
 func (c *Chain) Run(ctx context.Context) error {
-	defer close(c.drained)
 	c.factory.Start(ctx.Done())
-	defer c.factory.Shutdown()
 	<-ctx.Done()
+	close(c.drained)
+	c.factory.Shutdown()
 	return nil
 }
 

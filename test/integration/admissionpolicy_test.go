@@ -366,3 +366,92 @@ func TestValidatingAdmissionPolicyTypeChecking(t *testing.T) {
 		return true, nil
 	})
 }
+
+// A ValidatingAdmissionPolicy with parameters (paramKind ConfigMap, the binding's
+// paramRef) and matchConditions, enforced by both servers: the limit is the parameter's
+// (and follows it when it changes), objects the match condition exempts pass, and once
+// the parameter is gone the binding's parameterNotFoundAction Deny refuses every write
+// it matches, in Kubernetes' words.
+func TestValidatingAdmissionPolicyParams(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t, 2)
+	ctx := t.Context()
+	admin := c.Servers[0].Clientset(t)
+	policyNamespace(t, admin, "limited")
+	params := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "limits", Namespace: "limited"}, Data: map[string]string{"maxReplicas": "3"}}
+	if _, err := admin.CoreV1().ConfigMaps("limited").Create(ctx, params, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "max-replicas"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
+			MatchConstraints: inNamespace("limited", "apps", "v1", "deployments"),
+			MatchConditions: []admissionregistrationv1.MatchCondition{
+				{Name: "not-exempt", Expression: "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"},
+			},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression:        "object.spec.replicas <= int(params.data.maxReplicas)",
+				MessageExpression: "'replicas ' + string(object.spec.replicas) + ' over the limit ' + params.data.maxReplicas",
+			}},
+		},
+	}
+	if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deny := admissionregistrationv1.DenyAction
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "max-replicas"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        "max-replicas",
+			ParamRef:          &admissionregistrationv1.ParamRef{Name: "limits", Namespace: "limited", ParameterNotFoundAction: &deny},
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	refusedWith := func(s *harness.Server, d *appsv1.Deployment, message string) func() (bool, error) {
+		return func() (bool, error) {
+			_, err := s.Clientset(t).AppsV1().Deployments("limited").Create(ctx, d, dry)
+			if err == nil {
+				return false, nil
+			}
+			if !strings.Contains(err.Error(), message) {
+				return false, nil // an earlier state of the policy, binding or parameter
+			}
+			return apierrors.IsInvalid(err) || apierrors.IsForbidden(err), nil
+		}
+	}
+	for _, s := range c.Servers {
+		waitFor(t, fmt.Sprintf("the parameter's limit on server %d", s.Index), refusedWith(s, replicated("big", 5), "replicas 5 over the limit 3"))
+		if _, err := s.Clientset(t).AppsV1().Deployments("limited").Create(ctx, replicated("small", 2), dry); err != nil {
+			t.Errorf("server %d: 2 replicas under the limit 3: %v", s.Index, err)
+		}
+		exempt := replicated("exempt", 5)
+		exempt.Labels = map[string]string{"exempt": "yes"}
+		if _, err := s.Clientset(t).AppsV1().Deployments("limited").Create(ctx, exempt, dry); err != nil {
+			t.Errorf("server %d: a Deployment the match condition exempts: %v", s.Index, err)
+		}
+	}
+
+	// The limit follows the parameter.
+	params.Data["maxReplicas"] = "10"
+	if _, err := admin.CoreV1().ConfigMaps("limited").Update(ctx, params, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new limit", func() (bool, error) {
+		_, err := c.Servers[1].Clientset(t).AppsV1().Deployments("limited").Create(ctx, replicated("big", 5), dry)
+		return err == nil, nil
+	})
+	waitFor(t, "the new limit's message", refusedWith(c.Servers[1], replicated("huge", 11), "replicas 11 over the limit 10"))
+
+	// Without the parameter, the binding denies.
+	if err := admin.CoreV1().ConfigMaps("limited").Delete(ctx, "limits", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Servers {
+		waitFor(t, fmt.Sprintf("parameterNotFoundAction Deny on server %d", s.Index), refusedWith(s, replicated("small", 2), "no params found for policy binding with `Deny` parameterNotFoundAction"))
+	}
+}
