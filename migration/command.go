@@ -173,12 +173,15 @@ func (o *Options) run(cmd *cobra.Command) error {
 		defer stopMetrics()
 		fmt.Fprintf(cmd.OutOrStdout(), "metrics on http://%s/metrics\n", o.MetricsBindAddress)
 	}
+	// The lease lives as long as the controllers: it is released when they return,
+	// whether for a signal or an error.
+	leaseCtx, endLease := context.WithCancel(ctx)
 	held := make(chan struct{})
 	go func() {
 		defer close(held)
-		_ = lease.Run(ctx) // deletes the lease once ctx is done
+		_ = lease.Run(leaseCtx) // marks the lease expired once leaseCtx is done
 	}()
-	defer func() { <-held }()
+	defer func() { endLease(); <-held }()
 	return Run(ctx, cfg)
 }
 

@@ -47,7 +47,7 @@ func NewAdmission(restConfig *rest.Config) (*Admission, error) {
 	plugin.SetExternalKubeInformerFactory(a.factory)
 	// Admission counts objects of the resource a request writes; the usage
 	// controller lists them, so these evaluators have no lister.
-	plugin.SetQuotaConfiguration(generic.NewConfiguration(objectCountEvaluators(nil), IgnoredResources))
+	plugin.SetQuotaConfiguration(generic.NewConfiguration(append(objectCountEvaluators(nil), servicesEvaluator{}), IgnoredResources))
 	if err := plugin.ValidateInitialization(); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	quota "k8s.io/apiserver/pkg/quota/v1"
@@ -114,7 +115,7 @@ func (c *Controller) lead(ctx context.Context) {
 	u := &usage{ctx: ctx, cfg: c.cfg, client: c.client, quotas: informer.Lister()}
 	u.monitors = newMonitors(ctx, c.cfg.Registry, c.cfg.Store, u.namespaceChanged, u.queueAll)
 	defer u.monitors.stop()
-	u.evaluators = generic.NewRegistry(objectCountEvaluators(u.count))
+	u.evaluators = generic.NewRegistry(append(objectCountEvaluators(u.count), servicesEvaluator{list: u.listServices}))
 	u.ctrl = reconcile.New("resourcequota", reconcile.Func[types.NamespacedName](u.reconcile),
 		reconcile.Options[types.NamespacedName]{Workers: defaultWorkers, Metrics: c.cfg.ReconcileMetrics})
 	if _, err := informer.Informer().AddEventHandler(u.quotaEvents()); err != nil {
@@ -158,6 +159,26 @@ func (u *usage) count(gr schema.GroupResource, namespace string) (int64, error) 
 		return 0, nil
 	}
 	return u.cfg.Store.Storage().Count(u.ctx, res.Prefix(namespace))
+}
+
+// listServices lists the Services of namespace through the API (a consistent read),
+// and makes sure their monitor reports their deletions.
+func (u *usage) listServices(namespace string) ([]runtime.Object, error) {
+	if err := u.monitors.ensure(servicesGR); err != nil {
+		return nil, err
+	}
+	list, err := u.client.CoreV1().Services(namespace).List(u.ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil // not served
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.Object, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
 }
 
 // reconcile recalculates one quota's status and writes it if it changed. The quota is

@@ -12,10 +12,12 @@
 // admitted is charged to the quotas' status.used first, so that servers admitting
 // at once cannot overshoot (the charge is an optimistic-concurrency write of the
 // quota). A quota whose usage has not been calculated yet refuses what it limits.
-// Dry runs are checked, never charged. Concord serves no pods, services or
-// persistent volume claims, so the quotas it enforces are object counts: the
-// count/<resource>.<group> names, for built-in and custom resources alike, and the
-// legacy names configmaps, secrets, resourcequotas and replicationcontrollers.
+// Dry runs are checked, never charged. Concord serves no pods or persistent volume
+// claims, so the quotas it enforces are object counts (the count/<resource>.<group>
+// names, for built-in and custom resources alike, and the legacy names configmaps,
+// secrets, resourcequotas and replicationcontrollers) and Services' (services,
+// services.nodeports, services.loadbalancers: Kubernetes' Service evaluator, in
+// services.go).
 //
 // # Usage controller
 //

@@ -135,9 +135,11 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 	if err := res.ValidateUpdate(ctx, version, obj, current); err != nil {
 		return nil, false, true, err
 	}
-	alloc, err := allocate(ctx, res, obj, current, opts.DryRun)
-	if err != nil {
-		return nil, false, true, err
+	var alloc registry.Allocation
+	if opts.Subresource == "" { // a subresource's write keeps the spec: nothing to allocate
+		if alloc, err = allocate(ctx, res, obj, current, opts.DryRun); err != nil {
+			return nil, false, true, err
+		}
 	}
 	defer func() { alloc.Finish(context.WithoutCancel(ctx), written) }()
 	if opts.Admit != nil {
@@ -156,6 +158,9 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 			return nil, false, false, err
 		}
 		s.recent.Forget(key)
+		// Gone: what this update allocated goes back with what was stored.
+		alloc.Finish(context.WithoutCancel(ctx), false)
+		alloc = registry.Allocation{}
 		release(ctx, res, current)
 		obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 		return obj, true, true, nil

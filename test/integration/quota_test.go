@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	corev1apply "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 )
 
 // quotaEnv is a namespace of a cluster with one quota in it.
@@ -347,4 +348,48 @@ func TestResourceQuotaResync(t *testing.T) {
 			t.Fatalf("timed out waiting for configmaps used to go to %v", want)
 		}
 	}
+}
+
+// Services are measured as Kubernetes measures them: services, services.nodeports (a
+// node port per port of a NodePort or LoadBalancer Service) and
+// services.loadbalancers, charged on creation and on an update that changes a
+// Service's type, given back on deletion.
+func TestResourceQuotaServices(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t, 1)
+	s := c.Servers[0]
+	ctx := t.Context()
+	e := newQuotaEnv(t, s, "quota-svc", "q", map[string]string{"services": "3", "services.nodeports": "2", "services.loadbalancers": "1", "count/podtemplates": "0"})
+	e.waitUsed(map[string]string{"services": "0", "services.nodeports": "0", "services.loadbalancers": "0"})
+	e.waitEnforced(s)
+	svcs := e.client.CoreV1().Services(e.ns)
+	service := func(name string, typ corev1.ServiceType, ports ...int32) *corev1.Service {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ServiceSpec{Type: typ, Selector: map[string]string{"app": name}}}
+		for _, p := range ports {
+			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: fmt.Sprint("p", p), Port: p, Protocol: corev1.ProtocolTCP})
+		}
+		return svc
+	}
+	create := func(svc *corev1.Service) error { _, err := svcs.Create(ctx, svc, metav1.CreateOptions{}); return err }
+	mustAdmit(t, "a ClusterIP Service", func() error { return create(service("plain", corev1.ServiceTypeClusterIP, 80)) })
+	mustAdmit(t, "a NodePort Service of two ports", func() error { return create(service("np", corev1.ServiceTypeNodePort, 80, 443)) })
+	e.waitUsed(map[string]string{"services": "2", "services.nodeports": "2", "services.loadbalancers": "0"})
+	mustExceed(t, "a LoadBalancer Service (a third node port)", func() error { return create(service("lb", corev1.ServiceTypeLoadBalancer, 80)) })
+	lb := service("lb", corev1.ServiceTypeLoadBalancer, 80)
+	lb.Spec.AllocateLoadBalancerNodePorts = ptr.To(false)
+	mustAdmit(t, "a LoadBalancer Service without node ports", func() error { return create(lb) })
+	mustExceed(t, "a fourth Service", func() error { return create(service("four", corev1.ServiceTypeClusterIP, 80)) })
+	e.waitUsed(map[string]string{"services": "3", "services.nodeports": "2", "services.loadbalancers": "1", "count/podtemplates": "0"})
+
+	// Changing a Service's type is measured too; a deletion gives its usage back.
+	plain, err := svcs.Get(ctx, "plain", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.Spec.Type = corev1.ServiceTypeNodePort
+	mustExceed(t, "a ClusterIP Service turned NodePort", func() error { _, err := svcs.Update(ctx, plain, metav1.UpdateOptions{}); return err })
+	if err := svcs.Delete(ctx, "np", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitUsed(map[string]string{"services": "2", "services.nodeports": "0", "services.loadbalancers": "1"})
 }

@@ -194,6 +194,15 @@ func TestServiceClusterIPs(t *testing.T) {
 			got.Spec.HealthCheckNodePort < testPortFirst || got.Spec.HealthCheckNodePort > testPortLast || !ptr.Deref(got.Spec.AllocateLoadBalancerNodePorts, false) {
 			t.Fatalf("LoadBalancer: %+v %v", got.Spec, err)
 		}
+		// A status write (a load balancer's ingress) allocates nothing and keeps the spec.
+		got.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.7"}}
+		if st, err := svcs0.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil || st.Spec.ClusterIP != got.Spec.ClusterIP ||
+			st.Spec.Ports[0].NodePort != got.Spec.Ports[0].NodePort || len(st.Status.LoadBalancer.Ingress) != 1 {
+			t.Fatalf("a LoadBalancer's status: %+v %v", st, err)
+		}
+		if got, err = svcs0.Get(ctx, "lb", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		// A type change to ClusterIP gives the node ports back, to ExternalName the IP.
 		got.Spec.Type, got.Spec.ExternalTrafficPolicy = corev1.ServiceTypeClusterIP, ""
 		np, hc, ip := got.Spec.Ports[0].NodePort, got.Spec.HealthCheckNodePort, got.Spec.ClusterIP

@@ -121,7 +121,6 @@ func TestWatchFromCompactedRevisionIsExpired(t *testing.T) {
 // Informers sync against the server both with WatchList (sendInitialEvents, the
 // client-go default from 1.35) and with the classic list+watch.
 func TestInformersSync(t *testing.T) {
-	t.Parallel()
 	for _, watchList := range []bool{true, false} {
 		t.Run(fmt.Sprintf("WatchListClient=%v", watchList), func(t *testing.T) {
 			clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, watchList)
