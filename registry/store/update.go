@@ -111,28 +111,7 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 	if err != nil {
 		return nil, false, true, err
 	}
-	if rv := obj.GetResourceVersion(); rv == "" && res.UnconditionalUpdate {
-		obj.SetResourceVersion(current.GetResourceVersion())
-	} else if rv != "" && rv != current.GetResourceVersion() {
-		return nil, false, true, apierrors.NewConflict(res.GroupResource(), name,
-			fmt.Errorf("resourceVersion %s is stale, the object is now at %s: read it again and reapply the change", rv, current.GetResourceVersion()))
-	}
-	if obj.GetName() != name || (res.Namespaced && obj.GetNamespace() != ns && obj.GetNamespace() != "") {
-		return nil, false, true, apierrors.NewBadRequest(fmt.Sprintf("the name or namespace of the object (%s/%s) does not match the URL (%s/%s)", obj.GetNamespace(), obj.GetName(), ns, name))
-	}
-	if opts.Mutate != nil {
-		if err := opts.Mutate(ctx, obj, current); err != nil {
-			return nil, false, true, err
-		}
-		if obj.GetName() != name || (res.Namespaced && obj.GetNamespace() != ns && obj.GetNamespace() != "") {
-			return nil, false, true, apierrors.NewBadRequest(fmt.Sprintf("admission changed the name or namespace of the object (%s/%s) from the URL's (%s/%s)", obj.GetNamespace(), obj.GetName(), ns, name))
-		}
-	}
-	s.carryOver(res, version, obj, current, opts.Subresource)
-	if res.Hooks != nil && res.Hooks.PrepareForUpdate != nil {
-		res.Hooks.PrepareForUpdate(ctx, obj, current)
-	}
-	if err := res.ValidateUpdate(ctx, version, obj, current); err != nil {
+	if err := s.prepareUpdate(ctx, ref, obj, current, opts); err != nil {
 		return nil, false, true, err
 	}
 	var alloc registry.Allocation
@@ -187,6 +166,36 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 	s.recent.Wrote(key, data, rev)
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, true, true, nil
+}
+
+// prepareUpdate makes obj, fn's answer to current, the object an update writes: its
+// resourceVersion checked (or taken from current where unconditional updates are
+// allowed), its name and namespace those of ref, admission's mutations applied, what
+// it may not change carried over from current, prepared and validated.
+func (s *Store) prepareUpdate(ctx context.Context, ref Ref, obj, current *registry.Object, opts UpdateOptions) error {
+	res, version, ns, name := ref.Resource, ref.Version, ref.Namespace, ref.Name
+	if rv := obj.GetResourceVersion(); rv == "" && res.UnconditionalUpdate {
+		obj.SetResourceVersion(current.GetResourceVersion())
+	} else if rv != "" && rv != current.GetResourceVersion() {
+		return apierrors.NewConflict(res.GroupResource(), name,
+			fmt.Errorf("resourceVersion %s is stale, the object is now at %s: read it again and reapply the change", rv, current.GetResourceVersion()))
+	}
+	if obj.GetName() != name || (res.Namespaced && obj.GetNamespace() != ns && obj.GetNamespace() != "") {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name or namespace of the object (%s/%s) does not match the URL (%s/%s)", obj.GetNamespace(), obj.GetName(), ns, name))
+	}
+	if opts.Mutate != nil {
+		if err := opts.Mutate(ctx, obj, current); err != nil {
+			return err
+		}
+		if obj.GetName() != name || (res.Namespaced && obj.GetNamespace() != ns && obj.GetNamespace() != "") {
+			return apierrors.NewBadRequest(fmt.Sprintf("admission changed the name or namespace of the object (%s/%s) from the URL's (%s/%s)", obj.GetNamespace(), obj.GetName(), ns, name))
+		}
+	}
+	s.carryOver(res, version, obj, current, opts.Subresource)
+	if res.Hooks != nil && res.Hooks.PrepareForUpdate != nil {
+		res.Hooks.PrepareForUpdate(ctx, obj, current)
+	}
+	return res.ValidateUpdate(ctx, version, obj, current)
 }
 
 // getFresh reads key from etcd and remembers what it read.
