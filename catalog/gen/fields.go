@@ -16,7 +16,8 @@ import (
 
 // addEnums sets, in the schema s of Go type t, the enum of every field whose type is
 // marked +enum: the values of the type's constants in the source of this build's
-// k8s.io/api, as Kubernetes' OpenAPI lists them.
+// k8s.io/api, as Kubernetes' OpenAPI lists them, and "" where it stands for the field
+// unset (an optional field that is not a pointer).
 func addEnums(idx *sourceIndex, s *apiextensionsv1.JSONSchemaProps, t reflect.Type) error {
 	sh, err := idx.shapeOf(t)
 	if err != nil {
@@ -24,6 +25,9 @@ func addEnums(idx *sourceIndex, s *apiextensionsv1.JSONSchemaProps, t reflect.Ty
 	}
 	for _, path := range slices.Sorted(maps.Keys(sh.enums)) {
 		values := slices.Sorted(slices.Values(sh.values[path]))
+		if sh.blankable[path] && !slices.Contains(values, "") {
+			values = append([]string{""}, values...) // the field unset
+		}
 		found := catalog.UpdateSchemaAt(s, path, func(at *apiextensionsv1.JSONSchemaProps) {
 			if len(values) == 0 || at.Type != "string" {
 				return

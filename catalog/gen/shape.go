@@ -26,6 +26,10 @@ type shape struct {
 	fields map[string]bool
 	values map[string][]string
 	enums  map[string]bool
+	// blankable are the fields whose empty value is their absence: an omitempty
+	// string, not a pointer. Kubernetes' validation takes "" there as unset (a
+	// toleration's operator "" is Equal, its effect "" every effect).
+	blankable map[string]bool
 }
 
 // sourceIndex reads API types from Go source (not by reflection), so that any release
@@ -67,7 +71,7 @@ func (x *sourceIndex) shapeOf(t reflect.Type) (*shape, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%s.%s: no such type in the source", t.PkgPath(), t.Name())
 	}
-	s := &shape{fields: map[string]bool{}, values: map[string][]string{}, enums: map[string]bool{}}
+	s := &shape{fields: map[string]bool{}, values: map[string][]string{}, enums: map[string]bool{}, blankable: map[string]bool{}}
 	w := &shapeWalker{x: x, out: s, visiting: map[*typeDecl]bool{}}
 	if err := w.named(d, "", true); err != nil {
 		return nil, fmt.Errorf("%s.%s: %w", t.PkgPath(), t.Name(), err)
@@ -236,6 +240,9 @@ func (w *shapeWalker) fields(d *typeDecl, st *ast.StructType, path string, root 
 			continue
 		}
 		w.out.fields[p] = true
+		if _, pointer := f.Type.(*ast.StarExpr); !pointer && slices.Contains(strings.Split(opts, ","), "omitempty") {
+			w.out.blankable[p] = true
+		}
 		if err := w.expr(d, f.Type, p); err != nil {
 			return err
 		}

@@ -63,13 +63,22 @@ func TestVersionedFieldsAndValidation(t *testing.T) {
 	if _, err := createDeployment(t, dyn, fieldsDeployment("gt", gt)); err != nil {
 		t.Fatalf("toleration operator Gt at minimum compatibility %s: %v", older, err)
 	}
+	// The enums are Kubernetes': "" is an unset optional field (an operator "" is
+	// Equal, an effect "" every effect), a value outside the constants is refused.
+	blank := map[string]interface{}{"tolerations": []interface{}{map[string]interface{}{"key": "size", "operator": "", "effect": ""}}}
+	if _, err := createDeployment(t, dyn, fieldsDeployment("blank", blank)); err != nil {
+		t.Fatalf("a toleration whose operator and effect are unset: %v", err)
+	}
+	bogus := map[string]interface{}{"tolerations": []interface{}{map[string]interface{}{"key": "size", "operator": "Within"}}}
+	_, err = createDeployment(t, dyn, fieldsDeployment("bogus", bogus))
+	wantInvalidCause(t, err, "Unsupported value", "spec.template.spec.tolerations[0].operator", `"Within"`)
 
 	// Emulating 1.35: minimum compatibility 1.34, which refuses Gt.
 	s.Options.Compatibility.EmulationVersion = []string{"1.35"}
 	s.Restart(t)
 	dyn = s.Dynamic(t)
 	_, err = createDeployment(t, dyn, fieldsDeployment("gt-old", gt))
-	wantInvalidCause(t, err, "Unsupported value", "spec.template.spec.tolerations[0].operator", `supported values: "Equal", "Exists"`)
+	wantInvalidCause(t, err, "Unsupported value", "spec.template.spec.tolerations[0].operator", `supported values: "", "Equal", "Exists"`)
 	cur, err := dyn.Resource(deploymentsGVR).Namespace("default").Get(t.Context(), "gt", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
