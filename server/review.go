@@ -12,10 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // serveReview answers the creation of a review (TokenReview, SubjectAccessReview,
-// ...): the object is decoded and checked like any creation, converted to the
+// ...): the object is decoded and checked like any creation, admitted, converted to the
 // resource's storage version for its Review hook, and the answer goes back in the
 // request's version, 201 Created, as Kubernetes answers. Nothing is stored, so a dry
 // run is answered the same way. Asked for a Table or metadata alone, it answers 406,
@@ -44,6 +45,11 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *apiReque
 			return
 		}
 		obj.SetNamespace(q.info.Namespace)
+	}
+	// Admitted as Kubernetes admits a review's creation, in the request's version.
+	if err := s.admitCreation(ctx, r, q, q.res.GroupVersion(q.version.Name).WithKind(q.res.Names.Kind), obj); err != nil {
+		respond.Error(w, r, err)
+		return
 	}
 	if err := q.res.Convert(ctx, []*unstructured.Unstructured{obj}, q.res.StorageVersion); err != nil {
 		respond.Error(w, r, err)
@@ -95,17 +101,8 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, q *apiReque
 
 // admitAction runs admission on the creation of an action subresource's object
 // (data, JSON of the action's kind), as Kubernetes admits a TokenRequest: named and
-// namespaced as the URL says, mutating admission (which may change it), then
-// validating admission. It returns the object as admitted.
+// namespaced as the URL says, then admitCreation. It returns the object as admitted.
 func (s *Server) admitAction(ctx context.Context, r *http.Request, q *apiRequest, action registry.Action, data []byte) ([]byte, error) {
-	dry, err := dryRun(r)
-	if err != nil {
-		return nil, err
-	}
-	mutate, validate := s.writeAdmission(q, action.Kind, dry)
-	if mutate == nil && validate == nil {
-		return data, nil
-	}
 	obj := &unstructured.Unstructured{}
 	if err := json.Unmarshal(data, &obj.Object); err != nil || obj.Object == nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a %s: %v", action.Kind.Kind, err))
@@ -113,13 +110,28 @@ func (s *Server) admitAction(ctx context.Context, r *http.Request, q *apiRequest
 	obj.SetGroupVersionKind(action.Kind)
 	obj.SetName(q.info.Name)
 	obj.SetNamespace(q.info.Namespace)
+	if err := s.admitCreation(ctx, r, q, action.Kind, obj); err != nil {
+		return nil, err
+	}
+	return obj.MarshalJSON()
+}
+
+// admitCreation runs mutating admission (which may change obj), then validating
+// admission, on the creation of obj, of kind, that q answers without storing it (a
+// review, an action subresource's object).
+func (s *Server) admitCreation(ctx context.Context, r *http.Request, q *apiRequest, kind schema.GroupVersionKind, obj *unstructured.Unstructured) error {
+	dry, err := dryRun(r)
+	if err != nil {
+		return err
+	}
+	mutate, validate := s.writeAdmission(q, kind, dry)
 	for _, admit := range []store.AdmitFunc{mutate, validate} {
 		if admit == nil {
 			continue
 		}
 		if err := admit(ctx, obj, nil); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return obj.MarshalJSON()
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/concordproject/concord/harness"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -453,5 +454,52 @@ func TestValidatingAdmissionPolicyParams(t *testing.T) {
 	}
 	for _, s := range c.Servers {
 		waitFor(t, fmt.Sprintf("parameterNotFoundAction Deny on server %d", s.Index), refusedWith(s, replicated("small", 2), "no params found for policy binding with `Deny` parameterNotFoundAction"))
+	}
+}
+
+// Reviews are admitted as Kubernetes admits their creation: a ValidatingAdmissionPolicy
+// matching SubjectAccessReviews refuses the review it denies (422, its message), and
+// the others are answered.
+func TestAdmissionOfReviews(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	admin := c.Servers[0].Clientset(t)
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-questions-about-mallory"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"authorization.k8s.io"}, APIVersions: []string{"v1"},
+						Resources: []string{"subjectaccessreviews"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "object.spec.user != 'mallory'", Message: "no questions about mallory"}},
+		},
+	}
+	if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-questions-about-mallory"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	review := func(user string) error {
+		_, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "configmaps", Namespace: "default"},
+		}}, metav1.CreateOptions{})
+		return err
+	}
+	waitFor(t, "the policy to refuse a review", func() (bool, error) {
+		err := review("mallory")
+		return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "no questions about mallory"), nil
+	})
+	if err := review("alice"); err != nil {
+		t.Errorf("a review the policy admits: %v", err)
 	}
 }
