@@ -62,9 +62,14 @@ func TestValidateWebhooks(t *testing.T) {
 	}{
 		{"valid", func(*admissionregistrationv1.ValidatingWebhook) {}, nil},
 		{"ca bundle", func(h *admissionregistrationv1.ValidatingWebhook) { h.ClientConfig.CABundle = caPEM }, nil},
+		// Other blocks and text beside the certificates are skipped, as the TLS
+		// client's pool skips them and Kubernetes accepts them.
 		{"ca bundle with a key", func(h *admissionregistrationv1.ValidatingWebhook) {
-			h.ClientConfig.CABundle = append(append([]byte{}, caPEM...), "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"...)
-		}, []string{"caBundle: Invalid value: must be PEM-encoded CA certificates: block 3 is a PRIVATE KEY"}},
+			h.ClientConfig.CABundle = append(append([]byte{}, caPEM...), "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\ntrailing text\n"...)
+		}, nil},
+		{"ca bundle without a certificate", func(h *admissionregistrationv1.ValidatingWebhook) {
+			h.ClientConfig.CABundle = []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+		}, []string{"caBundle: Invalid value: must be PEM-encoded CA certificates: no certificate found"}},
 		{"service", func(h *admissionregistrationv1.ValidatingWebhook) {
 			h.ClientConfig = admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "svc", Path: ptr.To("/a//b"), Port: ptr.To[int32](70000)}}
 		}, []string{`service.port: Invalid value: 70000: port is not valid`, `service.path: Invalid value: "/a//b": segment[1] may not be empty`}},

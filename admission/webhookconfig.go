@@ -2,7 +2,6 @@ package admission
 
 import (
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"reflect"
@@ -193,31 +192,15 @@ func validateClientConfig(cc admissionregistrationv1.WebhookClientConfig, o webh
 	return errs
 }
 
-// errCABundle means a CA bundle holds no certificate, or something else.
+// errCABundle means a CA bundle holds no certificate.
 var errCABundle = errors.New("must be PEM-encoded CA certificates")
 
-// parseCABundle checks that b is one or more PEM certificates and nothing else.
+// parseCABundle checks that b holds at least one certificate a TLS client can trust,
+// read as Go's certificate pool reads a bundle (and so as the webhook's client does):
+// other PEM blocks and text around them are skipped, as Kubernetes skips them.
 func parseCABundle(b []byte) error {
-	n := 0
-	for rest := b; len(strings.TrimSpace(string(rest))) > 0; {
-		block, r := pem.Decode(rest)
-		switch {
-		case block == nil && n == 0:
-			return fmt.Errorf("%w: no PEM block found", errCABundle)
-		case block == nil:
-			return fmt.Errorf("%w: what follows certificate %d is not PEM", errCABundle, n)
-		}
-		rest = r
-		if block.Type != "CERTIFICATE" {
-			return fmt.Errorf("%w: block %d is a %s", errCABundle, n+1, block.Type)
-		}
-		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return fmt.Errorf("%w: certificate %d: %w", errCABundle, n+1, err)
-		}
-		n++
-	}
-	if n == 0 {
-		return fmt.Errorf("%w: none found", errCABundle)
+	if !x509.NewCertPool().AppendCertsFromPEM(b) {
+		return fmt.Errorf("%w: no certificate found", errCABundle)
 	}
 	return nil
 }
