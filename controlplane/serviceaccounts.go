@@ -58,7 +58,7 @@ func (i *Instance) newServiceAccountTokens(keyPEM []byte) (*builtin.ServiceAccou
 			if kind != serviceaccount.KindSecret {
 				return "", fmt.Errorf("%w: %s %s/%s (Concord serves no %ss)", serviceaccount.ErrBoundObjectNotFound, kind, namespace, name, kind)
 			}
-			uid, err := i.secretUID(ctx, namespace, name)
+			uid, err := i.cachedSecretUID(ctx, namespace, name)
 			if apierrors.IsNotFound(err) {
 				return "", fmt.Errorf("%w: %w", serviceaccount.ErrBoundObjectNotFound, err)
 			}
@@ -74,8 +74,23 @@ func (i *Instance) newServiceAccountTokens(keyPEM []byte) (*builtin.ServiceAccou
 		SecretUID: i.secretUID}, nil
 }
 
-// secretUID returns the UID of Secret namespace/name, read from storage (a token bound
-// to a Secret it has just deleted must not authenticate on this server either).
+// cachedSecretUID returns the UID of Secret namespace/name as the Secrets' watch cache
+// has it (no etcd read per request, as kube-apiserver reads a lister), or, when the
+// cache does not hold it (not loaded, or the Secret just created), from storage.
+func (i *Instance) cachedSecretUID(ctx context.Context, namespace, name string) (string, error) {
+	res := i.Registry.Get(secretsGR)
+	if res == nil {
+		return "", apierrors.NewNotFound(secretsGR, name)
+	}
+	list, err := i.Store.List(ctx, store.Ref{Resource: res, Version: "v1", Namespace: namespace},
+		metav1.ListOptions{ResourceVersion: "0", FieldSelector: "metadata.name=" + name})
+	if err == nil && len(list.Items) == 1 {
+		return string(list.Items[0].GetUID()), nil
+	}
+	return i.secretUID(ctx, namespace, name)
+}
+
+// secretUID returns the UID of Secret namespace/name, read from storage.
 func (i *Instance) secretUID(ctx context.Context, namespace, name string) (string, error) {
 	res := i.Registry.Get(secretsGR)
 	if res == nil {
