@@ -30,7 +30,7 @@ const IPAllocatorName = "ipallocator.k8s.io"
 
 // ipAllocator hands out cluster IPs as IPAddress objects, created through client only
 // if absent, from the ranges of the ServiceCIDRs (and of --service-cluster-ip-range,
-// which the default ServiceCIDR holds, before it is read).
+// which stands for the default ServiceCIDR until it is read).
 type ipAllocator struct {
 	flags     []netip.Prefix
 	cidrs     networkingv1listers.ServiceCIDRLister
@@ -47,8 +47,10 @@ func (a *ipAllocator) families() []corev1.IPFamily {
 	return out
 }
 
-// ranges returns the ranges of family: --service-cluster-ip-range's first, then the
-// other ServiceCIDRs' (those not being deleted).
+// ranges returns the ranges of family: the ServiceCIDRs' (those not being deleted),
+// the default one first. Until the default one is read, --service-cluster-ip-range
+// stands for it; once it is, it decides, whatever this server's flag says (a server
+// whose flag differs allocates from the cluster's ranges, as every other server does).
 func (a *ipAllocator) ranges(family corev1.IPFamily) []netip.Prefix {
 	var out []netip.Prefix
 	add := func(p netip.Prefix) {
@@ -56,8 +58,10 @@ func (a *ipAllocator) ranges(family corev1.IPFamily) []netip.Prefix {
 			out = append(out, p)
 		}
 	}
-	for _, p := range a.flags {
-		add(p)
+	if _, err := a.cidrs.Get(DefaultServiceCIDR); err != nil {
+		for _, p := range a.flags {
+			add(p)
+		}
 	}
 	all, _ := a.cidrs.List(labels.Everything())
 	slices.SortFunc(all, func(x, y *networkingv1.ServiceCIDR) int { return cmpNames(x.Name, y.Name) })

@@ -430,3 +430,34 @@ func TestDualStackServices(t *testing.T) {
 		t.Fatalf("the released secondary address %s is still allocated", secondary)
 	}
 }
+
+// Servers started with different --service-cluster-ip-range values allocate from the
+// cluster's default ServiceCIDR, whichever of them created it: the stored range
+// decides, a flag only stands for it until it is read.
+func TestServiceCIDRDecidesOverTheFlag(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t, 2, harness.WithServerOptions(func(i int, o *controlplane.Options) {
+		o.ServiceClusterIPRange = []string{"10.96.0.0/24", "10.99.0.0/24"}[i]
+	}))
+	cidr, err := c.Servers[0].Clientset(t).NetworkingV1().ServiceCIDRs().Get(t.Context(), "kubernetes", metav1.GetOptions{})
+	if err != nil || len(cidr.Spec.CIDRs) != 1 {
+		t.Fatalf("the default ServiceCIDR: %+v %v", cidr, err)
+	}
+	stored := netip.MustParsePrefix(cidr.Spec.CIDRs[0])
+	for _, s := range c.Servers {
+		cs := s.Clientset(t)
+		waitFor(t, fmt.Sprintf("server %d to read the default ServiceCIDR", s.Index), func() (bool, error) {
+			svc, err := cs.CoreV1().Services("default").Create(t.Context(), newService("probe", ""), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil {
+				return false, err
+			}
+			return stored.Contains(netip.MustParseAddr(svc.Spec.ClusterIP)), nil
+		})
+		for i := range 5 {
+			svc, err := cs.CoreV1().Services("default").Create(t.Context(), newService(fmt.Sprintf("s%d-%d", s.Index, i), ""), metav1.CreateOptions{})
+			if err != nil || !stored.Contains(netip.MustParseAddr(svc.Spec.ClusterIP)) {
+				t.Fatalf("a Service created through server %d, outside the default ServiceCIDR %s: %+v %v", s.Index, stored, svc, err)
+			}
+		}
+	}
+}
