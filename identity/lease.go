@@ -32,9 +32,8 @@ const (
 	// LabelIdentity marks a lease as a server identity lease; its value names the kind
 	// of server (Kubernetes' key).
 	LabelIdentity = wire.LabelAPIServerIdentity
-	// KubeAPIServer is LabelIdentity's value on Concord servers' leases: to clients they
-	// are kube-apiservers.
-	KubeAPIServer = "kube-apiserver"
+	// KubeAPIServer is LabelIdentity's value on Concord servers' leases.
+	KubeAPIServer = wire.KindKubeAPIServer
 	// LabelHostname names the host the server runs on.
 	LabelHostname = corev1.LabelHostname
 	// AnnotationEndpoint is where the server serves, <address>:<port> (its

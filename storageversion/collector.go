@@ -155,7 +155,12 @@ func (c *Collector) lead(ctx context.Context) {
 		return c.collectLease(ctx, key, leases)
 	}), reconcile.Options[string]{RateLimiter: limiter(), Metrics: c.cfg.ReconcileMetrics})
 	informers := []cache.SharedIndexInformer{leases}
-	err := leaseGC.Watch(leases, func(u *unstructured.Unstructured) []string { return []string{identity.Namespace + "/" + u.GetName()} })
+	err := leaseGC.Watch(leases, func(u *unstructured.Unstructured) []string {
+		if !identity.IsComponentLease(u) {
+			return nil // an election lease: not the collector's
+		}
+		return []string{identity.Namespace + "/" + u.GetName()}
+	})
 	var objectGC *reconcile.Controller[string]
 	if err == nil && c.cfg.Registry.Get(GroupResource) != nil {
 		svs := c.cfg.Store.NewInformer(store.Source{Registry: c.cfg.Registry, Resource: GroupResource, Version: version}, nil)

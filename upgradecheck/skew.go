@@ -9,7 +9,6 @@ import (
 	"github.com/concordproject/concord/wire"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // targetName names the server of the target release in the skew check.
@@ -39,7 +38,7 @@ func CheckSkew(report *versionskew.VersionSkew, target Release) (SkewReport, err
 	}
 	s.Observed, s.Components = true, report.Status.Components
 	s.Current = meta.FindStatusCondition(report.Status.Conditions, versionskew.ConditionWithinAllowance)
-	joining, err := componentOf(versionskew.ComponentStatus{Name: targetName, Kind: versionskew.KubeAPIServer, Role: versionskew.APIServer,
+	joining, err := componentOf(versionskew.ComponentStatus{Name: targetName, Kind: wire.KindKubeAPIServer, Role: versionskew.APIServer,
 		BinaryVersion: target.Binary, EmulationVersion: target.Emulation, MinCompatibilityVersion: target.MinCompatibility})
 	if err != nil {
 		return s, err
@@ -62,27 +61,9 @@ func CheckSkew(report *versionskew.VersionSkew, target Release) (SkewReport, err
 
 // componentOf reads a component of the report.
 func componentOf(c versionskew.ComponentStatus) (versionskew.Component, error) {
-	parse := func(s string) (*version.Version, error) {
-		if s == "" {
-			return nil, nil
-		}
-		return version.ParseGeneric(s)
-	}
-	var v wire.ComponentVersions
-	var errs [3]error
-	v.Binary, errs[0] = parse(c.BinaryVersion)
-	v.Emulation, errs[1] = parse(c.EmulationVersion)
-	v.MinCompatibility, errs[2] = parse(c.MinCompatibilityVersion)
-	for _, err := range errs {
-		if err != nil {
-			return versionskew.Component{}, fmt.Errorf("component %s: %w", c.Name, err)
-		}
-	}
-	if v.Binary == nil {
-		v.Binary = v.Emulation
-	}
-	if v.MinCompatibility == nil {
-		v.MinCompatibility = v.Emulation
+	v, err := wire.ParseComponentVersions(c.BinaryVersion, c.EmulationVersion, c.MinCompatibilityVersion)
+	if err != nil {
+		return versionskew.Component{}, fmt.Errorf("component %s: %w", c.Name, err)
 	}
 	return versionskew.Component{Name: c.Name, Kind: c.Kind, Role: c.Role, ComponentVersions: v}, nil
 }

@@ -104,7 +104,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.outOfAllowance.Reset()
 	}()
 	ctrl := reconcile.New(ControllerName, reconcile.Func[struct{}](c.reconcile), reconcile.Options[struct{}]{Metrics: c.cfg.ReconcileMetrics})
-	reg, err := c.cfg.Leases.AddEventHandler(reconcile.HandlerOf(ctrl, func(*coordinationv1.Lease) []struct{} { return []struct{}{{}} }))
+	reg, err := c.cfg.Leases.AddEventHandler(reconcile.HandlerOf(ctrl, identityLeases))
 	if err != nil {
 		return fmt.Errorf("following leases: %w", err)
 	}
@@ -158,6 +158,16 @@ func (c *Controller) live(ctx context.Context, now time.Time) ([]Component, map[
 	}
 	slices.SortFunc(out, func(a, b Component) int { return strings.Compare(a.Name, b.Name) })
 	return out, leases, recheck
+}
+
+// identityLeases is the controller's keys function: its one key for an identity
+// lease, none for the others (leader election leases renew every few seconds and
+// change nothing the controller reports).
+func identityLeases(l *coordinationv1.Lease) []struct{} {
+	if l.Namespace != leaseNamespace || (l.Labels[wire.LabelAPIServerIdentity] == "" && l.Labels[wire.LabelControllerIdentity] == "") {
+		return nil
+	}
+	return []struct{}{{}}
 }
 
 // componentOf reads a component from its identity lease; ok is false for leases that

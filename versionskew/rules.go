@@ -20,9 +20,6 @@ const (
 	ControllerManager Role = "controller"
 )
 
-// KubeAPIServer is the kind of Concord's own servers (their identity label's value).
-const KubeAPIServer = "kube-apiserver"
-
 // Component is one member of the control plane, as its identity lease announces it.
 type Component struct {
 	// Name is its identity lease's name: the server or controller manager ID.
@@ -98,7 +95,7 @@ func violates(a, b Component) []Violation {
 		out = append(out, Violation{Component: a.Name, Peer: b.Name, Mutual: mutual, Message: fmt.Sprintf(format, args...)})
 	}
 	switch {
-	case a.Role == ControllerManager && b.Role == APIServer && b.Kind == KubeAPIServer:
+	case a.Role == ControllerManager && b.Role == APIServer && b.Kind == wire.KindKubeAPIServer:
 		if !within(a.Emulation, b.MinCompatibility, b.Emulation) {
 			add(false, "%s is outside [%s, %s], the controller versions %s allows", a, mm(b.MinCompatibility), mm(b.Emulation), b)
 		}

@@ -15,7 +15,7 @@ func component(name, kind string, role Role, binary, emulation, minCompat string
 }
 
 func server(name, binary, emulation, minCompat string) Component {
-	return component(name, KubeAPIServer, APIServer, binary, emulation, minCompat)
+	return component(name, wire.KindKubeAPIServer, APIServer, binary, emulation, minCompat)
 }
 
 func TestCheck(t *testing.T) {

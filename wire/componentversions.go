@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/version"
@@ -21,6 +22,13 @@ const (
 // its value names the kind of server: "kube-apiserver" for Concord's servers, a kind
 // of an aggregated server's own choosing for the others.
 const LabelAPIServerIdentity = "apiserver.kubernetes.io/identity"
+
+// KindKubeAPIServer is LabelAPIServerIdentity's value on Concord servers' leases: to
+// clients they are kube-apiservers.
+const KindKubeAPIServer = "kube-apiserver"
+
+// ErrNoVersion is returned for a component whose versions lack the emulation version.
+var ErrNoVersion = errors.New("component versions incomplete")
 
 // LabelControllerIdentity marks the identity lease of a controller manager (a client
 // of the API servers that runs controllers, not a server); its value names its kind,
@@ -50,31 +58,49 @@ func (v ComponentVersions) Labels() map[string]string {
 // names a label whose value is not a version. A missing binary version is the
 // emulation version; a missing minimum compatibility version, the emulation version.
 func ComponentVersionsOf(labels map[string]string) (v ComponentVersions, ok bool, err error) {
-	emulation, found := labels[LabelEmulationVersion]
-	if !found {
+	if _, found := labels[LabelEmulationVersion]; !found {
 		return ComponentVersions{}, false, nil
 	}
+	v, err = ParseComponentVersions(labels[LabelBinaryVersion], labels[LabelEmulationVersion], labels[LabelMinCompatibilityVersion])
+	if err != nil {
+		return ComponentVersions{}, false, fmt.Errorf("version labels: %w", err)
+	}
+	return v, true, nil
+}
+
+// ParseComponentVersions reads a component's versions as its lease's labels or a
+// VersionSkew report write them (major.minor; a longer version is cut to it). An
+// empty binary or minimum compatibility version is the emulation version; an error
+// names the version that does not parse.
+func ParseComponentVersions(binary, emulation, minCompatibility string) (ComponentVersions, error) {
+	var err error
 	parse := func(key, value string) *version.Version {
-		if err != nil {
+		if err != nil || value == "" {
 			return nil
 		}
 		p, perr := version.ParseGeneric(value)
 		if perr != nil {
-			err = fmt.Errorf("label %s=%q: %w", key, value, perr)
+			err = fmt.Errorf("%s %q: %w", key, value, perr)
 			return nil
 		}
 		return version.MajorMinor(p.Major(), p.Minor())
 	}
-	v.Emulation = parse(LabelEmulationVersion, emulation)
-	v.Binary, v.MinCompatibility = v.Emulation, v.Emulation
-	if s, found := labels[LabelBinaryVersion]; found {
-		v.Binary = parse(LabelBinaryVersion, s)
+	v := ComponentVersions{
+		Emulation:        parse("emulation version", emulation),
+		Binary:           parse("binary version", binary),
+		MinCompatibility: parse("minimum compatibility version", minCompatibility),
 	}
-	if s, found := labels[LabelMinCompatibilityVersion]; found {
-		v.MinCompatibility = parse(LabelMinCompatibilityVersion, s)
+	if err == nil && v.Emulation == nil {
+		err = fmt.Errorf("%w: no emulation version", ErrNoVersion)
 	}
 	if err != nil {
-		return ComponentVersions{}, false, err
+		return ComponentVersions{}, err
 	}
-	return v, true, nil
+	if v.Binary == nil {
+		v.Binary = v.Emulation
+	}
+	if v.MinCompatibility == nil {
+		v.MinCompatibility = v.Emulation
+	}
+	return v, nil
 }

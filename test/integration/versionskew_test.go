@@ -43,7 +43,7 @@ func TestVersionSkewReport(t *testing.T) {
 	emulations := map[string]string{}
 	for _, comp := range report.Status.Components {
 		emulations[comp.Name] = comp.EmulationVersion
-		if comp.Kind != versionskew.KubeAPIServer || comp.Role != versionskew.APIServer || !comp.WithinAllowance {
+		if comp.Kind != wire.KindKubeAPIServer || comp.Role != versionskew.APIServer || !comp.WithinAllowance {
 			t.Errorf("component %+v", comp)
 		}
 	}
