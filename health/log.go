@@ -23,7 +23,12 @@ const (
 // Log is kube-apiserver's "log" check: Run flushes the logs every period, and the
 // check fails with ErrLoggingBlocked once no flush has completed for limit (a log
 // sink that blocks, such as a full pipe, would block the server's request logging
-// too). Create it with NewLog.
+// too). Create it with NewLog. k8s.io/apiserver's healthz.LogHealthz does the same
+// job, but it is one process-wide value whose flush loop starts at the first check
+// and never stops (wait.Forever): several servers in one process (the test harness)
+// would share it and leak it. This one runs in Concord's component lifecycle, stops
+// with its server, and takes the flush and the clock as arguments so that a blocked
+// sink can be tested.
 type Log struct {
 	flush         func()
 	period, limit time.Duration

@@ -90,7 +90,8 @@ func parseDelete(r *http.Request) (*metav1.DeleteOptions, bool, error) {
 		return nil, false, err
 	}
 	// Concord does not delete objects it cannot read: the option is ignored, as by
-	// Kubernetes without the AllowUnsafeMalformedObjectDeletion gate.
+	// Kubernetes before 1.37 (where the AllowUnsafeMalformedObjectDeletion gate went
+	// beta, on); operators-guide, Encryption at rest, says why.
 	opts.IgnoreStoreReadErrorWithClusterBreakingPotential = nil
 	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
 		return nil, false, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)

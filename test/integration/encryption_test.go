@@ -330,4 +330,14 @@ resources:
 	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "core/configmaps/default/foreign") || !strings.Contains(err.Error(), "cannot be read") {
 		t.Fatalf("get of a value sealed with an unknown key: %v", err)
 	}
+	// Nor is it deleted, even when the client accepts the risk (kube-apiserver 1.37
+	// would): the option is ignored, the value stays for the operator.
+	unsafe := true
+	err = client.CoreV1().ConfigMaps("default").Delete(t.Context(), "foreign", metav1.DeleteOptions{IgnoreStoreReadErrorWithClusterBreakingPotential: &unsafe})
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "cannot be read") {
+		t.Fatalf("unsafe delete of a value sealed with an unknown key: %v", err)
+	}
+	if kv, err := c.EtcdClient.Get(t.Context(), "/registry/core/configmaps/default/foreign"); err != nil || len(kv.Kvs) != 1 || string(kv.Kvs[0].Value) != string(foreign) {
+		t.Fatalf("the unreadable value after the refused delete: %v, %v", kv, err)
+	}
 }
