@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/wire"
@@ -34,7 +33,6 @@ const (
 	EventWithinAllowance     = "VersionSkewWithinAllowance"
 	eventAction              = "CheckVersionSkew"
 	leaseNamespace           = metav1.NamespaceSystem
-	maxRecheck               = time.Minute
 	componentsMetric         = "version_skew_components"
 	outOfAllowanceMetric     = "version_skew_out_of_allowance"
 	metricsNamespace         = "concord"
@@ -92,8 +90,7 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// Run keeps the report until ctx is done: after every change of a lease, and when
-// the next live lease expires.
+// Run keeps the report until ctx is done: after every change of an identity lease.
 func (c *Controller) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName(ControllerName))
 	c.mu.Lock()
@@ -116,11 +113,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	return ctrl.Run(ctx)
 }
 
-// reconcile compares the live components, reports, and looks again when the next
-// lease would expire.
+// reconcile compares the live components and reports.
 func (c *Controller) reconcile(ctx context.Context, _ struct{}) (reconcile.Result, error) {
-	now := time.Now()
-	components, leases, recheck := c.live(ctx, now)
+	components, leases := c.live(ctx)
 	violations := Check(components)
 	status := statusOf(components, violations)
 	c.export(components, violations)
@@ -128,15 +123,19 @@ func (c *Controller) reconcile(ctx context.Context, _ struct{}) (reconcile.Resul
 	if err := c.write(ctx, status); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: recheck}, nil
+	return reconcile.Result{}, nil
 }
 
-// live returns the components whose identity leases live at now and announce their
-// versions, sorted by name, their leases, and how long until the first one expires.
-func (c *Controller) live(ctx context.Context, now time.Time) ([]Component, map[string]*coordinationv1.Lease, time.Duration) {
+// live returns the components whose identity leases exist and announce their
+// versions, sorted by name, and their leases. A component is live while its lease
+// exists, not while this server's clock says the lease has not expired: an expired
+// lease is deleted by the elected identity lease collector (package storageversion),
+// whose word every server's view follows (the kubernetes Service's endpoints too),
+// so that a component whose lease lapses for a moment (cut off from etcd, then
+// renewing) is not dropped from the report and put back.
+func (c *Controller) live(ctx context.Context) ([]Component, map[string]*coordinationv1.Lease) {
 	var out []Component
 	leases := map[string]*coordinationv1.Lease{}
-	recheck := maxRecheck
 	for _, obj := range c.cfg.Leases.GetStore().List() {
 		l, ok := obj.(*coordinationv1.Lease)
 		if !ok || l.Namespace != leaseNamespace {
@@ -146,18 +145,11 @@ func (c *Controller) live(ctx context.Context, now time.Time) ([]Component, map[
 		if !ok {
 			continue
 		}
-		left, expires := remaining(l, now)
-		if expires && left <= 0 {
-			continue
-		}
-		if expires {
-			recheck = min(recheck, left+time.Second)
-		}
 		out = append(out, comp)
 		leases[comp.Name] = l
 	}
 	slices.SortFunc(out, func(a, b Component) int { return strings.Compare(a.Name, b.Name) })
-	return out, leases, recheck
+	return out, leases
 }
 
 // identityLeases is the controller's keys function: its one key for an identity
@@ -186,19 +178,6 @@ func componentOf(ctx context.Context, l *coordinationv1.Lease) (Component, bool)
 		return Component{}, false
 	}
 	return Component{Name: l.Name, Kind: kind, Role: role, ComponentVersions: v}, ok
-}
-
-// remaining is how long l lives after now; expires is false for a lease without a
-// renew time or a duration.
-func remaining(l *coordinationv1.Lease, now time.Time) (left time.Duration, expires bool) {
-	renewed := l.Spec.RenewTime
-	if renewed == nil {
-		renewed = l.Spec.AcquireTime
-	}
-	if renewed == nil || l.Spec.LeaseDurationSeconds == nil {
-		return 0, false
-	}
-	return renewed.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second).Sub(now), true
 }
 
 // statusOf is the status that reports components and violations.

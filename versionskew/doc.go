@@ -18,7 +18,8 @@
 //   - The Controller, elected among the servers: from an informer of identity leases
 //     (kube-system Leases labelled wire.LabelAPIServerIdentity or
 //     wire.LabelControllerIdentity, with the version labels of
-//     wire.ComponentVersions; expired ones do not count), it writes the report,
+//     wire.ComponentVersions; a component counts while its lease exists, until the
+//     identity lease collector deletes it once expired), it writes the report,
 //     emits an Event on the lease of each component that leaves the allowance
 //     (VersionSkewOutOfAllowance) or comes back (VersionSkewWithinAllowance), and
 //     exports concord_version_skew_components and

@@ -13,6 +13,7 @@ import (
 	"github.com/concordproject/concord/storageversion/publisher"
 	"github.com/concordproject/concord/versionskew"
 	"github.com/concordproject/concord/wire"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,8 +26,8 @@ import (
 // servers of releases N and N-1 are within the allowance; an aggregated server
 // (publishing through the real library) that emulates N-3 puts the control plane
 // outside it, with a Warning Event on the leases, the gauge on the leading server and
-// the condition False; once it stops, the report is within the allowance again and
-// the servers' leases get a Normal Event.
+// the condition False; once it stops and its lease is collected, the report is within
+// the allowance again and the servers' leases get a Normal Event.
 func TestVersionSkewReport(t *testing.T) {
 	t.Parallel()
 	older, newer := releases(t)
@@ -90,6 +91,11 @@ func TestVersionSkewReport(t *testing.T) {
 		return len(r.Status.Components) == 2 && cond != nil && cond.Status == metav1.ConditionTrue &&
 			r.Status.Components[0].WithinAllowance && r.Status.Components[1].WithinAllowance
 	})
+	// A component leaves the report when the elected collector deletes its expired
+	// lease, not when some server's clock says it expired: the lease is gone by now.
+	if _, err := admin.CoordinationV1().Leases(metav1.NamespaceSystem).Get(t.Context(), "wardle-old", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("wardle-old left the report while its lease exists (get: %v)", err)
+	}
 	waitEvent(t, admin, c.Servers[1].ServerID, versionskew.EventWithinAllowance)
 	if n := leaderGauges(t, c); n != 0 {
 		t.Errorf("%d out-of-allowance series once within the allowance, want 0", n)
