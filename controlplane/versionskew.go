@@ -11,8 +11,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 )
 
@@ -39,7 +40,11 @@ func (i *Instance) startVersionSkew(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	rc := rest.CopyConfig(cfg)
+	rc.APIPath, rc.GroupVersion = "/", &schema.GroupVersion{}
+	rc.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	rc.ContentType, rc.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	client, err := rest.RESTClientFor(rc)
 	if err != nil {
 		return err
 	}
@@ -48,7 +53,7 @@ func (i *Instance) startVersionSkew(ctx context.Context) error {
 		return err
 	}
 	recorder, stopRecorder := reconcile.NewRecorder(ctx, cs, i.served, versionskew.ControllerName)
-	ctrl, err := versionskew.New(versionskew.Config{Leases: leases, Client: dyn, Recorder: recorder, Metrics: i.Metrics, ReconcileMetrics: i.runtime})
+	ctrl, err := versionskew.New(versionskew.Config{Leases: leases, Client: client, Recorder: recorder, Metrics: i.Metrics, ReconcileMetrics: i.runtime})
 	if err != nil {
 		stopRecorder()
 		return err

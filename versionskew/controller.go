@@ -2,8 +2,10 @@ package versionskew
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -16,9 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -46,8 +46,9 @@ var ErrInvalidConfig = errors.New("invalid version skew controller configuration
 type Config struct {
 	// Leases informs of coordination.k8s.io/v1 Leases (typed), kube-system's at least.
 	Leases cache.SharedIndexInformer
-	// Client writes the VersionSkew object.
-	Client dynamic.Interface
+	// Client reads and writes the VersionSkew object: a REST client whose requests name
+	// their absolute paths (any group-version) and whose errors decode as Status.
+	Client rest.Interface
 	// Recorder emits the Events.
 	Recorder events.EventRecorder
 	// Metrics receives the gauges; ReconcileMetrics the controller's samples (either
@@ -248,17 +249,12 @@ func (c *Controller) notify(components []Component, leases map[string]*coordinat
 // written when unchanged; a condition keeps its transition time while its status
 // stays).
 func (c *Controller) write(ctx context.Context, status Status) error {
-	res := c.cfg.Client.Resource(GroupVersion.WithResource(GroupResource.Resource))
-	u, err := res.Get(ctx, Name, metav1.GetOptions{})
+	cur, err := c.do(ctx, http.MethodGet, objectPath, nil)
 	if apierrors.IsNotFound(err) {
-		u, err = res.Create(ctx, toUnstructured(&VersionSkew{ObjectMeta: metav1.ObjectMeta{Name: Name}}), metav1.CreateOptions{FieldManager: ControllerName})
+		cur, err = c.do(ctx, http.MethodPost, collectionPath, &VersionSkew{ObjectMeta: metav1.ObjectMeta{Name: Name}})
 	}
 	if err != nil {
 		return err
-	}
-	var cur VersionSkew
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cur); err != nil {
-		return fmt.Errorf("reading %s: %w", Name, err)
 	}
 	next := cur.DeepCopyStatus()
 	next.Components = status.Components
@@ -269,16 +265,40 @@ func (c *Controller) write(ctx context.Context, status Status) error {
 		return nil
 	}
 	cur.Status = next
-	_, err = res.UpdateStatus(ctx, toUnstructured(&cur), metav1.UpdateOptions{FieldManager: ControllerName})
+	_, err = c.do(ctx, http.MethodPut, objectPath+"/status", cur)
 	return err
 }
 
-// toUnstructured converts v, typed as the API.
-func toUnstructured(v *VersionSkew) *unstructured.Unstructured {
-	v.APIVersion, v.Kind = GroupVersion.String(), "VersionSkew"
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(v)
-	if err != nil {
-		panic(err) // the type converts by construction
+// The paths of the VersionSkew API.
+var (
+	collectionPath = "/apis/" + GroupVersion.String() + "/" + GroupResource.Resource
+	objectPath     = collectionPath + "/" + Name
+)
+
+// do sends one request of the VersionSkew API (a write carries body) and reads the
+// object answered. It is not retried by the client: a server that says "retry later"
+// (429 with Retry-After, as its storage-version barrier answers while it publishes)
+// returns the error to the reconcile runtime, which requeues with its back-off and
+// composes the report again from the leases of then. A client retry would send, after
+// the wait, the report of before it, which later events may have made stale: written,
+// it would be put right by the next reconcile, one write too many.
+func (c *Controller) do(ctx context.Context, verb, path string, body *VersionSkew) (*VersionSkew, error) {
+	req := c.cfg.Client.Verb(verb).AbsPath(path).MaxRetries(0)
+	if body != nil {
+		body.APIVersion, body.Kind = GroupVersion.String(), "VersionSkew"
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		req = req.Param("fieldManager", ControllerName).Body(data)
 	}
-	return &unstructured.Unstructured{Object: obj}
+	raw, err := req.Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	var out VersionSkew
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", Name, err)
+	}
+	return &out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	migrationapi "github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/versionskew"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -21,8 +22,8 @@ import (
 // settled reports, through s, why the fleet has not settled yet ("" once it has):
 // every StorageState persisted equals its current hash, no migration is pending or
 // running, every StorageVersion has one entry per live server and a common encoding
-// version, every CRD's storedVersions is its storage version alone, and every identity
-// lease belongs to a live server.
+// version, every CRD's storedVersions is its storage version alone, the VersionSkew
+// report lists the live servers, and every identity lease belongs to a live server.
 func (f *fleet) settled(ctx context.Context, s *server) string {
 	dyn := s.dynamicClients
 	states, err := dyn.Resource(migrationapi.StorageStates).List(ctx, metav1.ListOptions{})
@@ -53,7 +54,32 @@ func (f *fleet) settled(ctx context.Context, s *server) string {
 	if why := crdsSettled(ctx, s); why != "" {
 		return why
 	}
+	if why := f.versionSkewSettled(ctx, s); why != "" {
+		return why
+	}
 	return f.leasesSettled(ctx, s)
+}
+
+// versionSkewSettled: the VersionSkew report lists exactly the live servers (its
+// controller may still be writing what happened before, delayed by a barrier).
+func (f *fleet) versionSkewSettled(ctx context.Context, s *server) string {
+	u, err := s.dynamicClients.Resource(versionskew.GroupVersion.WithResource(versionskew.GroupResource.Resource)).Get(ctx, versionskew.Name, metav1.GetOptions{})
+	if err != nil {
+		return "VersionSkew report: " + err.Error()
+	}
+	var report versionskew.VersionSkew
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &report); err != nil {
+		return err.Error()
+	}
+	var names []string
+	for _, c := range report.Status.Components {
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	if live := f.liveIDs(); !slices.Equal(names, live) {
+		return fmt.Sprintf("VersionSkew report lists %v (live %v)", names, live)
+	}
+	return ""
 }
 
 func ended(u *unstructured.Unstructured) bool {
