@@ -37,18 +37,10 @@ type policyOptions struct {
 
 // validatingPolicyOptions returns the options of an update of old (nil: a creation).
 func validatingPolicyOptions(p, old *admissionregistrationv1.ValidatingAdmissionPolicy) policyOptions {
-	o := policyOptions{stored: expressionSet{}}
 	if old == nil {
-		return o
+		return policyOptions{stored: expressionSet{}}
 	}
-	o.keepMatchConditions = equality.Semantic.DeepEqual(p.Spec.ParamKind, old.Spec.ParamKind) &&
-		equality.Semantic.DeepEqual(p.Spec.MatchConditions, old.Spec.MatchConditions)
-	for _, mc := range old.Spec.MatchConditions {
-		o.stored.add(exprMatchCondition, strings.TrimSpace(mc.Expression))
-	}
-	for _, v := range old.Spec.Variables {
-		o.stored.add(exprVariable, v.Expression)
-	}
+	o := storedPolicyOptions(p.Spec.ParamKind, old.Spec.ParamKind, p.Spec.MatchConditions, old.Spec.MatchConditions, old.Spec.Variables)
 	for _, v := range old.Spec.Validations {
 		o.stored.add(exprValidation, v.Expression)
 		o.stored.add(exprMessage, v.MessageExpression)
@@ -61,18 +53,10 @@ func validatingPolicyOptions(p, old *admissionregistrationv1.ValidatingAdmission
 
 // mutatingPolicyOptions returns the options of an update of old (nil: a creation).
 func mutatingPolicyOptions(p, old *admissionregistrationv1.MutatingAdmissionPolicy) policyOptions {
-	o := policyOptions{stored: expressionSet{}}
 	if old == nil {
-		return o
+		return policyOptions{stored: expressionSet{}}
 	}
-	o.keepMatchConditions = equality.Semantic.DeepEqual(p.Spec.ParamKind, old.Spec.ParamKind) &&
-		equality.Semantic.DeepEqual(p.Spec.MatchConditions, old.Spec.MatchConditions)
-	for _, mc := range old.Spec.MatchConditions {
-		o.stored.add(exprMatchCondition, strings.TrimSpace(mc.Expression))
-	}
-	for _, v := range old.Spec.Variables {
-		o.stored.add(exprVariable, v.Expression)
-	}
+	o := storedPolicyOptions(p.Spec.ParamKind, old.Spec.ParamKind, p.Spec.MatchConditions, old.Spec.MatchConditions, old.Spec.Variables)
 	for _, m := range old.Spec.Mutations {
 		if m.ApplyConfiguration != nil {
 			o.stored.add(exprApplyConfiguration, strings.TrimSpace(m.ApplyConfiguration.Expression))
@@ -80,6 +64,22 @@ func mutatingPolicyOptions(p, old *admissionregistrationv1.MutatingAdmissionPoli
 		if m.JSONPatch != nil {
 			o.stored.add(exprJSONPatch, strings.TrimSpace(m.JSONPatch.Expression))
 		}
+	}
+	return o
+}
+
+// storedPolicyOptions are the options both kinds of policy share on an update: the
+// match conditions are kept when they and the paramKind are unchanged, and the stored
+// match conditions and variables count as stored expressions.
+func storedPolicyOptions(paramKind, oldParamKind *admissionregistrationv1.ParamKind, conds, oldConds []admissionregistrationv1.MatchCondition,
+	oldVars []admissionregistrationv1.Variable) policyOptions {
+	o := policyOptions{stored: expressionSet{},
+		keepMatchConditions: equality.Semantic.DeepEqual(paramKind, oldParamKind) && equality.Semantic.DeepEqual(conds, oldConds)}
+	for _, mc := range oldConds {
+		o.stored.add(exprMatchCondition, strings.TrimSpace(mc.Expression))
+	}
+	for _, v := range oldVars {
+		o.stored.add(exprVariable, v.Expression)
 	}
 	return o
 }

@@ -3,9 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
-	"time"
 
-	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/reconcile"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +17,6 @@ import (
 	admissionregistrationv1listers "k8s.io/client-go/listers/admissionregistration/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 )
 
@@ -76,14 +73,7 @@ func NewTypeChecking(cfg TypeCheckingConfig) (*TypeChecking, error) {
 // leads.
 func (c *TypeChecking) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("validatingadmissionpolicy-status"))
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: identity.Namespace, Name: TypeCheckingLease},
-		Client:     c.client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: c.cfg.Holder},
-	}
-	return reconcile.RunElected(ctx, reconcile.Election{
-		Name: TypeCheckingLease, Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-	}, c.lead)
+	return reconcile.RunElected(ctx, reconcile.LeaseElection(c.client.CoordinationV1(), TypeCheckingLease, c.cfg.Holder), c.lead)
 }
 
 // typeCheckingTerm is one term of leadership.

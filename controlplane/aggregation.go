@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/concordproject/concord/aggregator"
 	"github.com/concordproject/concord/health"
@@ -16,12 +15,10 @@ import (
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
@@ -266,12 +263,7 @@ func (i *Instance) storageVersionPublishers(user string) []string {
 // over Lease kube-system/<lease> (client-go's, through reconcile.RunElected: lead runs
 // once per term, its context ending with the term).
 func (i *Instance) elected(name, lease string, client kubernetes.Interface, lead func(ctx context.Context)) lifecycle.Component {
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: identity.Namespace, Name: lease},
-		Client:     client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: i.ServerID + "_" + uuid.NewString()},
-	}
-	election := reconcile.Election{Name: lease, Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+	election := reconcile.LeaseElection(client.CoordinationV1(), lease, i.ServerID+"_"+uuid.NewString())
 	return lifecycle.Component{Name: name, Run: func(ctx context.Context) error {
 		return reconcile.RunElected(ctx, election, lead)
 	}}

@@ -7,10 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/concordproject/concord/auth"
-	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/rbac"
 	"github.com/concordproject/concord/rbac/bootstrap"
@@ -18,14 +16,12 @@ import (
 	"github.com/concordproject/concord/registry/store"
 	"github.com/google/uuid"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 )
 
@@ -183,13 +179,7 @@ func (i *Instance) bootstrapRBAC(ctx context.Context) error {
 		return fmt.Errorf("creating the bootstrap roles: %w", err)
 	}
 	i.finish(rbacBootstrapHook)
-	holder := i.ServerID + "_" + uuid.NewString()
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: identity.Namespace, Name: aggregationLease},
-		Client:     client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: holder},
-	}
-	election := reconcile.Election{Name: aggregationLease, Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+	election := reconcile.LeaseElection(client.CoordinationV1(), aggregationLease, i.ServerID+"_"+uuid.NewString())
 	return i.start(ctx, lifecycle.Component{Name: "clusterrole-aggregation", Run: func(ctx context.Context) error {
 		return reconcile.RunElected(ctx, election, func(ctx context.Context) {
 			agg, err := bootstrap.NewAggregator(client, i.parts.rbac.clusterRoles)

@@ -8,9 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
-	"time"
 
-	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
@@ -19,12 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 )
 
@@ -137,12 +133,7 @@ func (i *Instance) startServices(ctx context.Context) error {
 
 // startRepair starts the repair controller, elected among the servers.
 func (i *Instance) startRepair(ctx context.Context, client kubernetes.Interface, repair *service.Repair) error {
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: identity.Namespace, Name: repairLease},
-		Client:     client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: i.ServerID + "_" + uuid.NewString()},
-	}
-	election := reconcile.Election{Name: repairLease, Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+	election := reconcile.LeaseElection(client.CoordinationV1(), repairLease, i.ServerID+"_"+uuid.NewString())
 	if err := i.start(ctx, lifecycle.Component{Name: "service-ip-repair", Run: func(ctx context.Context) error {
 		return reconcile.RunElected(ctx, election, func(ctx context.Context) {
 			if err := repair.Run(ctx); err != nil && ctx.Err() == nil {

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
@@ -20,7 +19,6 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 )
@@ -101,14 +99,9 @@ func (c *Collector) Run(ctx context.Context) error {
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
 	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventSource})
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: identity.Namespace, Name: ElectionLease},
-		Client:     c.client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: c.cfg.Holder},
-	}
-	return reconcile.RunElected(ctx, reconcile.Election{
-		Name: ElectionLease, Lock: lock, LeaseDuration: c.cfg.LeaseDuration, RenewDeadline: c.cfg.RenewDeadline, RetryPeriod: c.cfg.RetryPeriod,
-	}, func(ctx context.Context) { c.lead(ctx, recorder) })
+	election := reconcile.LeaseElection(c.client.CoordinationV1(), ElectionLease, c.cfg.Holder)
+	election.LeaseDuration, election.RenewDeadline, election.RetryPeriod = c.cfg.LeaseDuration, c.cfg.RenewDeadline, c.cfg.RetryPeriod
+	return reconcile.RunElected(ctx, election, func(ctx context.Context) { c.lead(ctx, recorder) })
 }
 
 // term is one term of leadership: a graph built afresh from the monitors, and the two

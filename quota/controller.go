@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
@@ -24,7 +23,6 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 )
 
@@ -86,14 +84,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 // leads, and gives leadership up when ctx is done.
 func (c *Controller) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("resourcequota"))
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: identity.Namespace, Name: ElectionLease},
-		Client:     c.client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: c.cfg.Holder},
-	}
-	return reconcile.RunElected(ctx, reconcile.Election{
-		Name: ElectionLease, Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-	}, c.lead)
+	return reconcile.RunElected(ctx, reconcile.LeaseElection(c.client.CoordinationV1(), ElectionLease, c.cfg.Holder), c.lead)
 }
 
 // usage is one term of leadership: the quotas' informer, the monitors of counted

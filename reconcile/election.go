@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -18,6 +20,24 @@ type Election struct {
 	Lock resourcelock.Interface
 	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// The timings of LeaseElection: client-go's usual ones.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// LeaseElection returns the election among the servers for the Lease name in
+// kube-system, in which this process campaigns as holder, with the default timings
+// (set the fields to change them).
+func LeaseElection(client coordinationv1client.LeasesGetter, name, holder string) Election {
+	return Election{Name: name, Lock: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: name},
+		Client:     client,
+		LockConfig: resourcelock.ResourceLockConfig{Identity: holder},
+	}, LeaseDuration: DefaultLeaseDuration, RenewDeadline: DefaultRenewDeadline, RetryPeriod: DefaultRetryPeriod}
 }
 
 // RunElected campaigns for leadership until ctx is done. While it leads, lead runs

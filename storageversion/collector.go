@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
@@ -126,15 +125,9 @@ func (c *Collector) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("storage-version-gc")
 	ctx = klog.NewContext(ctx, logger)
 	defer c.httpClient.CloseIdleConnections()
-	lease, renew, retry := electionTimings(c.cfg.LeaseDuration)
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: identity.Namespace, Name: c.cfg.ElectionLease},
-		Client:     c.client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: c.cfg.Holder},
-	}
-	return reconcile.RunElected(ctx, reconcile.Election{
-		Name: c.cfg.ElectionLease, Lock: lock, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
-	}, c.lead)
+	election := reconcile.LeaseElection(c.client.CoordinationV1(), c.cfg.ElectionLease, c.cfg.Holder)
+	election.LeaseDuration, election.RenewDeadline, election.RetryPeriod = electionTimings(c.cfg.LeaseDuration)
+	return reconcile.RunElected(ctx, election, c.lead)
 }
 
 // lead collects until ctx is done (leadership lost), with two controllers of the
