@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 
 	"github.com/concordproject/concord/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
@@ -72,6 +74,24 @@ func (o *objects) get(ctx context.Context, r objectRef) (*metav1.PartialObjectMe
 		return nil, err
 	}
 	return c.Get(ctx, r.Name, metav1.GetOptions{})
+}
+
+// getAt reads r's metadata as it was at revision rev (by name; nil if there was no
+// such object then).
+func (o *objects) getAt(ctx context.Context, r objectRef, rev int64) (*metav1.PartialObjectMetadata, error) {
+	c, err := o.resourceClient(r)
+	if err != nil {
+		return nil, err
+	}
+	list, err := c.List(ctx, metav1.ListOptions{
+		FieldSelector:        fields.OneTermEqualSelector("metadata.name", r.Name).String(),
+		ResourceVersion:      strconv.FormatInt(rev, 10),
+		ResourceVersionMatch: metav1.ResourceVersionMatchExact,
+	})
+	if err != nil || len(list.Items) == 0 {
+		return nil, err
+	}
+	return &list.Items[0], nil
 }
 
 // delete deletes r with policy, on condition that it is still r (uid) and, if rv is
@@ -155,18 +175,18 @@ func (o *objects) updateOwners(ctx context.Context, r objectRef, cur *metav1.Par
 	}
 }
 
-// removeFinalizer removes finalizer from r, as the API reads it now. r gone, or
-// without the finalizer, is no error.
-func (o *objects) removeFinalizer(ctx context.Context, r objectRef, finalizer string) error {
+// removeFinalizer removes finalizer from r, as the API reads it now, and returns the
+// revision of the change (0: r is gone, or has not the finalizer, which is no error).
+func (o *objects) removeFinalizer(ctx context.Context, r objectRef, finalizer string) (int64, error) {
 	cur, err := o.get(ctx, r)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if cur.UID != r.UID || !slices.Contains(cur.Finalizers, finalizer) {
-		return nil
+		return 0, nil
 	}
 	fins := slices.DeleteFunc(slices.Clone(cur.Finalizers), func(f string) bool { return f == finalizer })
 	if len(fins) == 0 {
@@ -175,10 +195,14 @@ func (o *objects) removeFinalizer(ctx context.Context, r objectRef, finalizer st
 	var p metadataPatch
 	p.Metadata.ResourceVersion = cur.ResourceVersion
 	p.Metadata.Finalizers = &fins
-	if _, err := o.patch(ctx, r, p); err != nil && !apierrors.IsNotFound(err) {
-		return err
+	out, err := o.patch(ctx, r, p)
+	switch {
+	case apierrors.IsNotFound(err):
+		return 0, nil
+	case err != nil:
+		return 0, err
 	}
-	return nil
+	return strconv.ParseInt(out.ResourceVersion, 10, 64)
 }
 
 func (o *objects) patch(ctx context.Context, r objectRef, p metadataPatch) (*metav1.PartialObjectMetadata, error) {

@@ -67,9 +67,20 @@ func (t *term) collect(ctx context.Context, n nodeState) error {
 	if len(latest.OwnerReferences) == 0 {
 		return nil
 	}
-	solid, dangling, waiting, err := t.classify(ctx, n.ref, latest.OwnerReferences)
+	solid, dangling, waiting, orphaned, err := t.classify(ctx, n.ref, latest.OwnerReferences)
 	if err != nil {
 		return err
+	}
+	if len(orphaned) > 0 {
+		// Owners deleted with the orphan finalizer after this object's references
+		// were made, gone before the graph knew it as their dependent.
+		logger.V(2).Info("Removing the object's references to owners deleted with the orphan policy", "object", n.ref, "owners", uids(orphaned))
+		if latest, err = t.objects.updateOwners(ctx, n.ref, latest, withoutOwners(uids(orphaned)...)); err != nil || latest == nil {
+			return err
+		}
+		if len(solid)+len(dangling)+len(waiting) == 0 {
+			return nil
+		}
 	}
 	switch {
 	case len(solid) > 0:
@@ -126,7 +137,8 @@ func (t *term) deleteDependentsFirst(ctx context.Context, n nodeState) error {
 	}
 	if len(blockers) == 0 {
 		klog.FromContext(ctx).V(2).Info("No dependent blocks the object's deletion any more; removing its foregroundDeletion finalizer", "object", n.ref)
-		return t.objects.removeFinalizer(ctx, n.ref, metav1.FinalizerDeleteDependents)
+		_, err := t.objects.removeFinalizer(ctx, n.ref, metav1.FinalizerDeleteDependents)
+		return err
 	}
 	for _, dep := range blockers {
 		if !dep.deletingDependents {
@@ -137,14 +149,24 @@ func (t *term) deleteDependentsFirst(ctx context.Context, n nodeState) error {
 }
 
 // classify sorts item's owner references: to owners that exist (solid), to owners
-// that do not (dangling), and to owners being deleted in the foreground (waiting).
-func (t *term) classify(ctx context.Context, item objectRef, owners []metav1.OwnerReference) (solid, dangling, waiting []metav1.OwnerReference, err error) {
+// that do not (dangling), to owners being deleted in the foreground (waiting), and to
+// owners that do not exist any more and whose dependents the collector orphaned
+// (orphaned).
+func (t *term) classify(ctx context.Context, item objectRef, owners []metav1.OwnerReference) (solid, dangling, waiting, orphaned []metav1.OwnerReference, err error) {
 	for _, o := range owners {
 		gone, owner, err := t.absent(ctx, o, item)
 		switch {
 		case err != nil:
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		case gone:
+			was, err := t.referredAtOrphaning(ctx, item, o.UID)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			if was {
+				orphaned = append(orphaned, o)
+				continue
+			}
 			dangling = append(dangling, o)
 		case waitsForDependents(owner):
 			waiting = append(waiting, o)
@@ -152,7 +174,7 @@ func (t *term) classify(ctx context.Context, item objectRef, owners []metav1.Own
 			solid = append(solid, o)
 		}
 	}
-	return solid, dangling, waiting, nil
+	return solid, dangling, waiting, orphaned, nil
 }
 
 // absent reports whether the owner item's reference o names does not exist (none of
@@ -184,6 +206,33 @@ func (t *term) absent(ctx context.Context, o metav1.OwnerReference, item objectR
 		return false, nil, err
 	}
 	return false, owner, nil
+}
+
+// errOrphaning retries an object whose absent owner's orphaning is being completed.
+var errOrphaning = errors.New("the owner's dependents are being orphaned")
+
+// referredAtOrphaning reports whether item referred to owner when the collector
+// finished orphaning owner's dependents: a reference the graph learned of too late to
+// be removed then (item reported late by its monitor). A reference added after the
+// orphaning is not, and is treated as any reference to an absent owner. A history
+// compacted since is taken as a yes: nothing is deleted on a guess.
+func (t *term) referredAtOrphaning(ctx context.Context, item objectRef, owner types.UID) (bool, error) {
+	rev, ok := t.graph.orphanedAt(owner)
+	switch {
+	case !ok:
+		return false, nil
+	case rev == 0:
+		return false, errOrphaning
+	}
+	then, err := t.objects.getAt(ctx, item, rev)
+	switch {
+	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	return then != nil && then.UID == item.UID &&
+		slices.ContainsFunc(then.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == owner }), nil
 }
 
 func uids(refs []metav1.OwnerReference) []types.UID {

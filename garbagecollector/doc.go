@@ -20,7 +20,13 @@
 //     no dependent with blockOwnerDeletion remains; its dependents are deleted, in the
 //     foreground themselves when they have dependents of their own.
 //   - Attempt to orphan (orphan.go): the dependents of an owner deleted with the
-//     orphan finalizer lose their reference to it, then the finalizer goes.
+//     orphan finalizer lose their reference to it, then the finalizer goes. The graph
+//     remembers the owners it orphaned and the revision it finished at (the last
+//     few thousand, for the term): monitors of different resources are not ordered
+//     with one another, so a dependent may be reported after its owner's orphaning
+//     is done, and once the owner is gone, a reference it had at that revision (read
+//     from the API at that revision) is removed rather than taken for a reference to
+//     an absent owner. A reference made later is collected, as in Kubernetes.
 //   - The Warning Event OwnerRefInvalidNamespace on a dependent that names an owner
 //     of another namespace (such a reference resolves to nothing, as a cluster-scoped
 //     object's reference to a namespaced owner does).

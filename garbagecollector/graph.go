@@ -14,6 +14,10 @@ import (
 // garbage collector remembers as many).
 const absentCacheSize = 500
 
+// orphaningCacheSize is how many owners seen deleted with the orphan finalizer the
+// graph remembers, so that a dependent it learns of late is orphaned, not deleted.
+const orphaningCacheSize = 4096
+
 // objectRef identifies an object as an owner reference names it, with the namespace
 // it is looked up in ("" for cluster-scoped objects).
 type objectRef struct {
@@ -103,10 +107,37 @@ type graph struct {
 	// absent are owners the API said do not exist (none by that name, or one with
 	// another uid): a uid never comes back.
 	absent *lru.Cache
+	// orphaning are the owners whose orphan finalizer the collector removed (their
+	// dependents orphaned), by uid, with the revision of that change (0 while it is
+	// being made). A monitor may report a dependent after its owner's orphaning is
+	// done (monitors of different resources are not ordered with one another); if
+	// its reference to the owner existed then, it is removed once the owner is gone,
+	// not taken for a reference to an absent owner.
+	orphaning *lru.Cache
 }
 
 func newGraph(q queues) *graph {
-	return &graph{q: q, nodes: map[types.UID]*node{}, absent: lru.New(absentCacheSize)}
+	return &graph{q: q, nodes: map[types.UID]*node{}, absent: lru.New(absentCacheSize), orphaning: lru.New(orphaningCacheSize)}
+}
+
+// orphanedAt returns the revision at which the collector finished orphaning the
+// dependents of uid (0: it is doing it now), and whether it did.
+func (g *graph) orphanedAt(uid types.UID) (int64, bool) {
+	rev, ok := g.orphaning.Get(uid)
+	if !ok {
+		return 0, false
+	}
+	return rev.(int64), true
+}
+
+// markOrphaned remembers that the collector orphaned the dependents of uid at rev (0:
+// is orphaning them now; negative: did not after all).
+func (g *graph) markOrphaned(uid types.UID, rev int64) {
+	if rev < 0 {
+		g.orphaning.Remove(uid)
+		return
+	}
+	g.orphaning.Add(uid, rev)
 }
 
 // state returns a copy of the node of uid.

@@ -36,5 +36,15 @@ func (t *term) attemptToOrphan(ctx context.Context, uid types.UID) (reconcile.Re
 		return reconcile.Result{}, fmt.Errorf("orphaning the dependents of %s: %w", n.ref, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Dependents orphaned; removing the owner's orphan finalizer", "object", n.ref, "dependents", len(deps))
-	return reconcile.Result{}, t.objects.removeFinalizer(ctx, n.ref, metav1.FinalizerOrphanDependents)
+	// Remembered before the owner can go, so that a dependent the graph learns of
+	// late is orphaned too (it waits for the revision); forgotten if the finalizer
+	// was not the collector's to remove (the owner gone, or its deletion switched to
+	// another policy).
+	t.graph.markOrphaned(uid, 0)
+	rev, err := t.objects.removeFinalizer(ctx, n.ref, metav1.FinalizerOrphanDependents)
+	if rev == 0 {
+		rev = -1
+	}
+	t.graph.markOrphaned(uid, rev)
+	return reconcile.Result{}, err
 }

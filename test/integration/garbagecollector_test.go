@@ -236,6 +236,22 @@ func TestGarbageCollection(t *testing.T) {
 		}
 		releaseCM(t, cs0, ns, "accepted")
 		waitCMsGone(t, cs0, owner, dep)
+
+		// A reference made after the orphaning is done (here while the owner waits for
+		// a finalizer of its own) names an owner that goes without orphaning it: the
+		// dependent is collected, as in Kubernetes. (The collector removes, instead, a
+		// reference that existed when it finished orphaning but that it learned of
+		// late, a monitor lagging behind another.)
+		owner = createCM(t, cs0, gcCM(ns, "late", nil, "example.com/hold"))
+		if err := cs1.CoreV1().ConfigMaps(ns).Delete(t.Context(), "late", metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the orphaning of late's dependents", func() (bool, error) {
+			return slices.Equal(getCM(t, cs0, ns, "late").Finalizers, []string{"example.com/hold"}), nil
+		})
+		dep = createCM(t, cs1, gcCM(ns, "late-dep", cmOwnedBy(owner, false)))
+		releaseCM(t, cs0, ns, "late")
+		waitCMsGone(t, cs0, owner, dep)
 	})
 
 	t.Run("invalid options", func(t *testing.T) {
