@@ -72,6 +72,8 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		leasesGR:                     configureLeases,
 		deploymentsGR:                configureDeployments,
 		cronJobsGR:                   configureCronJobs,
+		jobsGR:                       configureJobs,
+		csrsGR:                       configureCSRs,
 		replicaSetsGR:                configureReplicaSets,
 		podTemplatesGR:               configurePodTemplates,
 		secretsGR:                    configureSecrets,

@@ -51,13 +51,7 @@ func replicatedHooks(setDefaults func(map[string]interface{}), kind string) *reg
 			return validateSelector(obj.Object, kind)
 		},
 		ValidateUpdate: func(_ context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
-			errs := validateSelector(obj.Object, kind)
-			sel, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "selector")
-			oldSel, _, _ := unstructured.NestedFieldNoCopy(old.Object, "spec", "selector")
-			if !reflect.DeepEqual(sel, oldSel) {
-				errs = append(errs, field.Invalid(field.NewPath("spec", "selector"), sel, "field is immutable"))
-			}
-			return errs
+			return append(validateSelector(obj.Object, kind), immutableSelector(obj.Object, old.Object)...)
 		},
 	}
 }
@@ -111,6 +105,16 @@ func validateSelector(obj map[string]interface{}, kind string) field.ErrorList {
 	templateLabels, _, _ := unstructured.NestedStringMap(obj, "spec", "template", "metadata", "labels")
 	if !sel.Matches(labels.Set(templateLabels)) {
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "template", "metadata", "labels"), templateLabels, "`selector` does not match template `labels`")}
+	}
+	return nil
+}
+
+// immutableSelector refuses a change of spec.selector.
+func immutableSelector(obj, old map[string]interface{}) field.ErrorList {
+	sel, _, _ := unstructured.NestedFieldNoCopy(obj, "spec", "selector")
+	oldSel, _, _ := unstructured.NestedFieldNoCopy(old, "spec", "selector")
+	if !reflect.DeepEqual(sel, oldSel) {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "selector"), sel, "field is immutable")}
 	}
 	return nil
 }

@@ -212,13 +212,13 @@ func TestValidation(t *testing.T) {
 		},
 		{
 			name: "runtime-config keys",
-			opts: Options{RuntimeConfig: []string{"policy/v1=true", "foo/v1", "networking.k8s.io/v9=true", "networking.k8s.io/v1/widgets", "batch/v1=yes", "a/b/c/d"}},
+			opts: Options{RuntimeConfig: []string{"example.org/v1=true", "foo/v1", "networking.k8s.io/v9=true", "networking.k8s.io/v1/widgets", "batch/v1=yes", "a/b/c/d"}},
 			want: []string{
 				"group version networking.k8s.io/v9 that has not been registered",
 				"group version resource networking.k8s.io/v1, Resource=widgets that has not been registered",
 				`invalid value of batch/v1: yes, err: strconv.ParseBool: parsing "yes": invalid syntax`,
 				`invalid runtime-config key "a/b/c/d": use api/all, api/ga, api/beta, api/alpha, <group>/<version> or <group>/<version>/<resource>`,
-				"unknown api groups foo,policy",
+				"unknown api groups example.org,foo",
 			},
 		},
 		{
@@ -229,10 +229,10 @@ func TestValidation(t *testing.T) {
 		{
 			name: "everything wrong at once",
 			opts: Options{
-				EmulationVersion: []string{"1.38"}, FeatureGates: []string{"Foo"}, RuntimeConfig: []string{"policy/v1"},
+				EmulationVersion: []string{"1.38"}, FeatureGates: []string{"Foo"}, RuntimeConfig: []string{"example.org/v1"},
 				EmulationForwardCompatible: true,
 			},
-			want: []string{"emulation version 1.38 is not between [1.34, 1.37]", "missing bool value for Foo", "unknown api groups policy"},
+			want: []string{"emulation version 1.38 is not between [1.34, 1.37]", "missing bool value for Foo", "unknown api groups example.org"},
 		},
 		{
 			name: "unknown release for --binary-version",

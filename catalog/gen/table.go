@@ -15,6 +15,8 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	batchv1beta1 "k8s.io/api/batch/v1beta1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
@@ -29,10 +31,16 @@ import (
 	flowcontrolv1beta3 "k8s.io/api/flowcontrol/v1beta3"
 	networkingv1 "k8s.io/api/networking/v1"
 	networkingv1beta1 "k8s.io/api/networking/v1beta1"
+	nodev1 "k8s.io/api/node/v1"
+	nodev1beta1 "k8s.io/api/node/v1beta1"
+	policyv1 "k8s.io/api/policy/v1"
+	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	rbacv1beta1 "k8s.io/api/rbac/v1beta1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	storagev1 "k8s.io/api/storage/v1"
+	storagev1beta1 "k8s.io/api/storage/v1beta1"
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	storagemigrationv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -338,6 +346,89 @@ var resources = []resourceSpec{
 		versions: []versionSpec{
 			{name: "v1", obj: &batchv1.CronJob{}},
 			{name: "v1beta1", obj: &batchv1beta1.CronJob{}},
+		},
+	},
+	// Jobs as data, like CronJobs: no controller runs their pods. builtin gives them
+	// the API server's part: defaults, the generated selector, batch/v1's legacy
+	// orphaning default, kubectl's columns.
+	{
+		group: "batch", plural: "jobs", namespaced: true, categories: []string{"all"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Status", Type: "string", JSONPath: ".status.conditions"},
+			{Name: "Completions", Type: "string", JSONPath: ".status.succeeded"},
+			{Name: "Duration", Type: "string", JSONPath: ".status.completionTime"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		versions: []versionSpec{{name: "v1", obj: &batchv1.Job{}}},
+	},
+	// Pod disruption budgets as data: without pods, nothing evicts and nothing
+	// computes how many disruptions are allowed.
+	{
+		group: "policy", plural: "poddisruptionbudgets", namespaced: true, shortNames: []string{"pdb"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Min Available", Type: "string", JSONPath: ".spec.minAvailable"},
+			{Name: "Max Unavailable", Type: "string", JSONPath: ".spec.maxUnavailable"},
+			{Name: "Allowed Disruptions", Type: "integer", JSONPath: ".status.disruptionsAllowed"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		versions: []versionSpec{
+			{name: "v1", obj: &policyv1.PodDisruptionBudget{}},
+			{name: "v1beta1", obj: &policyv1beta1.PodDisruptionBudget{}},
+		},
+	},
+	// CSINodes, RuntimeClasses and Ingresses as data: written by the nodes' kubelets,
+	// read by the nodes' runtimes and by ingress controllers, none of which Concord
+	// runs.
+	{
+		group: "storage.k8s.io", plural: "csinodes",
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Drivers", Type: "integer", JSONPath: ".spec.drivers"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		versions: []versionSpec{
+			{name: "v1", obj: &storagev1.CSINode{}},
+			{name: "v1beta1", obj: &storagev1beta1.CSINode{}},
+		},
+	},
+	{
+		group: "node.k8s.io", plural: "runtimeclasses",
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Handler", Type: "string", JSONPath: ".handler"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		versions: []versionSpec{
+			{name: "v1", obj: &nodev1.RuntimeClass{}},
+			{name: "v1beta1", obj: &nodev1beta1.RuntimeClass{}},
+		},
+	},
+	{
+		group: "networking.k8s.io", plural: "ingresses", namespaced: true, shortNames: []string{"ing"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Class", Type: "string", JSONPath: ".spec.ingressClassName"},
+			{Name: "Hosts", Type: "string", JSONPath: ".spec.rules[*].host"},
+			{Name: "Address", Type: "string", JSONPath: ".status.loadBalancer.ingress[*].ip"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		versions: []versionSpec{
+			{name: "v1", obj: &networkingv1.Ingress{}},
+			{name: "v1beta1", obj: &networkingv1beta1.Ingress{}},
+		},
+	},
+	// Certificate signing requests: builtin records who asked (spec.username, uid,
+	// groups, extra) as Kubernetes does. Nothing approves or signs them: Concord runs
+	// no signer, and does not serve the approval subresource.
+	{
+		group: "certificates.k8s.io", plural: "certificatesigningrequests", shortNames: []string{"csr"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+			{Name: "SignerName", Type: "string", JSONPath: ".spec.signerName"},
+			{Name: "Requestor", Type: "string", JSONPath: ".spec.username"},
+			{Name: "RequestedDuration", Type: "string", JSONPath: ".spec.expirationSeconds"},
+			{Name: "Condition", Type: "string", JSONPath: ".status.conditions[*].type"},
+		},
+		versions: []versionSpec{
+			{name: "v1", obj: &certificatesv1.CertificateSigningRequest{}},
+			{name: "v1beta1", obj: &certificatesv1beta1.CertificateSigningRequest{}},
 		},
 	},
 	{

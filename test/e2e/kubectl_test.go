@@ -103,6 +103,17 @@ func TestKubectl(t *testing.T) {
 		contains(t, k.must(t, "", "scale", "deployment", "web", "--replicas=5"), "deployment.apps/web scaled")
 		contains(t, k2.must(t, "", "get", "deployment", "web", "-o", "jsonpath={.spec.replicas} {.spec.strategy.type}"), "5 RollingUpdate")
 	})
+	t.Run("jobs and other data", func(t *testing.T) {
+		k.must(t, "", "create", "job", "hello", "--image=busybox:1.36", "--", "echo", "hi")
+		contains(t, k2.must(t, "", "get", "jobs"), "NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE", "hello", "Running", "0/1")
+		contains(t, k2.must(t, "", "get", "job", "hello", "-o", "jsonpath={.spec.template.metadata.labels.job-name}"), "hello")
+		k.must(t, "", "delete", "job", "hello")
+		k.must(t, "", "create", "poddisruptionbudget", "web", "--selector=app=web", "--min-available=1")
+		contains(t, k2.must(t, "", "get", "pdb"), "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "web")
+		k.must(t, "", "create", "ingress", "web", "--rule=example.com/=web:80")
+		contains(t, k2.must(t, "", "get", "ingresses"), "CLASS", "HOSTS", "ADDRESS", "web", "example.com")
+		contains(t, k.must(t, "", "api-resources", "--api-group=certificates.k8s.io"), "certificatesigningrequests", "csr")
+	})
 	t.Run("watch", func(t *testing.T) {
 		k.must(t, "", "create", "configmap", "watched")
 		out, _ := k.run(t, "", "get", "configmaps", "--watch", "--request-timeout=3s")

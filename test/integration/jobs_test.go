@@ -1,0 +1,193 @@
+package integration
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/concordproject/concord/harness"
+	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+)
+
+func job(name string, labels map[string]string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+				Name: "work", Image: "busybox:1.36", Command: []string{"true"},
+			}}},
+		}},
+	}
+}
+
+// Jobs are served as data with what Kubernetes' API server gives them: batch/v1's
+// defaults, a selector generated from the Job's uid with the labels that match it on
+// the template, the selector's rules, and batch/v1's legacy garbage collection default
+// (orphan). No controller runs their pods.
+func TestJobs(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	cs := c.Servers[0].Clientset(t)
+	jobs := cs.BatchV1().Jobs("default")
+	app := map[string]string{"app": "batch"}
+	j, err := jobs.Create(ctx, job("work", app), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(j.UID)
+	wantTemplate := map[string]string{"app": "batch", "batch.kubernetes.io/controller-uid": uid, "controller-uid": uid,
+		"batch.kubernetes.io/job-name": "work", "job-name": "work"}
+	switch s := j.Spec; {
+	case ptr.Deref(s.Completions, 0) != 1, ptr.Deref(s.Parallelism, 0) != 1, ptr.Deref(s.BackoffLimit, 0) != 6,
+		ptr.Deref(s.CompletionMode, "") != batchv1.NonIndexedCompletion, ptr.Deref(s.Suspend, true),
+		ptr.Deref(s.PodReplacementPolicy, "") != batchv1.TerminatingOrFailed:
+		t.Errorf("job defaults: %+v", s)
+	case s.Selector == nil || !labels.Equals(s.Selector.MatchLabels, map[string]string{"batch.kubernetes.io/controller-uid": uid}):
+		t.Errorf("generated selector: %+v", s.Selector)
+	case !labels.Equals(s.Template.Labels, wantTemplate):
+		t.Errorf("template labels: %v, want %v", s.Template.Labels, wantTemplate)
+	case !labels.Equals(j.Labels, app):
+		t.Errorf("job labels: %v, want the template's as written", j.Labels)
+	case s.Template.Spec.DNSPolicy != corev1.DNSClusterFirst || s.Template.Spec.Containers[0].ImagePullPolicy != corev1.PullIfNotPresent:
+		t.Errorf("pod template defaults: %+v", s.Template.Spec)
+	}
+
+	// A selector chosen by hand must select the template; no selector may change.
+	manual := job("manual", app)
+	manual.Spec.ManualSelector = ptr.To(true)
+	manual.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}}
+	if _, err := jobs.Create(ctx, manual, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("a manual selector that misses the template: %v, want 422", err)
+	}
+	j.Spec.Selector.MatchLabels["extra"] = "x"
+	j.Spec.Template.Labels["extra"] = "x"
+	if _, err := jobs.Update(ctx, j, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("changing a job's selector: %v, want 422", err)
+	}
+
+	// Deleted through batch/v1 without a policy, a Job orphans its dependents; with
+	// Background they go.
+	for _, policy := range []*metav1.DeletionPropagation{nil, ptr.To(metav1.DeletePropagationBackground)} {
+		name := "owned-" + strings.ToLower(string(ptr.Deref(policy, "default")))
+		owner, err := jobs.Create(ctx, job(name, app), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dep := createCM(t, cs, gcCM("default", name+"-dep", []metav1.OwnerReference{ownedBy(owner, "batch/v1", "Job", false)}))
+		if err := jobs.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: policy}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, name+" deleted", func() (bool, error) {
+			_, err := jobs.Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if policy != nil {
+			waitCMsGone(t, cs, dep)
+			continue
+		}
+		waitFor(t, name+"'s dependent orphaned", func() (bool, error) {
+			return !namesOwner(getCM(t, cs, "default", dep.Name), owner.UID), nil
+		})
+	}
+}
+
+// certificateRequest is a PEM-encoded PKCS#10 request for cn.
+func certificateRequest(t *testing.T, cn string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+// CertificateSigningRequests record who asked, whatever the client wrote, keep their
+// spec, and must hold a certificate request; PodDisruptionBudgets, CSINodes,
+// RuntimeClasses and Ingresses are stored as written. Nothing acts on any of them.
+func TestDataResources(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	cfg := rest.CopyConfig(c.Servers[0].Config())
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "alice", UID: "alice-uid", Groups: []string{"system:masters", "devs"}}
+	alice := kubernetes.NewForConfigOrDie(cfg)
+	csrs := alice.CertificatesV1().CertificateSigningRequests()
+	csr := &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "alice"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request: certificateRequest(t, "alice"), SignerName: "example.com/signer",
+			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}, Username: "mallory",
+		},
+	}
+	got, err := csrs.Create(ctx, csr, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Username != "alice" || got.Spec.UID != "alice-uid" || !slices.Contains(got.Spec.Groups, "devs") {
+		t.Errorf("requester: %q %q %v, want alice's", got.Spec.Username, got.Spec.UID, got.Spec.Groups)
+	}
+	got.Spec.SignerName = "example.com/other"
+	if got, err = csrs.Update(ctx, got, metav1.UpdateOptions{}); err != nil || got.Spec.SignerName != "example.com/signer" {
+		t.Errorf("an update of spec: %v, signer %q, want it kept", err, got.Spec.SignerName)
+	}
+	bad := csr.DeepCopy()
+	bad.Name, bad.Spec.Request = "bad", []byte("not a request")
+	if _, err := csrs.Create(ctx, bad, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("a request that is no PEM certificate request: %v, want 422", err)
+	}
+
+	cs := c.Servers[0].Clientset(t)
+	one := intstr.FromInt32(1)
+	if _, err := cs.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Errorf("pod disruption budget: %v", err)
+	}
+	if _, err := cs.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
+		Spec:       storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "csi.example.com", NodeID: "n1"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Errorf("csinode: %v", err)
+	}
+	if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc"}, metav1.CreateOptions{}); err != nil {
+		t.Errorf("runtime class: %v", err)
+	}
+	pathType := networkingv1.PathTypePrefix
+	ing, err := cs.NetworkingV1().Ingresses("default").Create(ctx, &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "example.com", IngressRuleValue: networkingv1.IngressRuleValue{
+			HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &pathType, Backend: networkingv1.IngressBackend{
+				Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}},
+			}}}},
+		}}}},
+	}, metav1.CreateOptions{})
+	if err != nil || ing.Spec.Rules[0].Host != "example.com" {
+		t.Errorf("ingress: %v", err)
+	}
+}
