@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 
 	"github.com/concordproject/concord/reconcile"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,20 +68,23 @@ func (t *term) collect(ctx context.Context, n nodeState) error {
 	if len(latest.OwnerReferences) == 0 {
 		return nil
 	}
-	solid, dangling, waiting, orphaned, err := t.classify(ctx, n.ref, latest.OwnerReferences)
+	solid, dangling, waiting, orphaned, err := t.classify(ctx, n, latest)
 	if err != nil {
 		return err
 	}
 	if len(orphaned) > 0 {
 		// Owners deleted with the orphan finalizer after this object's references
-		// were made, gone before the graph knew it as their dependent.
+		// were made, gone before the graph knew it as their dependent. The write may
+		// have started from a fresher read than the one classified: whatever other
+		// owners remain are judged again, on what the API reads then.
 		logger.V(2).Info("Removing the object's references to owners deleted with the orphan policy", "object", n.ref, "owners", uids(orphaned))
 		if latest, err = t.objects.updateOwners(ctx, n.ref, latest, withoutOwners(uids(orphaned)...)); err != nil || latest == nil {
 			return err
 		}
-		if len(solid)+len(dangling)+len(waiting) == 0 {
-			return nil
+		if len(latest.OwnerReferences) > 0 {
+			t.deleter.Add(n.ref.UID)
 		}
+		return nil
 	}
 	switch {
 	case len(solid) > 0:
@@ -152,14 +156,15 @@ func (t *term) deleteDependentsFirst(ctx context.Context, n nodeState) error {
 // that do not (dangling), to owners being deleted in the foreground (waiting), and to
 // owners that do not exist any more and whose dependents the collector orphaned
 // (orphaned).
-func (t *term) classify(ctx context.Context, item objectRef, owners []metav1.OwnerReference) (solid, dangling, waiting, orphaned []metav1.OwnerReference, err error) {
-	for _, o := range owners {
+func (t *term) classify(ctx context.Context, n nodeState, latest *metav1.PartialObjectMetadata) (solid, dangling, waiting, orphaned []metav1.OwnerReference, err error) {
+	item := n.ref
+	for _, o := range latest.OwnerReferences {
 		gone, owner, err := t.absent(ctx, o, item)
 		switch {
 		case err != nil:
 			return nil, nil, nil, nil, err
 		case gone:
-			was, err := t.referredAtOrphaning(ctx, item, o.UID)
+			was, err := t.referredAtOrphaning(ctx, latest, item, o.UID)
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}
@@ -211,18 +216,23 @@ func (t *term) absent(ctx context.Context, o metav1.OwnerReference, item objectR
 // errOrphaning retries an object whose absent owner's orphaning is being completed.
 var errOrphaning = errors.New("the owner's dependents are being orphaned")
 
-// referredAtOrphaning reports whether item referred to owner when the collector
-// finished orphaning owner's dependents: a reference the graph learned of too late to
-// be removed then (item reported late by its monitor). A reference added after the
-// orphaning is not, and is treated as any reference to an absent owner. A history
-// compacted since is taken as a yes: nothing is deleted on a guess.
-func (t *term) referredAtOrphaning(ctx context.Context, item objectRef, owner types.UID) (bool, error) {
+// referredAtOrphaning reports whether item (latest as the API reads it now) referred
+// to owner when the collector finished orphaning owner's dependents: a reference the
+// graph learned of too late to be removed then (item reported late by its monitor). A
+// reference added after the orphaning is not, and is treated as any reference to an
+// absent owner. An item unchanged since then had it; one changed since is read as it
+// was then, and if that history is compacted, taken to have had it: nothing is
+// deleted on a guess.
+func (t *term) referredAtOrphaning(ctx context.Context, latest *metav1.PartialObjectMetadata, item objectRef, owner types.UID) (bool, error) {
 	rev, ok := t.graph.orphanedAt(owner)
 	switch {
 	case !ok:
 		return false, nil
 	case rev == 0:
 		return false, errOrphaning
+	}
+	if cur, err := strconv.ParseInt(latest.ResourceVersion, 10, 64); err == nil && cur <= rev {
+		return true, nil
 	}
 	then, err := t.objects.getAt(ctx, item, rev)
 	switch {

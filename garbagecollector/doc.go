@@ -22,11 +22,15 @@
 //   - Attempt to orphan (orphan.go): the dependents of an owner deleted with the
 //     orphan finalizer lose their reference to it, then the finalizer goes. The graph
 //     remembers the owners it orphaned and the revision it finished at (the last
-//     few thousand, for the term): monitors of different resources are not ordered
-//     with one another, so a dependent may be reported after its owner's orphaning
-//     is done, and once the owner is gone, a reference it had at that revision (read
-//     from the API at that revision) is removed rather than taken for a reference to
-//     an absent owner. A reference made later is collected, as in Kubernetes.
+//     few thousand): monitors of different resources are not ordered with one
+//     another, so a dependent may be reported after its owner's orphaning is done,
+//     and once the owner is gone, a reference the dependent had at that revision
+//     (it is unchanged since, or the API's history at that revision says so) is
+//     removed rather than taken for a reference to an absent owner. A reference made
+//     later is collected, as in Kubernetes, unless that history is compacted (then
+//     it is removed: nothing is deleted on a guess). The memory is the term's: a
+//     new leader that learns of such a late dependent takes it for an absent
+//     owner's, as Kubernetes' collector does.
 //   - The Warning Event OwnerRefInvalidNamespace on a dependent that names an owner
 //     of another namespace (such a reference resolves to nothing, as a cluster-scoped
 //     object's reference to a namespaced owner does).

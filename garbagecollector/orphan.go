@@ -3,6 +3,7 @@ package garbagecollector
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/concordproject/concord/reconcile"
 	"golang.org/x/sync/errgroup"
@@ -37,12 +38,20 @@ func (t *term) attemptToOrphan(ctx context.Context, uid types.UID) (reconcile.Re
 	}
 	klog.FromContext(ctx).V(2).Info("Dependents orphaned; removing the owner's orphan finalizer", "object", n.ref, "dependents", len(deps))
 	// Remembered before the owner can go, so that a dependent the graph learns of
-	// late is orphaned too (it waits for the revision); forgotten if the finalizer
+	// late is orphaned too (it waits for the revision). Forgotten if the finalizer
 	// was not the collector's to remove (the owner gone, or its deletion switched to
-	// another policy).
+	// another policy), unless an earlier attempt may have removed it; if the removal
+	// may have happened unseen (an error), every reference to the owner is taken as
+	// older than it.
+	prev, earlier := t.graph.orphanedAt(uid)
 	t.graph.markOrphaned(uid, 0)
 	rev, err := t.objects.removeFinalizer(ctx, n.ref, metav1.FinalizerOrphanDependents)
-	if rev == 0 {
+	switch {
+	case err != nil:
+		rev = math.MaxInt64
+	case rev == 0 && earlier:
+		rev = prev
+	case rev == 0:
 		rev = -1
 	}
 	t.graph.markOrphaned(uid, rev)
