@@ -131,7 +131,15 @@ func TestKubectl(t *testing.T) {
 			k2.must(t, manifest, "apply", "-f", "-")
 			contains(t, k2.must(t, "", "delete", "configmap", owner, "--cascade="+cascade), `configmap "`+owner+`" deleted`)
 			if cascade == "orphan" {
-				if refs := k.must(t, "", "get", "configmap", dep, "-o", "jsonpath={.metadata.ownerReferences}"); refs != "" {
+				// Orphaned once the owner is gone, or soon after if the collector learned
+				// of the dependent late (its informer behind the owner's).
+				refs := ""
+				for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+					if refs = k.must(t, "", "get", "configmap", dep, "-o", "jsonpath={.metadata.ownerReferences}"); refs == "" {
+						break
+					}
+				}
+				if refs != "" {
 					t.Errorf("the orphaned dependent still has owners: %s", refs)
 				}
 				continue

@@ -95,6 +95,20 @@ func getCM(t *testing.T, cs kubernetes.Interface, ns, name string) *corev1.Confi
 	return cm
 }
 
+// waitOrphaned waits until dep no longer names owner, failing if dep is deleted or
+// replaced meanwhile. A dependent the collector learned of late (its monitor behind
+// the owner's) loses its reference only once the owner is gone.
+func waitOrphaned(t *testing.T, cs kubernetes.Interface, dep *corev1.ConfigMap, owner types.UID) {
+	t.Helper()
+	waitFor(t, dep.Name+" orphaned", func() (bool, error) {
+		got := getCM(t, cs, dep.Namespace, dep.Name)
+		if got.UID != dep.UID || got.DeletionTimestamp != nil {
+			return false, fmt.Errorf("%s: uid %s (was %s), deletionTimestamp %v, owners %+v, want it kept", dep.Name, got.UID, dep.UID, got.DeletionTimestamp, got.OwnerReferences)
+		}
+		return !namesOwner(got, owner), nil
+	})
+}
+
 func namesOwner(cm *corev1.ConfigMap, uid types.UID) bool {
 	return slices.ContainsFunc(cm.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == uid })
 }
@@ -211,10 +225,7 @@ func TestGarbageCollection(t *testing.T) {
 			}
 			waitCMsGone(t, cs0, owner)
 			for _, dep := range deps {
-				got := getCM(t, cs0, ns, dep.Name)
-				if got.UID != dep.UID || namesOwner(got, owner.UID) || got.DeletionTimestamp != nil {
-					t.Errorf("%s: orphaned %s: uid %s (was %s), owners %+v, deletionTimestamp %v", tc.name, dep.Name, got.UID, dep.UID, got.OwnerReferences, got.DeletionTimestamp)
-				}
+				waitOrphaned(t, cs0, dep, owner.UID)
 			}
 			if got := getCM(t, cs0, ns, tc.name+"-two-owners"); !namesOwner(got, other.UID) {
 				t.Errorf("%s: the orphaned dependent lost its other owner: %+v", tc.name, got.OwnerReferences)
@@ -296,6 +307,7 @@ func TestGarbageCollection(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitCMsGone(t, cs0, c)
+		waitOrphaned(t, cs0, recreated, c.UID)
 		// c's dependent is orphaned: give it its reference back, to c's old uid, once
 		// a new c exists.
 		c2 := createCM(t, cs0, gcCM(ns, "c", nil))
@@ -395,9 +407,9 @@ func TestGarbageCollection(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitCMsGone(t, cs0, owner)
-		if got := getCM(t, cs0, ns, dep.Name); namesOwner(got, owner.UID) {
-			t.Errorf("dependent of an owner switched to orphan: owners %+v", got.OwnerReferences)
-		}
+		waitFor(t, "the dependent of an owner switched to orphan to lose its reference", func() (bool, error) {
+			return !namesOwner(getCM(t, cs0, ns, dep.Name), owner.UID), nil
+		})
 		releaseCM(t, cs0, ns, dep.Name)
 		waitCMsGone(t, cs0, dep)
 		// Events never wait for the collector, as in Kubernetes.
@@ -529,9 +541,16 @@ func TestGarbageCollection(t *testing.T) {
 			t.Fatal(err)
 		}
 		widgetGone(orphanOwner)
-		if got, err := widgets0.Get(t.Context(), "kept", metav1.GetOptions{}); err != nil || got.GetUID() != kept.GetUID() || len(got.GetOwnerReferences()) != 0 {
-			t.Errorf("orphaned widget: %v, owners %+v", err, got.GetOwnerReferences())
-		}
+		waitFor(t, "the orphaned widget", func() (bool, error) {
+			got, err := widgets0.Get(t.Context(), "kept", metav1.GetOptions{})
+			if err != nil {
+				return false, fmt.Errorf("orphaned widget: %w, want it kept", err)
+			}
+			if got.GetUID() != kept.GetUID() {
+				return false, fmt.Errorf("orphaned widget replaced: uid %s, was %s", got.GetUID(), kept.GetUID())
+			}
+			return len(got.GetOwnerReferences()) == 0, nil
+		})
 
 		// The definition deleted: its custom resources go first, then their dependents.
 		last := widget("last")
@@ -596,9 +615,7 @@ func TestGarbageCollectionLegacyDefault(t *testing.T) {
 			waitCMsGone(t, cs, dep)
 			continue
 		}
-		if got := getCM(t, cs, "default", dep.Name); got.UID != dep.UID || namesOwner(got, cj.GetUID()) {
-			t.Errorf("the dependent of a CronJob deleted through batch/v1beta1: owners %+v, want orphaned", got.OwnerReferences)
-		}
+		waitOrphaned(t, cs, dep, cj.GetUID())
 	}
 }
 
@@ -761,11 +778,18 @@ func TestGarbageCollectorLeaderKilled(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("collection completed %v after the kill", time.Since(killed))
-	// Nothing that should live was deleted; nothing refers to a deleted owner.
-	list, err := cs.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Nothing refers to a deleted owner (references the collector learned of late go
+	// once their owner has), and nothing that should live was deleted.
+	var list *corev1.ConfigMapList
+	waitFor(t, "no reference to a deleted owner", func() (bool, error) {
+		var err error
+		if list, err = cs.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{}); err != nil {
+			return false, err
+		}
+		return !slices.ContainsFunc(list.Items, func(cm corev1.ConfigMap) bool {
+			return namesOwner(&cm, doomed.UID) || namesOwner(&cm, orphaner.UID)
+		}), nil
+	})
 	count := map[string]int{}
 	for _, cm := range list.Items {
 		kind, _, _ := strings.Cut(cm.Name, "-")
