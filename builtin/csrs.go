@@ -30,7 +30,6 @@ const legacyUnknownSigner = "kubernetes.io/legacy-unknown"
 func configureCSRs(res *registry.Resource) error {
 	res.Hooks = &registry.Hooks{
 		PrepareForCreate: func(ctx context.Context, obj *unstructured.Unstructured) {
-			delete(obj.Object, "status")
 			spec := child(obj.Object, "spec")
 			if obj.GetAPIVersion() == "certificates.k8s.io/v1beta1" {
 				setDefault(spec, "signerName", legacyUnknownSigner)
@@ -64,22 +63,10 @@ func recordRequester(ctx context.Context, spec map[string]interface{}) {
 		spec["uid"] = u.UID
 	}
 	if len(u.Groups) > 0 {
-		groups := make([]interface{}, 0, len(u.Groups))
-		for _, g := range u.Groups {
-			groups = append(groups, g)
-		}
-		spec["groups"] = groups
+		_ = unstructured.SetNestedStringSlice(spec, u.Groups, "groups")
 	}
-	if len(u.Extra) > 0 {
-		extra := map[string]interface{}{}
-		for k, vs := range u.Extra {
-			values := make([]interface{}, 0, len(vs))
-			for _, v := range vs {
-				values = append(values, v)
-			}
-			extra[k] = values
-		}
-		spec["extra"] = extra
+	for k, vs := range u.Extra {
+		_ = unstructured.SetNestedStringSlice(spec, vs, "extra", k)
 	}
 }
 

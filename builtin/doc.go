@@ -13,8 +13,11 @@
 // The few that no other package owns live here, one file per resource: Events (their
 // expiry, the field selectors of core Events, kubectl's columns), Leases (created by
 // PUT), Deployments (the defaults, selector rules and READY column of Kubernetes'
-// API server; no controller acts on them), PodTemplates (the pod-spec defaults) and
-// CronJobs (the legacy garbage collection default of batch/v1beta1). Events' deletions
+// API server; no controller acts on them), PodTemplates (the pod-spec defaults),
+// CronJobs (the legacy garbage collection default of batch/v1beta1), Jobs (defaults,
+// the generated selector, batch/v1's legacy orphaning default; no controller runs
+// them) and CertificateSigningRequests (the requester recorded, a spec that never
+// changes; nothing approves or signs them). Events' deletions
 // never involve the garbage collector, as in Kubernetes.
 //
 // It changes definitions before they go into a registry; it serves and stores

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 var jobsGR = schema.GroupResource{Group: "batch", Resource: "jobs"}
@@ -34,18 +33,10 @@ const (
 // propagation policy orphans its pods); kubectl's columns. No controller runs them.
 func configureJobs(res *registry.Resource) error {
 	res.GarbageCollection.OrphanByDefault = []string{"v1"}
-	res.Hooks = &registry.Hooks{
-		PrepareForCreate: func(_ context.Context, obj *unstructured.Unstructured) {
-			defaultJob(obj.Object) // first: the Job's labels are the template's as written
-			generateJobSelector(obj)
-		},
-		PrepareForUpdate: func(_ context.Context, obj, _ *unstructured.Unstructured) { defaultJob(obj.Object) },
-		Validate: func(_ context.Context, obj *unstructured.Unstructured) field.ErrorList {
-			return validateSelector(obj.Object, "job")
-		},
-		ValidateUpdate: func(_ context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
-			return append(validateSelector(obj.Object, "job"), immutableSelector(obj.Object, old.Object)...)
-		},
+	res.Hooks = replicatedHooks(defaultJob, "job")
+	res.Hooks.PrepareForCreate = func(_ context.Context, obj *unstructured.Unstructured) {
+		defaultJob(obj.Object) // first: the Job's labels are the template's as written
+		generateJobSelector(obj)
 	}
 	if res.HasPrinterColumns(jobColumns) {
 		res.Hooks.TableCells = jobTableCells

@@ -68,7 +68,7 @@ func (t *term) collect(ctx context.Context, n nodeState) error {
 	if len(latest.OwnerReferences) == 0 {
 		return nil
 	}
-	solid, dangling, waiting, orphaned, err := t.classify(ctx, n, latest)
+	solid, dangling, waiting, orphaned, err := t.classify(ctx, n.ref, latest)
 	if err != nil {
 		return err
 	}
@@ -156,8 +156,7 @@ func (t *term) deleteDependentsFirst(ctx context.Context, n nodeState) error {
 // that do not (dangling), to owners being deleted in the foreground (waiting), and to
 // owners that do not exist any more and whose dependents the collector orphaned
 // (orphaned).
-func (t *term) classify(ctx context.Context, n nodeState, latest *metav1.PartialObjectMetadata) (solid, dangling, waiting, orphaned []metav1.OwnerReference, err error) {
-	item := n.ref
+func (t *term) classify(ctx context.Context, item objectRef, latest *metav1.PartialObjectMetadata) (solid, dangling, waiting, orphaned []metav1.OwnerReference, err error) {
 	for _, o := range latest.OwnerReferences {
 		gone, owner, err := t.absent(ctx, o, item)
 		switch {

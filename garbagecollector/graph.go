@@ -131,14 +131,11 @@ func (g *graph) orphanedAt(uid types.UID) (int64, bool) {
 }
 
 // markOrphaned remembers that the collector orphaned the dependents of uid at rev (0:
-// is orphaning them now; negative: did not after all).
-func (g *graph) markOrphaned(uid types.UID, rev int64) {
-	if rev < 0 {
-		g.orphaning.Remove(uid)
-		return
-	}
-	g.orphaning.Add(uid, rev)
-}
+// is orphaning them now).
+func (g *graph) markOrphaned(uid types.UID, rev int64) { g.orphaning.Add(uid, rev) }
+
+// forgetOrphaned forgets that the collector orphaned the dependents of uid.
+func (g *graph) forgetOrphaned(uid types.UID) { g.orphaning.Remove(uid) }
 
 // state returns a copy of the node of uid.
 func (g *graph) state(uid types.UID) (nodeState, bool) {

@@ -48,12 +48,13 @@ func (t *term) attemptToOrphan(ctx context.Context, uid types.UID) (reconcile.Re
 	rev, err := t.objects.removeFinalizer(ctx, n.ref, metav1.FinalizerOrphanDependents)
 	switch {
 	case err != nil:
-		rev = math.MaxInt64
-	case rev == 0 && earlier:
-		rev = prev
-	case rev == 0:
-		rev = -1
+		t.graph.markOrphaned(uid, math.MaxInt64)
+	case rev != 0:
+		t.graph.markOrphaned(uid, rev)
+	case earlier:
+		t.graph.markOrphaned(uid, prev)
+	default:
+		t.graph.forgetOrphaned(uid)
 	}
-	t.graph.markOrphaned(uid, rev)
 	return reconcile.Result{}, err
 }
