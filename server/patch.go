@@ -43,6 +43,9 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *apiReques
 		sub = ""
 	}
 	var warnings []string
+	// An apply creates a missing object; through a subresource it never does (it
+	// would be a creation that skips the main resource's checks, and would bring
+	// back an object deleted while a controller applied its status).
 	apply := p.typ == types.ApplyYAMLPatchType
 	ref := store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}
 	result, created, err := s.cfg.Store.Update(r.Context(), ref, func(_ context.Context, current *unstructured.Unstructured) (next *unstructured.Unstructured, err error) {
@@ -60,7 +63,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *apiReques
 			return nil, err
 		}
 		return fm.track(current, next, p.manager), nil
-	}, store.UpdateOptions{WriteOptions: s.writeOptions(q, sub, p.dryRun), AllowCreate: apply})
+	}, store.UpdateOptions{WriteOptions: s.writeOptions(q, sub, p.dryRun), AllowCreate: apply && q.subresource == ""})
 	if err != nil {
 		respond.Error(w, r, err)
 		return

@@ -59,7 +59,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, q *apiReque
 			return nil, apierrors.NewNotFound(q.gr(), q.info.Name)
 		}
 		return fm.track(current, next, manager), nil
-	}, store.UpdateOptions{WriteOptions: s.writeOptions(q, sub, dry), AllowCreate: q.res.Hooks != nil && q.res.Hooks.AllowCreateOnUpdate})
+	}, store.UpdateOptions{WriteOptions: s.writeOptions(q, sub, dry), AllowCreate: q.subresource == "" && q.res.Hooks != nil && q.res.Hooks.AllowCreateOnUpdate})
 	if err != nil {
 		respond.Error(w, r, err)
 		return

@@ -7,9 +7,12 @@ import (
 	"github.com/concordproject/concord/harness"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	flowcontrolv1ac "k8s.io/client-go/applyconfigurations/flowcontrol/v1"
 )
 
 func TestPatchTypes(t *testing.T) {
@@ -119,5 +122,26 @@ func TestJSONPatchOfAnEmptyStatus(t *testing.T) {
 	got, err := cronJobs.Patch(ctx, "nightly", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}, "status")
 	if err != nil || got.Status.LastScheduleTime == nil || got.Status.LastScheduleTime.Year() != 2026 {
 		t.Fatalf("JSON patch adding to an empty status: %v, %+v", err, got.Status)
+	}
+}
+
+// A write through a subresource never creates a missing object, as in Kubernetes: a
+// server-side apply of a deleted FlowSchema's status (as the API priority and
+// fairness controller applies its Dangling condition, racing a deletion) answers 404,
+// and the FlowSchema stays deleted.
+func TestSubresourceWritesDoNotCreate(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	cs := c.Servers[0].Clientset(t)
+	schemas := cs.FlowcontrolV1().FlowSchemas()
+	status := flowcontrolv1ac.FlowSchemaStatus().WithConditions(flowcontrolv1ac.FlowSchemaCondition().
+		WithType("Dangling").WithStatus(flowcontrolv1.ConditionFalse).WithReason("Found").WithMessage("e2e"))
+	_, err := schemas.ApplyStatus(ctx, flowcontrolv1ac.FlowSchema("deleted").WithStatus(status), metav1.ApplyOptions{FieldManager: "api-priority-and-fairness-config-consumer-v1", Force: true})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("apply of a missing FlowSchema's status: %v, want 404", err)
+	}
+	if _, err := schemas.Get(ctx, "deleted", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the FlowSchema after an apply of its status: %v, want it absent", err)
 	}
 }
