@@ -27,8 +27,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/retry"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+	apiregistrationv1client "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -99,6 +101,13 @@ func (b *backend) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// calls is the number of flunder requests the backend has had.
+func (b *backend) calls() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.seen)
+}
+
 func (b *backend) lastSeen() http.Header {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -149,11 +158,11 @@ func TestAggregatedAPIServer(t *testing.T) {
 		}
 	}
 	// bob may not list flunders: Concord refuses before the backend hears of it.
-	before := len(b.seen)
+	before := b.calls()
 	err = kubernetes.NewForConfigOrDie(withToken(c.Servers[0].Config(), "bob-token")).CoreV1().RESTClient().Get().
 		AbsPath("/apis/" + wardleGV + "/namespaces/default/flunders").Do(ctx).Error()
-	if !apierrors.IsForbidden(err) || len(b.seen) != before {
-		t.Errorf("bob listing flunders: %v (backend calls %d → %d), want 403 and no call", err, before, len(b.seen))
+	if after := b.calls(); !apierrors.IsForbidden(err) || after != before {
+		t.Errorf("bob listing flunders: %v (backend calls %d → %d), want 403 and no call", err, before, after)
 	}
 
 	checkAggregatedDiscovery(t, c)
@@ -164,21 +173,14 @@ func TestAggregatedAPIServer(t *testing.T) {
 	if _, err := admin.CoreV1().Services("wardle").Create(ctx, ext, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := apis.Get(ctx, "v1alpha1.wardle.example.com", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.Spec.Service = &apiregistrationv1.ServiceReference{Namespace: "wardle", Name: "ext", Port: ptr.To(int32(b.port))}
-	svc.Spec.CABundle, svc.Spec.InsecureSkipTLSVerify = nil, true // its certificate names api.wardle.svc
-	if _, err := apis.Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateAPIService(t, apis, "v1alpha1.wardle.example.com", func(svc *apiregistrationv1.APIService) {
+		svc.Spec.Service = &apiregistrationv1.ServiceReference{Namespace: "wardle", Name: "ext", Port: ptr.To(int32(b.port))}
+		svc.Spec.CABundle, svc.Spec.InsecureSkipTLSVerify = nil, true // its certificate names api.wardle.svc
+	})
 	waitFor(t, "flunders through the ExternalName Service", func() (bool, error) {
-		before := len(b.seen)
+		before := b.calls()
 		err := admin.CoreV1().RESTClient().Get().AbsPath("/apis/" + wardleGV + "/namespaces/default/flunders").Do(ctx).Error()
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return err == nil && len(b.seen) > before, nil
+		return err == nil && b.calls() > before, nil
 	})
 
 	// The backend goes: requests fail at once with a 503 (the backend cannot be
@@ -218,13 +220,9 @@ func TestAggregatedAPIServer(t *testing.T) {
 		return false, nil
 	})
 	// Back on the Service api, whose endpoints go: the reason says which.
-	if svc, err = apis.Get(ctx, "v1alpha1.wardle.example.com", metav1.GetOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	svc.Spec.Service = &apiregistrationv1.ServiceReference{Namespace: "wardle", Name: "api"}
-	if _, err := apis.Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateAPIService(t, apis, "v1alpha1.wardle.example.com", func(svc *apiregistrationv1.APIService) {
+		svc.Spec.Service = &apiregistrationv1.ServiceReference{Namespace: "wardle", Name: "api"}
+	})
 	if err := admin.DiscoveryV1().EndpointSlices("wardle").Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -287,16 +285,43 @@ func waitAvailable(t *testing.T, apis interface {
 	})
 }
 
+// updateAPIService changes APIService name with change, again on a conflict: the
+// availability controller writes its status meanwhile.
+func updateAPIService(t *testing.T, apis apiregistrationv1client.APIServiceInterface, name string, change func(*apiregistrationv1.APIService)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		svc, err := apis.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(svc)
+		_, err = apis.Update(t.Context(), svc, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // checkProxied lists flunders through cfg and checks that the backend answered for
 // user, in group, without the caller's credentials; it returns the headers the
-// backend got.
+// backend got. The server behind cfg learns of the APIService, its endpoints and the
+// user's grants through its informers, so a 404, 403 or 503 is waited out.
 func checkProxied(t *testing.T, cfg *rest.Config, b *backend, user, group string) http.Header {
 	t.Helper()
-	body, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().RESTClient().Get().
-		AbsPath("/apis/" + wardleGV + "/namespaces/default/flunders").DoRaw(t.Context())
-	if err != nil {
-		t.Fatalf("listing flunders as %s: %v: %s", user, err, body)
-	}
+	var body []byte
+	waitFor(t, "flunders listed as "+user, func() (bool, error) {
+		var err error
+		body, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().RESTClient().Get().
+			AbsPath("/apis/" + wardleGV + "/namespaces/default/flunders").DoRaw(t.Context())
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsServiceUnavailable(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("%w: %s", err, body)
+		}
+		return true, nil
+	})
 	var list struct {
 		Items []metav1.PartialObjectMetadata `json:"items"`
 	}
