@@ -7,7 +7,8 @@
 //     conditional on its revision.
 //   - Namespaces answers whether objects may be created in a namespace (it exists and
 //     is not terminating), from a watch of the stored namespaces with a live read on
-//     a miss: Kubernetes' NamespaceLifecycle admission.
+//     a miss, and for a while after this server began deleting the namespace:
+//     Kubernetes' NamespaceLifecycle admission.
 //
 // It must not know about resources' definitions, HTTP or clients: it caches what is
 // stored, and the store decides what it means.

@@ -21,6 +21,11 @@ const namespacesPrefix = "core/namespaces/"
 
 var namespacesGR = schema.GroupResource{Resource: "namespaces"}
 
+// liveLookupTTL is how long creations in a namespace this server began deleting read
+// the namespace from storage rather than the watch (Kubernetes' NamespaceLifecycle
+// uses the same): long enough for any watch to deliver the deletion.
+const liveLookupTTL = 30 * time.Second
+
 // Namespaces answers "may objects be created in namespace X?" from a watch of the
 // stored namespaces, and falls back to a live read on a miss (a namespace created a
 // moment ago through another server). It is the lister-plus-live-lookup pattern of
@@ -32,11 +37,35 @@ type Namespaces struct {
 	synced bool
 	// terminating[name] is true for a namespace being deleted; absent means unknown.
 	state map[string]bool
+	// liveLookup[name] is when creations in a namespace this server wrote the
+	// deletion of stop reading storage: until the watch has delivered the deletion,
+	// the state above would still admit them.
+	liveLookup map[string]time.Time
+	now        func() time.Time
 }
 
 // NewNamespaces returns a cache of the namespaces stored in st; Run keeps it warm.
 func NewNamespaces(st *storage.Store) *Namespaces {
-	return &Namespaces{st: st, state: map[string]bool{}}
+	return &Namespaces{st: st, state: map[string]bool{}, liveLookup: map[string]time.Time{}, now: time.Now}
+}
+
+// Wrote tells the cache that this server wrote the deletion of the object at key, so
+// that, if key is a namespace's, creations in it are refused from now on rather than
+// once the watch delivers the deletion.
+func (c *Namespaces) Wrote(key string) {
+	name, ok := strings.CutPrefix(key, namespacesPrefix)
+	if !ok {
+		return
+	}
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ns, until := range c.liveLookup {
+		if now.After(until) {
+			delete(c.liveLookup, ns)
+		}
+	}
+	c.liveLookup[name] = now.Add(liveLookupTTL)
 }
 
 type nsMeta struct {
@@ -104,10 +133,15 @@ func (c *Namespaces) syncAndWatch(ctx context.Context) error {
 }
 
 // Admit returns nil if objects may be created in namespace ns: it exists and is not
-// being deleted. Otherwise a NotFound or Forbidden Status.
+// being deleted. Otherwise a NotFound or Forbidden Status. It reads storage for a
+// namespace the watch has not shown, and for one this server lately began deleting
+// (Wrote).
 func (c *Namespaces) Admit(ctx context.Context, gr schema.GroupResource, ns string) error {
 	c.mu.RLock()
 	term, known := c.state[ns]
+	if until, ok := c.liveLookup[ns]; ok && c.now().Before(until) {
+		known = false
+	}
 	c.mu.RUnlock()
 	if !known {
 		kv, err := c.st.Get(ctx, namespacesPrefix+ns)

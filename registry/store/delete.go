@@ -76,6 +76,7 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 		}
 		if werr == nil {
 			s.recent.Forget(key)
+			s.namespaces.Wrote(key)
 			if deleted {
 				release(ctx, res, current)
 			}

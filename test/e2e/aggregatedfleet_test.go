@@ -33,7 +33,7 @@ func TestConcordFleetBehindConcord(t *testing.T) {
 	writeTokenKubeconfig(t, aggregatorKubeconfig, loadKubeconfig(t, frontKubeconfig), token)
 
 	etcd := etcdtest.Start(t)
-	var kb *kubectl
+	var backs []*kubectl
 	var ports []int
 	for i, emulation := range []string{"1.36", "1.37"} {
 		data := filepath.Join(dir, fmt.Sprint("back-", i))
@@ -44,9 +44,10 @@ func TestConcordFleetBehindConcord(t *testing.T) {
 			"--aggregator-kubeconfig", aggregatorKubeconfig, "--aggregated-groups", "stable.example.com",
 			"--disable-storage-migration") // only the aggregator's migrator rewrites
 		waitForFile(t, filepath.Join(data, "admin.kubeconfig"), logs)
-		kb = newKubectl(t, filepath.Join(data, "admin.kubeconfig"))
+		backs = append(backs, newKubectl(t, filepath.Join(data, "admin.kubeconfig")))
 		ports = append(ports, port)
 	}
+	kb := backs[len(backs)-1]
 	// Until an APIService names their identity, the aggregator refuses their entries,
 	// and the back servers do not serve the new resource: they serve nothing they have
 	// not reported to the aggregator.
@@ -56,9 +57,16 @@ func TestConcordFleetBehindConcord(t *testing.T) {
 		t.Fatalf("widgets served before the aggregator accepted their entries:\n%s", out)
 	}
 	kf.must(t, fleetRegistration(ports), "apply", "-f", "-")
-	waitKubectl(t, kb, "widgets served by the back servers", "widgets", "api-resources", "--api-group=stable.example.com")
+	// The proxy picks either back server, so both must serve widgets before any is
+	// created through it.
+	for i, k := range backs {
+		waitKubectl(t, k, fmt.Sprint("widgets served by back server ", i), "widgets", "api-resources", "--api-group=stable.example.com")
+	}
+	waitFleetEntries(t, kf, "v1")
 	waitKubectl(t, kf, "the APIService Available", "True",
 		"get", "apiservice", "v1.stable.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+	kubectlUntil(t, kf, nil, "widgets listed through the front", func(string) bool { return true },
+		"get", "widgets", "-n", "default", "-o", "name")
 	for i := range 5 {
 		kf.must(t, fmt.Sprintf("apiVersion: stable.example.com/v1\nkind: Widget\nmetadata:\n  name: w%d\n  namespace: default\nspec:\n  size: %d\n", i, i), "create", "-f", "-")
 	}

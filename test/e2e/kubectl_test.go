@@ -155,7 +155,8 @@ func TestKubectl(t *testing.T) {
 		contains(t, k.must(t, "", "get", "servicecidrs"), "CIDRS", "kubernetes", "10.0.0.0/24")
 		contains(t, k.must(t, "", "get", "apiservices"), "NAME", "SERVICE", "AVAILABLE", "v1.apps", "Local", "True", "v1.scheduling.k8s.io")
 		contains(t, k.must(t, "", "get", "priorityclasses"), "VALUE", "GLOBAL-DEFAULT", "PREEMPTIONPOLICY", "system-node-critical", "2000001000", "PreemptLowerPriority")
-		contains(t, k2.must(t, "", "get", "--raw", "/readyz?verbose"), "[+]autoregister-completion ok", "[+]poststarthook/bootstrap-controller ok")
+		out := kubectlUntil(t, k2, nil, "server 2 ready", func(string) bool { return true }, "get", "--raw", "/readyz?verbose")
+		contains(t, out, "[+]autoregister-completion ok", "[+]poststarthook/bootstrap-controller ok")
 	})
 	t.Run("namespaces", func(t *testing.T) {
 		k.must(t, "", "create", "namespace", "e2e")

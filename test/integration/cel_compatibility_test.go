@@ -127,14 +127,11 @@ func TestCELEnvironmentFollowsMinCompatibility(t *testing.T) {
 			t.Fatalf("server %d: unrelated update of the definition: %v", s.Index, err)
 		}
 		// A new rule using includes is refused.
-		d, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		spec := d.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
-		spec.XValidations = append(spec.XValidations, apiextensionsv1.ValidationRule{Rule: "[1, 2].includes(self.count)"})
-		d.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
-		_, err = crds.Update(ctx, d, metav1.UpdateOptions{})
+		_, err = updateCRD(ctx, crds, crd.Name, func(d *apiextensionsv1.CustomResourceDefinition) {
+			spec := d.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			spec.XValidations = append(spec.XValidations, apiextensionsv1.ValidationRule{Rule: "[1, 2].includes(self.count)"})
+			d.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		})
 		celWantRefused(t, err, 1, map[int]string{0: "1.35", 1: "1.36"}[s.Index])
 	}
 }

@@ -230,14 +230,19 @@ func TestNamespaceLifecycle(t *testing.T) {
 	if err == nil && ns.Status.Phase != corev1.NamespaceTerminating {
 		t.Fatalf("deleted namespace phase %q, want Terminating", ns.Status.Phase)
 	}
-	// The server that deleted it refuses at once; the other once its namespace cache
-	// has the deletion (as kube-apiservers' namespace lifecycle admission, which reads
-	// an informer): a late object is cleaned up by the namespace controller.
+	// The server that deleted it refuses at once (it reads the namespace from storage
+	// until its watch has surely delivered the deletion); the other once its namespace
+	// cache has the deletion (as kube-apiservers' namespace lifecycle admission, which
+	// reads an informer): a late object is cleaned up by the namespace controller.
 	if _, err := cs.CoreV1().ConfigMaps("team").Create(ctx, configMap("late", nil), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("create in a terminating namespace through the server that deleted it: %v, want 403", err)
 	}
 	waitFor(t, "the other server to refuse creations in the terminating namespace", func() (bool, error) {
-		_, err := other.CoreV1().ConfigMaps("team").Create(ctx, configMap("late-other", nil), metav1.CreateOptions{})
+		late := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "late-other-"}}
+		_, err := other.CoreV1().ConfigMaps("team").Create(ctx, late, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) { // not found: already gone
+			return false, err
+		}
 		return err != nil, nil
 	})
 	waitFor(t, "namespace team to be gone", func() (bool, error) {

@@ -54,6 +54,12 @@ func TestHealthVersionMetrics(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 1)
 	cfg := c.Servers[0].Config()
+	// autoregister-completion passes once the local APIServices' status is written,
+	// which a started server may not have done yet.
+	waitFor(t, "/readyz ok", func() (bool, error) {
+		code, _ := get(t, cfg, "/readyz")
+		return code == 200, nil
+	})
 	for _, path := range []string{"/healthz", "/livez", "/readyz"} {
 		want := kubeHealthChecks
 		if path == "/readyz" {

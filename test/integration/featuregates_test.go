@@ -40,7 +40,9 @@ func TestFeatureGatesMeanWhatTheySay(t *testing.T) {
 // On, the API is served and policies mutate; off, the API is not served by default,
 // and when --runtime-config serves it anyway, its policies mutate nothing.
 func testMutatingAdmissionPolicyGate(t *testing.T) {
-	mutated := func(t *testing.T, s *harness.Server) bool {
+	// mutated reports whether the policy mutates a deployment within d: policies are
+	// read by informers.
+	mutated := func(t *testing.T, s *harness.Server, d time.Duration) bool {
 		t.Helper()
 		admin := s.Clientset(t)
 		policyNamespace(t, admin, "gated")
@@ -65,8 +67,7 @@ func testMutatingAdmissionPolicyGate(t *testing.T) {
 		if _, err := admin.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		// Policies are read by informers: give them time, then answer.
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(d)
 		for time.Now().Before(deadline) {
 			d, err := admin.AppsV1().Deployments("gated").Create(t.Context(), replicated("web", 1), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			if err != nil {
@@ -82,7 +83,7 @@ func testMutatingAdmissionPolicyGate(t *testing.T) {
 
 	t.Run("on", func(t *testing.T) {
 		s := harness.Start(t, 1).Servers[0]
-		if !mutated(t, s) {
+		if !mutated(t, s, 20*time.Second) {
 			t.Error("the policy did not mutate with MutatingAdmissionPolicy on")
 		}
 	})
@@ -101,7 +102,7 @@ func testMutatingAdmissionPolicyGate(t *testing.T) {
 	t.Run("off, API switched on", func(t *testing.T) {
 		s := harness.Start(t, 1, withGates("", []string{"MutatingAdmissionPolicy=false"},
 			"admissionregistration.k8s.io/v1/mutatingadmissionpolicies=true", "admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings=true")).Servers[0]
-		if mutated(t, s) {
+		if mutated(t, s, 5*time.Second) { // the time the policy would take at most, lightly loaded
 			t.Error("the policy mutated with MutatingAdmissionPolicy off")
 		}
 	})
@@ -208,16 +209,13 @@ func testCRDValidationRatchetingGate(t *testing.T) {
 			}
 
 			// Tighten the schema; wait until it is in force.
-			crd, err = crds.Get(t.Context(), crd.Name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
-			image := spec.Properties["image"]
-			image.MaxLength = ptr.To[int64](3)
-			spec.Properties["image"] = image
-			crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
-			if _, err := crds.Update(t.Context(), crd, metav1.UpdateOptions{}); err != nil {
+			if _, err := updateCRD(t.Context(), crds, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+				spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+				image := spec.Properties["image"]
+				image.MaxLength = ptr.To[int64](3)
+				spec.Properties["image"] = image
+				crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+			}); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, "the tightened schema", func() (bool, error) {

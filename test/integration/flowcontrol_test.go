@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	flowcontrolclient "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -221,17 +222,27 @@ func TestPriorityAndFairnessBootstrap(t *testing.T) {
 	ctx := t.Context()
 	pls := fc.PriorityLevelConfigurations()
 
-	catchAll, err := pls.Get(ctx, flowcontrolv1.PriorityLevelConfigurationNameCatchAll, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// The bootstrap ensurer may write the objects meanwhile: updates retry on conflicts.
+	updatePL := func(name string, change func(*flowcontrolv1.PriorityLevelConfiguration)) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			pl, err := pls.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(pl)
+			_, err = pls.Update(ctx, pl, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	catchAll.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](77)
-	if _, err := pls.Update(ctx, catchAll, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updatePL(flowcontrolv1.PriorityLevelConfigurationNameCatchAll, func(pl *flowcontrolv1.PriorityLevelConfiguration) {
+		pl.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](77)
+	})
 	want := *bootstrap.MandatoryPriorityLevelConfigurationCatchAll.Spec.Limited.NominalConcurrencyShares
 	waitFor(t, "catch-all's shares restored", func() (bool, error) {
-		got, err := pls.Get(ctx, catchAll.Name, metav1.GetOptions{})
+		got, err := pls.Get(ctx, flowcontrolv1.PriorityLevelConfigurationNameCatchAll, metav1.GetOptions{})
 		return err == nil && *got.Spec.Limited.NominalConcurrencyShares == want, err
 	})
 
@@ -250,15 +261,10 @@ func TestPriorityAndFairnessBootstrap(t *testing.T) {
 		return err == nil && got.UID != exempt.UID, err
 	})
 
-	low, err := pls.Get(ctx, "workload-low", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	low.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] = "false"
-	low.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](3)
-	if _, err := pls.Update(ctx, low, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updatePL("workload-low", func(low *flowcontrolv1.PriorityLevelConfiguration) {
+		low.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] = "false"
+		low.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](3)
+	})
 	if err := fc.FlowSchemas().Delete(ctx, "service-accounts", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -311,9 +312,12 @@ func TestGarbageCollection(t *testing.T) {
 		// c's dependent is orphaned: give it its reference back, to c's old uid, once
 		// a new c exists.
 		c2 := createCM(t, cs0, gcCM(ns, "c", nil))
-		cur := getCM(t, cs0, ns, "recreated")
-		cur.OwnerReferences = cmOwnedBy(c, false)
-		if _, err := cs0.CoreV1().ConfigMaps(ns).Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur := getCM(t, cs0, ns, "recreated")
+			cur.OwnerReferences = cmOwnedBy(c, false)
+			_, err := cs0.CoreV1().ConfigMaps(ns).Update(t.Context(), cur, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 		waitCMsGone(t, cs0, never, recreated)
@@ -679,11 +683,12 @@ func TestGarbageCollectionAtScale(t *testing.T) {
 		}
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
-			left, err := countCMs(t.Context(), cs, ns, name+"-")
+			// The owner first: once it is gone, dependents counted after may not remain.
+			ownerGone, err := cmGone(t.Context(), cs, ns, name, owner.UID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ownerGone, err := cmGone(t.Context(), cs, ns, name, owner.UID)
+			left, err := countCMs(t.Context(), cs, ns, name+"-")
 			if err != nil {
 				t.Fatal(err)
 			}

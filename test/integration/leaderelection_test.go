@@ -34,7 +34,7 @@ func TestLeaderElection(t *testing.T) {
 			LockConfig: resourcelock.ResourceLockConfig{Identity: fmt.Sprint("candidate-", i)},
 		}
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: lock, LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
+			Lock: lock, LeaseDuration: 5 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: 200 * time.Millisecond,
 			ReleaseOnCancel: true,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(context.Context) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -558,12 +559,16 @@ func TestStorageMigrationCrashResumes(t *testing.T) {
 	const n, page = 400, 25
 	e.seed("w", "v1", n, 1)
 	e.flip("v2")
-	cfg := fastConfig(s.Config(), nil)
-	cfg.Migrator = migrator.Options{Mode: migrator.ModeClient, PageSize: page, Concurrency: 2, QPS: 150, Burst: 1}
+	// Half the rewrites go through, the rest wait for the crash.
+	gate := &writeGate{}
+	gate.hold(n / 2)
+	cfg := fastConfig(gate.wrap(s.Config()), nil)
+	cfg.Migrator = migrator.Options{Mode: migrator.ModeClient, PageSize: page, Concurrency: 2}
 	stop := runControllers(t, cfg)
 	dyn := s.Dynamic(t)
-	waitMigration(t, dyn, e.gr, 1, "to be half-way", migrated(n/4))
+	waitMigration(t, dyn, e.gr, 1, "to be part-way", migrated(n/4))
 	stop()
+	gate.release()
 
 	mid := waitMigration(t, dyn, e.gr, 1, "to keep its checkpoint", phase(migrationapi.ConditionRunning))
 	p := mid.Status.Progress
@@ -574,7 +579,6 @@ func TestStorageMigrationCrashResumes(t *testing.T) {
 		t.Errorf("etcd holds %d objects in v2, fewer than the %d checkpointed", v2, p.Migrated)
 	}
 
-	cfg.Migrator.QPS = 0
 	runControllers(t, cfg)
 	waitPersisted(t, dyn, e.gr, e.hash("v2"), e.hash("v2"))
 	migs := migrationsOf(t, dyn, e.gr)
@@ -728,6 +732,65 @@ func fakeServers(t *testing.T, s *harness.Server, gr schema.GroupResource, versi
 	}
 }
 
+// writeGate holds a client's PUTs of widgets (a migrator's rewrites) once told to,
+// after letting a number through, until released or their request is cancelled.
+type writeGate struct {
+	mu      sync.Mutex
+	allowed int
+	open    chan struct{} // nil: not holding
+}
+
+func (g *writeGate) wrap(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/widgets/") {
+				if err := g.wait(r.Context()); err != nil {
+					return nil, err
+				}
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	return cfg
+}
+
+func (g *writeGate) wait(ctx context.Context) error {
+	g.mu.Lock()
+	open := g.open
+	if open != nil && g.allowed > 0 {
+		g.allowed--
+		open = nil
+	}
+	g.mu.Unlock()
+	if open == nil {
+		return nil
+	}
+	select {
+	case <-open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// hold lets n more rewrites through and holds the rest.
+func (g *writeGate) hold(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.allowed, g.open = n, make(chan struct{})
+}
+
+// release lets every rewrite through again.
+func (g *writeGate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open != nil {
+		close(g.open)
+		g.open = nil
+	}
+}
+
 // A rolling upgrade seen through the StorageVersion API, with two real servers and
 // made-up ones standing for servers not yet upgraded: no migration while the servers
 // disagree, exactly one once they agree; a migration running when they disagree again
@@ -741,10 +804,12 @@ func TestStorageMigrationHA(t *testing.T) {
 	const n = 150
 	e.seed("w", "v1", n, 1)
 	fakeServers(t, s, e.gr, map[string]string{"fake-old": "v1"})
-	cfg := fastConfig(s.Config(), nil)
+	// The migrator's rewrites go through a gate that holds them, so that the test acts
+	// while a migration runs however fast or slow the machine is.
+	gate := &writeGate{}
+	cfg := fastConfig(gate.wrap(s.Config()), nil)
 	cfg.HistoryLimit = 10
-	// Slow enough (about 1.5s a migration) for the test to act while one runs.
-	cfg.Migrator = migrator.Options{Mode: migrator.ModeClient, PageSize: 10, Concurrency: 1, QPS: 100, Burst: 1}
+	cfg.Migrator = migrator.Options{Mode: migrator.ModeClient, PageSize: 10, Concurrency: 1}
 	runControllers(t, cfg)
 	dyn := s.Dynamic(t)
 	h1, h2 := e.hash("v1"), e.hash("v2")
@@ -764,10 +829,12 @@ func TestStorageMigrationHA(t *testing.T) {
 
 	// fake-old is upgraded: agreement, one migration. A rollback of fake-old starts
 	// while it runs: it is aborted.
+	gate.hold(15)
 	fakeServers(t, s, e.gr, map[string]string{"fake-old": "v2"})
 	waitMigration(t, dyn, e.gr, 2, "to run", migrated(10))
 	fakeServers(t, s, e.gr, map[string]string{"fake-old": "v1"})
 	m2 := waitMigration(t, dyn, e.gr, 2, "to be aborted", phase(migrationapi.ConditionFailed))
+	gate.release()
 	if c := findMigrationCondition(m2, migrationapi.ConditionFailed); c.Reason != migrationapi.ReasonStorageVersionsDisagree {
 		t.Errorf("migration 2 failed with %s, want %s", c.Reason, migrationapi.ReasonStorageVersionsDisagree)
 	}
@@ -775,10 +842,15 @@ func TestStorageMigrationHA(t *testing.T) {
 
 	// Agreement again: one new migration; a server joins while it runs (same version,
 	// new StorageVersion resourceVersion): it is replaced, and the replacement ends.
+	gate.hold(15)
 	fakeServers(t, s, e.gr, map[string]string{"fake-old": "v2"})
-	waitMigration(t, dyn, e.gr, 3, "to run", migrated(10))
+	// Migration 2's rewrites are no-op writes now (skipped).
+	waitMigration(t, dyn, e.gr, 3, "to run", func(m *migrationapi.StorageVersionMigration) bool {
+		return m.Phase() == migrationapi.ConditionRunning && m.Status.Progress != nil && m.Status.Progress.Migrated+m.Status.Progress.Skipped >= 10
+	})
 	fakeServers(t, s, e.gr, map[string]string{"fake-new": "v2"})
 	m3 := waitMigration(t, dyn, e.gr, 3, "to be replaced", phase(migrationapi.ConditionFailed))
+	gate.release()
 	if c := findMigrationCondition(m3, migrationapi.ConditionFailed); c.Reason != migrationapi.ReasonStorageVersionChanged {
 		t.Errorf("migration 3 failed with %s, want %s", c.Reason, migrationapi.ReasonStorageVersionChanged)
 	}
@@ -884,9 +956,15 @@ func TestStorageStateLifecycleStory(t *testing.T) {
 	waitMigration(t, dyn, e.gr, 4, "to succeed", phase(migrationapi.ConditionSucceeded))
 	waitPersisted(t, dyn, e.gr, hBeta, hBeta)
 
+	want := [][]string{{migrationapi.Unknown}, {hBeta}, {hBeta, hV1}, {hV1}, {hV1, hBeta}, {hBeta}, {migrationapi.Unknown}, {hBeta}}
+	// The watch may deliver the last change after the read above saw it.
+	waitFor(t, "the watch to see the state persisted again", func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(history) >= len(want), nil
+	})
 	mu.Lock()
 	defer mu.Unlock()
-	want := [][]string{{migrationapi.Unknown}, {hBeta}, {hBeta, hV1}, {hV1}, {hV1, hBeta}, {hBeta}, {migrationapi.Unknown}, {hBeta}}
 	if fmt.Sprint(history) != fmt.Sprint(want) {
 		t.Errorf("persisted hashes went through\n%v\nwant\n%v", history, want)
 	}

@@ -141,7 +141,8 @@ func TestResourceQuota(t *testing.T) {
 	e := newQuotaEnv(t, a, "quota-cm", "q", map[string]string{"configmaps": "2", "count/podtemplates": "0", "cpu": "1", "limits.memory": "1Gi"})
 	e.waitUsed(map[string]string{"configmaps": "0"})
 	// Until a server has read a quota's calculated status, the quota does not limit
-	// what it admits (as in Kubernetes): wait for the server the test writes through.
+	// what it admits (as in Kubernetes): wait for the servers the test writes through.
+	e.waitEnforced(a)
 	e.waitEnforced(b)
 
 	clientB := b.Clientset(t)

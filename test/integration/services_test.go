@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -365,9 +366,16 @@ func TestServiceClusterIPs(t *testing.T) {
 			slices.Sort(out)
 			return out
 		}
-		// Its port is put back when changed.
-		k.Spec.Ports[0].Port = 8443
-		if _, err := svcs0.Update(ctx, k, metav1.UpdateOptions{}); err != nil {
+		// Its port is put back when changed (its controller may write it meanwhile).
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			k, err := svcs0.Get(ctx, "kubernetes", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			k.Spec.Ports[0].Port = 8443
+			_, err = svcs0.Update(ctx, k, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "the kubernetes Service's port back at 443", func() (bool, error) {
