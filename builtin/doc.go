@@ -15,8 +15,8 @@
 // PUT), Deployments (the defaults, selector rules and READY column of Kubernetes'
 // API server; no controller acts on them), PodTemplates (the pod-spec defaults),
 // CronJobs (the legacy garbage collection default of batch/v1beta1), Jobs (defaults,
-// the generated selector, batch/v1's legacy orphaning default; no controller runs
-// them) and CertificateSigningRequests (the requester recorded, a spec that never
+// the generated selector, the spec's update rules, batch/v1's legacy orphaning
+// default; no controller runs them) and CertificateSigningRequests (the requester recorded, a spec that never
 // changes; nothing approves or signs them). Events' deletions
 // never involve the garbage collector, as in Kubernetes.
 //

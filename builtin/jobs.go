@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 
 	"github.com/concordproject/concord/registry"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 var jobsGR = schema.GroupResource{Group: "batch", Resource: "jobs"}
@@ -29,7 +31,8 @@ const (
 // gives them: the defaults of batch/v1 and of the pod template; unless
 // spec.manualSelector, a selector generated from the Job's uid and the matching
 // labels on the template; a selector that must select the template's labels and may
-// not change; batch/v1's legacy garbage collection default (a Job deleted without a
+// not change; the rest of the spec's update rules (validateJobSpecUpdate); batch/v1's
+// legacy garbage collection default (a Job deleted without a
 // propagation policy orphans its pods); kubectl's columns. No controller runs them.
 func configureJobs(res *registry.Resource) error {
 	res.GarbageCollection.OrphanByDefault = []string{"v1"}
@@ -37,6 +40,10 @@ func configureJobs(res *registry.Resource) error {
 	res.Hooks.PrepareForCreate = func(_ context.Context, obj *unstructured.Unstructured) {
 		defaultJob(obj.Object) // first: the Job's labels are the template's as written
 		generateJobSelector(obj)
+	}
+	validateSelectorUpdate := res.Hooks.ValidateUpdate
+	res.Hooks.ValidateUpdate = func(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
+		return append(validateSelectorUpdate(ctx, obj, old), validateJobSpecUpdate(obj.Object, old.Object)...)
 	}
 	if res.HasPrinterColumns(jobColumns) {
 		res.Hooks.TableCells = jobTableCells
@@ -59,6 +66,82 @@ func generateJobSelector(obj *unstructured.Unstructured) {
 	} {
 		setDefault(labels, k, v)
 	}
+}
+
+// jobImmutableFields are the fields of a Job's spec that never change once set.
+var jobImmutableFields = []string{"completionMode", "podFailurePolicy", "backoffLimitPerIndex", "managedBy", "successPolicy"}
+
+// validateJobSpecUpdate checks an update of a Job's spec as Kubernetes does: the
+// fields above are immutable; so is completions, but for an Indexed Job that changes
+// it in tandem with parallelism (elastic Indexed Jobs); and so is the pod template,
+// but for the scheduling directives of a Job that is suspended and never started.
+func validateJobSpecUpdate(obj, old map[string]interface{}) field.ErrorList {
+	spec, oldSpec := mapAt(obj, "spec"), mapAt(old, "spec")
+	path := field.NewPath("spec")
+	var errs field.ErrorList
+	for _, f := range append([]string{"completions"}, jobImmutableFields...) {
+		if reflect.DeepEqual(spec[f], oldSpec[f]) {
+			continue
+		}
+		if f == "completions" && spec["completionMode"] == "Indexed" && spec[f] != nil {
+			if !reflect.DeepEqual(spec[f], spec["parallelism"]) {
+				errs = append(errs, field.Invalid(path.Child(f), spec[f], "can only be modified in tandem with spec.parallelism"))
+			}
+			continue
+		}
+		errs = append(errs, field.Invalid(path.Child(f), spec[f], "field is immutable"))
+	}
+	template, _ := spec["template"].(map[string]interface{})
+	oldTemplate, _ := runtime.DeepCopyJSONValue(oldSpec["template"]).(map[string]interface{})
+	suspended, _ := oldSpec["suspend"].(bool)
+	if started, _, _ := unstructured.NestedString(old, "status", "startTime"); suspended && started == "" && template != nil && oldTemplate != nil {
+		allowSchedulingChanges(template, oldTemplate)
+	}
+	if !reflect.DeepEqual(template, oldTemplate) {
+		errs = append(errs, field.Invalid(path.Child("template"), template, "field is immutable"))
+	}
+	return errs
+}
+
+// allowSchedulingChanges copies onto old, a copy of a Job's former pod template, what a
+// suspended Job that never started may change in its template: labels, annotations,
+// node selector, tolerations, scheduling gates and node affinity (an affinity that
+// held nothing else may go).
+func allowSchedulingChanges(template, old map[string]interface{}) {
+	copyField := func(dst, src map[string]interface{}, name string) {
+		if v, ok := src[name]; ok {
+			dst[name] = v
+		} else {
+			delete(dst, name)
+		}
+	}
+	meta, oldMeta := mapAt(template, "metadata"), child(old, "metadata")
+	copyField(oldMeta, meta, "labels")
+	copyField(oldMeta, meta, "annotations")
+	spec, oldSpec := mapAt(template, "spec"), child(old, "spec")
+	for _, f := range []string{"nodeSelector", "tolerations", "schedulingGates"} {
+		copyField(oldSpec, spec, f)
+	}
+	affinity, oldAffinity := mapAt(spec, "affinity"), mapAt(oldSpec, "affinity")
+	switch {
+	case affinity == nil && oldAffinity != nil:
+		delete(oldAffinity, "nodeAffinity")
+		if len(oldAffinity) == 0 {
+			delete(oldSpec, "affinity")
+		}
+	case affinity != nil && oldAffinity == nil:
+		oldSpec["affinity"] = map[string]interface{}{}
+		copyField(oldSpec["affinity"].(map[string]interface{}), affinity, "nodeAffinity")
+	case affinity != nil:
+		copyField(oldAffinity, affinity, "nodeAffinity")
+	}
+}
+
+// mapAt returns the object at obj[key], nil if there is none; unlike child, it never
+// adds one.
+func mapAt(obj map[string]interface{}, key string) map[string]interface{} {
+	m, _ := obj[key].(map[string]interface{})
+	return m
 }
 
 // defaultJob sets batch/v1's defaults of a Job and of its pod template.

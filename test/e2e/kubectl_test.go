@@ -107,6 +107,13 @@ func TestKubectl(t *testing.T) {
 		k.must(t, "", "create", "job", "hello", "--image=busybox:1.36", "--", "echo", "hi")
 		contains(t, k2.must(t, "", "get", "jobs"), "NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE", "hello", "Running", "0/1")
 		contains(t, k2.must(t, "", "get", "job", "hello", "-o", "jsonpath={.spec.template.metadata.labels.job-name}"), "hello")
+		// A started Job's template is immutable; its other fields are not.
+		k.must(t, "", "label", "job", "hello", "team=batch")
+		k.must(t, "", "patch", "job", "hello", "-p", `{"spec":{"backoffLimit":2}}`)
+		out, err := k.run(t, "", "set", "image", "job/hello", "hello=busybox:1.37")
+		if err == nil || !strings.Contains(out, "spec.template: Invalid value") || !strings.Contains(out, "field is immutable") {
+			t.Errorf("kubectl set image on a Job: %v\n%s", err, out)
+		}
 		k.must(t, "", "delete", "job", "hello")
 		k.must(t, "", "create", "poddisruptionbudget", "web", "--selector=app=web", "--min-available=1")
 		contains(t, k2.must(t, "", "get", "pdb"), "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "web")

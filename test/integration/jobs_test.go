@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	batchv1client "k8s.io/client-go/kubernetes/typed/batch/v1"
+	"k8s.io/client-go/util/retry"
+
 	"github.com/concordproject/concord/harness"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -86,6 +89,8 @@ func TestJobs(t *testing.T) {
 		t.Errorf("changing a job's selector: %v, want 422", err)
 	}
 
+	checkJobUpdates(t, jobs, app)
+
 	// Deleted through batch/v1 without a policy, a Job orphans its dependents; with
 	// Background they go.
 	for _, policy := range []*metav1.DeletionPropagation{nil, ptr.To(metav1.DeletePropagationBackground)} {
@@ -110,6 +115,91 @@ func TestJobs(t *testing.T) {
 			return !namesOwner(getCM(t, cs, "default", dep.Name), owner.UID), nil
 		})
 	}
+}
+
+// checkJobUpdates checks Kubernetes' rules for updates of a Job's spec: a typed
+// client's read-modify-write of a mutable field passes; the pod template is
+// immutable but for the scheduling directives of a suspended Job that never started;
+// completions changes only with parallelism, and only for an Indexed Job.
+func checkJobUpdates(t *testing.T, jobs batchv1client.JobInterface, app map[string]string) {
+	t.Helper()
+	ctx := t.Context()
+	update := func(name string, change func(*batchv1.Job)) error {
+		t.Helper()
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			j, err := jobs.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(j)
+			_, err = jobs.Update(ctx, j, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	wantImmutable := func(what string, err error, field, message string) {
+		t.Helper()
+		if !apierrors.IsInvalid(err) || !hasCause(err, field, message) {
+			t.Errorf("%s: %v %q, want 422 at %s: %s", what, err, statusCauses(err), field, message)
+		}
+	}
+	running := job("running", app)
+	if _, err := jobs.Create(ctx, running, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := update("running", func(j *batchv1.Job) { j.Spec.BackoffLimit = ptr.To[int32](2); j.Spec.Suspend = ptr.To(true) }); err != nil {
+		t.Errorf("a typed client changing backoffLimit and suspend: %v", err)
+	}
+	err := update("running", func(j *batchv1.Job) { j.Spec.Template.Spec.Containers[0].Image = "busybox:1.37" })
+	wantImmutable("changing the image", err, "spec.template", "field is immutable")
+	err = update("running", func(j *batchv1.Job) { j.Spec.Completions = ptr.To[int32](3) })
+	wantImmutable("changing completions of a NonIndexed Job", err, "spec.completions", "field is immutable")
+	err = update("running", func(j *batchv1.Job) { j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion) })
+	wantImmutable("changing completionMode", err, "spec.completionMode", "field is immutable")
+
+	// Suspended and never started: the scheduling directives may change, not the rest.
+	suspended := job("suspended", app)
+	suspended.Spec.Suspend = ptr.To(true)
+	if _, err := jobs.Create(ctx, suspended, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	schedule := func(j *batchv1.Job) {
+		j.Spec.Template.Labels["queue"] = "gpu"
+		j.Spec.Template.Annotations = map[string]string{"note": "x"}
+		j.Spec.Template.Spec.NodeSelector = map[string]string{"zone": "a"}
+		j.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
+		j.Spec.Template.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}}
+		j.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}}}
+	}
+	if err := update("suspended", schedule); err != nil {
+		t.Errorf("scheduling directives of a suspended Job that never started: %v", err)
+	}
+	err = update("suspended", func(j *batchv1.Job) { j.Spec.Template.Spec.Containers[0].Image = "busybox:1.37" })
+	wantImmutable("the image of a suspended Job", err, "spec.template", "field is immutable")
+	j, err := jobs.Get(ctx, "suspended", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Status.StartTime = &metav1.Time{Time: j.CreationTimestamp.Time}
+	if _, err := jobs.UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = update("suspended", func(j *batchv1.Job) { j.Spec.Template.Spec.NodeSelector = map[string]string{"zone": "b"} })
+	wantImmutable("the node selector of a Job that started", err, "spec.template", "field is immutable")
+
+	// Indexed: completions changes in tandem with parallelism.
+	indexed := job("indexed", app)
+	indexed.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+	indexed.Spec.Completions, indexed.Spec.Parallelism = ptr.To[int32](2), ptr.To[int32](2)
+	if _, err := jobs.Create(ctx, indexed, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := update("indexed", func(j *batchv1.Job) { j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](4), ptr.To[int32](4) }); err != nil {
+		t.Errorf("scaling an Indexed Job: %v", err)
+	}
+	err = update("indexed", func(j *batchv1.Job) { j.Spec.Completions = ptr.To[int32](5) })
+	wantImmutable("completions alone of an Indexed Job", err, "spec.completions", "can only be modified in tandem with spec.parallelism")
 }
 
 // certificateRequest is a PEM-encoded PKCS#10 request for cn.
