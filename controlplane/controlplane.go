@@ -211,10 +211,15 @@ func (i *Instance) start(ctx context.Context, c lifecycle.Component) error {
 
 // stopWhenDone stops every component once ctx is done or one of them failed.
 func (i *Instance) stopWhenDone(ctx context.Context) {
+	why := "asked to"
 	select {
 	case <-ctx.Done():
 	case <-i.components.Failed():
+		why = "a component failed"
 	}
+	// Components' requests in flight are cancelled from here on: client-go may log
+	// that it could not read their responses.
+	klog.FromContext(ctx).Info("Concord server stopping", "why", why)
 	i.err = i.components.Stop()
 	close(i.done)
 }
