@@ -234,6 +234,8 @@ func TestConcordBehindConcord(t *testing.T) {
 		k.must(t, "", "create", "clusterrole", "widget-reader", "--verb=list", "--resource=widgets.stable.example.com")
 	}
 	kf.must(t, "", "create", "clusterrolebinding", "alice-widgets", "--clusterrole=widget-reader", "--user=alice")
+	// Once the front allows her, a refusal can only be the back server's.
+	waitKubectl(t, kf, "the front server allowing alice", "yes", "auth", "can-i", "list", "widgets.stable.example.com", "--as", "alice")
 	out, err := kf.run(t, "", "--as", "alice", "get", "widgets")
 	if err == nil || !strings.Contains(out, `User "alice" cannot list resource "widgets"`) {
 		t.Errorf("alice through the front server, without a grant on the back one: %v\n%s", err, out)
