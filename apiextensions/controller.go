@@ -3,9 +3,11 @@ package apiextensions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
@@ -56,7 +58,8 @@ type Controller struct {
 
 	// Publish, if set before Run, puts definitions into service instead of
 	// Registry.Put: the storage version manager's (storageversion.Manager.Publish),
-	// which reports a new storage version before put runs.
+	// which reports a new storage version before put runs. An error wrapping
+	// ErrPublishAgain says to publish again shortly.
 	Publish func(ctx context.Context, res *registry.Resource, put func(context.Context, *registry.Resource) error) error
 
 	// NoRatcheting, if set before Run, serves custom resources without validation
@@ -130,6 +133,16 @@ func (c *Controller) groupOf(u *unstructured.Unstructured) []string {
 	return keys
 }
 
+// ErrPublishAgain, wrapped in Publish's error, means the definition is in service as
+// far as it could be put and must be published again shortly: the storage version
+// manager keeps the previous storage version until the other servers decode the new
+// one. The controller looks again after publishAgainAfter; it is a wait, not a failure
+// whose retries back off (exponentially, past any wait a change should take).
+var ErrPublishAgain = errors.New("the definition must be published again shortly")
+
+// publishAgainAfter is how soon a definition is published again after ErrPublishAgain.
+const publishAgainAfter = 250 * time.Millisecond
+
 // reconcile brings the status of the named definition and its registry entry up to
 // date with the definition as stored.
 func (c *Controller) reconcile(ctx context.Context, name string) (reconcile.Result, error) {
@@ -146,7 +159,10 @@ func (c *Controller) reconcile(ctx context.Context, name string) (reconcile.Resu
 		// Not retried: only a new version of the object can fix it.
 		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("cannot serve CustomResourceDefinition %s: %w", name, err))
 	}
-	if err := c.serve(ctx, crd); err != nil {
+	if err := c.serve(ctx, crd); errors.Is(err, ErrPublishAgain) {
+		klog.FromContext(ctx).V(2).Info("Publishing the definition again shortly", "crd", name, "reason", err.Error())
+		return reconcile.Result{RequeueAfter: publishAgainAfter}, nil
+	} else if err != nil {
 		return reconcile.Result{}, err
 	}
 	if crd.DeletionTimestamp == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
+	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/google/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -133,7 +134,13 @@ func (i *Instance) startCRDs(ctx context.Context) error {
 		return err
 	}
 	if svm != nil {
-		crds.Publish = svm.Publish
+		crds.Publish = func(ctx context.Context, res *registry.Resource, put func(context.Context, *registry.Resource) error) error {
+			err := svm.Publish(ctx, res, put)
+			if errors.Is(err, storageversion.ErrPeersCatchingUp) {
+				return fmt.Errorf("%w: %w", apiextensions.ErrPublishAgain, err)
+			}
+			return err
+		}
 	}
 	crds.NoRatcheting = !i.Compatibility.Enabled(compatibility.CRDValidationRatcheting)
 	if err := i.start(ctx, lifecycle.Component{Name: "crd-controller", Run: crds.Run, Ready: func() error {

@@ -887,7 +887,11 @@ func TestStorageVersionCustomResources(t *testing.T) {
 	}
 	history := c.EtcdClient.Watch(clientv3.WithRequireLeader(t.Context()), "/registry/", clientv3.WithPrefix(), clientv3.WithRev(start.Header.Revision+1))
 	stop := make(chan struct{})
+	stopWriters := sync.OnceFunc(func() { close(stop) })
 	var wg sync.WaitGroup
+	// On a failure too, the writers stop before the servers do (cleanups run last
+	// registered first), not failing the test once it has ended.
+	t.Cleanup(func() { stopWriters(); wg.Wait() })
 	var writes, failures atomic.Int64
 	for i, s := range c.Servers {
 		dyn := s.Dynamic(t).Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "flips"}).Namespace("default")
@@ -948,7 +952,7 @@ func TestStorageVersionCustomResources(t *testing.T) {
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // writes in v11
-	close(stop)
+	stopWriters()
 	wg.Wait()
 
 	// Replay etcd's history: every custom resource write is in the encoding version its
