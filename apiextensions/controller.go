@@ -133,8 +133,8 @@ func (c *Controller) groupOf(u *unstructured.Unstructured) []string {
 	return keys
 }
 
-// ErrPublishAgain, wrapped in Publish's error, means the definition is in service as
-// far as it could be put and must be published again shortly: the storage version
+// ErrPublishAgain means, wrapped in Publish's error, that the definition is in service
+// as far as it could be put and must be published again shortly: the storage version
 // manager keeps the previous storage version until the other servers decode the new
 // one. The controller looks again after publishAgainAfter; it is a wait, not a failure
 // whose retries back off (exponentially, past any wait a change should take).
