@@ -32,8 +32,8 @@ const (
 // spec.manualSelector, a selector generated from the Job's uid and the matching
 // labels on the template; a selector that must select the template's labels and may
 // not change; the rest of the spec's update rules (validateJobSpecUpdate); batch/v1's
-// legacy garbage collection default (a Job deleted without a
-// propagation policy orphans its pods); kubectl's columns. No controller runs them.
+// legacy garbage collection default (a Job deleted without a propagation policy
+// orphans its pods); kubectl's columns. No controller runs them.
 func configureJobs(res *registry.Resource) error {
 	res.GarbageCollection.OrphanByDefault = []string{"v1"}
 	res.Hooks = replicatedHooks(defaultJob, "job")

@@ -41,12 +41,11 @@ type Namespaces struct {
 	// deletion of stop reading storage: until the watch has delivered the deletion,
 	// the state above would still admit them.
 	liveLookup map[string]time.Time
-	now        func() time.Time
 }
 
 // NewNamespaces returns a cache of the namespaces stored in st; Run keeps it warm.
 func NewNamespaces(st *storage.Store) *Namespaces {
-	return &Namespaces{st: st, state: map[string]bool{}, liveLookup: map[string]time.Time{}, now: time.Now}
+	return &Namespaces{st: st, state: map[string]bool{}, liveLookup: map[string]time.Time{}}
 }
 
 // Wrote tells the cache that this server wrote the deletion of the object at key, so
@@ -57,7 +56,7 @@ func (c *Namespaces) Wrote(key string) {
 	if !ok {
 		return
 	}
-	now := c.now()
+	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for ns, until := range c.liveLookup {
@@ -139,7 +138,7 @@ func (c *Namespaces) syncAndWatch(ctx context.Context) error {
 func (c *Namespaces) Admit(ctx context.Context, gr schema.GroupResource, ns string) error {
 	c.mu.RLock()
 	term, known := c.state[ns]
-	if until, ok := c.liveLookup[ns]; ok && c.now().Before(until) {
+	if until, ok := c.liveLookup[ns]; ok && time.Now().Before(until) {
 		known = false
 	}
 	c.mu.RUnlock()

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -350,15 +349,9 @@ func TestValidatingAdmissionPolicyTypeChecking(t *testing.T) {
 		t.Errorf("a built-in resource's policy: warnings %+v, want one on the message expression of Deployments", w)
 	}
 	// A new generation is checked again.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := policies.Get(ctx, "crontabs-confused", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	if _, err := updateRetrying(ctx, policies.Get, policies.Update, "crontabs-confused", func(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
 		p.Spec.Validations = p.Spec.Validations[:1]
 		p.Spec.Validations[0].Expression = "object.spec.replicas > 1"
-		_, err = policies.Update(ctx, p, metav1.UpdateOptions{})
-		return err
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -27,10 +27,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
-	"k8s.io/client-go/util/retry"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
-	apiregistrationv1client "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -173,10 +171,13 @@ func TestAggregatedAPIServer(t *testing.T) {
 	if _, err := admin.CoreV1().Services("wardle").Create(ctx, ext, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	updateAPIService(t, apis, "v1alpha1.wardle.example.com", func(svc *apiregistrationv1.APIService) {
+	// (The availability controller writes the APIService's status meanwhile.)
+	if _, err := updateRetrying(ctx, apis.Get, apis.Update, "v1alpha1.wardle.example.com", func(svc *apiregistrationv1.APIService) {
 		svc.Spec.Service = &apiregistrationv1.ServiceReference{Namespace: "wardle", Name: "ext", Port: ptr.To(int32(b.port))}
 		svc.Spec.CABundle, svc.Spec.InsecureSkipTLSVerify = nil, true // its certificate names api.wardle.svc
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "flunders through the ExternalName Service", func() (bool, error) {
 		before := b.calls()
 		err := admin.CoreV1().RESTClient().Get().AbsPath("/apis/" + wardleGV + "/namespaces/default/flunders").Do(ctx).Error()
@@ -220,9 +221,11 @@ func TestAggregatedAPIServer(t *testing.T) {
 		return false, nil
 	})
 	// Back on the Service api, whose endpoints go: the reason says which.
-	updateAPIService(t, apis, "v1alpha1.wardle.example.com", func(svc *apiregistrationv1.APIService) {
+	if _, err := updateRetrying(ctx, apis.Get, apis.Update, "v1alpha1.wardle.example.com", func(svc *apiregistrationv1.APIService) {
 		svc.Spec.Service = &apiregistrationv1.ServiceReference{Namespace: "wardle", Name: "api"}
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if err := admin.DiscoveryV1().EndpointSlices("wardle").Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -283,24 +286,6 @@ func waitAvailable(t *testing.T, apis interface {
 		}
 		return false, nil
 	})
-}
-
-// updateAPIService changes APIService name with change, again on a conflict: the
-// availability controller writes its status meanwhile.
-func updateAPIService(t *testing.T, apis apiregistrationv1client.APIServiceInterface, name string, change func(*apiregistrationv1.APIService)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		svc, err := apis.Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(svc)
-		_, err = apis.Update(t.Context(), svc, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // checkProxied lists flunders through cfg and checks that the backend answered for

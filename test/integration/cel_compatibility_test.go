@@ -127,7 +127,7 @@ func TestCELEnvironmentFollowsMinCompatibility(t *testing.T) {
 			t.Fatalf("server %d: unrelated update of the definition: %v", s.Index, err)
 		}
 		// A new rule using includes is refused.
-		_, err = updateCRD(ctx, crds, crd.Name, func(d *apiextensionsv1.CustomResourceDefinition) {
+		_, err = updateRetrying(ctx, crds.Get, crds.Update, crd.Name, func(d *apiextensionsv1.CustomResourceDefinition) {
 			spec := d.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 			spec.XValidations = append(spec.XValidations, apiextensionsv1.ValidationRule{Rule: "[1, 2].includes(self.count)"})
 			d.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec

@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	apiextensionsclientv1 "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
-
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/registry/store"
@@ -52,24 +50,6 @@ func crdClient(t *testing.T, s *harness.Server) apiextensionsclient.Interface {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-// updateCRD applies change to definition name and updates it, again on a conflict
-// (the definition's controllers write its status meanwhile); it returns the update's
-// answer.
-func updateCRD(ctx context.Context, crds apiextensionsclientv1.CustomResourceDefinitionInterface, name string,
-	change func(*apiextensionsv1.CustomResourceDefinition)) (*apiextensionsv1.CustomResourceDefinition, error) {
-	var updated *apiextensionsv1.CustomResourceDefinition
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(crd)
-		updated, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
-		return err
-	})
-	return updated, err
 }
 
 func loadCRD(t *testing.T, file string) *apiextensionsv1.CustomResourceDefinition {
@@ -672,7 +652,7 @@ func TestCRDsOfWellKnownProjects(t *testing.T) {
 	})
 
 	t.Run("a default added later applies on read", func(t *testing.T) {
-		_, err := updateCRD(ctx, crds, defs["Rollout"].Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		_, err := updateRetrying(ctx, crds.Get, crds.Update, defs["Rollout"].Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
 			spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 			prop := spec.Properties["progressDeadlineSeconds"]
 			prop.Default = &apiextensionsv1.JSON{Raw: []byte("600")}
@@ -1032,7 +1012,7 @@ func TestCRDStorageVersionFlip(t *testing.T) {
 	for range writers * 5 {
 		<-progress
 	}
-	flipped, err := updateCRD(ctx, crdsA, crd.Name, func(cur *apiextensionsv1.CustomResourceDefinition) {
+	flipped, err := updateRetrying(ctx, crdsA.Get, crdsA.Update, crd.Name, func(cur *apiextensionsv1.CustomResourceDefinition) {
 		cur.Spec.Versions[0].Storage, cur.Spec.Versions[1].Storage = false, true
 	})
 	if err != nil {
@@ -1134,7 +1114,7 @@ func TestCRDStorageVersionFlip(t *testing.T) {
 		t.Errorf("status update to [v2]: %v %v", err, got)
 	}
 	// A version in storedVersions cannot leave spec.versions.
-	if _, err := updateCRD(ctx, crdsB, crd.Name, func(cur *apiextensionsv1.CustomResourceDefinition) {
+	if _, err := updateRetrying(ctx, crdsB.Get, crdsB.Update, crd.Name, func(cur *apiextensionsv1.CustomResourceDefinition) {
 		cur.Spec.Versions = cur.Spec.Versions[1:]
 	}); err != nil {
 		t.Errorf("dropping v1 once it is no longer stored: %v", err)
@@ -1310,7 +1290,7 @@ func TestCRDInvalidDefinitions(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitCRD(t, crdClient(t, c.Servers[0]), "crontabs.valid.example.com", "established", established)
-		_, err := updateCRD(ctx, crds, "crontabs.valid.example.com", func(d *apiextensionsv1.CustomResourceDefinition) {
+		_, err := updateRetrying(ctx, crds.Get, crds.Update, "crontabs.valid.example.com", func(d *apiextensionsv1.CustomResourceDefinition) {
 			d.Spec.Scope = apiextensionsv1.ClusterScoped
 		})
 		if !hasCause(err, "spec.scope", "field is immutable") {

@@ -209,7 +209,7 @@ func testCRDValidationRatchetingGate(t *testing.T) {
 			}
 
 			// Tighten the schema; wait until it is in force.
-			if _, err := updateCRD(t.Context(), crds, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
+			if _, err := updateRetrying(t.Context(), crds.Get, crds.Update, crd.Name, func(crd *apiextensionsv1.CustomResourceDefinition) {
 				spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 				image := spec.Properties["image"]
 				image.MaxLength = ptr.To[int64](3)

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	flowcontrolclient "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -225,15 +224,7 @@ func TestPriorityAndFairnessBootstrap(t *testing.T) {
 	// The bootstrap ensurer may write the objects meanwhile: updates retry on conflicts.
 	updatePL := func(name string, change func(*flowcontrolv1.PriorityLevelConfiguration)) {
 		t.Helper()
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			pl, err := pls.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			change(pl)
-			_, err = pls.Update(ctx, pl, metav1.UpdateOptions{})
-			return err
-		}); err != nil {
+		if _, err := updateRetrying(ctx, pls.Get, pls.Update, name, change); err != nil {
 			t.Fatal(err)
 		}
 	}

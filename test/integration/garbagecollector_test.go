@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -312,11 +311,9 @@ func TestGarbageCollection(t *testing.T) {
 		// c's dependent is orphaned: give it its reference back, to c's old uid, once
 		// a new c exists.
 		c2 := createCM(t, cs0, gcCM(ns, "c", nil))
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cur := getCM(t, cs0, ns, "recreated")
+		cms := cs0.CoreV1().ConfigMaps(ns)
+		if _, err := updateRetrying(t.Context(), cms.Get, cms.Update, "recreated", func(cur *corev1.ConfigMap) {
 			cur.OwnerReferences = cmOwnedBy(c, false)
-			_, err := cs0.CoreV1().ConfigMaps(ns).Update(t.Context(), cur, metav1.UpdateOptions{})
-			return err
 		}); err != nil {
 			t.Fatal(err)
 		}

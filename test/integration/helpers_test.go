@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,7 +12,27 @@ import (
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 )
+
+// updateRetrying reads object name with get, applies change and writes it with update,
+// reading it again on a conflict (a controller may write the object meanwhile); it
+// returns the update's answer. get and update are a typed client's Get and Update.
+func updateRetrying[T any](ctx context.Context, get func(context.Context, string, metav1.GetOptions) (T, error),
+	update func(context.Context, T, metav1.UpdateOptions) (T, error), name string, change func(T)) (T, error) {
+	var updated T
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj, err := get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(obj)
+		updated, err = update(ctx, obj, metav1.UpdateOptions{})
+		return err
+	})
+	return updated, err
+}
 
 // waitFor polls cond every 50 ms for up to 20 s.
 func waitFor(t *testing.T, what string, cond func() (bool, error)) {

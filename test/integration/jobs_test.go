@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	batchv1client "k8s.io/client-go/kubernetes/typed/batch/v1"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/concordproject/concord/harness"
 	batchv1 "k8s.io/api/batch/v1"
@@ -126,15 +125,8 @@ func checkJobUpdates(t *testing.T, jobs batchv1client.JobInterface, app map[stri
 	ctx := t.Context()
 	update := func(name string, change func(*batchv1.Job)) error {
 		t.Helper()
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			j, err := jobs.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			change(j)
-			_, err = jobs.Update(ctx, j, metav1.UpdateOptions{})
-			return err
-		})
+		_, err := updateRetrying(ctx, jobs.Get, jobs.Update, name, change)
+		return err
 	}
 	wantImmutable := func(what string, err error, field, message string) {
 		t.Helper()

@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -367,15 +366,7 @@ func TestServiceClusterIPs(t *testing.T) {
 			return out
 		}
 		// Its port is put back when changed (its controller may write it meanwhile).
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			k, err := svcs0.Get(ctx, "kubernetes", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			k.Spec.Ports[0].Port = 8443
-			_, err = svcs0.Update(ctx, k, metav1.UpdateOptions{})
-			return err
-		}); err != nil {
+		if _, err := updateRetrying(ctx, svcs0.Get, svcs0.Update, "kubernetes", func(k *corev1.Service) { k.Spec.Ports[0].Port = 8443 }); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "the kubernetes Service's port back at 443", func() (bool, error) {
