@@ -115,6 +115,10 @@ type Options struct {
 	// priority and fairness shares among priority levels (kube-apiserver's flags of
 	// the same names; defaults 400 and 200).
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
+	// RequestTimeout bounds every request but watches, the reading of its body
+	// included: past it the request is answered 504 (kube-apiserver's
+	// --request-timeout; default 1m).
+	RequestTimeout time.Duration
 	// LogFormat is "text" or "json".
 	LogFormat string
 	// EncryptionProviderConfig is the EncryptionConfiguration
@@ -150,6 +154,7 @@ func NewOptions() *Options {
 		EnablePriorityAndFairness:   true,
 		MaxRequestsInflight:         400,
 		MaxMutatingRequestsInflight: 200,
+		RequestTimeout:              time.Minute,
 		IdentityLeaseDuration:       identity.DefaultLeaseDuration,
 		IdentityLeaseRenewInterval:  identity.DefaultRenewInterval,
 		Compatibility:               *compatibility.NewOptions(),
@@ -219,6 +224,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --max-mutating-requests-inflight, the number of requests the server executes at once, shared among priority levels.")
 	fs.IntVar(&o.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInflight,
 		"With --max-requests-inflight, the number of requests the server executes at once, shared among priority levels.")
+	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout,
+		"How long a request but a watch may take, the reading of its body included, before it is answered 504 Timeout.")
 	fs.StringVar(&o.EncryptionProviderConfig, "encryption-provider-config", o.EncryptionProviderConfig,
 		"EncryptionConfiguration (apiserver.config.k8s.io/v1) of the providers that encrypt stored values at rest, per resource (identity, aescbc, aesgcm, secretbox, kms v2). A new write key is migrated to by itself once every server writes with it.")
 	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
@@ -297,6 +304,9 @@ func (o *Options) Validate() error {
 	} else if o.EnablePriorityAndFairness && o.concurrencyLimit() < 1 {
 		errs = append(errs, errors.New("--max-requests-inflight plus --max-mutating-requests-inflight must be at least 1 with --enable-priority-and-fairness"))
 	}
+	if o.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout %s must be positive", o.RequestTimeout))
+	}
 	if o.LogFormat != "text" && o.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--logging-format %q is not allowed: use text or json", o.LogFormat))
 	}
@@ -343,6 +353,13 @@ func (o *Options) watchCacheMemoryLimit() (int64, error) {
 // concurrencyLimit is how many seats API priority and fairness shares.
 func (o *Options) concurrencyLimit() int {
 	return o.MaxRequestsInflight + o.MaxMutatingRequestsInflight
+}
+
+// maxBodyReadsPerUser is how many of one user's requests may be sending their bodies
+// at once: a quarter of the in-flight limit, so that a user's stalled uploads count
+// against it without taking what the others need (at least 1).
+func (o *Options) maxBodyReadsPerUser() int {
+	return max(1, o.concurrencyLimit()/4)
 }
 
 func (o *Options) certDir() string {

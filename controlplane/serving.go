@@ -83,6 +83,8 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		ExtraMetrics:          extraMetrics,
 		FlowControl:           fcFilter,
 		Profiling:             o.Profiling,
+		RequestTimeout:        o.RequestTimeout,
+		MaxBodyReadsPerUser:   o.maxBodyReadsPerUser(),
 		Version:               compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
 		ClientSkew:            skew,
 		StorageVersionBarrier: i.barrier(),

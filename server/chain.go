@@ -18,10 +18,12 @@ import (
 //     action) becomes Warning headers of the answer;
 //  4. metrics: apiserver_request_total and _duration_seconds;
 //  5. timeout: the request timeout, watches excepted;
-//  6. body-limit: request bodies capped;
-//  7. authentication: the user, or 401 (public paths admit anonymous users; the 401
+//  6. authentication: the user, or 401 (public paths admit anonymous users; the 401
 //     is audited);
-//  8. audit (Config.Audit): the request's audit events, as the audit policy says;
+//  7. audit (Config.Audit): the request's audit events, as the audit policy says;
+//  8. request-body: the whole body read, within the size limit (413), the request's
+//     deadline (504) and the user's count of bodies still arriving (429), so that
+//     no later stage waits on a slow client;
 //  9. impersonation: Impersonate-* headers replace the user, if the authorizer
 //     (Config.Authorizer) allows the authenticated one to impersonate it; 403
 //     otherwise;
@@ -44,9 +46,9 @@ func (s *Server) buildChain() []filters.Filter {
 		filters.Warnings(),
 		filters.Metrics(s.cfg.Metrics),
 		filters.Timeout(s.cfg.RequestTimeout),
-		filters.BodyLimit(s.cfg.MaxRequestBodyBytes),
 		filters.Authentication(s.cfg.Authenticator, publicPath, s.cfg.Audit.FailedAuthentication),
 		{Name: "audit", Wrap: s.cfg.Audit.Filter},
+		filters.RequestBody(filters.BodyLimits{MaxBytes: s.cfg.MaxRequestBodyBytes, PerUser: s.cfg.MaxBodyReadsPerUser}),
 		filters.Impersonation(s.cfg.Authorizer),
 	}
 	if s.cfg.FlowControl != nil {

@@ -51,7 +51,7 @@ func TestChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := []string{"recovery", "request-info", "warnings", "metrics", "timeout", "body-limit", "authentication", "audit", "impersonation", "priority-and-fairness", "authorization", "client-skew", "storage-version-barrier"}
+	all := []string{"recovery", "request-info", "warnings", "metrics", "timeout", "authentication", "audit", "request-body", "impersonation", "priority-and-fairness", "authorization", "client-skew", "storage-version-barrier"}
 	upTo := func(name string) []string { return all[:slices.Index(all, name)+1] }
 	for _, tc := range []struct {
 		method, path, token string

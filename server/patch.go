@@ -20,6 +20,19 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// The bounds of a JSON patch, kube-apiserver's: at most maxJSONPatchOperations
+// operations (413 beyond), and copies that add at most maxJSONPatchCopyBytes to the
+// document in all (422 beyond), so that a small patch that copies a value into
+// itself again and again cannot grow the document without bound.
+const (
+	maxJSONPatchOperations = 10000
+	maxJSONPatchCopyBytes  = 3 << 20
+)
+
+// The json-patch library keeps its copy bound in a package variable; it is set once,
+// here, for every patch this process applies.
+func init() { jsonpatch.AccumulatedCopySizeLimit = maxJSONPatchCopyBytes }
+
 // servePatch handles JSON patch, JSON merge patch, strategic merge patch (for the
 // built-in kinds client-go knows, whose patch strategies come from their Go types) and
 // server-side apply.
@@ -48,6 +61,8 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *apiReques
 	// back an object deleted while a controller applied its status).
 	apply := p.typ == types.ApplyYAMLPatchType
 	ref := store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}
+	wo := s.writeOptions(q, sub, p.dryRun)
+	wo.KeepManagedFields = apply
 	result, created, err := s.cfg.Store.Update(r.Context(), ref, func(_ context.Context, current *unstructured.Unstructured) (next *unstructured.Unstructured, err error) {
 		if apply {
 			next, warnings, err = p.applied(r, q)
@@ -63,7 +78,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *apiReques
 			return nil, err
 		}
 		return fm.track(current, next, p.manager), nil
-	}, store.UpdateOptions{WriteOptions: s.writeOptions(q, sub, p.dryRun), AllowCreate: apply && q.subresource == ""})
+	}, store.UpdateOptions{WriteOptions: wo, AllowCreate: apply && q.subresource == ""})
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -201,6 +216,10 @@ func applyPatch(pt types.PatchType, current, patch []byte, smpStruct interface{}
 		p, err := jsonpatch.DecodePatch(patch)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the JSON patch does not parse: %v", err))
+		}
+		if len(p) > maxJSONPatchOperations {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+				"the allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
 		}
 		out, err := p.Apply(current)
 		if err != nil {

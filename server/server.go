@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"path"
 	"sync"
 	"time"
 
@@ -64,6 +65,9 @@ type Config struct {
 	Address string
 	// MaxRequestBodyBytes limits request bodies (default 3 MiB, like Kubernetes).
 	MaxRequestBodyBytes int64
+	// MaxBodyReadsPerUser caps the requests of one user whose bodies are still
+	// arriving (0: no cap); see filters.RequestBody.
+	MaxBodyReadsPerUser int
 	// RequestTimeout bounds non-watch requests (default 60s).
 	RequestTimeout time.Duration
 	// MaxWatchTimeout bounds watches without timeoutSeconds (default 30 min, with
@@ -146,8 +150,35 @@ func New(cfg Config) (*Server, error) {
 	s.metrics = newWatchMetrics(cfg.Metrics)
 	s.install()
 	s.chain = s.buildChain()
-	s.handler = filters.Build(s.mux, s.chain)
+	s.handler = filters.Build(exactPaths(s.mux), s.chain)
 	return s, nil
+}
+
+// exactPaths hands mux only clean paths. ServeMux answers a path with empty, "." or
+// ".." segments with a redirect to its clean form, which would have the request the
+// chain authorized and audited for one URL answered for another; such a path is a
+// 404 Status instead, as kube-apiserver answers it.
+func exactPaths(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p != "" && p != cleanPath(p) {
+			respond.Error(w, r, apierrors.NewNotFound(schema.GroupResource{}, p))
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// cleanPath is p with its empty, "." and ".." segments resolved, as ServeMux cleans
+// it: rooted, and with its trailing slash kept.
+func cleanPath(p string) string {
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // Handler returns the full handler chain (for in-process use and tests).

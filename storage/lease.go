@@ -81,6 +81,9 @@ func (s *Store) putOp(ctx context.Context, key string, value []byte, opts []Writ
 	if err != nil {
 		return clientv3.Op{}, err
 	}
+	if err := checkSize(s.rel([]byte(key)), value); err != nil {
+		return clientv3.Op{}, err
+	}
 	o := collect(opts)
 	if o.ttl <= 0 {
 		return clientv3.OpPut(key, string(value)), nil

@@ -8,6 +8,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Sentinel errors. Every error returned by a Store either is one of these (tested with
@@ -26,7 +28,48 @@ var (
 	// ErrInvalidContinue: a continue token could not be decoded or does not belong to
 	// the listed prefix.
 	ErrInvalidContinue = errors.New("invalid continue token")
+	// ErrTooLarge: a write is larger than etcd takes in one request (TooLargeError).
+	ErrTooLarge = errors.New("write too large for etcd")
 )
+
+// MaxRequestBytes is the largest request Concord sends etcd: etcd's own default
+// --max-request-bytes (1.5 MiB), which the embedded etcd keeps. A write whose key and
+// value would make a larger request is refused before it is sent (TooLargeError),
+// rather than by etcd's server or its client's 2 MiB message limit.
+const MaxRequestBytes = 3 << 19
+
+// requestOverhead bounds what a conditional write adds to its key and value in the
+// request etcd measures: the key appears in the compare, the put and the read of the
+// current value on a conflict, with the header and encoding around them.
+func requestOverhead(key string) int { return 3*len(key) + 512 }
+
+// TooLargeError is returned by writes whose request would be over MaxRequestBytes, and
+// when etcd refuses one as too large. It matches ErrTooLarge with errors.Is.
+type TooLargeError struct {
+	Key string
+	// Size is the value's size in bytes, as sealed for etcd; 0 if etcd refused it
+	// without saying.
+	Size  int
+	Limit int
+}
+
+func (e *TooLargeError) Error() string {
+	if e.Size == 0 {
+		return fmt.Sprintf("%s: %v (etcd refused it)", e.Key, ErrTooLarge)
+	}
+	return fmt.Sprintf("%s: %v: %d bytes, over the %d bytes of a request", e.Key, ErrTooLarge, e.Size, e.Limit)
+}
+
+// Is makes a TooLargeError match ErrTooLarge.
+func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
+// checkSize is a TooLargeError if writing value at key would be too large a request.
+func checkSize(key string, value []byte) error {
+	if len(value)+requestOverhead(key) > MaxRequestBytes {
+		return &TooLargeError{Key: key, Size: len(value), Limit: MaxRequestBytes - requestOverhead(key)}
+	}
+	return nil
+}
 
 // ConflictError is returned by Update and Delete when the key moved. It matches
 // ErrConflict (or ErrNotFound when Current is nil) with errors.Is.
@@ -117,6 +160,17 @@ func translate(err error) error {
 		return fmt.Errorf("%w: %w", ErrCompacted, err)
 	case errors.Is(err, rpctypes.ErrFutureRev):
 		return fmt.Errorf("%w: %w", ErrFutureRevision, err)
+	case errors.Is(err, rpctypes.ErrRequestTooLarge) || isMessageTooLarge(err):
+		// An etcd whose --max-request-bytes is below Concord's, or a request the
+		// client's message limit stopped.
+		return fmt.Errorf("%w: %w", &TooLargeError{Limit: MaxRequestBytes}, err)
 	}
 	return err
+}
+
+// isMessageTooLarge reports whether err is the gRPC client refusing to send a message
+// over its size limit.
+func isMessageTooLarge(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max")
 }

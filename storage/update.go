@@ -118,6 +118,9 @@ func (s *Store) batchOp(ctx context.Context, w Write) (clientv3.Op, error) {
 	if err != nil {
 		return clientv3.Op{}, err
 	}
+	if err := checkSize(w.Key, v); err != nil {
+		return clientv3.Op{}, err
+	}
 	// A rewrite keeps the key's lease: an expiring object still expires.
 	return clientv3.OpPut(k, string(v), clientv3.WithIgnoreLease()), nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -29,6 +30,11 @@ type WriteOptions struct {
 	// it with obj nil and old the object as stored, before it deletes (or marks it
 	// terminating), again for every attempt a storage conflict retries.
 	Admit AdmitFunc
+	// KeepManagedFields keeps an object's managedFields when it is too large to
+	// store with them (server-side apply, whose field ownership is its point): the
+	// write is refused (413). Otherwise, as in Kubernetes, the object is stored
+	// without them.
+	KeepManagedFields bool
 }
 
 // AdmitFunc is validating admission: it sees obj as it will be stored, with old, the
@@ -119,7 +125,9 @@ func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts 
 		return obj, nil
 	}
 	key := res.Key(ns, obj.GetName())
-	rev, err := s.storage.Create(ctx, key, data, storage.WithTTL(res.TTL))
+	rev, data, err := s.write(ctx, res, obj, data, opts, func(data []byte) (int64, error) {
+		return s.storage.Create(ctx, key, data, storage.WithTTL(res.TTL))
+	})
 	if err != nil {
 		return nil, s.storageError(res, obj.GetName(), err)
 	}
@@ -127,6 +135,22 @@ func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts 
 	s.recent.Wrote(key, data, rev)
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil
+}
+
+// write writes data, obj as encoded, with put. Should etcd not take it for its size,
+// it writes obj again without its managedFields (which can be large), unless opts
+// keep them: Kubernetes does the same. It returns what it wrote.
+func (s *Store) write(ctx context.Context, res *registry.Resource, obj *registry.Object, data []byte, opts WriteOptions, put func([]byte) (int64, error)) (int64, []byte, error) {
+	rev, err := put(data)
+	if !errors.Is(err, storage.ErrTooLarge) || opts.KeepManagedFields || len(obj.GetManagedFields()) == 0 {
+		return rev, data, err
+	}
+	obj.SetManagedFields(nil)
+	if data, err = res.Encode(ctx, obj); err != nil {
+		return 0, nil, s.conversionError(res, err)
+	}
+	rev, err = put(data)
+	return rev, data, err
 }
 
 // allocate runs res's Allocate hook, if it has one, for obj (old: nil for a creation).

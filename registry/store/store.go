@@ -147,12 +147,25 @@ func (s *Store) storageError(res *registry.Resource, name string, err error) err
 		return apierrors.NewTimeoutError(fmt.Sprintf("etcd did not answer in time for %s %q", gr, name), 1)
 	case errors.Is(err, context.Canceled):
 		return apierrors.NewTimeoutError("request canceled", 0)
+	case errors.Is(err, storage.ErrTooLarge):
+		return tooLarge(gr, name, err)
 	}
 	var se apierrors.APIStatus
 	if errors.As(err, &se) {
 		return err
 	}
 	return apierrors.NewInternalError(fmt.Errorf("%s %q: %w", gr, name, err))
+}
+
+// tooLarge is the 413 of an object too large to store.
+func tooLarge(gr fmt.Stringer, name string, err error) error {
+	var tle *storage.TooLargeError
+	if errors.As(err, &tle) && tle.Size > 0 {
+		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+			"%s %q is %d bytes as stored, over the limit of %d bytes etcd takes in one write", gr, name, tle.Size, tle.Limit))
+	}
+	return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+		"%s %q is too large for etcd to store in one write (at most %d bytes)", gr, name, storage.MaxRequestBytes))
 }
 
 // parseRV parses a non-empty resourceVersion parameter.

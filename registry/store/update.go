@@ -159,7 +159,12 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 	if opts.DryRun {
 		return obj, false, true, nil
 	}
-	rev, err := s.storage.Update(ctx, key, data, kv.Revision, storage.WithTTL(res.TTL))
+	rev, data, err := s.write(ctx, res, obj, data, opts.WriteOptions, func(data []byte) (int64, error) {
+		return s.storage.Update(ctx, key, data, kv.Revision, storage.WithTTL(res.TTL))
+	})
+	if errors.Is(err, storage.ErrTooLarge) {
+		return nil, false, true, s.storageError(res, name, err)
+	}
 	if err != nil {
 		return nil, false, false, err
 	}

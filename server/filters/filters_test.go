@@ -2,7 +2,6 @@ package filters_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -73,29 +72,6 @@ func TestRequestInfo(t *testing.T) {
 	serve(t, []filters.Filter{filters.RequestInfo()}, h, httptest.NewRequest(http.MethodDelete, "/apis/apps/v1/namespaces/a/deployments/d", nil))
 	if got == nil || got.Verb != "delete" || got.Resource != "deployments" || got.Namespace != "a" || got.Name != "d" {
 		t.Errorf("request info %+v", got)
-	}
-}
-
-func TestBodyLimit(t *testing.T) {
-	read := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := io.ReadAll(r.Body); err != nil {
-			w.WriteHeader(http.StatusRequestEntityTooLarge)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
-	chain := []filters.Filter{filters.BodyLimit(10)}
-	if w := serve(t, chain, read, httptest.NewRequest(http.MethodPost, "/", strings.NewReader("0123456789"))); w.Code != 204 {
-		t.Errorf("a body at the limit: %d", w.Code)
-	}
-	w := serve(t, chain, read, httptest.NewRequest(http.MethodPost, "/", strings.NewReader("0123456789x")))
-	if st := status(t, w); w.Code != 413 || st.Reason != metav1.StatusReasonRequestEntityTooLarge {
-		t.Errorf("a declared length over the limit: %d %+v", w.Code, st)
-	}
-	r := httptest.NewRequest(http.MethodPost, "/", io.MultiReader(strings.NewReader("0123456789"), strings.NewReader("x")))
-	r.ContentLength = -1
-	if w := serve(t, chain, read, r); w.Code != 413 {
-		t.Errorf("an undeclared body over the limit: %d", w.Code)
 	}
 }
 
