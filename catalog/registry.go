@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -76,6 +78,11 @@ func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
 			rv.Deprecated, rv.DeprecationWarning = true, &warning
 		}
 		out.Versions = append(out.Versions, rv)
+	}
+	if verbs, err := RecordedVerbs(); err != nil {
+		return nil, fmt.Errorf("the recorded verbs of kube-apiserver: %w", err)
+	} else if v, ok := verbs.Of(r.GroupResource()); ok {
+		out.Verbs, out.SubresourceVerbs = slices.Clone(v.Verbs), maps.Clone(v.Subresources)
 	}
 	if err := out.Validate(); err != nil {
 		return nil, err

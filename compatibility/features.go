@@ -33,6 +33,10 @@ const (
 	// WatchList: a watch may ask for its starting state (sendInitialEvents). Off, such
 	// a watch is refused as Kubernetes refuses it.
 	WatchList featuregate.Feature = "WatchList"
+	// CBORServingAndStorage: request and response bodies may be CBOR
+	// (application/cbor, KEP-4222). Off, a CBOR body is refused (415) and CBOR is not
+	// offered, as kube-apiserver does.
+	CBORServingAndStorage featuregate.Feature = "CBORServingAndStorage"
 )
 
 // The special gates of component-base that switch every alpha or beta feature.
@@ -42,8 +46,8 @@ const (
 )
 
 // ownFeatures are the gates the catalog must define, because Concord's code asks them.
-// The other gates Concord honours (CRDValidationRatcheting, MutatingAdmissionPolicy,
-// WatchList) are Kubernetes' and may be missing from a catalog of an older release: the
+// The other gates Concord honours (CBORServingAndStorage, CRDValidationRatcheting,
+// MutatingAdmissionPolicy, WatchList) are Kubernetes' and may be missing from a catalog of an older release: the
 // feature is then disabled (enabled).
 var ownFeatures = []featuregate.Feature{APIServerIdentity, StorageVersionAPI}
 

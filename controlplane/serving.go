@@ -90,6 +90,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		StorageVersionBarrier: i.barrier(),
 		Aggregated:            aggregated,
 		DisableWatchList:      !compat.Enabled(compatibility.WatchList),
+		CBOR:                  compat.Enabled(compatibility.CBORServingAndStorage),
 		// The annotations admission adds (admission policies' audit annotations and
 		// Audit action) go to the request's audit event.
 		Admission: k8sadmission.WithAudit(chain),

@@ -64,6 +64,18 @@ type Resource struct {
 	// validation ratcheting (schema.Schema.ValidateUpdateWithoutRatcheting): custom
 	// resources while the CRDValidationRatcheting feature gate is off.
 	NoRatcheting bool
+	// Verbs are the verbs the resource serves and SubresourceVerbs those of each of
+	// its subresources, as Kubernetes' discovery names them (for built-in resources,
+	// the API catalog's recording of kube-apiserver's). Nil Verbs are every verb of a
+	// persisted resource, create alone for a review; a subresource SubresourceVerbs
+	// does not name serves get, patch and update (status, scale), update (a
+	// namespace's finalize) or create (an action). See ServedVerbs.
+	Verbs            []string
+	SubresourceVerbs map[string][]string
+	// ReturnDeletedObject answers a deletion that removed the object with the object
+	// as it was, rather than with a Status naming it, as Kubernetes' registries of a
+	// few resources do (CSINodes, StorageClasses, the resource.k8s.io kinds).
+	ReturnDeletedObject bool
 	// GarbageCollection is what deleting an object does with its dependents (the
 	// objects that name it in their ownerReferences) when the request says nothing
 	// (no propagationPolicy, no orphanDependents). The zero value is Kubernetes' usual
@@ -246,6 +258,33 @@ func (r *Resource) HasPrinterColumns(names []string) bool {
 // Persisted reports whether the resource's objects are stored: every resource but
 // the reviews (Hooks.Review).
 func (r *Resource) Persisted() bool { return r.Hooks == nil || r.Hooks.Review == nil }
+
+// persistedVerbs are the verbs of a resource kept in storage, when nothing says
+// otherwise: all of them, as for custom resources.
+var persistedVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// ServedVerbs returns the verbs the resource (subresource "") or one of its
+// subresources serves, sorted. The caller must not modify them.
+func (r *Resource) ServedVerbs(subresource string) []string {
+	switch {
+	case subresource == "" && r.Verbs != nil:
+		return r.Verbs
+	case subresource == "" && !r.Persisted():
+		return []string{"create"}
+	case subresource == "":
+		return persistedVerbs
+	}
+	if v, ok := r.SubresourceVerbs[subresource]; ok {
+		return v
+	}
+	switch _, action := r.Action(subresource); {
+	case action:
+		return []string{"create"}
+	case subresource == "finalize":
+		return []string{"update"}
+	}
+	return []string{"get", "patch", "update"}
+}
 
 // GroupResource returns the resource's group and plural.
 func (r *Resource) GroupResource() schema.GroupResource {

@@ -10,11 +10,7 @@ import (
 
 func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, q *apiRequest) {
 	ctx := r.Context()
-	if q.info.Name != "" {
-		respond.Error(w, r, apierrors.NewMethodNotSupported(q.gr(), "create with a name in the URL"))
-		return
-	}
-	wr, err := parseWrite(r)
+	wr, err := parseWrite(r, "create", "")
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -36,12 +32,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, q *apiReque
 		respond.Error(w, r, err)
 		return
 	}
-	manager, err := fieldManagerName(r, false)
-	if err != nil {
-		respond.Error(w, r, err)
-		return
-	}
-	obj = fm.trackCreate(obj, manager)
+	obj = fm.trackCreate(obj, wr.manager)
 	created, err := s.cfg.Store.Create(ctx, store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}, obj, s.writeOptions(q, "", dry))
 	if err != nil {
 		respond.Error(w, r, err)

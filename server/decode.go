@@ -19,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
+	"k8s.io/apimachinery/pkg/types"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -76,6 +78,13 @@ func cborToJSON(data []byte) ([]byte, error) {
 	return objectjson.Append(nil, v)
 }
 
+// isCBOR reports whether contentType is a CBOR body (an object or an apply
+// configuration).
+func isCBOR(contentType string) bool {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	return mt == respond.CBORMediaType || mt == string(types.ApplyCBORPatchType)
+}
+
 // unsupportedMediaType is the 415 for a Content-Type the endpoint does not take.
 func unsupportedMediaType(mt string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
@@ -93,25 +102,20 @@ const (
 	validationStrict fieldValidation = "Strict"
 )
 
-func parseFieldValidation(r *http.Request) (fieldValidation, error) {
-	switch v := r.URL.Query().Get("fieldValidation"); v {
-	case "", "Warn":
-		return validationWarn, nil
-	case "Ignore":
-		return validationIgnore, nil
-	case "Strict":
-		return validationStrict, nil
-	default:
-		return "", apierrors.NewBadRequest(fmt.Sprintf("invalid fieldValidation %q: allowed are Ignore, Warn and Strict", v))
-	}
-}
-
 // decodeObject parses a JSON object body for res at version: apiVersion and kind must
 // be those of the endpoint; duplicate and unknown fields are handled as fieldValidation
 // says (an error for Strict, warnings for Warn); unknown fields are pruned and defaults
 // applied. The warnings are returned for the Warning header.
 func decodeObject(data []byte, res *registry.Resource, version string, fv fieldValidation) (*unstructured.Unstructured, []string, error) {
+	gvk := res.GroupVersion(version).WithKind(res.Names.Kind)
+	if err := typedDecode(data, gvk); err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
+	}
 	obj, strictErrs, err := parseObject(data)
+	if errors.Is(err, errNull) && typedScheme.Recognizes(gvk) {
+		// A built-in kind decodes null as its empty object, as Kubernetes does.
+		obj, err = &unstructured.Unstructured{Object: map[string]interface{}{}}, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -145,9 +149,31 @@ func parseObject(data []byte) (*unstructured.Unstructured, []error, error) {
 		}
 	}
 	if obj.Object == nil {
-		return nil, nil, apierrors.NewBadRequest("the body is not a valid JSON object: null")
+		return nil, nil, errNull
 	}
 	return obj, strictErrs, nil
+}
+
+// errNull is the 400 of a body that is JSON's null.
+var errNull = apierrors.NewBadRequest("the body is not a valid JSON object: null")
+
+// typedDecode decodes data into the Go type of a built-in kind, as Kubernetes decodes
+// a body, and returns the decoder's error: a value of the wrong type for its field (a
+// list where a string goes, a number too large for its integer). Kinds without a Go
+// type (custom resources) are checked against their schema instead: nil.
+func typedDecode(data []byte, gvk schema.GroupVersionKind) error {
+	if !typedScheme.Recognizes(gvk) {
+		return nil
+	}
+	obj, err := typedScheme.New(gvk)
+	if err != nil {
+		return nil
+	}
+	var syntax *json.SyntaxError
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, obj); err != nil && !errors.As(err, &syntax) {
+		return err
+	}
+	return nil
 }
 
 // typedStrictProblems decodes data strictly into the Go type of a built-in kind, to
@@ -314,50 +340,38 @@ func normalizeMetadata(obj *unstructured.Unstructured) ([]string, error) {
 	return unknown, nil
 }
 
-// deleteOptions reads the DeleteOptions of a delete request.
+// deleteOptions reads the DeleteOptions of a delete request from its body, if it has
+// one, else from its query, as Kubernetes does. A body must be DeleteOptions (of
+// meta.k8s.io/v1 or the legacy v1), in JSON, YAML or protobuf (400 otherwise).
 func deleteOptions(r *http.Request, body []byte) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
-	if len(body) > 0 && r.Header.Get("Content-Type") == protobufMediaType {
-		j, err := protobufToJSON(body)
-		if err != nil {
-			return nil, err
-		}
-		body = j
+	if len(body) == 0 {
+		return opts, decodeQuery(r, opts)
 	}
-	// The body, if any, else the query: Kubernetes reads the options from one or
-	// the other (a deletecollection's query holds its list options).
-	if len(strings.TrimSpace(string(body))) > 0 {
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(body, opts); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not valid DeleteOptions: %v", err))
-		}
-		return opts, nil
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		mt = "application/json"
 	}
-	if err := parameterCodec.DecodeParameters(r.URL.Query(), optionsGV, opts); err != nil {
+	info, ok := runtime.SerializerInfoForMediaType(deleteOptionsCodecs.SupportedMediaTypes(), mt)
+	if !ok {
+		return nil, unsupportedMediaType(mt)
+	}
+	defaultGVK := optionsGV.WithKind("DeleteOptions")
+	obj, _, err := info.Serializer.Decode(body, &defaultGVK, opts)
+	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if obj != opts {
+		return nil, apierrors.NewBadRequest("decoded object cannot be converted to DeleteOptions")
 	}
 	return opts, nil
 }
 
-// writeParams are what every create, update and patch reads from its request before
-// anything else: ?dryRun, ?fieldValidation and the body.
-type writeParams struct {
-	dryRun     bool
-	validation fieldValidation
-	body       []byte
-}
-
-func parseWrite(r *http.Request) (*writeParams, error) {
-	dry, err := dryRun(r)
-	if err != nil {
-		return nil, err
-	}
-	fv, err := parseFieldValidation(r)
-	if err != nil {
-		return nil, err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return nil, err
-	}
-	return &writeParams{dryRun: dry, validation: fv, body: body}, nil
-}
+// deleteOptionsCodecs decode the bodies of deletions: DeleteOptions of meta.k8s.io/v1
+// and of the legacy v1.
+var deleteOptionsCodecs = func() serializer.CodecFactory {
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, optionsGV)
+	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
+	return serializer.NewCodecFactory(scheme)
+}()

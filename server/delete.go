@@ -7,6 +7,7 @@ import (
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -28,25 +29,41 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, q *apiReque
 	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
 	}
+	if deleted && !q.res.ReturnDeletedObject {
+		// Gone: Kubernetes answers a Status naming what was deleted (its Kind the
+		// resource), so that a client tells a deletion from one pending on finalizers.
+		respond.Object(w, r, code, &metav1.Status{
+			TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+			Status:   metav1.StatusSuccess,
+			Details:  &metav1.StatusDetails{Name: obj.GetName(), Group: q.res.Group, Kind: q.res.Names.Plural, UID: obj.GetUID()},
+		})
+		return
+	}
 	s.writeObject(w, r, q, code, obj)
 }
 
 // serveDeleteCollection deletes every object of the collection that matches the list
-// options, one by one, and answers with the Status of success. Objects deleted
-// concurrently by someone else are not errors.
+// options, one by one, and answers, as Kubernetes does, the list of the objects it
+// set out to delete (as they were listed); with a limit, only the first page of them.
+// Objects deleted concurrently by someone else are not errors.
 func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q *apiRequest) {
 	opts, dry, err := parseDelete(r)
 	if err != nil {
 		respond.Error(w, r, err)
 		return
 	}
-	lopts, err := listOptions(r)
+	lopts, err := s.listOptions(r)
 	if err != nil {
 		respond.Error(w, r, err)
 		return
 	}
-	lopts.Limit, lopts.Continue = 500, ""
+	onePage := lopts.Limit > 0
+	if !onePage {
+		lopts.Limit = 500
+	}
+	lopts.Continue = ""
 	wo := store.WriteOptions{DryRun: dry, Admit: s.deleteAdmission(q, opts, dry)}
+	var answer *unstructured.UnstructuredList
 	for {
 		list, err := s.cfg.Store.List(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}, lopts)
 		if err != nil {
@@ -61,31 +78,31 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, q
 				return
 			}
 		}
-		if list.GetContinue() == "" {
+		if answer == nil {
+			answer = list
+		} else {
+			answer.Items = append(answer.Items, list.Items...)
+		}
+		if onePage || list.GetContinue() == "" {
 			break
 		}
-		lopts.Continue, lopts.ResourceVersion = list.GetContinue(), ""
+		lopts.Continue, lopts.ResourceVersion, lopts.ResourceVersionMatch = list.GetContinue(), "", ""
 	}
-	respond.Object(w, r, http.StatusOK, &metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusSuccess,
-		Details:  &metav1.StatusDetails{Group: q.res.Group, Kind: q.res.Names.Plural},
-	})
+	if !onePage {
+		answer.SetContinue("")
+	}
+	respond.Object(w, r, http.StatusOK, answer)
 }
 
-// parseDelete reads the DeleteOptions of a delete request (body and query) and whether
-// it is a dry run. Options Kubernetes refuses (orphanDependents with
-// propagationPolicy, an unknown policy) are a 422 naming the field.
+// parseDelete reads the DeleteOptions of a delete request and whether it is a dry
+// run. Options Kubernetes refuses (an unknown dryRun or propagationPolicy,
+// orphanDependents with propagationPolicy) are a 422 naming the field.
 func parseDelete(r *http.Request) (*metav1.DeleteOptions, bool, error) {
 	body, err := readBody(r)
 	if err != nil {
 		return nil, false, err
 	}
 	opts, err := deleteOptions(r, body)
-	if err != nil {
-		return nil, false, err
-	}
-	dry, err := dryRunValues(opts.DryRun, r)
 	if err != nil {
 		return nil, false, err
 	}
@@ -96,7 +113,7 @@ func parseDelete(r *http.Request) (*metav1.DeleteOptions, bool, error) {
 	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
 		return nil, false, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
-	return opts, dry, nil
+	return opts, len(opts.DryRun) > 0, nil
 }
 
 // storeDeleteOptions are the store's options of a deletion the request's opts ask
@@ -113,15 +130,4 @@ func storeDeleteOptions(opts *metav1.DeleteOptions, wo store.WriteOptions) store
 		out.Propagation = &policy
 	}
 	return out
-}
-
-// dryRunValues merges DeleteOptions.dryRun with ?dryRun.
-func dryRunValues(fromBody []string, r *http.Request) (bool, error) {
-	for _, v := range fromBody {
-		if v != "All" {
-			return false, apierrors.NewBadRequest("invalid dryRun " + v + ": the only allowed value is All")
-		}
-	}
-	q, err := dryRun(r)
-	return q || len(fromBody) > 0, err
 }

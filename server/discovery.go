@@ -19,17 +19,37 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-var resourceVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+// verbs returns the verbs res serves (subresource "") or one of its subresources.
+func verbs(res *registry.Resource, subresource string) metav1.Verbs {
+	return slices.Clone(res.ServedVerbs(subresource))
+}
 
-// reviewVerbs are the verbs of reviews, which are created and answered only.
-var reviewVerbs = metav1.Verbs{"create"}
+// subresource is one subresource of a served version, as discovery lists it.
+type subresource struct {
+	name string
+	kind metav1.GroupVersionKind
+}
 
-// verbs returns the verbs res serves.
-func verbs(res *registry.Resource) metav1.Verbs {
-	if !res.Persisted() {
-		return reviewVerbs
+// subresources returns the subresources res serves at version: status, scale, a
+// namespace's finalize, then its actions, sorted.
+func subresources(res *registry.Resource, version string) []subresource {
+	v := res.ServedVersion(version)
+	own := metav1.GroupVersionKind{Group: res.Group, Version: version, Kind: res.Names.Kind}
+	var out []subresource
+	if res.Group == "" && res.Names.Plural == "namespaces" {
+		out = append(out, subresource{name: "finalize", kind: own})
 	}
-	return resourceVerbs
+	if v.Subresources != nil && v.Subresources.Status != nil {
+		out = append(out, subresource{name: "status", kind: own})
+	}
+	if v.Subresources != nil && v.Subresources.Scale != nil {
+		out = append(out, subresource{name: "scale", kind: metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}})
+	}
+	for _, name := range actionNames(res) {
+		a, _ := res.Action(name)
+		out = append(out, subresource{name: name, kind: metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind}})
+	}
+	return out
 }
 
 // serveDiscovery answers /api, /api/v1, /apis, /apis/<group> and
@@ -170,27 +190,23 @@ func groups(resources []*registry.Resource) []metav1.APIGroup {
 
 // apiResources lists a resource and its subresources as served at version.
 func apiResources(res *registry.Resource, version string) []metav1.APIResource {
-	v := res.ServedVersion(version)
 	main := metav1.APIResource{
 		Name:               res.Names.Plural,
 		SingularName:       res.Names.Singular,
 		Namespaced:         res.Namespaced,
 		Kind:               res.Names.Kind,
-		Verbs:              verbs(res),
+		Verbs:              verbs(res, ""),
 		ShortNames:         res.Names.ShortNames,
 		Categories:         res.Names.Categories,
 		StorageVersionHash: res.StorageVersionHash(),
 	}
 	out := []metav1.APIResource{main}
-	if v.Subresources != nil && v.Subresources.Status != nil {
-		out = append(out, metav1.APIResource{Name: res.Names.Plural + "/status", Namespaced: res.Namespaced, Kind: res.Names.Kind, Verbs: metav1.Verbs{"get", "patch", "update"}})
-	}
-	if v.Subresources != nil && v.Subresources.Scale != nil {
-		out = append(out, metav1.APIResource{Name: res.Names.Plural + "/scale", Namespaced: res.Namespaced, Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: metav1.Verbs{"get", "patch", "update"}})
-	}
-	for _, name := range actionNames(res) {
-		a, _ := res.Action(name)
-		out = append(out, metav1.APIResource{Name: res.Names.Plural + "/" + name, Namespaced: res.Namespaced, Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind, Verbs: metav1.Verbs{"create"}})
+	for _, sub := range subresources(res, version) {
+		r := metav1.APIResource{Name: res.Names.Plural + "/" + sub.name, Namespaced: res.Namespaced, Kind: sub.kind.Kind, Verbs: verbs(res, sub.name)}
+		if sub.kind.Group != res.Group || sub.kind.Version != version {
+			r.Group, r.Version = sub.kind.Group, sub.kind.Version
+		}
+		out = append(out, r)
 	}
 	return out
 }
@@ -248,30 +264,13 @@ func (s *Server) serveAggregated(w http.ResponseWriter, r *http.Request, core bo
 					ResponseKind:     &metav1.GroupVersionKind{Group: res.Group, Version: gv.Version, Kind: res.Names.Kind},
 					Scope:            scope,
 					SingularResource: res.Names.Singular,
-					Verbs:            verbs(res),
+					Verbs:            verbs(res, ""),
 					ShortNames:       res.Names.ShortNames,
 					Categories:       res.Names.Categories,
 				}
-				if v.Subresources != nil && v.Subresources.Status != nil {
+				for _, sub := range subresources(res, gv.Version) {
 					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-						Subresource:  "status",
-						ResponseKind: &metav1.GroupVersionKind{Group: res.Group, Version: gv.Version, Kind: res.Names.Kind},
-						Verbs:        []string{"get", "patch", "update"},
-					})
-				}
-				if v.Subresources != nil && v.Subresources.Scale != nil {
-					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-						Subresource:  "scale",
-						ResponseKind: &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
-						Verbs:        []string{"get", "patch", "update"},
-					})
-				}
-				for _, name := range actionNames(res) {
-					a, _ := res.Action(name)
-					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-						Subresource:  name,
-						ResponseKind: &metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind},
-						Verbs:        []string{"create"},
+						Subresource: sub.name, ResponseKind: &sub.kind, Verbs: verbs(res, sub.name),
 					})
 				}
 				vd.Resources = append(vd.Resources, rd)

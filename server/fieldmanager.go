@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/concordproject/concord/objectjson"
 	"github.com/concordproject/concord/openapi"
@@ -377,27 +374,3 @@ func (f *fieldManager) apply(current, applied *unstructured.Unstructured, manage
 	return u, nil
 }
 
-// fieldManagerName returns the manager of a write: ?fieldManager, or for non-apply
-// requests a name derived from the User-Agent, as Kubernetes does. Apply requires one.
-func fieldManagerName(r *http.Request, apply bool) (string, error) {
-	m := r.URL.Query().Get("fieldManager")
-	if m == "" {
-		if apply {
-			return "", apierrors.NewBadRequest("fieldManager is required for apply patches (application/apply-patch+yaml)")
-		}
-		ua := r.Header.Get("User-Agent")
-		if i := strings.Index(ua, "/"); i >= 0 {
-			ua = ua[:i]
-		}
-		m = ua
-	}
-	if len(m) > 128 {
-		return "", apierrors.NewBadRequest("fieldManager must be at most 128 characters")
-	}
-	for _, c := range m {
-		if !unicode.IsPrint(c) {
-			return "", apierrors.NewBadRequest("fieldManager must consist of printable characters")
-		}
-	}
-	return m, nil
-}

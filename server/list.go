@@ -6,21 +6,23 @@ import (
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/respond"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
-func listOptions(r *http.Request) (metav1.ListOptions, error) {
+// listOptions reads the query of a list, watch or deletecollection, validated as
+// Kubernetes validates it (validateListOptions).
+func (s *Server) listOptions(r *http.Request) (metav1.ListOptions, error) {
 	var opts metav1.ListOptions
-	if err := parameterCodec.DecodeParameters(r.URL.Query(), optionsGV, &opts); err != nil {
-		return opts, apierrors.NewBadRequest(err.Error())
+	if err := validateListOptions(r, !s.cfg.DisableWatchList); err != nil {
+		return opts, err
 	}
-	return opts, nil
+	err := decodeQuery(r, &opts)
+	return opts, err
 }
 
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request, q *apiRequest) {
-	opts, err := listOptions(r)
+	opts, err := s.listOptions(r)
 	if err != nil {
 		respond.Error(w, r, err)
 		return

@@ -15,8 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
 
@@ -110,24 +112,17 @@ func (s *Server) readPatch(r *http.Request, q *apiRequest) (*patch, error) {
 	default:
 		return nil, unsupportedMediaType(mt)
 	}
-	wr, err := parseWrite(r)
+	wr, err := parseWrite(r, "patch", p.typ)
 	if err != nil {
 		return nil, err
 	}
-	p.dryRun, p.validation, p.body = wr.dryRun, wr.validation, wr.body
+	p.dryRun, p.validation, p.body, p.manager, p.force = wr.dryRun, wr.validation, wr.body, wr.manager, wr.force
 	if p.typ == types.ApplyCBORPatchType {
 		// An apply configuration in CBOR is applied as its JSON (YAML's subset) is.
 		if p.body, err = cborToJSON(p.body); err != nil {
 			return nil, err
 		}
 		p.typ = types.ApplyYAMLPatchType
-	}
-	if p.manager, err = fieldManagerName(r, p.typ == types.ApplyYAMLPatchType); err != nil {
-		return nil, err
-	}
-	p.force = r.URL.Query().Get("force") == "true"
-	if p.force && p.typ != types.ApplyYAMLPatchType {
-		return nil, apierrors.NewBadRequest("force is only allowed for apply patches")
 	}
 	if p.typ == types.StrategicMergePatchType {
 		gvk := q.res.GroupVersion(q.version.Name).WithKind(q.res.Names.Kind)
@@ -161,6 +156,11 @@ func (p *patch) applied(r *http.Request, q *apiRequest) (*unstructured.Unstructu
 	obj, _, err := parseObject(data)
 	if err != nil {
 		return nil, nil, err
+	}
+	// An apply configuration says what it is: Kubernetes takes neither apiVersion nor
+	// kind from the URL.
+	if gvk := obj.GroupVersionKind(); gvk != q.res.GroupVersion(q.version.Name).WithKind(q.res.Names.Kind) {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid object type: %v", gvk))
 	}
 	d, err := admit(obj, nil, false, q.res, q.version.Name)
 	if err != nil {
@@ -206,6 +206,11 @@ func (p *patch) patched(q *apiRequest, current *unstructured.Unstructured) (*uns
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := typedDecode(patched, q.res.GroupVersion(q.version.Name).WithKind(q.res.Names.Kind)); err != nil {
+		// The patch made a value of the wrong type: Kubernetes names the patched
+		// object under the field "patch".
+		return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(patched), err.Error())})
+	}
 	return decodeObject(patched, q.res, q.version.Name, p.validation)
 }
 
@@ -230,6 +235,9 @@ func applyPatch(pt types.PatchType, current, patch []byte, smpStruct interface{}
 		}
 		return out, nil
 	case types.MergePatchType:
+		if err := json.Unmarshal(patch, &map[string]interface{}{}); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+		}
 		out, err := jsonpatch.MergePatch(current, patch)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the merge patch does not apply: %v", err))

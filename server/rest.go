@@ -3,12 +3,14 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/server/request"
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	validationpath "k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -29,6 +31,12 @@ func (q *apiRequest) gr() schema.GroupResource { return q.res.GroupResource() }
 // serveAPI handles everything under /api and /apis: discovery and resources.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	info, _ := request.InfoFrom(r.Context())
+	if s.cfg.CBOR {
+		r = r.WithContext(respond.WithCBOR(r.Context()))
+	} else if isCBOR(r.Header.Get("Content-Type")) {
+		respond.Error(w, r, unsupportedMediaType(r.Header.Get("Content-Type")))
+		return
+	}
 	if h := s.proxied(info); h != nil {
 		h.ServeHTTP(w, r)
 		return
@@ -124,17 +132,13 @@ func (s *Server) route(r *http.Request, info *request.Info) (*apiRequest, error)
 		if _, ok := res.Action(info.Subresource); !ok {
 			return nil, notFoundPath(info)
 		}
-		if info.Verb != "create" {
-			return nil, apierrors.NewMethodNotSupported(schema.GroupResource{Group: res.Group, Resource: res.Names.Plural + "/" + info.Subresource}, info.Verb)
-		}
 		q.subresource = info.Subresource
 	}
-	if _, action := res.Action(q.subresource); q.subresource != "" && !action {
-		switch info.Verb {
-		case "get", "update", "patch":
-		default:
-			return nil, apierrors.NewMethodNotSupported(schema.GroupResource{Group: res.Group, Resource: res.Names.Plural + "/" + q.subresource}, info.Verb)
-		}
+	if err := checkPathSegments(info); err != nil {
+		return nil, err
+	}
+	if err := checkVerb(r.Method, info, res, q.subresource); err != nil {
+		return nil, err
 	}
 	out, err := respond.Negotiate(r, respond.ProtobufKind(res.GroupVersion(ver.Name).WithKind(res.Names.Kind)) && q.subresource != "scale")
 	if err != nil {
@@ -147,6 +151,56 @@ func (s *Server) route(r *http.Request, info *request.Info) (*apiRequest, error)
 		}
 	}
 	return q, nil
+}
+
+// checkPathSegments refuses a name or namespace in the path that cannot name an
+// object ("." or "..", or one holding "/" or "%"), as kube-apiserver refuses it (400).
+func checkPathSegments(info *request.Info) error {
+	if msgs := validationpath.IsValidPathSegmentName(info.Namespace); info.Namespace != "" && len(msgs) > 0 {
+		return apierrors.NewBadRequest(fmt.Sprintf("Namespace parameter invalid: %q: %s", info.Namespace, strings.Join(msgs, ";")))
+	}
+	if msgs := validationpath.IsValidPathSegmentName(info.Name); info.Name != "" && len(msgs) > 0 {
+		return apierrors.NewBadRequest(fmt.Sprintf("Name parameter invalid: %q: %s", info.Name, strings.Join(msgs, ";")))
+	}
+	return nil
+}
+
+// checkVerb refuses what the resource (or its subresource sub) does not serve, as
+// kube-apiserver refuses it: a method it has no route for, or a verb the resource's
+// verbs lack, is a 405; the path of one object of a resource that serves no verb
+// on one object (a review) is a 404, for it names nothing.
+func checkVerb(method string, info *request.Info, res *registry.Resource, sub string) error {
+	served := res.ServedVerbs(sub)
+	if sub == "" && info.Name != "" && !slices.ContainsFunc(served, func(v string) bool {
+		return v == "get" || v == "update" || v == "patch" || v == "delete"
+	}) {
+		return notFoundPath(info)
+	}
+	switch method {
+	case http.MethodGet, http.MethodDelete:
+	case http.MethodPost:
+		if info.Name != "" && sub == "" {
+			return methodNotAllowed()
+		}
+	case http.MethodPut, http.MethodPatch:
+		if info.Name == "" {
+			return methodNotAllowed()
+		}
+	default: // HEAD, OPTIONS, and methods of no meaning
+		return methodNotAllowed()
+	}
+	if !slices.Contains(served, info.Verb) {
+		return methodNotAllowed()
+	}
+	return nil
+}
+
+// methodNotAllowed is kube-apiserver's answer to a method a path does not serve.
+func methodNotAllowed() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed, Reason: metav1.StatusReasonMethodNotAllowed,
+		Message: "the server does not allow this method on the requested resource",
+	}}
 }
 
 func isWrite(v string) bool {

@@ -29,7 +29,7 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *apiReque
 			"a review is answered as the object itself: as=Table and as=PartialObjectMetadata are not served", 0, false))
 		return
 	}
-	wr, err := parseWrite(r)
+	wr, err := parseWrite(r, "create", "")
 	if err != nil {
 		respond.Error(w, r, err)
 		return

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,6 +95,10 @@ type Config struct {
 	// before the store prepares and validates it; as an admission.ValidationInterface
 	// it sees each object after validation, before it is stored.
 	Admission admission.Interface
+	// CBOR accepts and serves application/cbor (KEP-4222), as kube-apiserver does
+	// while its CBORServingAndStorage feature gate is on; off, a CBOR body is a 415
+	// and a client that accepts only CBOR gets 406.
+	CBOR bool
 	// DisableWatchList refuses watches that ask for their starting state
 	// (sendInitialEvents), as Kubernetes does while its WatchList feature gate is off.
 	DisableWatchList bool
@@ -150,17 +155,25 @@ func New(cfg Config) (*Server, error) {
 	s.metrics = newWatchMetrics(cfg.Metrics)
 	s.install()
 	s.chain = s.buildChain()
-	s.handler = filters.Build(exactPaths(s.mux), s.chain)
+	s.handler = filters.Build(exactPaths(s.mux, http.HandlerFunc(s.serveAPI)), s.chain)
 	return s, nil
 }
 
-// exactPaths hands mux only clean paths. ServeMux answers a path with empty, "." or
-// ".." segments with a redirect to its clean form, which would have the request the
-// chain authorized and audited for one URL answered for another; such a path is a
-// 404 Status instead, as kube-apiserver answers it.
-func exactPaths(mux *http.ServeMux) http.Handler {
+// exactPaths routes a request by its path as sent, never cleaned. API paths (/api,
+// /apis and below) go to api, which reads them segment by segment as kube-apiserver
+// does (an empty namespace segment lists every namespace; a "." or ".." name is a
+// 400). Other paths go to mux, but only clean ones: ServeMux answers a path with
+// empty, "." or ".." segments with a redirect to its clean form, which would have
+// the request the chain authorized and audited for one URL answered for another;
+// such a path is a 404 Status instead, as kube-apiserver answers it.
+func exactPaths(mux *http.ServeMux, api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; p != "" && p != cleanPath(p) {
+		p := r.URL.Path
+		if p == "/api" || p == "/apis" || strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/apis/") {
+			api.ServeHTTP(w, r)
+			return
+		}
+		if p != "" && p != cleanPath(p) {
 			respond.Error(w, r, apierrors.NewNotFound(schema.GroupResource{}, p))
 			return
 		}

@@ -11,7 +11,7 @@ import (
 )
 
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, q *apiRequest) {
-	wr, err := parseWrite(r)
+	wr, err := parseWrite(r, "update", "")
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -45,11 +45,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, q *apiReque
 		respond.Error(w, r, err)
 		return
 	}
-	manager, err := fieldManagerName(r, false)
-	if err != nil {
-		respond.Error(w, r, err)
-		return
-	}
+	manager := wr.manager
 	if sub == "finalize" {
 		sub = "" // namespaces' /finalize writes spec.finalizers through the main path
 	}

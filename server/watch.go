@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -15,8 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -25,17 +22,20 @@ import (
 // ends at timeoutSeconds (or the server's maximum, with jitter), when the client goes
 // away, or when the server shuts down.
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiRequest) {
-	opts, err := listOptions(r)
-	if err == nil && s.cfg.DisableWatchList {
-		err = refuseWatchList(opts)
-	}
+	opts, err := s.listOptions(r)
 	if err != nil {
 		respond.Error(w, r, err)
 		return
 	}
 	timeout := time.Duration(float64(s.cfg.MaxWatchTimeout) * (1 + rand.Float64()))
-	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
-		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds != 0 {
+		// A timeout that is not positive ends the watch at once, as in Kubernetes.
+		timeout = max(0, time.Duration(*opts.TimeoutSeconds)*time.Second)
+	}
+	if timeout == 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
@@ -229,16 +229,3 @@ func (s *Server) watchObject(r *http.Request, q *apiRequest, ev watch.Event, col
 
 // refuseWatchList refuses a watch that sets sendInitialEvents, in Kubernetes' words
 // for a server whose WatchList feature gate is off (apimachinery's
-// ValidateListOptions): 422 Invalid ListOptions.
-func refuseWatchList(opts metav1.ListOptions) error {
-	if opts.SendInitialEvents == nil {
-		return nil
-	}
-	var errs field.ErrorList
-	if opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
-		errs = append(errs, field.Forbidden(field.NewPath("resourceVersionMatch"),
-			fmt.Sprintf("sendInitialEvents requires setting resourceVersionMatch to %s", metav1.ResourceVersionMatchNotOlderThan)))
-	}
-	errs = append(errs, field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"))
-	return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
-}

@@ -34,6 +34,7 @@ var concordGates = map[featuregate.Feature]featuregate.VersionedSpecs{
 // Concord does not have (CoordinatedLeaderElection, KMSv1, SeparateCacheWatchRPC, ...)
 // are not listed.
 var upstreamGates = []featuregate.Feature{
+	"CBORServingAndStorage",   // alpha: application/cbor accepted and served
 	"CRDValidationRatcheting", // alpha, beta, then GA locked to true
 	"MutatingAdmissionPolicy", // alpha, beta, then GA on and unlocked (guards the API)
 	"WatchList",               // the beta default flips on, off and on again

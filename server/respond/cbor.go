@@ -1,6 +1,7 @@
 package respond
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 
@@ -16,6 +17,19 @@ const (
 	CBORMediaType    = "application/cbor"
 	CBORSeqMediaType = "application/cbor-seq"
 )
+
+type cborKey struct{}
+
+// WithCBOR returns ctx of a request the server may answer in CBOR: Negotiate offers
+// CBOR only then, as kube-apiserver serves it only while its CBORServingAndStorage
+// feature gate is on.
+func WithCBOR(ctx context.Context) context.Context { return context.WithValue(ctx, cborKey{}, true) }
+
+// cborServed reports whether the request's server serves CBOR (WithCBOR).
+func cborServed(ctx context.Context) bool {
+	on, _ := ctx.Value(cborKey{}).(bool)
+	return on
+}
 
 // selfDescribed is tag 55799, which marks the data item after it as CBOR.
 var selfDescribed = []byte{0xd9, 0xd9, 0xf7}

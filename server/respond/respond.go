@@ -49,8 +49,8 @@ type Negotiation struct {
 // when protobufObjects says their kind has a protobuf form (built-in kinds do, custom
 // resources do not: a client that offers JSON as well gets JSON, one that accepts only
 // protobuf gets 406); CBOR (application/cbor) for the objects of kinds without one,
-// as kube-apiserver does for custom resources. Tables are JSON or YAML only, as in
-// Kubernetes.
+// as kube-apiserver does for custom resources, if the server serves CBOR (WithCBOR).
+// Tables are JSON or YAML only, as in Kubernetes.
 func Negotiate(r *http.Request, protobufObjects bool) (Negotiation, error) {
 	accept := r.Header.Get("Accept")
 	if accept == "" {
@@ -58,7 +58,11 @@ func Negotiate(r *http.Request, protobufObjects bool) (Negotiation, error) {
 	}
 	for _, c := range acceptClauses(accept) {
 		switch c.mediaType {
-		case "application/json", "*/*", "application/*", "application/yaml", ProtobufMediaType, CBORMediaType:
+		case "application/json", "*/*", "application/*", "application/yaml", ProtobufMediaType:
+		case CBORMediaType:
+			if !cborServed(r.Context()) {
+				continue
+			}
 		default:
 			continue
 		}

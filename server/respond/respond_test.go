@@ -108,7 +108,15 @@ func TestNegotiate(t *testing.T) {
 		{"application/cbor;as=Table;v=v1;g=meta.k8s.io", false, respond.Negotiation{}, false},
 		{"application/json;q=2", false, respond.Negotiation{}, false},
 	} {
+		// A server that does not serve CBOR (its CBORServingAndStorage gate off)
+		// never offers it.
+		off := httptest.NewRequest(http.MethodGet, "/", nil)
+		off.Header.Set("Accept", tc.accept)
+		if got, _ := respond.Negotiate(off, tc.protobuf); got.CBOR {
+			t.Errorf("Accept %q without CBOR served: %+v", tc.accept, got)
+		}
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r = r.WithContext(respond.WithCBOR(r.Context()))
 		r.Header.Set("Accept", tc.accept)
 		got, err := respond.Negotiate(r, tc.protobuf)
 		if got != tc.want || (err == nil) != tc.ok {

@@ -64,7 +64,9 @@ type target struct {
 	tls   *tls.Config
 	token string
 	host  string // host:port
-	pid   int    // the server's process
+	// pid and dataDir are the server's process and --data-dir (concord only).
+	pid     int
+	dataDir string
 }
 
 // startConcord runs the concord binary with an embedded etcd until the test ends.
@@ -105,7 +107,7 @@ func startConcord(t *testing.T, args ...string) *target {
 		return err == nil
 	})
 	tg := newTarget(t, "concord", kubeconfig)
-	tg.pid = cmd.Process.Pid
+	tg.pid, tg.dataDir = cmd.Process.Pid, dir
 	tg.waitReady(t)
 	return tg
 }

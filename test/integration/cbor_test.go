@@ -71,7 +71,9 @@ func (c *contentTypes) of(m map[string][]string, kind string) []string {
 func TestCustomResourcesInCBOR(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.ClientsAllowCBOR, true)
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.ClientsPreferCBOR, true)
-	c := harness.Start(t, 1)
+	// CBOR is served while the CBORServingAndStorage gate is on, as in Kubernetes
+	// (test/hostile shows the 415 while it is off).
+	c := harness.Start(t, 1, withGates("", []string{"CBORServingAndStorage=true"}))
 	ctx := t.Context()
 	gvr := schema.GroupVersionResource{Group: "cbor.example.com", Version: "v1", Resource: "gadgets"}
 	defineGadgets(t, c, gvr)
