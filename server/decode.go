@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
 	"k8s.io/apimachinery/pkg/types"
 	kjson "sigs.k8s.io/json"
@@ -341,37 +340,27 @@ func normalizeMetadata(obj *unstructured.Unstructured) ([]string, error) {
 }
 
 // deleteOptions reads the DeleteOptions of a delete request from its body, if it has
-// one, else from its query, as Kubernetes does. A body must be DeleteOptions (of
-// meta.k8s.io/v1 or the legacy v1), in JSON, YAML or protobuf (400 otherwise).
+// one, else from its query, as Kubernetes does. A body must be DeleteOptions, of any
+// group-version (clients send their resource's), in JSON, YAML or protobuf (400
+// otherwise).
 func deleteOptions(r *http.Request, body []byte) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	if len(body) == 0 {
 		return opts, decodeQuery(r, opts)
 	}
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	data, err := bodyToJSON(r, body)
 	if err != nil {
-		mt = "application/json"
+		return nil, err
 	}
-	info, ok := runtime.SerializerInfoForMediaType(deleteOptionsCodecs.SupportedMediaTypes(), mt)
-	if !ok {
-		return nil, unsupportedMediaType(mt)
+	var tm metav1.TypeMeta
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &tm); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not valid DeleteOptions: %v", err))
 	}
-	defaultGVK := optionsGV.WithKind("DeleteOptions")
-	obj, _, err := info.Serializer.Decode(body, &defaultGVK, opts)
-	if err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
+	if tm.Kind != "" && tm.Kind != "DeleteOptions" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("no kind %q is registered for version %q: the body of a deletion is DeleteOptions", tm.Kind, tm.APIVersion))
 	}
-	if obj != opts {
-		return nil, apierrors.NewBadRequest("decoded object cannot be converted to DeleteOptions")
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, opts); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not valid DeleteOptions: %v", err))
 	}
 	return opts, nil
 }
-
-// deleteOptionsCodecs decode the bodies of deletions: DeleteOptions of meta.k8s.io/v1
-// and of the legacy v1.
-var deleteOptionsCodecs = func() serializer.CodecFactory {
-	scheme := runtime.NewScheme()
-	metav1.AddToGroupVersion(scheme, optionsGV)
-	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
-	return serializer.NewCodecFactory(scheme)
-}()

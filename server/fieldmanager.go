@@ -373,4 +373,3 @@ func (f *fieldManager) apply(current, applied *unstructured.Unstructured, manage
 	}
 	return u, nil
 }
-

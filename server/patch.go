@@ -226,7 +226,11 @@ func applyPatch(pt types.PatchType, current, patch []byte, smpStruct interface{}
 			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
 				"the allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
 		}
-		out, err := p.Apply(current)
+		err = missingRootValue(p)
+		var out []byte
+		if err == nil {
+			out, err = p.Apply(current)
+		}
 		if err != nil {
 			return nil, &apierrors.StatusError{ErrStatus: metav1.Status{
 				Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid,
@@ -251,6 +255,24 @@ func applyPatch(pt types.PatchType, current, patch []byte, smpStruct interface{}
 		return out, nil
 	}
 	return nil, unsupportedMediaType(string(pt))
+}
+
+// missingRootValue refuses a test or replace of the whole document ("path": "") that
+// has no "value", as not applying: the json-patch library (v4.13.0) dereferences the
+// missing value and panics, where with "value": null it answers that the operation
+// does not apply.
+func missingRootValue(p jsonpatch.Patch) error {
+	for _, op := range p {
+		switch kind := op.Kind(); kind {
+		case "test", "replace":
+			if path, err := op.Path(); err == nil && path == "" {
+				if _, ok := op["value"]; !ok {
+					return fmt.Errorf("%s operation on the whole document has no value", kind)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // typedForm returns obj as Kubernetes would render a built-in kind for a JSON patch

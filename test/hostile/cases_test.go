@@ -195,6 +195,8 @@ func queryCases() []hostileCase {
 		{name: "label selector malformed", req: get(cms + "?labelSelector=a%20in%20(")},
 		{name: "field selector on an unknown field", req: get(cms + "?fieldSelector=spec.bogus%3D1")},
 		{name: "field selector malformed", req: get(cms + "?fieldSelector=metadata.name%3D%3Dx%3D%3Dy")},
+		{name: "label selector of 40000 terms", req: get(cms + "?labelSelector=" + terms("l", 40000))},
+		{name: "field selector of 40000 terms", req: get(cms + "?fieldSelector=" + terms("metadata.name!%3Dn", 40000))},
 		{name: "watch timeoutSeconds negative", req: request{method: http.MethodGet, path: cms + "?watch=true&timeoutSeconds=-5", stream: true}},
 		{name: "timeout not a duration", req: get(cms + "?timeout=abc")},
 		{name: "delete propagationPolicy bogus", setup: []request{createConfigMap("q-prop")},
@@ -287,7 +289,18 @@ func headerCases() []hostileCase {
 			req: request{method: http.MethodDelete, path: cms + "/del-dry?dryRun=All"}, checks: []request{get(cms + "/del-dry")}},
 		{name: "delete a namespace", setup: []request{createNamespace("del-ns", "")},
 			req: request{method: http.MethodDelete, path: "/api/v1/namespaces/del-ns"}},
+		{name: "deletecollection configmaps by label", setup: []request{labelledConfigMap("dc-1"), labelledConfigMap("dc-2"), labelledConfigMap("dc-3")},
+			req:    request{method: http.MethodDelete, path: cms + "?labelSelector=probe%3Ddc"},
+			checks: []request{get(cms + "?labelSelector=probe%3Ddc")}},
+		{name: "deletecollection configmaps one page", setup: []request{labelledConfigMap("dc-4"), labelledConfigMap("dc-5")},
+			req:    request{method: http.MethodDelete, path: cms + "?labelSelector=probe%3Ddc&limit=1"},
+			checks: []request{get(cms + "?labelSelector=probe%3Ddc")}},
 	}
+}
+
+// labelledConfigMap is a setup request: the configmap name in ns, labelled probe=dc.
+func labelledConfigMap(name string) request {
+	return call(http.MethodPost, cms, jsonType, fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"labels":{"probe":"dc"}}}`, name))
 }
 
 // sizeCases send objects near and past what etcd stores.
@@ -309,6 +322,15 @@ func sizeCases() []hostileCase {
 			deviation: "kube-apiserver answers etcd's refusal of a value over its request limit as a 500; Concord refuses the object before the write, naming the limit",
 			want:      &answer{Code: http.StatusRequestEntityTooLarge, Kind: "Status", Reason: "RequestEntityTooLarge"}},
 	}
+}
+
+// terms is n selector terms "<prefix><i>", comma-separated.
+func terms(prefix string, n int) string {
+	t := make([]string, n)
+	for i := range t {
+		t[i] = fmt.Sprint(prefix, i)
+	}
+	return strings.Join(t, ",")
 }
 
 // withQuery appends a query to a request's path.

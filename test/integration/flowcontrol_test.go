@@ -2,13 +2,18 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,9 +136,11 @@ func TestPriorityAndFairness(t *testing.T) {
 
 // testRejection gives user holder a priority level of no seats of its own that
 // rejects rather than queues (a FlowSchema at precedence 1, ahead of "exempt" by
-// name, so that holder may be a member of system:masters and write). A create whose
-// body has not arrived holds the one seat the level may use while idle (/metrics
-// shows it executing); holder's next request is answered 429 until it completes.
+// name, so that holder may be a member of system:masters and write). A create that
+// waits on an admission webhook holds the one seat the level may use while idle
+// (/metrics shows it executing); holder's next request is answered 429 until it
+// completes. (A create whose body has not arrived holds no seat: the handler chain
+// reads bodies before priority and fairness.)
 func testRejection(t *testing.T, s *harness.Server) {
 	fc := s.Clientset(t).FlowcontrolV1()
 	level := createLevel(t, fc.PriorityLevelConfigurations(), "held", 0, flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject})
@@ -144,46 +151,34 @@ func testRejection(t *testing.T, s *harness.Server) {
 		gotFS, _ := classifiedAs(resp)
 		return gotFS == string(flow.UID), nil
 	})
+	release := holdCreates(t, s, "apf-held")
 
 	// A watch is admitted when a seat is free, and streams without holding it.
 	holderClient := kubernetes.NewForConfigOrDie(holder)
-	w, err := holderClient.CoreV1().ConfigMaps("default").Watch(t.Context(), metav1.ListOptions{})
+	w, err := holderClient.CoreV1().ConfigMaps("apf-held").Watch(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("holder's watch: %v", err)
 	}
 	defer w.Stop()
-	if resp, b := do(t, holder, http.MethodGet, "/api/v1/namespaces/default/configmaps", nil); resp.StatusCode != http.StatusOK {
+	if resp, b := do(t, holder, http.MethodGet, "/api/v1/namespaces/apf-held/configmaps", nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("holder's list while its watch streams: %d %s", resp.StatusCode, b)
 	}
 
-	body, send := io.Pipe()
-	created := make(chan int, 1)
+	created := make(chan error, 1)
 	go func() {
-		hc, err := rest.HTTPClientFor(holder)
-		if err != nil {
-			created <- 0
-			return
-		}
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, holder.Host+"/api/v1/namespaces/default/configmaps", body)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			created <- 0
-			return
-		}
-		_ = resp.Body.Close()
-		created <- resp.StatusCode
+		_, err := holderClient.CoreV1().ConfigMaps("apf-held").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held"}}, metav1.CreateOptions{})
+		created <- err
 	}()
 	waitFor(t, "the create to hold held's seat", func() (bool, error) {
 		select {
-		case code := <-created:
-			t.Fatalf("the create answered %d before its body was sent", code)
+		case err := <-created:
+			t.Fatalf("the create answered (%v) before the webhook let it go", err)
 		default:
 		}
 		_, b := do(t, s.Config(), http.MethodGet, "/metrics", nil)
 		return strings.Contains(b, `apiserver_flowcontrol_current_executing_requests{flow_schema="a-held",priority_level="held"} 1`), nil
 	})
-	rejected, b := do(t, holder, http.MethodGet, "/api/v1/namespaces/default/configmaps", nil)
+	rejected, b := do(t, holder, http.MethodGet, "/api/v1/namespaces/apf-held/configmaps", nil)
 	var status metav1.Status
 	if err := json.Unmarshal([]byte(b), &status); err != nil {
 		t.Fatalf("%d %s: %v", rejected.StatusCode, b, err)
@@ -194,19 +189,49 @@ func testRejection(t *testing.T, s *harness.Server) {
 	if gotFS, gotPL := classifiedAs(rejected); gotFS != string(flow.UID) || gotPL != string(level.UID) {
 		t.Errorf("rejection classified by %q/%q, want a-held %s / held %s", gotFS, gotPL, flow.UID, level.UID)
 	}
-	if _, err := holderClient.CoreV1().ConfigMaps("default").Watch(t.Context(), metav1.ListOptions{}); !apierrors.IsTooManyRequests(err) {
+	if _, err := holderClient.CoreV1().ConfigMaps("apf-held").Watch(t.Context(), metav1.ListOptions{}); !apierrors.IsTooManyRequests(err) {
 		t.Errorf("a new watch of holder while the seat is held: %v, want 429", err)
 	}
-	if _, err := io.WriteString(send, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held"}}`); err != nil {
-		t.Fatal(err)
+	release()
+	if err := <-created; err != nil {
+		t.Fatalf("the held create: %v, want it created", err)
 	}
-	_ = send.Close()
-	if code := <-created; code != http.StatusCreated {
-		t.Fatalf("the held create answered %d, want 201", code)
-	}
-	if resp, b := do(t, holder, http.MethodGet, "/api/v1/namespaces/default/configmaps/held", nil); resp.StatusCode != http.StatusOK {
+	if resp, b := do(t, holder, http.MethodGet, "/api/v1/namespaces/apf-held/configmaps/held", nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("holder's read once the seat is free: %d %s", resp.StatusCode, b)
 	}
+}
+
+// holdCreates makes namespace ns, whose creations of ConfigMaps named "held" a
+// validating webhook holds until release is called; it returns once the webhook is
+// in force on s.
+func holdCreates(t *testing.T, s *harness.Server, ns string) (release func()) {
+	t.Helper()
+	hooks := startWebhookServer(t)
+	gate := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+	hooks.handle("/hold", func(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		if req.Name == "held" {
+			<-gate
+		}
+		return allow(req)
+	})
+	admin := s.Clientset(t)
+	webhookNamespace(t, admin, ns, "apf", nil)
+	hook := hookIn(hooks, "hold.apf.test", "/hold", "apf", []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, "configmaps")
+	hook.TimeoutSeconds = ptr.To[int32](30)
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "hold-apf"}, Webhooks: []admissionregistrationv1.ValidatingWebhook{hook}}
+	if _, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), cfg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	probe := 0
+	waitFor(t, "the webhook in force", func() (bool, error) {
+		probe++
+		_, err := admin.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("probe-", probe)}}, metav1.CreateOptions{})
+		return err == nil && len(hooks.reviews("/hold")) > 0, err
+	})
+	return release
 }
 
 // Mandatory configuration is kept at its bootstrap spec and recreated when deleted; a

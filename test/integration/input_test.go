@@ -117,8 +117,8 @@ func TestFieldValidation(t *testing.T) {
 		t.Fatalf("Ignore: %d, Warning %q", code, hdr.Get("Warning"))
 	}
 	code, st, _ = raw(t, s, "POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Sometimes", "application/json", body)
-	if code != 400 || st == nil || !strings.Contains(st.Message, "Ignore, Warn and Strict") {
-		t.Fatalf("bad fieldValidation: %d %+v", code, st)
+	if code != 422 || st == nil || st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != "fieldValidation" {
+		t.Fatalf("bad fieldValidation: %d %+v, want a 422 naming CreateOptions' fieldValidation, as Kubernetes answers", code, st)
 	}
 
 	// A built-in kind's unknown and duplicate fields are named in the order they come,
