@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
+	"github.com/concordproject/concord/memory"
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -31,7 +31,11 @@ at itself whose credentials work on all of them.`,
 				return err
 			}
 			setupLogging(o.LogFormat)
-			tuneGC()
+			ceiling, err := o.memoryCeiling()
+			if err != nil {
+				return err
+			}
+			defer memory.Apply(ceiling)()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			ctx = klog.NewContext(ctx, klog.Background())
@@ -70,13 +74,4 @@ func verbosity() int {
 		}
 	}
 	return 0
-}
-
-// tuneGC lets the heap grow to four times the live data between collections unless
-// GOGC says otherwise: an API server's live heap is small next to the machine, and the
-// default (100) spends a large share of each request's CPU on collection.
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
 }

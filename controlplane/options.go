@@ -15,6 +15,7 @@ import (
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/memory"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/service"
 	"github.com/spf13/pflag"
@@ -119,6 +120,9 @@ type Options struct {
 	// included: past it the request is answered 504 (kube-apiserver's
 	// --request-timeout; default 1m).
 	RequestTimeout time.Duration
+	// MemoryLimit is the most memory the process may use, a quantity of bytes ("12Gi");
+	// empty derives it from the machine (package memory).
+	MemoryLimit string
 	// LogFormat is "text" or "json".
 	LogFormat string
 	// EncryptionProviderConfig is the EncryptionConfiguration
@@ -226,6 +230,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --max-requests-inflight, the number of requests the server executes at once, shared among priority levels.")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout,
 		"How long a request but a watch may take, the reading of its body included, before it is answered 504 Timeout.")
+	fs.StringVar(&o.MemoryLimit, "memory-limit", o.MemoryLimit,
+		"The most memory the process may use (a quantity: 12Gi), a soft limit its garbage collector keeps to; default 90% of the cgroup's memory limit, else 75% of physical memory. GOMEMLIMIT in the environment wins.")
 	fs.StringVar(&o.EncryptionProviderConfig, "encryption-provider-config", o.EncryptionProviderConfig,
 		"EncryptionConfiguration (apiserver.config.k8s.io/v1) of the providers that encrypt stored values at rest, per resource (identity, aescbc, aesgcm, secretbox, kms v2). A new write key is migrated to by itself once every server writes with it.")
 	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
@@ -293,6 +299,11 @@ func (o *Options) Validate() error {
 	if _, err := o.watchCacheMemoryLimit(); err != nil {
 		errs = append(errs, err)
 	}
+	if o.MemoryLimit != "" {
+		if _, err := o.memoryCeiling(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if o.IdentityLeaseDuration < time.Second || o.IdentityLeaseDuration%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("--identity-lease-duration %s must be a whole number of seconds, at least 1s", o.IdentityLeaseDuration))
 	}
@@ -346,6 +357,18 @@ func (o *Options) watchCacheMemoryLimit() (int64, error) {
 	q, err := resource.ParseQuantity(o.WatchCacheMemoryLimit)
 	if err != nil || q.Sign() < 0 {
 		return 0, fmt.Errorf("--watch-cache-memory-limit %q must be a non-negative quantity of bytes, such as 4Gi or 512Mi (0: no limit)", o.WatchCacheMemoryLimit)
+	}
+	return q.Value(), nil
+}
+
+// memoryCeiling is --memory-limit in bytes, or the ceiling derived from the machine.
+func (o *Options) memoryCeiling() (int64, error) {
+	if o.MemoryLimit == "" {
+		return memory.DefaultCeiling()
+	}
+	q, err := resource.ParseQuantity(o.MemoryLimit)
+	if err != nil || q.Value() < 64<<20 {
+		return 0, fmt.Errorf("--memory-limit %q must be a quantity of bytes of at least 64Mi, such as 12Gi", o.MemoryLimit)
 	}
 	return q.Value(), nil
 }

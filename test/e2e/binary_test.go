@@ -198,6 +198,7 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--watch-cache-memory-limit", "lots"}, `--watch-cache-memory-limit "lots" must be a non-negative quantity of bytes, such as 4Gi or 512Mi (0: no limit)`},
 		{[]string{"server", "--max-requests-inflight", "-1"}, "must not be negative"},
 		{[]string{"server", "--request-timeout", "0s"}, "--request-timeout 0s must be positive"},
+		{[]string{"server", "--memory-limit", "lots"}, `--memory-limit "lots" must be a quantity of bytes of at least 64Mi, such as 12Gi`},
 		{[]string{"server", "--max-requests-inflight", "0", "--max-mutating-requests-inflight", "0"}, "must be at least 1 with --enable-priority-and-fairness"},
 		{[]string{"server", "--runtime-config", "flowcontrol.apiserver.k8s.io/v1=false"}, "--enable-priority-and-fairness needs flowcontrol.apiserver.k8s.io/v1 served"},
 		{[]string{"server", "--authorization-mode", "ABAC"}, `--authorization-mode: invalid authorization mode "ABAC": allowed modes are RBAC, AuthenticatedRead, AlwaysAllow, AlwaysDeny`},

@@ -79,9 +79,13 @@ func recordingPath() string { return filepath.Join("testdata", "kube-"+peerRelea
 // peer instead and records its answers.
 func TestHostileInput(t *testing.T) {
 	want := map[string]recorded{}
-	var tg *target
+	// Stalled requests go to a server whose request timeout is requestTimeout; the
+	// others to one of the default, as kube-apiserver's: the peer's is requestTimeout,
+	// which all its requests of the recording met.
+	var tg, stallTarget *target
 	if *rewrite {
 		tg = startPeer(t)
+		stallTarget = tg
 	} else {
 		data, err := os.ReadFile(recordingPath())
 		if err != nil {
@@ -91,11 +95,17 @@ func TestHostileInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		tg = startConcord(t)
+		stallTarget = startConcord(t, "--request-timeout", requestTimeout.String())
+		setup(t, stallTarget, createNamespace(ns, ""))
 	}
 	setup(t, tg, createNamespace(ns, ""))
 	got := map[string]recorded{}
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) {
+			tg := tg
+			if c.req.stall {
+				tg = stallTarget
+			}
 			for _, r := range c.setup {
 				setup(t, tg, r)
 			}

@@ -24,7 +24,7 @@ const stalledUploads = 300
 // arriving. The connections are HTTP/1.1, whose unread bodies net/http would otherwise
 // wait on before it answers.
 func TestStalledUploads(t *testing.T) {
-	tg := startConcord(t)
+	tg := startConcord(t, "--request-timeout", requestTimeout.String())
 	mallory := tg.asUser(t, "mallory")
 	alice := tg.asUser(t, "alice")
 	before := timeRequests(t, alice, 20)
