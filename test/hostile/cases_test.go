@@ -31,6 +31,11 @@ func get(path string, pick ...string) request {
 	return request{method: http.MethodGet, path: path, pick: pick}
 }
 
+// list is a read of a collection that counts its items.
+func list(path string) request {
+	return request{method: http.MethodGet, path: path, count: true}
+}
+
 func call(method, path, ctype, body string) request {
 	return request{method: method, path: path, ctype: ctype, body: text(body)}
 }
@@ -66,7 +71,7 @@ func cases() []hostileCase {
 
 // verbCases send verbs the resource does not serve.
 func verbCases() []hostileCase {
-	probes := get("/api/v1/namespaces?labelSelector=probe%3Ddc")
+	probes := list("/api/v1/namespaces?labelSelector=probe%3Ddc")
 	probeSetup := []request{createNamespace("probe-dc-1", `"probe":"dc"`), createNamespace("probe-dc-2", `"probe":"dc"`)}
 	return []hostileCase{
 		{name: "deletecollection namespaces by label", setup: probeSetup,
@@ -189,7 +194,7 @@ func queryCases() []hostileCase {
 		{name: "get resourceVersion not a number", setup: []request{createConfigMap("q-get")}, req: get(cms + "/q-get?resourceVersion=abc"),
 			deviation: "kube-apiserver answers a 500 without a reason; the client's mistake is a 400",
 			want:      &answer{Code: http.StatusBadRequest, Kind: "Status", Reason: "BadRequest"}},
-		{name: "limit negative", req: get(cms + "?limit=-1")},
+		{name: "limit negative", setup: []request{createConfigMap("limit-neg")}, req: list(cms + "?limit=-1&fieldSelector=metadata.name%3Dlimit-neg")},
 		{name: "limit not a number", req: get(cms + "?limit=abc")},
 		{name: "continue not a token", req: get(cms + "?limit=1&continue=garbage")},
 		{name: "label selector malformed", req: get(cms + "?labelSelector=a%20in%20(")},
@@ -197,7 +202,7 @@ func queryCases() []hostileCase {
 		{name: "field selector malformed", req: get(cms + "?fieldSelector=metadata.name%3D%3Dx%3D%3Dy")},
 		{name: "label selector of 40000 terms", req: get(cms + "?labelSelector=" + terms("l", 40000))},
 		{name: "field selector of 40000 terms", setup: []request{createConfigMap("fs-terms")},
-			req: get(cms + "?fieldSelector=metadata.name%3Dfs-terms," + terms("metadata.name!%3Dn", 40000))},
+			req: list(cms + "?fieldSelector=metadata.name%3Dfs-terms," + terms("metadata.name!%3Dn", 40000))},
 		{name: "watch timeoutSeconds negative", req: request{method: http.MethodGet, path: cms + "?watch=true&timeoutSeconds=-5", stream: true}},
 		{name: "timeout not a duration", req: get(cms + "?timeout=abc")},
 		{name: "delete propagationPolicy bogus", setup: []request{createConfigMap("q-prop")},
@@ -291,11 +296,11 @@ func headerCases() []hostileCase {
 		{name: "delete a namespace", setup: []request{createNamespace("del-ns", "")},
 			req: request{method: http.MethodDelete, path: "/api/v1/namespaces/del-ns"}},
 		{name: "deletecollection configmaps by label", setup: []request{labelledConfigMap("dc-1"), labelledConfigMap("dc-2"), labelledConfigMap("dc-3")},
-			req:    request{method: http.MethodDelete, path: cms + "?labelSelector=probe%3Ddc"},
-			checks: []request{get(cms + "?labelSelector=probe%3Ddc")}},
+			req:    request{method: http.MethodDelete, path: cms + "?labelSelector=probe%3Ddc", count: true},
+			checks: []request{list(cms + "?labelSelector=probe%3Ddc")}},
 		{name: "deletecollection configmaps one page", setup: []request{labelledConfigMap("dc-4"), labelledConfigMap("dc-5")},
-			req:    request{method: http.MethodDelete, path: cms + "?labelSelector=probe%3Ddc&limit=1"},
-			checks: []request{get(cms + "?labelSelector=probe%3Ddc")}},
+			req:    request{method: http.MethodDelete, path: cms + "?labelSelector=probe%3Ddc&limit=1", count: true},
+			checks: []request{list(cms + "?labelSelector=probe%3Ddc")}},
 	}
 }
 

@@ -113,9 +113,9 @@ func startConcord(t *testing.T, args ...string) *target {
 	return tg
 }
 
-// startPeer runs kube-apiserver of peerRelease on an etcd of its own until the test
-// ends.
-func startPeer(t *testing.T) *target {
+// startPeer runs kube-apiserver of peerRelease on an etcd of its own, with more
+// flags, until the test ends.
+func startPeer(t *testing.T, args ...string) *target {
 	t.Helper()
 	bin, err := kubepeer.Binary("kube-apiserver", peerRelease)
 	if err != nil {
@@ -124,7 +124,7 @@ func startPeer(t *testing.T) *target {
 	cli := etcdtest.Start(t)
 	logs := &syncBuffer{}
 	p, err := kubepeer.Start(t.Context(), kubepeer.Options{Binary: bin, Dir: t.TempDir(), EtcdServers: cli.Endpoints(),
-		Args: []string{"--request-timeout=" + requestTimeout.String()}, Log: logs})
+		Args: args, Log: logs})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs.tail(50))
 	}
