@@ -81,6 +81,7 @@ func recordingPath() string { return filepath.Join("testdata", "kube-"+peerRelea
 // with kube-apiserver's recorded one; with -rewrite it sends them to a kube-apiserver
 // peer instead and records its answers.
 func TestHostileInput(t *testing.T) {
+	t.Parallel()
 	want := map[string]recorded{}
 	// Stalled requests go to a server whose request timeout is requestTimeout, the
 	// others to one with the default (kube-apiserver's, a minute), for concord and
