@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -345,7 +346,7 @@ func normalizeMetadata(obj *unstructured.Unstructured) ([]string, error) {
 // otherwise).
 func deleteOptions(r *http.Request, body []byte) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
-	if len(body) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return opts, decodeQuery(r, opts)
 	}
 	data, err := bodyToJSON(r, body)

@@ -31,14 +31,14 @@ func (q *apiRequest) gr() schema.GroupResource { return q.res.GroupResource() }
 // serveAPI handles everything under /api and /apis: discovery and resources.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	info, _ := request.InfoFrom(r.Context())
+	if h := s.proxied(info); h != nil {
+		h.ServeHTTP(w, r) // what the backend takes is the backend's to say
+		return
+	}
 	if s.cfg.CBOR {
 		r = r.WithContext(respond.WithCBOR(r.Context()))
 	} else if isCBOR(r.Header.Get("Content-Type")) {
 		respond.Error(w, r, unsupportedMediaType(r.Header.Get("Content-Type")))
-		return
-	}
-	if h := s.proxied(info); h != nil {
-		h.ServeHTTP(w, r)
 		return
 	}
 	if !info.IsResourceRequest {
