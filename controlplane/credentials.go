@@ -35,6 +35,13 @@ type serving struct {
 	clientCA, frontProxyCA, proxyCert, proxyKey []byte
 }
 
+// tlsConfig serves the certificate over HTTP/2 and HTTP/1.1. Client certificates are
+// asked for, and verified by the authentication.
+func (sv *serving) tlsConfig() *tls.Config {
+	return &tls.Config{Certificates: []tls.Certificate{sv.cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"},
+		ClientAuth: tls.RequestClientCert}
+}
+
 // loadCredentials is the credentials phase: the listener first (its port names the
 // server and its URL; logs from here on carry the server ID), then the cluster CA and
 // admin token shared through etcd, the serving certificate and the authenticator.

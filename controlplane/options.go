@@ -299,25 +299,13 @@ func (o *Options) Validate() error {
 	if _, err := o.watchCacheMemoryLimit(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.MemoryLimit != "" {
-		if _, err := o.memoryCeiling(); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	if o.IdentityLeaseDuration < time.Second || o.IdentityLeaseDuration%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("--identity-lease-duration %s must be a whole number of seconds, at least 1s", o.IdentityLeaseDuration))
 	}
 	if o.IdentityLeaseRenewInterval <= 0 || o.IdentityLeaseRenewInterval >= o.IdentityLeaseDuration {
 		errs = append(errs, fmt.Errorf("--identity-lease-renew-interval %s must be positive and shorter than --identity-lease-duration %s", o.IdentityLeaseRenewInterval, o.IdentityLeaseDuration))
 	}
-	if o.MaxRequestsInflight < 0 || o.MaxMutatingRequestsInflight < 0 {
-		errs = append(errs, fmt.Errorf("--max-requests-inflight %d and --max-mutating-requests-inflight %d must not be negative", o.MaxRequestsInflight, o.MaxMutatingRequestsInflight))
-	} else if o.EnablePriorityAndFairness && o.concurrencyLimit() < 1 {
-		errs = append(errs, errors.New("--max-requests-inflight plus --max-mutating-requests-inflight must be at least 1 with --enable-priority-and-fairness"))
-	}
-	if o.RequestTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("--request-timeout %s must be positive", o.RequestTimeout))
-	}
+	errs = append(errs, o.validateLoad()...)
 	if o.LogFormat != "text" && o.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--logging-format %q is not allowed: use text or json", o.LogFormat))
 	}
@@ -328,6 +316,26 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// validateLoad checks the flags that bound the load the server takes: concurrency,
+// request time and memory.
+func (o *Options) validateLoad() []error {
+	var errs []error
+	if o.MaxRequestsInflight < 0 || o.MaxMutatingRequestsInflight < 0 {
+		errs = append(errs, fmt.Errorf("--max-requests-inflight %d and --max-mutating-requests-inflight %d must not be negative", o.MaxRequestsInflight, o.MaxMutatingRequestsInflight))
+	} else if o.EnablePriorityAndFairness && o.concurrencyLimit() < 1 {
+		errs = append(errs, errors.New("--max-requests-inflight plus --max-mutating-requests-inflight must be at least 1 with --enable-priority-and-fairness"))
+	}
+	if o.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout %s must be positive", o.RequestTimeout))
+	}
+	if o.MemoryLimit != "" {
+		if _, err := o.memoryCeiling(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // validateServiceAccounts checks the service account token flags as kube-apiserver

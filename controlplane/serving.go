@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -57,12 +56,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, err
 	}
-	var fcFilter func(http.Handler) http.Handler
-	extraMetrics := prometheus.Gatherers{admission.Gatherer()}
-	if fc != nil {
-		fcFilter = fc.Filter
-		extraMetrics = append(extraMetrics, fc.Gatherer())
-	}
+	fcFilter, extraMetrics := flowControlParts(fc)
 	auditor, err := audit.New(ctx, o.Audit)
 	if err != nil {
 		return ctx, err
@@ -94,10 +88,8 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		// The annotations admission adds (admission policies' audit annotations and
 		// Audit action) go to the request's audit event.
 		Admission: k8sadmission.WithAudit(chain),
-		// Client certificates are asked for, and verified by the authentication.
-		TLS: &tls.Config{Certificates: []tls.Certificate{sv.cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"},
-			ClientAuth: tls.RequestClientCert},
-		Listener: sv.listener,
+		TLS:       sv.tlsConfig(),
+		Listener:  sv.listener,
 	})
 	if err != nil {
 		return ctx, err
@@ -231,4 +223,14 @@ func (i *Instance) installOpenAPI(ctx context.Context) *openapi.Service {
 	docs.InstallV2(i.Server.Mux())
 	docs.InstallV3(i.Server.Mux())
 	return docs
+}
+
+// flowControlParts are the handler chain's priority-and-fairness filter (nil without
+// API priority and fairness) and the metrics the server serves besides its own.
+func flowControlParts(fc *flowcontrol.Controller) (func(http.Handler) http.Handler, prometheus.Gatherers) {
+	extraMetrics := prometheus.Gatherers{admission.Gatherer()}
+	if fc == nil {
+		return nil, extraMetrics
+	}
+	return fc.Filter, append(extraMetrics, fc.Gatherer())
 }

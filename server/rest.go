@@ -10,7 +10,7 @@ import (
 	"github.com/concordproject/concord/server/request"
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	validationpath "k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -156,10 +156,10 @@ func (s *Server) route(r *http.Request, info *request.Info) (*apiRequest, error)
 // checkPathSegments refuses a name or namespace in the path that cannot name an
 // object ("." or "..", or one holding "/" or "%"), as kube-apiserver refuses it (400).
 func checkPathSegments(info *request.Info) error {
-	if msgs := validationpath.IsValidPathSegmentName(info.Namespace); info.Namespace != "" && len(msgs) > 0 {
+	if msgs := content.IsPathSegmentName(info.Namespace); info.Namespace != "" && len(msgs) > 0 {
 		return apierrors.NewBadRequest(fmt.Sprintf("Namespace parameter invalid: %q: %s", info.Namespace, strings.Join(msgs, ";")))
 	}
-	if msgs := validationpath.IsValidPathSegmentName(info.Name); info.Name != "" && len(msgs) > 0 {
+	if msgs := content.IsPathSegmentName(info.Name); info.Name != "" && len(msgs) > 0 {
 		return apierrors.NewBadRequest(fmt.Sprintf("Name parameter invalid: %q: %s", info.Name, strings.Join(msgs, ";")))
 	}
 	return nil
