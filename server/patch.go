@@ -248,7 +248,7 @@ func applyPatch(pt types.PatchType, current, patch []byte, smpStruct interface{}
 		}
 		return out, nil
 	case types.StrategicMergePatchType:
-		out, err := strategicpatch.StrategicMergePatch(current, patch, smpStruct)
+		out, err := strategicMergePatch(current, patch, smpStruct)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the strategic merge patch does not apply: %v", err))
 		}
@@ -273,6 +273,20 @@ func missingRootValue(p jsonpatch.Patch) error {
 		}
 	}
 	return nil
+}
+
+// strategicMergePatch is strategicpatch.StrategicMergePatch, whose panics on a patch
+// that does not fit the object's type are returned as errors: a merge key whose value
+// is a list or an object panics, for the library compares merge-key values with ==
+// (the kind of bug kubernetes/kubernetes#127056 reports elsewhere in it). current is
+// always an object this server encoded, so the patch is at fault.
+func strategicMergePatch(current, patch []byte, smpStruct interface{}) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("the patch does not fit the object's type (%v)", r)
+		}
+	}()
+	return strategicpatch.StrategicMergePatch(current, patch, smpStruct)
 }
 
 // typedForm returns obj as Kubernetes would render a built-in kind for a JSON patch
