@@ -1,17 +1,21 @@
 package storageversion
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/rbac/bootstrap"
 	"github.com/concordproject/concord/server/request"
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 // customWait bounds how long a custom resource write waits at a closed gate (its
@@ -28,7 +32,17 @@ const customWait = 5 * time.Second
 //  3. storageversions of internal.apiserver.k8s.io (who may write them is the
 //     resource's business: only the servers' loopback user);
 //  4. the creation of namespaces by the server itself;
-//  5. leases in kube-system (identity leases, leader election);
+//  5. writes to leases in kube-system by the identities that hold leases there: the
+//     servers' loopback identity (their leader elections), the aggregated servers an
+//     APIService names as StorageVersion publishers (their identity leases), Concord's
+//     controller manager (system:concord:controller-manager: its identity lease and
+//     election), and Kubernetes' controller manager and scheduler (their elections).
+//     Identity leases keep StorageVersion entries alive and elections run the
+//     controllers that maintain them, so they must be renewed while a barrier is
+//     closed, or the barrier's own machinery would stall. Anyone else's writes to
+//     those leases, an administrator's included, wait like every other write:
+//     kube-apiserver lets every user through, the KEP exempts these leases for
+//     identity and election only;
 //
 // and every resource it does not track (aggregated or non-persisted ones). Writes to a
 // custom resource whose storage version is changing wait for the change, up to five
@@ -36,7 +50,7 @@ const customWait = 5 * time.Second
 func (m *Manager) Filter(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info, ok := request.InfoFrom(r.Context())
-		if !ok || !info.IsResourceRequest || exempt(r, info) {
+		if !ok || !info.IsResourceRequest || m.exempt(r, info) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -72,7 +86,7 @@ func (m *Manager) Filter(next http.Handler) http.Handler {
 
 // exempt reports whether a resource request passes the barrier whatever the state of
 // its resource.
-func exempt(r *http.Request, info *request.Info) bool {
+func (m *Manager) exempt(r *http.Request, info *request.Info) bool {
 	switch info.Verb {
 	case "get", "list", "watch":
 		return true
@@ -84,9 +98,45 @@ func exempt(r *http.Request, info *request.Info) bool {
 		u, _ := auth.UserFrom(r.Context())
 		return u.Name == auth.LoopbackUser
 	case info.APIGroup == identity.GroupResource.Group && info.Resource == identity.GroupResource.Resource && info.Namespace == identity.Namespace:
-		return true
+		return m.leaseHolder(r.Context())
 	}
 	return false
+}
+
+// leaseHolders are the users that hold leases in kube-system under a name of their
+// own: Concord's controller manager (its identity lease and its election), and
+// Kubernetes' controller manager and scheduler (their elections), should they run
+// against Concord.
+var leaseHolders = []string{bootstrap.ControllerManagerUser, user.KubeControllerManager, user.KubeScheduler}
+
+// leaseHolder reports whether the user of ctx holds identity or leader-election leases
+// in kube-system, and so passes the barrier to write them (rule 5 of Filter): the
+// servers' loopback identity (their elections; their identity leases are written
+// through the store, behind no filter), the identities that may publish StorageVersion
+// entries (the aggregated servers an APIService names, which keep an identity lease
+// for their entries: the storageversions resource's own rule decides, so that the
+// barrier and the API agree on who they are), and the components of leaseHolders.
+func (m *Manager) leaseHolder(ctx context.Context) bool {
+	u, ok := auth.UserFrom(ctx)
+	if !ok {
+		return false
+	}
+	if u.Name == auth.LoopbackUser || slices.Contains(leaseHolders, u.Name) {
+		return true
+	}
+	return m.publishes(ctx)
+}
+
+// publishes reports whether the user of ctx may publish StorageVersion entries, as the
+// storageversions resource's Writable hook answers for a creation (ConfigureWith).
+func (m *Manager) publishes(ctx context.Context) bool {
+	res := m.cfg.Registry.Get(GroupResource)
+	if res == nil || res.Hooks == nil || res.Hooks.Writable == nil {
+		return false
+	}
+	create := &request.Info{IsResourceRequest: true, Verb: "create", APIGroup: GroupResource.Group,
+		APIVersion: version, Resource: GroupResource.Resource}
+	return res.Hooks.Writable(request.WithInfo(ctx, create)) == nil
 }
 
 // reject answers 503 with Kubernetes' message, the last error seen for the resource

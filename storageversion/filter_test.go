@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,25 +14,50 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/request"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// newTestManager returns a Manager tracking configmaps (closed) and one custom
-// resource, without storage: enough for the barrier.
+// newTestManager returns a Manager tracking configmaps and leases (closed) and one
+// custom resource, without storage: enough for the barrier. Its registry holds the
+// storageversions resource, whose publishers are the user "wardle".
 func newTestManager(t *testing.T) (*Manager, *tracked, *tracked) {
 	t.Helper()
-	m, err := NewManager(Config{ServerID: "s1", Registry: registry.New(), Store: &store.Store{}})
+	reg := registry.New()
+	sv := &registry.Resource{
+		Group: GroupResource.Group, StorageVersion: version,
+		Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: GroupResource.Resource, Singular: "storageversion",
+			Kind: "StorageVersion", ListKind: "StorageVersionList"},
+		Versions:  []registry.Version{{Name: version, Served: true}},
+		Converter: registry.NoneConverter{Group: GroupResource.Group},
+	}
+	publishers := func(user string) []string {
+		if user == "wardle" {
+			return []string{"wardle.example.com"}
+		}
+		return nil
+	}
+	if err := ConfigureWith(APIOptions{Publishers: publishers})(sv); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Put(t.Context(), sv); err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewManager(Config{ServerID: "s1", Registry: reg, Store: &store.Store{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.mu.Lock()
 	cm := m.trackLocked(schema.GroupResource{Resource: "configmaps"}, false)
 	cr := m.trackLocked(schema.GroupResource{Group: "example.com", Resource: "widgets"}, true)
+	leases := m.trackLocked(identity.GroupResource, false)
 	m.mu.Unlock()
+	leases.gate.fail(errors.New("leases not registered yet"))
 	return m, cm, cr
 }
 
@@ -57,16 +81,25 @@ func serveBarrier(t *testing.T, h func(http.Handler) http.Handler, method, path 
 var (
 	admin    = auth.User{Name: auth.AdminUser, Groups: []string{auth.GroupMasters}}
 	loopback = auth.User{Name: auth.LoopbackUser, Groups: []string{auth.GroupMasters}}
+	// users are the users a request line names with as=<key> (admin by default).
+	users = map[string]auth.User{
+		"loopback":           loopback,
+		"controller-manager": {Name: "system:concord:controller-manager", Groups: []string{auth.GroupAuthenticated}},
+		"kube-scheduler":     {Name: "system:kube-scheduler", Groups: []string{auth.GroupAuthenticated}},
+		"publisher":          {Name: "wardle", Groups: []string{auth.GroupAuthenticated}},
+		"user":               {Name: "alice", Groups: []string{auth.GroupAuthenticated}},
+	}
 )
 
 // TestBarrier runs testdata/barrier through the barrier filter of a manager that
-// tracks configmaps (the gate closed until a "gate" directive opens it) and
-// widgets.example.com. Directives:
+// tracks configmaps (the gate closed until a "gate" directive opens it), leases
+// (closed) and widgets.example.com. Directives:
 //
 //	gate open | gate fail              open configmaps' gate, or close it with the error
 //	                                   given as input
 //	lease valid | lease lapsed         the server's identity lease
-//	request                            one request per input line: METHOD PATH [as=loopback]
+//	request                            one request per input line: METHOD PATH [as=USER],
+//	                                   USER a key of users (default: the admin)
 //
 // request prints, per line, whether the request reached the handler behind the
 // barrier or how it was refused. Run with -rewrite to update the file.
@@ -90,8 +123,12 @@ func TestBarrier(t *testing.T) {
 			for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 				f := strings.Fields(line)
 				user := admin
-				if slices.Contains(f, "as=loopback") {
-					user = loopback
+				if len(f) > 2 {
+					u, ok := users[strings.TrimPrefix(f[2], "as=")]
+					if !ok {
+						d.Fatalf(t, "unknown user in %q", line)
+					}
+					user = u
 				}
 				w, reached := serveBarrier(t, m.Filter, f[0], f[1], user)
 				fmt.Fprintf(&b, "%s: %s\n", line, barrierOutcome(t, w, reached))
