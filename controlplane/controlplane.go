@@ -72,6 +72,9 @@ type Instance struct {
 
 // parts are what one phase of Start builds for a later one.
 type parts struct {
+	// builtins are the built-in resources the compatibility configuration selects:
+	// configure → resources.
+	builtins []*registry.Resource
 	serving serving // credentials → serving
 	lease   *identity.Lease
 	// identityLeases is an informer of the servers' identity leases (nil without
@@ -161,11 +164,14 @@ func (i *Instance) Done() <-chan struct{} { return i.done }
 //
 // The phases, each starting the components the next ones need:
 //
+//  0. configure: the compatibility configuration and the checks that depend on it,
+//     before anything is started or written;
 //  1. storage: the embedded etcd, or a client of an external cluster;
 //  2. credentials: the listener (its port names the server), the cluster CA and
 //     admin token shared through etcd, the serving certificate, the tokens;
-//  3. resources: the compatibility configuration, the built-in resources, the
-//     registry and the object store, the identity lease and storage version manager;
+//  3. resources: the built-in resources, the registry and the object store, the
+//     check that this release may join the servers sharing etcd (identity.CheckJoin),
+//     the identity lease and storage version manager;
 //  4. serving: health checks and the HTTP server with its handler chain;
 //  5. controllers: the system namespaces, the identity lease, the storage version
 //     manager and its garbage collector, the CRD controller (ready once every stored
@@ -189,7 +195,7 @@ func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 		return nil, fmt.Errorf("creating --data-dir: %w", err)
 	}
 	for _, phase := range []func(context.Context) (context.Context, error){
-		inst.startStorage, inst.loadCredentials, inst.buildResources, inst.startServing, inst.startControllers,
+		inst.configure, inst.startStorage, inst.loadCredentials, inst.buildResources, inst.startServing, inst.startControllers,
 	} {
 		if ctx, err = phase(ctx); err != nil {
 			return nil, err

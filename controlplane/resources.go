@@ -19,6 +19,36 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// configure is the first phase, before anything starts or is written: the
+// compatibility configuration (KEP-4330), the built-in resources it selects, and the
+// checks of the options that depend on them, so that a start its flags refuse leaves
+// etcd as it was.
+func (i *Instance) configure(ctx context.Context) (context.Context, error) {
+	compat, err := i.opts.Compatibility.Complete(ctx)
+	if err != nil {
+		return ctx, err
+	}
+	builtins, err := compat.Resources()
+	if err != nil {
+		return ctx, err
+	}
+	if i.opts.EnablePriorityAndFairness && !servesVersion(builtins, flowSchemas, "v1") {
+		return ctx, errNoFlowControlAPI
+	}
+	i.Compatibility, i.parts.builtins = compat, builtins
+	return ctx, nil
+}
+
+// servesVersion reports whether resources serve gr in version v.
+func servesVersion(resources []*registry.Resource, gr schema.GroupResource, v string) bool {
+	for _, r := range resources {
+		if r.GroupResource() == gr {
+			return r.ServedVersion(v) != nil
+		}
+	}
+	return false
+}
+
 // buildResources is the resources phase: the compatibility configuration (KEP-4330),
 // the registry of the built-in resources it selects and the CRD resource, the object
 // store (whose caches run from here on), the authorizer (whose RBAC informers read
@@ -26,16 +56,8 @@ import (
 // version manager (KEP-1965, KEP-2339), built now because the handler chain and the
 // health checks need them; they start with the controllers.
 func (i *Instance) buildResources(ctx context.Context) (context.Context, error) {
-	o := i.opts
-	compat, err := o.Compatibility.Complete(ctx)
-	if err != nil {
-		return ctx, err
-	}
-	i.Compatibility = compat
-	builtins, err := compat.Resources()
-	if err != nil {
-		return ctx, err
-	}
+	o, compat, builtins := i.opts, i.Compatibility, i.parts.builtins
+	var err error
 	i.Registry = registry.New()
 	i.Store = store.NewStore(i.raw)
 	if i.parts.authz, err = i.newAuthorization(); err != nil {
@@ -72,6 +94,10 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	}
 	i.Store.WatchCache = watchcache.Options{Disabled: !o.WatchCache, MemoryLimit: limit, Registerer: i.Metrics}
 	if err := i.start(ctx, lifecycle.Component{Name: "object-store", Run: i.Store.Run}); err != nil {
+		return ctx, err
+	}
+	// Before the server writes anything of its own, and before it serves.
+	if err := identity.CheckJoin(ctx, i.Registry, i.Store, compat.Versions.Binary); err != nil {
 		return ctx, err
 	}
 	if err := i.startRBAC(ctx); err != nil {

@@ -115,6 +115,9 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	return ctx, i.start(ctx, lifecycle.Component{Name: "openapi", Run: docs.Run})
 }
 
+// flowSchemas is the resource API priority and fairness is configured with.
+var flowSchemas = schema.GroupResource{Group: flowcontrolv1.GroupName, Resource: "flowschemas"}
+
 // errNoFlowControlAPI: API priority and fairness is on but its API is not served.
 var errNoFlowControlAPI = errors.New("--enable-priority-and-fairness needs flowcontrol.apiserver.k8s.io/v1 served (see --runtime-config), or pass --enable-priority-and-fairness=false")
 
@@ -124,7 +127,7 @@ func (i *Instance) newFlowControl() (*flowcontrol.Controller, error) {
 	if !i.opts.EnablePriorityAndFairness {
 		return nil, nil
 	}
-	res := i.Registry.Get(schema.GroupResource{Group: flowcontrolv1.GroupName, Resource: "flowschemas"})
+	res := i.Registry.Get(flowSchemas)
 	if res == nil || res.ServedVersion("v1") == nil {
 		return nil, errNoFlowControlAPI
 	}

@@ -113,14 +113,39 @@ func checkBuiltin(in *Input, gr schema.GroupResource) Verdict {
 	}
 	v.Served, v.Decodes = true, target.Versions
 	need := p.need(in, gr)
-	missing := without(need, target.Versions)
-	if len(missing) == 0 && len(p.unresolved) == 0 {
-		return v
+	if missing := without(need, target.Versions); len(missing) > 0 || len(p.unresolved) > 0 {
+		v.Blocked = true
+		v.Reasons = reasons(in, &p, missing)
+		unblock(in, &v, &p, need)
+	}
+	if uses := in.FieldUses[gr]; len(uses) > 0 {
+		blockOnFields(in, &v, uses)
+	}
+	return v
+}
+
+// blockOnFields blocks v because persisted objects use fields the target does not
+// know: a server of the target would drop them from every object it writes.
+func blockOnFields(in *Input, v *Verdict, uses []FieldUse) {
+	x := in.Target.Binary
+	since := ""
+	var paths []string
+	for _, u := range uses {
+		paths = appendMissing(paths, displayPath(u.Path))
+		if since == "" || newer(u.Introduced, since) {
+			since = u.Introduced
+		}
+	}
+	remedy := fmt.Sprintf("clear %s, or target %s+", strings.Join(paths, ", "), since)
+	if v.Blocked {
+		v.Unblock += "; " + remedy
+	} else {
+		v.Unblock = remedy
 	}
 	v.Blocked = true
-	v.Reasons = reasons(in, &p, missing)
-	unblock(in, &v, &p, need)
-	return v
+	v.Reasons = append(v.Reasons, fieldReasons(x, uses)...)
+	v.Advice = append(v.Advice, fmt.Sprintf("Remove %s from those objects (or delete them), or choose release %s or later. Servers whose --min-compatibility-version is below %s take no new values there, but keep those already set.",
+		strings.Join(paths, ", "), since, since))
 }
 
 // reasons say why the target cannot read gr's objects.

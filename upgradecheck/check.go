@@ -104,6 +104,10 @@ type Input struct {
 	// positive) counts as Unknown, as the migration trigger resets it so.
 	Now       time.Time
 	Staleness time.Duration
+	// Fleet is what the running servers say of their releases; FieldUses the fields
+	// the target does not know that persisted objects use, by resource (ScanFields).
+	Fleet     Fleet
+	FieldUses map[schema.GroupResource][]FieldUse
 }
 
 // Verdict is the answer for one resource.
@@ -134,8 +138,12 @@ func (v *Verdict) Name() string { return migrationapi.StorageStateName(v.Resourc
 
 // Report is Check's answer.
 type Report struct {
-	Target   Release
-	Verdicts []Verdict
+	Target Release
+	Fleet  Fleet
+	// FleetBlocked says why the target blocks whatever is persisted (it is below the
+	// fleet's minimum compatibility version); nil when it does not.
+	FleetBlocked []string
+	Verdicts     []Verdict
 }
 
 // Check decides, for every resource the cluster has persisted (a StorageState, a
@@ -153,7 +161,7 @@ func Check(in Input) Report {
 	for gr := range in.CRDs {
 		grs[gr] = true
 	}
-	r := Report{Target: in.Target}
+	r := Report{Target: in.Target, Fleet: in.Fleet, FleetBlocked: in.Fleet.belowFleet(in.Target)}
 	for gr := range grs {
 		if crd, ok := in.CRDs[gr]; ok {
 			r.Verdicts = append(r.Verdicts, checkCRD(&in, gr, crd))
@@ -176,18 +184,25 @@ func (r *Report) Blocked() []Verdict {
 	return out
 }
 
-// Err is nil when every resource is safe, and otherwise one line wrapping ErrNotSafe
-// that names the resources that block.
+// Err is nil when every resource is safe and the target is not below the fleet's
+// minimum compatibility version, and otherwise one line wrapping ErrNotSafe that says
+// why: the fleet's minimum compatibility version, the resources that block.
 func (r *Report) Err() error {
-	blocked := r.Blocked()
-	if len(blocked) == 0 {
+	var why []string
+	if len(r.FleetBlocked) > 0 {
+		why = append(why, fmt.Sprintf("the servers' minimum compatibility version is %s", r.Fleet.MinCompatibility))
+	}
+	if blocked := r.Blocked(); len(blocked) > 0 {
+		names := make([]string, len(blocked))
+		for i, v := range blocked {
+			names[i] = v.Name()
+		}
+		why = append(why, fmt.Sprintf("%d resources block: %s", len(blocked), strings.Join(names, ", ")))
+	}
+	if len(why) == 0 {
 		return nil
 	}
-	names := make([]string, len(blocked))
-	for i, v := range blocked {
-		names[i] = v.Name()
-	}
-	return fmt.Errorf("upgrade to %s is %w: %d resources block: %s", r.Target.Binary, ErrNotSafe, len(blocked), strings.Join(names, ", "))
+	return fmt.Errorf("%s is %w: %s", r.Fleet.move(r.Target), ErrNotSafe, strings.Join(why, "; "))
 }
 
 // checkCRD judges a custom resource: its versions do not depend on the release, so

@@ -34,6 +34,9 @@ import (
 //	storageversion <resource> [common=<v>] servers=(<id>:<v>,...)
 //	crd <resource> kind=<Kind> versions=(<v>,...) storage=<v> stored=(<v>,...)
 //	migration <resource> name=<name> phase=<phase> [reason=<reason>]
+//	fleet [binary=<v>] [min=<v>]  what the running servers announce
+//	fielduse <resource> version=<v> path=<p> introduced=<r> objects=<n> examples=(<ns/name>,...)
+//	    persisted objects use a field the target does not know
 //	check                       prints the report and its error
 //
 // Run with -rewrite to update the files.
@@ -70,6 +73,11 @@ func TestCheck(t *testing.T) {
 				d.ScanArgs(t, "phase", &m.Phase)
 				d.MaybeScanArgs(t, "reason", &m.Reason)
 				in.Migrations[parseGR(d.CmdArgs[0].Key)] = m
+			case "fleet":
+				d.MaybeScanArgs(t, "binary", &in.Fleet.Binary)
+				d.MaybeScanArgs(t, "min", &in.Fleet.MinCompatibility)
+			case "fielduse":
+				addFieldUse(t, d, &in)
 			case "check":
 				return check(t, in)
 			default:
@@ -98,7 +106,7 @@ func check(t *testing.T, in Input) string {
 		t.Fatal(err)
 	}
 	err := r.Err()
-	if (err != nil) != (len(r.Blocked()) > 0) || err != nil && !errors.Is(err, ErrNotSafe) {
+	if (err != nil) != (len(r.Blocked())+len(r.FleetBlocked) > 0) || err != nil && !errors.Is(err, ErrNotSafe) {
 		t.Fatalf("Err() = %v with %d blocked", err, len(r.Blocked()))
 	}
 	if err != nil {
@@ -209,4 +217,18 @@ func addStorageVersion(t *testing.T, d *datadriven.TestData, in *Input) {
 		e.Servers[id] = gv(v)
 	}
 	in.StorageVersions[gr] = e
+}
+
+func addFieldUse(t *testing.T, d *datadriven.TestData, in *Input) {
+	gr := parseGR(d.CmdArgs[0].Key)
+	var u FieldUse
+	d.ScanArgs(t, "version", &u.Version)
+	d.ScanArgs(t, "path", &u.Path)
+	d.ScanArgs(t, "introduced", &u.Introduced)
+	d.ScanArgs(t, "objects", &u.Objects)
+	u.Examples = vals(d, "examples")
+	if in.FieldUses == nil {
+		in.FieldUses = map[schema.GroupResource][]FieldUse{}
+	}
+	in.FieldUses[gr] = append(in.FieldUses[gr], u)
 }

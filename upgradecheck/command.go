@@ -12,7 +12,10 @@ import (
 	"github.com/concordproject/concord/catalog"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
 )
 
 // defaultStaleness is the storage-migration trigger's default staleness window.
@@ -36,7 +39,16 @@ A resource blocks when
   - servers write it now (StorageVersion) in a version X cannot decode;
   - a persisted hash matches no version the catalog knows;
   - it is a custom resource (its versions do not depend on the release) whose
-    definition's status.storedVersions lists a version spec.versions no longer has.
+    definition's status.storedVersions lists a version spec.versions no longer has;
+  - its objects use a field X does not know (the API catalog records the release that
+    introduced each field): a server of X would drop it from every object it writes.
+    The objects of every persisted resource with such fields are read, 500 at a time,
+    and the fields are named with a count and the first few objects.
+And the target blocks as a whole when it is below the servers' minimum compatibility
+version (their VersionSkew report): they may have written data only that release and
+later read, and a server of X refuses to join them. Lower it first.
+
+A target below the servers' binary version is a rollback, and is called one.
 UNBLOCK names the remedy: the migration to the current storage version, which the
 storage-migration trigger starts by itself while the servers agree (a manifest to create
 one by hand is printed too); or, when X cannot decode the current storage version either,
@@ -81,7 +93,7 @@ func NewCommand() *cobra.Command {
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), cmd.OutOrStdout())
+			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	releases := ""
@@ -99,7 +111,7 @@ func NewCommand() *cobra.Command {
 	return cmd
 }
 
-func (o *options) run(ctx context.Context, out io.Writer) error {
+func (o *options) run(ctx context.Context, out, progress io.Writer) error {
 	if o.dropKey != "" && o.to == "" {
 		return o.runDropKey(ctx, out)
 	}
@@ -115,15 +127,26 @@ func (o *options) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return oneLine{fmt.Errorf("release %s, emulation %s: %w", to, emulation, err)}
 	}
-	obs, err := o.read(ctx)
+	c, err := o.clients()
 	if err != nil {
 		return err
 	}
-	report := Check(Input{
+	obs, err := Read(ctx, c.dyn)
+	if err != nil {
+		return err
+	}
+	in := Input{
 		Target: target, Steps: steps, Catalog: KnownResources(cat),
 		States: obs.States, StorageVersions: obs.StorageVersions, CRDs: obs.CRDs, Migrations: obs.Migrations,
 		Now: time.Now(), Staleness: o.staleness,
-	})
+	}
+	if in.Fleet, err = FleetOf(obs.Skew, c.serverVersion(ctx)); err != nil {
+		return err
+	}
+	if in.FieldUses, err = scanPersisted(ctx, c.dyn, cat, obs, target, progress); err != nil {
+		return err
+	}
+	report := Check(in)
 	if err := report.Print(out); err != nil {
 		return err
 	}
@@ -166,8 +189,13 @@ func (o *options) runDropKey(ctx context.Context, out io.Writer) error {
 	return keys.Err()
 }
 
-// read reads the cluster --kubeconfig names.
-func (o *options) read(ctx context.Context) (*Observed, error) {
+// clusterClients are the clients of the cluster --kubeconfig names.
+type clusterClients struct {
+	dyn       dynamic.Interface
+	discovery discovery.DiscoveryInterface
+}
+
+func (o *options) clients() (*clusterClients, error) {
 	rc, err := auth.LoadKubeconfig(o.kubeconfig)
 	if err != nil {
 		return nil, err
@@ -176,7 +204,50 @@ func (o *options) read(ctx context.Context) (*Observed, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Read(ctx, dyn)
+	disc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &clusterClients{dyn: dyn, discovery: disc}, nil
+}
+
+// serverVersion is the gitVersion of the server answering /version ("" if it cannot
+// say: the fleet's release is then unknown, which only changes the wording).
+func (c *clusterClients) serverVersion(ctx context.Context) string {
+	info, err := c.discovery.ServerVersion()
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("The server's /version cannot be read", "err", err)
+		return ""
+	}
+	return info.GitVersion
+}
+
+// read reads the cluster --kubeconfig names.
+func (o *options) read(ctx context.Context) (*Observed, error) {
+	c, err := o.clients()
+	if err != nil {
+		return nil, err
+	}
+	return Read(ctx, c.dyn)
+}
+
+// scanPersisted reads the objects of every persisted resource the target serves and
+// whose versions have fields the target does not know (NewFields), and returns the
+// fields they use.
+func scanPersisted(ctx context.Context, dyn dynamic.Interface, cat *catalog.Catalog, obs *Observed, target Release, progress io.Writer) (map[schema.GroupResource][]FieldUse, error) {
+	fields, err := NewFields(cat, target.Binary)
+	if err != nil {
+		return nil, err
+	}
+	for gr := range fields {
+		_, served := target.Resources[gr]
+		_, state := obs.States[gr]
+		_, sv := obs.StorageVersions[gr]
+		if !served || (!state && !sv) {
+			delete(fields, gr)
+		}
+	}
+	return ScanFields(ctx, dyn, fields, progress)
 }
 
 // catalog returns the full API catalog: --api-catalog's, or the built-in one.

@@ -16,7 +16,7 @@ import (
 // summary line.
 func (r *Report) Print(w io.Writer) error {
 	t := r.Target
-	fmt.Fprintf(w, "Target: release %s (emulation %s). What the cluster has persisted, and what the target decodes:\n\n", t.Binary, t.Emulation)
+	fmt.Fprintf(w, "%s (emulation %s). What the cluster has persisted, and what the target decodes:\n\n", capitalized(r.Fleet.move(t)), t.Emulation)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "RESOURCE\tPERSISTED\tRELEASE %s DECODES\tVERDICT\tUNBLOCK\n", t.Binary)
 	for _, v := range r.Verdicts {
@@ -46,6 +46,12 @@ func (r *Report) Print(w io.Writer) error {
 		warnings++
 		fmt.Fprintf(w, "  %s: release %s would not serve it; its objects stay in etcd untouched, unreachable until a release that serves it runs again.\n", v.Name(), t.Binary)
 	}
+	if len(r.FleetBlocked) > 0 {
+		fmt.Fprintf(w, "\nBlocked: release %s is below the servers' minimum compatibility version, %s.\n", t.Binary, r.Fleet.MinCompatibility)
+		for _, s := range r.FleetBlocked {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+	}
 	blocked := r.Blocked()
 	for i, v := range blocked {
 		if i == 0 {
@@ -58,11 +64,14 @@ func (r *Report) Print(w io.Writer) error {
 }
 
 func (r *Report) summary(blocked, warnings int) string {
-	n := len(r.Verdicts)
-	if blocked > 0 {
-		return fmt.Sprintf("Upgrade to %s is NOT safe: %d of %d resources block (%s).", r.Target.Binary, blocked, n, plural(warnings, "warning"))
+	n, move := len(r.Verdicts), capitalized(r.Fleet.move(r.Target))
+	switch {
+	case len(r.FleetBlocked) > 0:
+		return fmt.Sprintf("%s is NOT safe: the servers' minimum compatibility version is %s; %d of %d resources block (%s).", move, r.Fleet.MinCompatibility, blocked, n, plural(warnings, "warning"))
+	case blocked > 0:
+		return fmt.Sprintf("%s is NOT safe: %d of %d resources block (%s).", move, blocked, n, plural(warnings, "warning"))
 	}
-	return fmt.Sprintf("Upgrade to %s is safe: release %s decodes everything persisted of %s (%s).", r.Target.Binary, r.Target.Binary, plural(n, "resource"), plural(warnings, "warning"))
+	return fmt.Sprintf("%s is safe: release %s decodes everything persisted of %s and knows every field its objects use (%s).", move, r.Target.Binary, plural(n, "resource"), plural(warnings, "warning"))
 }
 
 func plural(n int, noun string) string {

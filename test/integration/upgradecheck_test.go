@@ -56,7 +56,8 @@ func TestUpgradeCheck(t *testing.T) {
 			if err != nil {
 				t.Fatalf("--to-version %s: %v", to, err)
 			}
-			wantLines(t, out, "Upgrade to "+to+" is safe", "RELEASE "+to+" DECODES", flowschemas+" +v1beta3 .* ok ")
+			move := map[string]string{"1.30": "Release 1.30 (the release running)", "1.37": "Upgrade from 1.30 to 1.37", "1.28": "Rollback from 1.30 to 1.28"}[to]
+			wantLines(t, out, regexp.QuoteMeta(move)+" is safe", "RELEASE "+to+" DECODES", flowschemas+" +v1beta3 .* ok ")
 			if to == "1.28" { // ValidatingAdmissionPolicies are beta there, off by default
 				wantLines(t, out, "validatingadmissionpolicies.admissionregistration.k8s.io: release 1.28 would not serve it")
 			}
@@ -65,7 +66,7 @@ func TestUpgradeCheck(t *testing.T) {
 
 	t.Run("no safe path", func(t *testing.T) {
 		out, err := run(t, "--to-version", "1.25")
-		if !errors.Is(err, upgradecheck.ErrNotSafe) || !strings.HasPrefix(err.Error(), "upgrade to 1.25 is not safe: 2 resources block: "+flowschemas+", prioritylevelconfigurations.") {
+		if !errors.Is(err, upgradecheck.ErrNotSafe) || !strings.HasPrefix(err.Error(), "rollback from 1.30 to 1.25 is not safe: the servers' minimum compatibility version is 1.28; 2 resources block: "+flowschemas+", prioritylevelconfigurations.") {
 			t.Fatalf("err = %v", err)
 		}
 		wantLines(t, out, flowschemas+" +v1beta3 +v1beta2,v1beta1 +BLOCKED +via 1.27 --min-compatibility-version=1.25",
@@ -104,7 +105,7 @@ func TestUpgradeCheck(t *testing.T) {
 		hash := func(v string) string { return wire.StorageVersionHash(gr.Group, v, "FlowSchema") }
 		setState(t, dyn, gr, hash("v1beta3"), hash("v1"), hash("v1beta3"))
 		out, err := run(t, "--to-version", "1.28")
-		if !errors.Is(err, upgradecheck.ErrNotSafe) || err.Error() != "upgrade to 1.28 is not safe: 1 resources block: "+flowschemas {
+		if !errors.Is(err, upgradecheck.ErrNotSafe) || err.Error() != "rollback from 1.30 to 1.28 is not safe: 1 resources block: "+flowschemas {
 			t.Fatalf("err = %v", err)
 		}
 		wantLines(t, out, flowschemas+" +v1,v1beta3 +v1beta3,v1beta2,v1beta1 +BLOCKED +migrate to v1beta3",
