@@ -75,8 +75,8 @@ type parts struct {
 	// builtins are the built-in resources the compatibility configuration selects:
 	// configure → resources.
 	builtins []*registry.Resource
-	serving serving // credentials → serving
-	lease   *identity.Lease
+	serving  serving // credentials → serving
+	lease    *identity.Lease
 	// identityLeases is an informer of the servers' identity leases (nil without
 	// them): resources → controllers, which start it.
 	identityLeases cache.SharedIndexInformer

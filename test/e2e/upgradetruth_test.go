@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
