@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/request"
 	"github.com/concordproject/concord/server/respond"
 	"github.com/concordproject/concord/wire"
@@ -16,7 +17,9 @@ import (
 // re-encodes one page of a resource's objects in the current storage version with the
 // preconditions and results of a client-side read-and-write-back (see
 // registry.Store.Rewrite). It is a write of the resource: only writers may call it,
-// and the storage version barrier holds it like any other write.
+// and the storage version barrier holds it like any other write. With
+// wire.RewriteStorageVersionParam, its writes are also held to the resource's
+// StorageVersion object at that resourceVersion (registry.Store.RewriteGuarded).
 func (s *Server) serveRewrite(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		respond.Error(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "rewrite"}, r.Method))
@@ -43,10 +46,36 @@ func (s *Server) serveRewrite(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	result, err := s.cfg.Store.Rewrite(r.Context(), res, r.URL.Query().Get("continue"), limit)
+	guard, err := s.rewriteGuard(gr, r.URL.Query().Get(wire.RewriteStorageVersionParam))
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	result, err := s.cfg.Store.RewriteGuarded(r.Context(), res, r.URL.Query().Get("continue"), limit, guard)
 	if err != nil {
 		respond.Error(w, r, err)
 		return
 	}
 	respond.Object(w, r, http.StatusOK, result)
+}
+
+// storageVersionsGR is the resource of StorageVersion objects.
+var storageVersionsGR = schema.GroupResource{Group: "internal.apiserver.k8s.io", Resource: "storageversions"}
+
+// rewriteGuard is the guard a rewrite of gr asks for with rv, the value of
+// wire.RewriteStorageVersionParam: its StorageVersion object at that resourceVersion
+// (nil if rv is empty).
+func (s *Server) rewriteGuard(gr schema.GroupResource, rv string) (*store.RewriteGuard, error) {
+	if rv == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n <= 0 {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid %s %q: want a resourceVersion", wire.RewriteStorageVersionParam, rv))
+	}
+	svs := s.cfg.Registry.Get(storageVersionsGR)
+	if svs == nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s: this server does not serve %s", wire.RewriteStorageVersionParam, storageVersionsGR))
+	}
+	return &store.RewriteGuard{Resource: svs, Name: wire.StorageVersionName(gr), ResourceVersion: n}, nil
 }

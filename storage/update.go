@@ -61,14 +61,23 @@ type Write struct {
 // the error (a *ConflictError for a moved key). Writes are independent: one conflict
 // does not stop the others. It is the storage-migration fast path.
 func (s *Store) WriteBatch(ctx context.Context, writes []Write) ([]int64, []error) {
+	return s.writeBatch(ctx, nil, writes)
+}
+
+// maxBatchOps is how many writes one transaction of a batch carries: etcd's default
+// --max-txn-ops.
+const maxBatchOps = 128
+
+// writeBatch is WriteBatch, every transaction also conditioned on guard if it is not
+// nil (WriteBatchGuarded).
+func (s *Store) writeBatch(ctx context.Context, guard *Guard, writes []Write) ([]int64, []error) {
 	revs := make([]int64, len(writes))
 	errs := make([]error, len(writes))
 	// A transaction whose compares all hold applies every write at once; if any compare
 	// fails we fall back to one transaction per write of that group so that the others
 	// still land. Conflicts are rare in migration, so the common case is one round trip.
-	const maxOps = 128 // etcd's default --max-txn-ops
-	for start := 0; start < len(writes); start += maxOps {
-		end := min(start+maxOps, len(writes))
+	for start := 0; start < len(writes); start += maxBatchOps {
+		end := min(start+maxBatchOps, len(writes))
 		var cmps []clientv3.Cmp
 		var ops []clientv3.Op
 		var members []int
@@ -85,27 +94,46 @@ func (s *Store) WriteBatch(ctx context.Context, writes []Write) ([]int64, []erro
 		if len(ops) == 0 {
 			continue
 		}
-		resp, err := s.client.Txn(ctx).If(cmps...).Then(ops...).Commit()
-		if err == nil && resp.Succeeded {
+		rev, ok, err := s.commitBatch(ctx, guard, cmps, ops)
+		if ok {
 			for _, i := range members {
-				revs[i] = resp.Header.Revision
+				revs[i] = rev
 			}
 			continue
 		}
 		for _, i := range members {
-			w := writes[i]
-			if err != nil && ctx.Err() != nil {
-				errs[i] = translate(err)
-				continue
-			}
-			if w.Value == nil {
-				revs[i], errs[i] = s.Delete(ctx, w.Key, w.Expected)
-			} else {
-				revs[i], errs[i] = s.Update(ctx, w.Key, w.Value, w.Expected)
-			}
+			revs[i], errs[i] = s.writeOne(ctx, guard, writes[i], err)
 		}
 	}
 	return revs, errs
+}
+
+// commitBatch commits the writes of one transaction of a batch; ok reports that every
+// compare (and guard, if any) held. err is the transaction's own failure, if any.
+func (s *Store) commitBatch(ctx context.Context, guard *Guard, cmps []clientv3.Cmp, ops []clientv3.Op) (rev int64, ok bool, err error) {
+	if guard == nil {
+		resp, err := s.client.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		if err != nil {
+			return 0, false, err
+		}
+		return resp.Header.Revision, resp.Succeeded, nil
+	}
+	rev, held, inner, err := s.guardedTxn(ctx, *guard, cmps, ops, nil)
+	return rev, held && inner.Succeeded, err
+}
+
+// writeOne makes one write of a batch whose transaction failed (with batchErr, if the
+// transaction itself failed) in a transaction of its own.
+func (s *Store) writeOne(ctx context.Context, guard *Guard, w Write, batchErr error) (int64, error) {
+	switch {
+	case batchErr != nil && ctx.Err() != nil:
+		return 0, translate(batchErr)
+	case guard != nil:
+		return s.guardedWrite(ctx, *guard, w)
+	case w.Value == nil:
+		return s.Delete(ctx, w.Key, w.Expected)
+	}
+	return s.Update(ctx, w.Key, w.Value, w.Expected)
 }
 
 // batchOp is the operation of one write of a batch, its value sealed.

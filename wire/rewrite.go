@@ -16,6 +16,18 @@ import (
 // whole handler chain, the storage version barrier included.
 const RewritePath = "/concord/v1/rewrite/"
 
+// RewriteStorageVersionParam is the query parameter that holds a rewrite call's
+// writes to a StorageVersion. Its value is the resourceVersion of the resource's
+// StorageVersion object (internal.apiserver.k8s.io, named
+// StorageVersionName) that the caller started its migration from. The server then
+// makes the page's writes in etcd transactions that also require that object to be
+// still at that resourceVersion: once a server has written a change of its entry (a
+// server of another release joined, or one changed its storage version), no object is
+// rewritten any more, and the result says so (RewriteResult.StorageVersionChanged). A
+// server that holds the writes to it echoes it in
+// RewriteResult.StorageVersionResourceVersion; one that predates it ignores it.
+const RewriteStorageVersionParam = "storageVersionResourceVersion"
+
 // RewriteVerb is the verb a rewrite request has in request info and authorization.
 const RewriteVerb = "rewrite"
 
@@ -61,8 +73,17 @@ type RewriteResult struct {
 	// Failed lists the objects that cannot be rewritten and why (undecodable,
 	// unconvertible, no longer valid).
 	Failed []RewriteFailure `json:"failed,omitempty"`
-	// Continue resumes the rewrite after this page; empty when the resource is done.
+	// Continue resumes the rewrite after this page; empty when the resource is done,
+	// or when StorageVersionChanged ended it.
 	Continue string `json:"continue,omitempty"`
+	// StorageVersionResourceVersion is the RewriteStorageVersionParam the page's
+	// writes were held to (empty if the call carried none, or the server ignores it).
+	StorageVersionResourceVersion string `json:"storageVersionResourceVersion,omitempty"`
+	// StorageVersionChanged reports that the resource's StorageVersion object was no
+	// longer at StorageVersionResourceVersion when the page was written: the writes
+	// from then on were not made (counted neither as rewritten nor as skipped), and
+	// the rewrite under that StorageVersion is over.
+	StorageVersionChanged bool `json:"storageVersionChanged,omitempty"`
 }
 
 // RewriteFailure is one object a rewrite could not rewrite.

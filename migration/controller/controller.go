@@ -171,7 +171,10 @@ func (c *Controller) migrate(ctx context.Context, u *unstructured.Unstructured, 
 		return err
 	}
 	failureEvents := 0
-	target := migrator.Resource{GroupVersionResource: info.GVR, Namespaced: info.Namespaced}
+	// The trigger records the StorageVersion it started the migration for: rewrites are
+	// held to it (a migration created by hand, without it, is not).
+	target := migrator.Resource{GroupVersionResource: info.GVR, Namespaced: info.Namespaced,
+		StorageVersion: m.Annotations[migrationapi.AnnotationStorageVersionResourceVersion]}
 	final, err := c.mig.Migrate(ctx, target, cp, func(ctx context.Context, r migrator.PageReport) error {
 		c.metrics.page(label, r)
 		for _, f := range r.Failures {
@@ -196,6 +199,9 @@ func (c *Controller) migrate(ctx context.Context, u *unstructured.Unstructured, 
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, errAborted) {
 			return c.interrupted(ctx, err)
+		}
+		if errors.Is(err, migrator.ErrStorageVersionChanged) {
+			return c.end(parent, w, m, p, migrationapi.ReasonStorageVersionChanged, storageVersionChangedMessage(p.Path, err))
 		}
 		if transientError(err) {
 			return err
@@ -504,6 +510,16 @@ func progressMessage(cp migrator.Checkpoint) string {
 		path = fmt.Sprintf(" (%s path)", cp.Path)
 	}
 	return fmt.Sprintf("%d objects migrated, %d skipped, %d failed%s%s", cp.Migrated, cp.Skipped, cp.Failed, of, path)
+}
+
+// storageVersionChangedMessage is the Failed condition's message of a migration that
+// the migrator stopped with migrator.ErrStorageVersionChanged (err) on path.
+func storageVersionChangedMessage(path string, err error) string {
+	held := "no object was rewritten after the change (the server held its rewrites to it)"
+	if path != migrationapi.PathServer {
+		held = "no page of objects was rewritten after the change was seen"
+	}
+	return fmt.Sprintf("Stopped: %v; %s. A new migration replaces this one.", err, held)
 }
 
 // failedMessage is the Failed condition's message of a migration with failed objects.

@@ -56,6 +56,11 @@ func (m *Migrator) clientPath(ctx context.Context, res Resource, cp Checkpoint, 
 			}
 			return cp, err
 		}
+		// Each page's writes start only while the StorageVersion the migration was
+		// started for holds; the checkpoint stays before a page not written.
+		if err := m.checkStorageVersion(ctx, res); err != nil {
+			return cp, err
+		}
 		token := l.page.Metadata.Continue
 		if token != "" {
 			next = fetch(token)

@@ -35,6 +35,37 @@
 // answers with the same counts. The migrator uses it when the server answers it (Mode
 // Auto) and falls back to the client path when the server does not know it.
 //
+// # Held to the StorageVersion
+//
+// A migration the trigger starts names the resourceVersion of the resource's
+// StorageVersion object it was started for (Resource.StorageVersion): the servers'
+// storage versions as they agreed then. A server that writes a change of its entry
+// (one of another release joins, a rollback starts, a custom resource's storage
+// version switches) moves that object, and the migration must not go on rewriting
+// objects under storage versions nobody agreed on. What each path guarantees:
+//
+//   - Server path (Concord owns the storage): each call carries the resourceVersion
+//     (wire.RewriteStorageVersionParam), and the server makes the page's writes in
+//     etcd transactions that also compare the StorageVersion key's mod revision with
+//     it. Once the key moved, no object is rewritten: the change and the rewrites are
+//     ordered by etcd itself. The server says so (StorageVersionChanged), and Migrate
+//     returns ErrStorageVersionChanged with the checkpoint before that page. An older
+//     Concord that ignores the parameter has the StorageVersion read before each call
+//     instead, as below.
+//   - Client path (any Kubernetes-style server): a write through the generic API can
+//     be conditioned on the object's own resourceVersion only, so the migrator reads
+//     the StorageVersion before each page's writes and stops with
+//     ErrStorageVersionChanged before a page once it moved. The writes of a page
+//     already started when the change is written may still land after it: at most one
+//     page (Options.PageSize objects) is rewritten after the change. Each such write
+//     is an ordinary update: the server that makes it encodes the object in the
+//     version its own StorageVersion entry reports (its write barrier), so it is no
+//     worse than any client's write at that moment; and the migration never counts as
+//     complete (the controller compares the StorageVersion again before it marks a
+//     migration Succeeded).
+//
+// A migration created by hand, without the resourceVersion, is held to nothing.
+//
 // # Checkpoints
 //
 // After every page Migrate reports a Checkpoint: the counts so far, the first

@@ -125,12 +125,23 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ErrStorageVersionChanged means that the resource's StorageVersion object moved from
+// Resource.StorageVersion during the migration: a server wrote a change of its entry
+// (another release joined, or a server changed its storage version). The migration
+// stopped without rewriting objects under the changed storage versions (see the
+// package documentation for what each path guarantees).
+var ErrStorageVersionChanged = errors.New("the resource's StorageVersion changed during the migration")
+
 // Resource is what to migrate: the resource, in a version the server serves (objects
 // are read and written back in it; the server converts to the storage version), and
 // its scope.
 type Resource struct {
 	schema.GroupVersionResource
 	Namespaced bool
+	// StorageVersion, if set, is the resourceVersion of the resource's StorageVersion
+	// object (internal.apiserver.k8s.io) the migration was started for. Rewrites are
+	// held to it, and the migration stops with ErrStorageVersionChanged once it moved.
+	StorageVersion string
 }
 
 // Counts are objects by outcome.

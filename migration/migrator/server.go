@@ -15,33 +15,60 @@ import (
 
 // serverPath migrates with the rewrite endpoint. ok is false, with no error, if the
 // server answered the first call as a server without the endpoint does (404, 403,
-// 405): the caller then takes the client path.
+// 405): the caller then takes the client path. With res.StorageVersion set, each call
+// asks the server to hold its writes to it; a server that does not say it did (an
+// older Concord) has the StorageVersion checked before each call instead, as on the
+// client path.
 func (m *Migrator) serverPath(ctx context.Context, res Resource, cp Checkpoint, report ReportFunc) (_ Checkpoint, ok bool, err error) {
 	logger := klog.FromContext(ctx)
-	first := true
+	first, guarded := true, false
 	for {
-		r, err := m.serverRewrite(ctx, res, cp.Continue)
+		if !first && !guarded {
+			if err := m.checkStorageVersion(ctx, res); err != nil {
+				return cp, true, err
+			}
+		}
+		token := cp.Continue
+		r, err := m.serverRewrite(ctx, res, token)
 		if first && unavailable(err) {
 			logger.V(2).Info("No server-side rewrite; using the client path", "answer", err)
 			return cp, false, nil
+		}
+		if first && err == nil && res.StorageVersion != "" {
+			if guarded = r.StorageVersionResourceVersion == res.StorageVersion; !guarded {
+				logger.Info("The server does not hold its rewrites to the StorageVersion; checking it before each page")
+			}
 		}
 		first = false
 		if err != nil {
 			return cp, true, fmt.Errorf("rewriting %s on the server: %w", res.GroupResource(), err)
 		}
-		page := Counts{Migrated: int64(r.Rewritten), Skipped: int64(r.Skipped), Failed: int64(len(r.Failed))}
-		failures := make([]Failure, 0, len(r.Failed))
-		for _, f := range r.Failed {
-			failures = append(failures, Failure{Namespace: f.Namespace, Name: f.Name, Reason: f.Reason})
+		page, failures := pageOf(r)
+		next := r.Continue
+		if r.StorageVersionChanged {
+			next = token // the page was not written whole: it is where the checkpoint stays
 		}
-		if err := m.apply(ctx, &cp, PathServer, r.Continue, page, failures, report); err != nil {
+		if err := m.apply(ctx, &cp, PathServer, next, page, failures, report); err != nil {
 			return cp, true, err
+		}
+		if r.StorageVersionChanged {
+			return cp, true, storageVersionChanged(wire.StorageVersionName(res.GroupResource()), res.StorageVersion, "")
 		}
 		if r.Continue == "" {
 			logger.V(2).Info("Server-side migration done", "migrated", cp.Migrated, "skipped", cp.Skipped, "failed", cp.Failed)
 			return cp, true, nil
 		}
 	}
+}
+
+// pageOf returns the counts and failures of a rewrite's page.
+func pageOf(r *wire.RewriteResult) (Counts, []Failure) {
+	page := Counts{Migrated: int64(r.Rewritten), Skipped: int64(r.Skipped), Failed: int64(len(r.Failed))}
+	failures := make([]Failure, 0, len(r.Failed))
+	for _, f := range r.Failed {
+		failures = append(failures, Failure{Namespace: f.Namespace, Name: f.Name, Reason: f.Reason})
+	}
+	return page, failures
 }
 
 // serverRewrite asks the server to rewrite the page after token, with retries.
@@ -52,6 +79,9 @@ func (m *Migrator) serverRewrite(ctx context.Context, res Resource, token string
 			Param("limit", strconv.FormatInt(m.opts.PageSize, 10)).MaxRetries(0)
 		if token != "" {
 			req = req.Param("continue", token)
+		}
+		if res.StorageVersion != "" {
+			req = req.Param(wire.RewriteStorageVersionParam, res.StorageVersion)
 		}
 		data, err := send(ctx, req)
 		if err != nil {

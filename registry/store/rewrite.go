@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
@@ -30,6 +31,24 @@ import (
 // the current state (not a snapshot), so objects created during a rewrite are already
 // current. The error is a StatusError; per-object failures are in the result.
 func (s *Store) Rewrite(ctx context.Context, res *registry.Resource, continueToken string, limit int64) (*wire.RewriteResult, error) {
+	return s.RewriteGuarded(ctx, res, continueToken, limit, nil)
+}
+
+// RewriteGuard holds a rewrite's writes to the state of another object, the
+// resource's StorageVersion (see wire.RewriteStorageVersionParam).
+type RewriteGuard struct {
+	// Resource and Name name the object.
+	Resource *registry.Resource
+	Name     string
+	// ResourceVersion is the object's resourceVersion the caller started from.
+	ResourceVersion int64
+}
+
+// RewriteGuarded is Rewrite with every write also conditioned, in its etcd
+// transaction, on guard's object being still at guard.ResourceVersion (nil: Rewrite).
+// Once it moved, nothing more is written: the result says StorageVersionChanged, and
+// has no continue token.
+func (s *Store) RewriteGuarded(ctx context.Context, res *registry.Resource, continueToken string, limit int64, guard *RewriteGuard) (*wire.RewriteResult, error) {
 	prefix := res.Prefix("")
 	start := ""
 	if continueToken != "" {
@@ -61,11 +80,20 @@ func (s *Store) Rewrite(ctx context.Context, res *registry.Resource, continueTok
 			names = append(names, [2]string{ns, name})
 		}
 	}
-	_, errs := s.storage.WriteBatch(ctx, writes)
+	var errs []error
+	if guard == nil {
+		_, errs = s.storage.WriteBatch(ctx, writes)
+	} else {
+		out.StorageVersionResourceVersion = strconv.FormatInt(guard.ResourceVersion, 10)
+		g := storage.Guard{Key: guard.Resource.Key("", guard.Name), Revision: guard.ResourceVersion}
+		_, errs = s.storage.WriteBatchGuarded(ctx, g, writes)
+	}
 	for i, err := range errs {
 		switch {
 		case err == nil:
 			out.Rewritten++
+		case errors.Is(err, storage.ErrGuardChanged):
+			out.StorageVersionChanged = true
 		case errors.Is(err, storage.ErrConflict), errors.Is(err, storage.ErrNotFound):
 			out.Skipped++
 		default:
@@ -75,7 +103,7 @@ func (s *Store) Rewrite(ctx context.Context, res *registry.Resource, continueTok
 			out.Failed = append(out.Failed, wire.RewriteFailure{Namespace: names[i][0], Name: names[i][1], Reason: err.Error()})
 		}
 	}
-	if page.More && len(page.Items) > 0 {
+	if page.More && len(page.Items) > 0 && !out.StorageVersionChanged {
 		token, err := storage.EncodeContinue(prefix, page.Items[len(page.Items)-1].Key+"\x00", -1)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)

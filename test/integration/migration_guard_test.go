@@ -1,0 +1,219 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	migrationapi "github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/migration/migrator"
+	"github.com/concordproject/concord/wire"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+)
+
+// requestGate lets the first requests its match selects through, holds the next ones
+// until released (or their request is cancelled), and counts those it let through.
+type requestGate struct {
+	match func(*http.Request) bool
+
+	mu     sync.Mutex
+	passed int
+	limit  int
+	open   chan struct{}
+	held   chan struct{} // closed once a request is held
+}
+
+func newRequestGate(limit int, match func(*http.Request) bool) *requestGate {
+	return &requestGate{match: match, limit: limit, open: make(chan struct{}), held: make(chan struct{})}
+}
+
+func (g *requestGate) wrap(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if g.match(r) {
+				if err := g.wait(r.Context()); err != nil {
+					return nil, err
+				}
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	return cfg
+}
+
+func (g *requestGate) wait(ctx context.Context) error {
+	g.mu.Lock()
+	if g.passed < g.limit {
+		g.passed++
+		g.mu.Unlock()
+		return nil
+	}
+	select {
+	case <-g.held:
+	default:
+		close(g.held)
+	}
+	open := g.open
+	g.mu.Unlock()
+	select {
+	case <-open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *requestGate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.limit = int(^uint(0) >> 1)
+	select {
+	case <-g.open:
+	default:
+		close(g.open)
+	}
+}
+
+// A migration holds its rewrites to the StorageVersion object it was started for.
+// Here a server of another release joins mid-way (its entry, encoding v1, is written
+// into the widgets' StorageVersion) while the migration to v2 waits between two
+// pages, and no trigger runs to abort it: only the migrator can stop it.
+//
+//   - Server path: the next page's rewrites are made in etcd transactions that
+//     compare the StorageVersion key's revision; they fail, nothing is written.
+//   - Client path: the migrator reads the StorageVersion before each page's writes and
+//     stops before writing the page.
+//
+// Each migration ends Failed with StorageVersionChanged, its progress counting the
+// pages done, and etcd read directly shows no widget written at or after the revision
+// of the StorageVersion change, and the widgets of the later pages still in v1.
+func TestStorageMigrationHeldToStorageVersion(t *testing.T) {
+	t.Parallel()
+	c := startMigrationCluster(t, 1)
+	s := c.Servers[0]
+	const n, pageSize, pages = 200, 20, 3
+	isRewrite := func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, wire.RewritePath)
+	}
+	isStorageVersionRead := func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/storageversions/")
+	}
+	for _, step := range []struct {
+		mode migrator.Mode
+		gate func(*http.Request) bool
+	}{{migrator.ModeServer, isRewrite}, {migrator.ModeClient, isStorageVersionRead}} {
+		e := newMigrationEnv(t, c, fmt.Sprintf("guard-%s.example.com", step.mode), "v1")
+		e.seed("w", "v1", n, 1)
+		e.flip("v2")
+		gate := newRequestGate(pages, step.gate)
+		cfg := fastConfig(gate.wrap(s.Config()), nil)
+		cfg.DisableTrigger = true
+		cfg.Migrator = migrator.Options{Mode: step.mode, PageSize: pageSize, Concurrency: 2}
+		stop := runControllers(t, cfg)
+		name := fmt.Sprintf("guard-%s", step.mode)
+		createGuardedMigration(t, e, name)
+		waitHeld(t, gate, name)
+
+		// A server of another release joins: its entry changes the StorageVersion.
+		fakeServers(t, s, e.gr, map[string]string{"fake-" + string(step.mode): "v1"})
+		changed := storageVersionRevision(t, e)
+		gate.release()
+		m := waitNamedMigration(t, e, name, phase(migrationapi.ConditionFailed))
+		stop()
+		cond := findMigrationCondition(m, migrationapi.ConditionFailed)
+		if cond.Reason != migrationapi.ReasonStorageVersionChanged || !strings.Contains(cond.Message, "StorageVersion") {
+			t.Errorf("%s: Failed %s %q, want %s", name, cond.Reason, cond.Message, migrationapi.ReasonStorageVersionChanged)
+		}
+		if p := m.Status.Progress; p == nil || p.Migrated != pages*pageSize || p.Path != string(step.mode) {
+			t.Errorf("%s: progress %+v, want %d migrated on the %s path", name, p, pages*pageSize, step.mode)
+		}
+		newest, encodings := widgetRevisions(t, e)
+		if newest >= changed {
+			t.Errorf("%s: a widget was written at revision %d, at or after the StorageVersion changed (%d)", name, newest, changed)
+		}
+		if want := pages * pageSize; encodings[e.gr.Group+"/v2"] != want || encodings[e.gr.Group+"/v1"] != n-want {
+			t.Errorf("%s: etcd holds %v, want %d in v2 and the rest in v1", name, encodings, want)
+		}
+		t.Logf("%s: %s; StorageVersion changed at revision %d, last widget write at %d", name, cond.Message, changed, newest)
+	}
+}
+
+// waitHeld waits until gate holds a request.
+func waitHeld(t *testing.T, gate *requestGate, what string) {
+	t.Helper()
+	select {
+	case <-gate.held:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: no request held after 30s", what)
+	}
+}
+
+// createGuardedMigration creates the migration name of e's widgets as the trigger
+// would, recording the StorageVersion's resourceVersion and the hash of v2.
+func createGuardedMigration(t *testing.T, e *migrationEnv, name string) {
+	t.Helper()
+	sv := strconv.FormatInt(storageVersionRevision(t, e), 10)
+	m := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": migrationapi.StorageVersionMigrations.GroupVersion().String(), "kind": "StorageVersionMigration",
+		"metadata": map[string]interface{}{"name": name, "annotations": map[string]interface{}{
+			migrationapi.AnnotationStorageVersionResourceVersion: sv,
+			migrationapi.AnnotationStorageVersionHash:            e.hash("v2"),
+		}},
+		"spec": map[string]interface{}{"resource": map[string]interface{}{"group": e.gr.Group, "resource": e.gr.Resource}},
+	}}
+	if _, err := e.c.Servers[0].Dynamic(t).Resource(migrationapi.StorageVersionMigrations).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storageVersionRevision returns the resourceVersion of the StorageVersion of e's
+// widgets.
+func storageVersionRevision(t *testing.T, e *migrationEnv) int64 {
+	t.Helper()
+	u, err := e.c.Servers[0].Dynamic(t).Resource(migrationapi.StorageVersions).Get(t.Context(), wire.StorageVersionName(e.gr), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rvNumber(t, u.GetResourceVersion())
+}
+
+// waitNamedMigration waits until migration name satisfies cond, and returns it.
+func waitNamedMigration(t *testing.T, e *migrationEnv, name string, cond func(*migrationapi.StorageVersionMigration) bool) *migrationapi.StorageVersionMigration {
+	t.Helper()
+	var got *migrationapi.StorageVersionMigration
+	waitFor(t, name, func() (bool, error) {
+		u, err := e.c.Servers[0].Dynamic(t).Resource(migrationapi.StorageVersionMigrations).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if got, err = migrationapi.MigrationFrom(u); err != nil {
+			return false, err
+		}
+		return cond(got), nil
+	})
+	return got
+}
+
+// widgetRevisions reads e's widgets from etcd: the newest mod revision among them,
+// and how many are encoded in each apiVersion.
+func widgetRevisions(t *testing.T, e *migrationEnv) (int64, map[string]int) {
+	t.Helper()
+	resp, err := e.c.EtcdClient.Get(t.Context(), "/registry/"+e.gr.Group+"/"+e.gr.Resource+"/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newest int64
+	for _, kv := range resp.Kvs {
+		newest = max(newest, kv.ModRevision)
+	}
+	return newest, e.encodings()
+}
