@@ -12,9 +12,10 @@ import (
 )
 
 // ClientVersionHeader is the request header in which Concord's own clients announce
-// their version (major.minor, the emulation version of the component they belong to), so
-// that servers can detect clients outside the allowed version skew (KEP-4330). Other
-// clients do not send it and are not counted.
+// their version (major.minor: the emulation version of the component they belong to; for
+// Concord's commands, the build's release, see IdentifyClient), so that servers can
+// detect clients outside the allowed version skew (KEP-4330). Other clients do not send
+// it and are known by their User-Agent, if at all.
 const ClientVersionHeader = "X-Concord-Client-Version"
 
 // maxSkewLabels bounds the client_version values the skew counter keeps (the header is
@@ -62,7 +63,7 @@ func (c *Config) ClientSkewFilter(reg prometheus.Registerer) (func(http.Handler)
 // ClientSkewHandler returns an HTTP filter that counts, in
 // concord_client_version_skew_requests_total{client, client_version} (registered on
 // reg), requests from clients outside the skew KEP-4330 allows, and logs the first
-// request of each such client and version. Clients are known by what they send:
+// request of each such client and version with the range its kind is allowed. Clients are known by what they send:
 // Concord's own by ClientVersionHeader ("concord"), kubectl by its User-Agent
 // ("kubectl/v1.36.2 ..."; allowed one minor above highest, as kubectl is), and other
 // client-go programs, controllers among them, by client-go's default User-Agent
@@ -128,15 +129,21 @@ type skewDetector struct {
 	seen map[string]bool // client_version labels in use
 }
 
+// allowed returns the versions allowed for a kind of client: [lowest, highest], one
+// minor more for kubectl.
+func (d *skewDetector) allowed(client string) (lowest, highest *version.Version) {
+	if client == clientKubectl {
+		return d.lowest, version.MajorMinor(d.highest.Major(), d.highest.Minor()+1)
+	}
+	return d.lowest, d.highest
+}
+
 func (d *skewDetector) observe(r *http.Request, client, value string) {
 	label := "invalid"
+	lowest, highest := d.allowed(client)
 	if v, err := version.ParseGeneric(value); err == nil {
 		mm := version.MajorMinor(v.Major(), v.Minor())
-		highest := d.highest
-		if client == clientKubectl {
-			highest = version.MajorMinor(highest.Major(), highest.Minor()+1)
-		}
-		if inRange(mm, d.lowest, highest) {
+		if inRange(mm, lowest, highest) {
 			return
 		}
 		label = mm.String()
@@ -152,6 +159,6 @@ func (d *skewDetector) observe(r *http.Request, client, value string) {
 	d.counter.WithLabelValues(client, label).Inc()
 	if first {
 		klog.FromContext(r.Context()).Info("Request from a client outside the allowed version skew",
-			"client", client, "clientVersion", value, "allowedFrom", d.lowest, "allowedTo", d.highest, "userAgent", r.UserAgent())
+			"client", client, "clientVersion", value, "allowedFrom", lowest, "allowedTo", highest, "userAgent", r.UserAgent())
 	}
 }
