@@ -3,6 +3,7 @@ package auth
 import (
 	"fmt"
 
+	"github.com/concordproject/concord/compatibility"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -61,7 +62,11 @@ func RESTConfig(serverURL string, caPEM []byte, token string) *rest.Config {
 }
 
 // LoadKubeconfig returns the client configuration of the kubeconfig at path, or of the
-// default one when path is empty (KUBECONFIG, then ~/.kube/config, as kubectl finds it).
+// default one when path is empty (KUBECONFIG, then ~/.kube/config, as kubectl finds it),
+// for Concord's own commands: their clients announce the build's release
+// (compatibility.IdentifyClient with compatibility.BuildRelease), so that servers count
+// them as Concord's clients of that release. A command that runs at another emulation
+// version sets WrapTransport to announce it instead.
 func LoadKubeconfig(path string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = path
@@ -69,5 +74,10 @@ func LoadKubeconfig(path string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
+	release, err := compatibility.BuildRelease()
+	if err != nil {
+		return nil, err
+	}
+	compatibility.IdentifyClient(cfg, release)
 	return cfg, nil
 }
