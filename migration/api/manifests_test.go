@@ -86,3 +86,24 @@ func stripDescriptions(s *apiextensionsv1.JSONSchemaProps) {
 		stripDescriptions(s.Items.Schema)
 	}
 }
+
+// Every rule of the StorageState schema reports its error on a field: a rule at the
+// root without a fieldPath is reported at no path at all ("<nil>").
+func TestStorageStateRulesNameTheirField(t *testing.T) {
+	root := StorageStateCRD().Spec.Versions[0].Schema.OpenAPIV3Schema
+	if len(root.XValidations) == 0 {
+		t.Fatal("no rule at the root: the name rule is gone")
+	}
+	for _, r := range root.XValidations {
+		if r.FieldPath != ".metadata.name" {
+			t.Errorf("root rule %q reports at %q, want .metadata.name", r.Rule, r.FieldPath)
+		}
+	}
+	if _, ok := root.Properties["metadata"].Properties["name"]; !ok {
+		t.Error("metadata.name is not in the schema: a fieldPath cannot name it")
+	}
+	conds := root.Properties["status"].Properties["conditions"]
+	if conds.XListType == nil || *conds.XListType != "map" || len(conds.XListMapKeys) != 1 || conds.XListMapKeys[0] != "type" {
+		t.Errorf("status.conditions is not a list-map keyed by type: %+v", conds)
+	}
+}

@@ -64,7 +64,41 @@ const (
 	ReasonStorageVersionChanged = "StorageVersionChanged"
 )
 
-// Annotations the trigger puts on the migrations it creates.
+// The condition of a StorageState and its reasons.
+const (
+	// ConditionTracked is True while the trigger keeps the state: the resource is
+	// served, persisted and migratable, and its storage versions are followed. False
+	// says, by its reason, why the state is idle; the trigger tracks it as soon as the
+	// reason passes.
+	ConditionTracked = "Tracked"
+
+	// ReasonResourceTracked: the trigger follows the resource's storage versions.
+	ReasonResourceTracked = "ResourceTracked"
+	// ReasonResourceNotServed: no API server serves the resource.
+	ReasonResourceNotServed = "ResourceNotServed"
+	// ReasonResourceNotMigratable: the resource is served but cannot be listed and
+	// updated.
+	ReasonResourceNotMigratable = "ResourceNotMigratable"
+	// ReasonResourceNotPersisted: the resource has no storage version (it is not
+	// stored, as reviews are).
+	ReasonResourceNotPersisted = "ResourceNotPersisted"
+	// ReasonAggregatedWithoutStorageVersions: the resource is an aggregated API whose
+	// servers publish no StorageVersion: what they encode in cannot be known.
+	ReasonAggregatedWithoutStorageVersions = "AggregatedWithoutStorageVersions"
+	// ReasonResourceIgnored: the trigger is configured to leave the resource alone.
+	ReasonResourceIgnored = "ResourceIgnored"
+)
+
+// Labels the trigger puts on the StorageStates it creates.
+const (
+	// LabelManagedBy, with the value FieldManager, marks a StorageState the trigger
+	// created: the trigger deletes it once its resource is no longer served. A state
+	// without it (created by someone else) is kept, idle, with a Tracked condition
+	// that says why.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+)
+
+// Annotations the trigger puts on the migrations it creates or adopts.
 const (
 	// AnnotationStorageVersionHash is the storage version hash the migration was
 	// started for.
@@ -77,6 +111,10 @@ const (
 	// AnnotationEncodingVersion is the common encoding version of the servers when the
 	// migration was started ("apps/v1"), for people; absent when polling discovery.
 	AnnotationEncodingVersion = "migration.concord.io/encoding-version"
+	// AnnotationSequence is the trigger's number of a migration it adopted (one it did
+	// not create, whose name does not end in its number): the trigger orders the
+	// migrations of a resource by these numbers.
+	AnnotationSequence = "migration.concord.io/sequence"
 )
 
 // The values of Progress.Path.
@@ -110,6 +148,8 @@ type StorageStateStatus struct {
 	CurrentStorageVersionHash string `json:"currentStorageVersionHash,omitempty"`
 	// LastHeartbeatTime is when the trigger last confirmed the state.
 	LastHeartbeatTime metav1.Time `json:"lastHeartbeatTime,omitempty"`
+	// Conditions holds ConditionTracked.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // StorageVersionMigration is storagemigration.k8s.io/v1 StorageVersionMigration with

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	migrationapi "github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/wire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -45,6 +46,20 @@ type migrationSummary struct {
 	Aborted bool
 	// Finished is when it became Succeeded or Failed.
 	Finished time.Time
+	// ProgressHash is status.progress.storageVersionHash: the version hash the
+	// migrator resolved when it started ("" before).
+	ProgressHash string
+	// Sighting is what the trigger observed when it first saw the migration, still
+	// pending, if it did not create it; nil if it never saw it pending.
+	Sighting *sighting
+}
+
+// sighting is what the trigger observed of a resource when it first saw a migration
+// of it that it did not create, still pending: the resource's StorageVersion object's
+// resourceVersion ("" without one) and the hash discovery published.
+type sighting struct {
+	StorageVersionRV string
+	Hash             string
 }
 
 func (m *migrationSummary) terminal() bool {
@@ -64,6 +79,9 @@ type lifecycleInput struct {
 	ConsecutiveFailures int
 	// Active are the resource's migrations that have not ended, the trigger's or not.
 	Active []migrationSummary
+	// Foreign are the resource's migrations the trigger did not create and has not
+	// adopted, ended or not.
+	Foreign []migrationSummary
 }
 
 // lifecycleConfig are the trigger's timings.
@@ -94,6 +112,9 @@ type lifecycleOutput struct {
 	Reset bool
 	// Launch asks for a new migration to Observed.Current.
 	Launch bool
+	// Adopt names a migration of Foreign to make the trigger's latest instead of
+	// launching one.
+	Adopt string
 	// Abort lists the migrations to stop.
 	Abort []abort
 	// RequeueAfter, if positive, is when to look again (a failed migration's retry).
@@ -115,7 +136,10 @@ type lifecycleOutput struct {
 //     current, started at the StorageVersion resourceVersion now observed: if it is
 //     running, wait; if it succeeded, persisted becomes [current]; if it failed, it is
 //     launched again after a delay; otherwise (none, another hash, another
-//     resourceVersion, aborted) a new one is launched and the others aborted.
+//     resourceVersion, aborted) a new one is launched and the others aborted;
+//   - where it would launch one or wait to, it adopts instead a migration someone
+//     else created (adoptable says which) and treats it as its own latest: if that
+//     one already succeeded, persisted becomes [current].
 //
 // After a reset, a migration started before the reset counts only if it carries the
 // StorageVersion resourceVersion still observed: from discovery nothing proves what
@@ -159,11 +183,17 @@ func plan(in lifecycleInput, cfg lifecycleConfig) lifecycleOutput {
 			latest = nil
 		}
 		matches := latest != nil && latest.Hash == h && (obs.ResourceVersion == "" || latest.StorageVersionRV == obs.ResourceVersion)
+		adopt := adoptable(in.Foreign, obs)
 		switch {
 		case matches && !latest.terminal():
 			keep = latest.Name
 		case matches && latest.Phase == migrationapi.ConditionSucceeded:
 			st.PersistedStorageVersionHashes = []string{h}
+		case adopt != nil:
+			out.Adopt = adopt.Name
+			if adopt.Phase == migrationapi.ConditionSucceeded {
+				st.PersistedStorageVersionHashes = []string{h}
+			}
 		case matches && !latest.Aborted:
 			wait := retryDelay(cfg.RetryFailed, in.ConsecutiveFailures)
 			if elapsed := in.Now.Sub(latest.Finished); elapsed < wait {
@@ -182,6 +212,47 @@ func plan(in lifecycleInput, cfg lifecycleConfig) lifecycleOutput {
 		}
 	}
 	return finish(in, st, out, cfg)
+}
+
+// adoptable returns the migration of foreign the trigger may adopt as its latest
+// for obs.Current, or nil: one it saw created, still pending, while the resource's
+// StorageVersion object was at the resourceVersion still observed (from discovery:
+// while the hash was already the current one), so that, like the trigger's own, it
+// proves the objects are in the current version once it succeeds; and that has not
+// failed, and that, if it has started, resolved the current version. A success is
+// preferred, then the first by name.
+func adoptable(foreign []migrationSummary, obs observation) *migrationSummary {
+	if !obs.Agreed {
+		return nil
+	}
+	version, _ := wire.SplitStorageHash(obs.Current)
+	var best *migrationSummary
+	for i := range foreign {
+		m := &foreign[i]
+		s := m.Sighting
+		switch {
+		case m.Triggered || s == nil || m.Phase == migrationapi.ConditionFailed:
+			continue
+		case s.StorageVersionRV != obs.ResourceVersion || (obs.ResourceVersion == "" && s.Hash != obs.Current):
+			continue
+		case m.ProgressHash != "" && m.ProgressHash != version:
+			continue
+		case m.Phase == migrationapi.ConditionSucceeded && m.ProgressHash == "":
+			continue
+		}
+		if best == nil || adoptionRank(m) < adoptionRank(best) || adoptionRank(m) == adoptionRank(best) && m.Name < best.Name {
+			best = m
+		}
+	}
+	return best
+}
+
+// adoptionRank orders the migrations adoptable chooses from: successes first.
+func adoptionRank(m *migrationSummary) int {
+	if m.Phase == migrationapi.ConditionSucceeded {
+		return 0
+	}
+	return 1
 }
 
 // finish renews the heartbeat when due or when anything changes.
@@ -221,9 +292,15 @@ func summarize(m *migrationapi.StorageVersionMigration) migrationSummary {
 		StorageVersionRV: m.Annotations[migrationapi.AnnotationStorageVersionResourceVersion],
 		Phase:            m.Phase(),
 	}
+	if p := m.Status.Progress; p != nil {
+		s.ProgressHash = p.StorageVersionHash
+	}
 	if _, ok := m.Annotations[migrationapi.AnnotationStorageVersionHash]; ok {
 		s.Triggered = true
 		s.Sequence = sequenceOf(m.Name)
+		if n, ok := m.Annotations[migrationapi.AnnotationSequence]; ok {
+			s.Sequence = parseSequence(n)
+		}
 	}
 	if s.terminal() {
 		if c := migrationapi.FindCondition(m.Status.Conditions, s.Phase); c != nil {
@@ -252,8 +329,13 @@ func sequenceOf(name string) int {
 	if i < 0 {
 		return 0
 	}
+	return parseSequence(name[i+1:])
+}
+
+// parseSequence returns the positive number s spells in decimal, 0 if it spells none.
+func parseSequence(s string) int {
 	n := 0
-	for _, c := range name[i+1:] {
+	for _, c := range s {
 		if c < '0' || c > '9' || n > 1<<30 {
 			return 0
 		}

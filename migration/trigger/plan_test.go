@@ -43,8 +43,18 @@ var testCfg = lifecycleConfig{Heartbeat: time.Minute, Staleness: 10 * time.Minut
 //	after <duration>                                time passes
 //	create name=<name>                              someone else starts a migration
 //
+//	create name=<name> [seen-rv=<rv>] [seen-hash=<hash>]
+//	                                                someone else starts a migration,
+//	                                                which the trigger saw pending at
+//	                                                that StorageVersion resourceVersion
+//	                                                (or, from discovery, hash)
+//	end phase=... [name=<name>] [progress=<hash>]   that migration ends, having
+//	                                                resolved that version hash
+//	migrations                                      lists the migrations
+//
 // observe prints what plan decided; the decision is applied to the world (launched
-// migrations are created, aborted ones end). Run with -rewrite to update the files.
+// migrations are created, adopted ones become the trigger's, aborted ones end). Run
+// with -rewrite to update the files.
 func TestLifecycle(t *testing.T) {
 	datadriven.Walk(t, "testdata/lifecycle", func(t *testing.T, path string) {
 		w := &world{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
@@ -53,13 +63,7 @@ func TestLifecycle(t *testing.T) {
 			case "observe":
 				return w.observe(t, d)
 			case "end":
-				var phase, reason string
-				d.ScanArgs(t, "phase", &phase)
-				d.MaybeScanArgs(t, "reason", &reason)
-				l := w.latest()
-				l.Phase, l.Finished = phase, w.now
-				l.Aborted = reason == migrationapi.ReasonStorageVersionsDisagree || reason == migrationapi.ReasonStorageVersionChanged
-				return fmt.Sprintf("%s %s", l.Name, l.Phase)
+				return w.end(t, d)
 			case "after":
 				dur, err := time.ParseDuration(d.CmdArgs[0].Key)
 				if err != nil {
@@ -70,8 +74,20 @@ func TestLifecycle(t *testing.T) {
 			case "create":
 				var name string
 				d.ScanArgs(t, "name", &name)
-				w.migs = append(w.migs, migrationSummary{Name: name, Phase: migrationapi.ConditionRunning})
+				m := migrationSummary{Name: name, Phase: migrationapi.ConditionRunning}
+				if d.HasArg("seen-rv") || d.HasArg("seen-hash") {
+					m.Sighting = &sighting{}
+					d.MaybeScanArgs(t, "seen-rv", &m.Sighting.StorageVersionRV)
+					d.MaybeScanArgs(t, "seen-hash", &m.Sighting.Hash)
+				}
+				w.migs = append(w.migs, m)
 				return name + " " + migrationapi.ConditionRunning
+			case "migrations":
+				var b strings.Builder
+				for _, m := range w.migs {
+					fmt.Fprintf(&b, "%s %s triggered=%v\n", m.Name, m.Phase, m.Triggered)
+				}
+				return b.String()
 			}
 			d.Fatalf(t, "unknown command %q", d.Cmd)
 			return ""
@@ -94,6 +110,9 @@ func (w *world) observe(t *testing.T, d *datadriven.TestData) string {
 	for _, m := range w.migs {
 		if !m.terminal() {
 			in.Active = append(in.Active, m)
+		}
+		if !m.Triggered {
+			in.Foreign = append(in.Foreign, m)
 		}
 	}
 	in.ConsecutiveFailures = consecutiveFailures(w.migs, obs.Current)
@@ -128,11 +147,16 @@ func (w *world) observe(t *testing.T, d *datadriven.TestData) string {
 			}
 		}
 	}
-	if out.Launch {
-		seq := 1
-		if l := w.latest(); l != nil {
-			seq = l.Sequence + 1
+	if out.Adopt != "" {
+		for j := range w.migs {
+			if m := &w.migs[j]; m.Name == out.Adopt {
+				m.Triggered, m.Hash, m.StorageVersionRV, m.Sequence = true, obs.Current, obs.ResourceVersion, w.nextSequence()
+			}
 		}
+		fmt.Fprintf(&b, "adopt %s\n", out.Adopt)
+	}
+	if out.Launch {
+		seq := w.nextSequence()
 		name := migrationName("widgets.example.com", seq)
 		w.migs = append(w.migs, migrationSummary{Name: name, Sequence: seq, Triggered: true,
 			Hash: obs.Current, StorageVersionRV: obs.ResourceVersion, Phase: "Pending"})
@@ -143,6 +167,37 @@ func (w *world) observe(t *testing.T, d *datadriven.TestData) string {
 	}
 	w.state = &st
 	return b.String()
+}
+
+// nextSequence is the number of the trigger's next migration, as apply numbers it.
+func (w *world) nextSequence() int {
+	n := 0
+	for _, m := range w.migs {
+		n = max(n, sequenceOf(m.Name), m.Sequence)
+	}
+	return n + 1
+}
+
+// end ends the named migration (default: the trigger's latest) as d says.
+func (w *world) end(t *testing.T, d *datadriven.TestData) string {
+	var phase, reason, name string
+	d.ScanArgs(t, "phase", &phase)
+	d.MaybeScanArgs(t, "reason", &reason)
+	m := w.latest()
+	if d.MaybeScanArgs(t, "name", &name) {
+		for i := range w.migs {
+			if w.migs[i].Name == name {
+				m = &w.migs[i]
+			}
+		}
+	}
+	if m == nil || (name != "" && m.Name != name) {
+		d.Fatalf(t, "end: no migration %q", name)
+	}
+	d.MaybeScanArgs(t, "progress", &m.ProgressHash)
+	m.Phase, m.Finished = phase, w.now
+	m.Aborted = reason == migrationapi.ReasonStorageVersionsDisagree || reason == migrationapi.ReasonStorageVersionChanged
+	return fmt.Sprintf("%s %s", m.Name, m.Phase)
 }
 
 func TestMigrationNames(t *testing.T) {
@@ -183,5 +238,11 @@ func TestSummarize(t *testing.T) {
 	user := summarize(&migrationapi.StorageVersionMigration{ObjectMeta: metav1.ObjectMeta{Name: "by-hand-3"}})
 	if user.Triggered || user.Sequence != 0 || user.Phase != "Pending" {
 		t.Errorf("a migration without the trigger's annotations: %+v", user)
+	}
+	adopted := &migrationapi.StorageVersionMigration{ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com-x7k2p", Annotations: map[string]string{
+		migrationapi.AnnotationStorageVersionHash: "h", migrationapi.AnnotationSequence: "12"}}}
+	adopted.Status.Progress = &migrationapi.Progress{StorageVersionHash: "h"}
+	if got := summarize(adopted); !got.Triggered || got.Sequence != 12 || got.ProgressHash != "h" {
+		t.Errorf("an adopted migration: %+v, want the trigger's, number 12, progress hash h", got)
 	}
 }

@@ -20,13 +20,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 )
+
+// errGone means a migration the trigger meant to act on is no longer in its cache.
+var errGone = errors.New("migration no longer in the cache")
 
 // byResource indexes StorageVersionMigrations by "<group>/<resource>" of spec.resource.
 const byResource = "resource"
@@ -88,6 +91,9 @@ type Trigger struct {
 	mu       sync.Mutex
 	versions cache.SharedIndexInformer // nil until the StorageVersion API is seen
 	expect   map[schema.GroupResource]expectation
+	// sightings are what the trigger observed when it first saw pending migrations it
+	// did not create, by UID (see adopt.go).
+	sightings map[types.UID]sighting
 	// aggregated are the groups APIServices register to backends, as read at the
 	// last poll (before discovery: a group discovery lists is classified).
 	aggregated map[string]bool
@@ -105,14 +111,15 @@ func New(dyn dynamic.Interface, res *discovery.Resources, factory dynamicinforme
 	migrations cache.SharedIndexInformer, cfg Config) (*Trigger, error) {
 	t := &Trigger{
 		dyn: dyn, res: res, factory: factory, migrations: migrations,
-		states:  factory.ForResource(migrationapi.StorageStates).Informer(),
-		cfg:     lifecycleConfig{Heartbeat: cfg.PollInterval, Staleness: cfg.StalenessWindow, RetryFailed: cfg.RetryFailedAfter},
-		poll:    cfg.PollInterval,
-		history: cfg.HistoryLimit,
-		ignored: cfg.IgnoredResources,
-		noSVs:   cfg.NoStorageVersions,
-		now:     time.Now,
-		expect:  map[schema.GroupResource]expectation{},
+		states:    factory.ForResource(migrationapi.StorageStates).Informer(),
+		cfg:       lifecycleConfig{Heartbeat: cfg.PollInterval, Staleness: cfg.StalenessWindow, RetryFailed: cfg.RetryFailedAfter},
+		poll:      cfg.PollInterval,
+		history:   cfg.HistoryLimit,
+		ignored:   cfg.IgnoredResources,
+		noSVs:     cfg.NoStorageVersions,
+		now:       time.Now,
+		expect:    map[schema.GroupResource]expectation{},
+		sightings: map[types.UID]sighting{},
 	}
 	t.ctrl = reconcile.New("storage-migration-trigger", reconcile.Reconciler[schema.GroupResource](t), reconcile.Options[schema.GroupResource]{
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[schema.GroupResource](100*time.Millisecond, time.Minute),
@@ -121,11 +128,22 @@ func New(dyn dynamic.Interface, res *discovery.Resources, factory dynamicinforme
 	if err := migrations.AddIndexers(cache.Indexers{byResource: resourceIndex}); err != nil {
 		return nil, err
 	}
-	if _, err := migrations.AddEventHandler(t.handler(func(u *unstructured.Unstructured) (schema.GroupResource, bool) {
+	// One handler notes sightings before it queues the resource, so that a reconcile
+	// never sees a migration pending before its sighting (see adopt.go).
+	queue := t.handler(func(u *unstructured.Unstructured) (schema.GroupResource, bool) {
 		keys, _ := resourceIndex(u)
 		g, r, _ := strings.Cut(keys[0], "/")
 		return schema.GroupResource{Group: g, Resource: r}, r != ""
-	})); err != nil {
+	})
+	sightings := t.sightingHandler()
+	if _, err := migrations.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { sightings.OnAdd(obj, false); queue.OnAdd(obj, false) },
+		UpdateFunc: func(old, obj interface{}) {
+			sightings.OnUpdate(old, obj)
+			queue.OnUpdate(old, obj)
+		},
+		DeleteFunc: func(obj interface{}) { sightings.OnDelete(obj); queue.OnDelete(obj) },
+	}); err != nil {
 		return nil, err
 	}
 	if _, err := t.states.AddEventHandler(t.handler(func(u *unstructured.Unstructured) (schema.GroupResource, bool) {
@@ -242,9 +260,11 @@ func (t *Trigger) versionsInformer() cache.SharedIndexInformer {
 }
 
 // Reconcile brings the StorageState of gr and its migrations to what plan says, and
-// says when to look again if sooner than the next poll.
+// says when to look again if sooner than the next poll. A resource the trigger does
+// not migrate keeps no state of the trigger's; a state someone else created for it
+// is kept, idle, its Tracked condition saying why.
 func (t *Trigger) Reconcile(ctx context.Context, gr schema.GroupResource) (reconcile.Result, error) {
-	if slices.Contains(t.ignored, gr) || gr.Resource == "" {
+	if gr.Resource == "" {
 		return reconcile.Result{}, nil
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("resource", migrationapi.StorageStateName(gr)))
@@ -252,12 +272,18 @@ func (t *Trigger) Reconcile(ctx context.Context, gr schema.GroupResource) (recon
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if slices.Contains(t.ignored, gr) {
+		return reconcile.Result{}, t.keepIdle(ctx, gr, stateObj, idleReason{Reason: migrationapi.ReasonResourceIgnored})
+	}
 	if !t.res.Synced() {
 		return reconcile.Result{RequeueAfter: t.poll}, nil // nothing is known of what the server serves yet
 	}
-	obs, migrated, err := t.observeResource(ctx, gr, stateObj)
-	if err != nil || !migrated {
+	obs, idle, err := t.observeResource(ctx, gr)
+	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if idle != nil {
+		return reconcile.Result{}, t.keepIdle(ctx, gr, stateObj, *idle)
 	}
 	migs, err := t.migrationsOf(gr)
 	if err != nil {
@@ -271,10 +297,10 @@ func (t *Trigger) Reconcile(ctx context.Context, gr schema.GroupResource) (recon
 }
 
 // observeResource makes the observation of gr, from its StorageVersion object if
-// there is one, else from discovery. migrated is false for a resource the trigger
-// keeps no state for (not served, not persisted, not migratable); its stale state is
-// deleted.
-func (t *Trigger) observeResource(ctx context.Context, gr schema.GroupResource, stateObj *unstructured.Unstructured) (_ observation, migrated bool, _ error) {
+// there is one, else from discovery. For a resource the trigger does not migrate (not
+// served, not persisted, not migratable, or aggregated without StorageVersions) it
+// returns why instead.
+func (t *Trigger) observeResource(ctx context.Context, gr schema.GroupResource) (observation, *idleReason, error) {
 	logger := klog.FromContext(ctx)
 	info, known := t.res.Get(gr)
 	svObj := t.storageVersionObject(gr)
@@ -284,31 +310,33 @@ func (t *Trigger) observeResource(ctx context.Context, gr schema.GroupResource, 
 		// poll, up to a minute away.
 		var err error
 		if info, known, err = t.res.Lookup(ctx, gr, time.Second); err != nil {
-			return observation{}, false, err
+			return observation{}, nil, err
 		}
 	}
 	// An aggregated API is migrated only if its servers publish StorageVersions: the
 	// aggregator cannot know what its backends encode in otherwise (KEP-2339).
 	aggregatedOnly := svObj == nil && t.isAggregated(gr.Group)
-	if !known || !info.Migratable || (svObj == nil && info.Hash == "") || aggregatedOnly {
-		logger.V(4).Info("Not migrated", "served", known, "migratable", info.Migratable, "storageVersionHash", info.Hash,
-			"storageVersionObject", svObj != nil, "aggregatedWithoutStorageVersion", aggregatedOnly)
-		if stateObj != nil && (!known || !info.Migratable) {
-			logger.Info("Resource no longer served; deleting its storage state")
-			err := t.dyn.Resource(migrationapi.StorageStates).Delete(ctx, stateObj.GetName(), metav1.DeleteOptions{
-				Preconditions: &metav1.Preconditions{UID: ptr.To(stateObj.GetUID())}})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return observation{}, false, err
-			}
-		}
-		return observation{}, false, nil
+	var idle *idleReason
+	switch {
+	case !known:
+		idle = &idleReason{Reason: migrationapi.ReasonResourceNotServed, Gone: true}
+	case !info.Migratable:
+		idle = &idleReason{Reason: migrationapi.ReasonResourceNotMigratable, Gone: true}
+	case svObj == nil && info.Hash == "":
+		idle = &idleReason{Reason: migrationapi.ReasonResourceNotPersisted}
+	case aggregatedOnly:
+		idle = &idleReason{Reason: migrationapi.ReasonAggregatedWithoutStorageVersions}
+	}
+	if idle != nil {
+		logger.V(4).Info("Not migrated", "reason", idle.Reason, "storageVersionHash", info.Hash, "storageVersionObject", svObj != nil)
+		return observation{}, idle, nil
 	}
 	obs, err := observe(info, svObj)
 	if err != nil {
 		logger.Error(err, "Ignoring an undecodable StorageVersion; using discovery")
 		obs, _ = observe(info, nil)
 	}
-	return obs, true, nil
+	return obs, nil, nil
 }
 
 // apply plans the state of gr from what is observed and stored, and carries the plan
@@ -330,15 +358,21 @@ func (t *Trigger) apply(ctx context.Context, gr schema.GroupResource, stateObj *
 		if !m.terminal() {
 			in.Active = append(in.Active, *m)
 		}
+		if !m.Triggered {
+			in.Foreign = append(in.Foreign, *m)
+		}
 		if m.Triggered && (in.Latest == nil || m.Sequence > in.Latest.Sequence) {
 			in.Latest = m
 		}
-		maxSeq = max(maxSeq, sequenceOf(m.Name)) // names taken by anyone are skipped
+		maxSeq = max(maxSeq, sequenceOf(m.Name), m.Sequence) // numbers taken by anyone are skipped
 	}
 	in.ConsecutiveFailures = consecutiveFailures(migs, obs.Current)
 	out := plan(in, t.cfg)
+	if t.setTracked(&out.Status, gr) {
+		out.WriteStatus = true
+	}
 	logger.V(4).Info("Storage state planned", "observed", obs, "persisted", out.Status.PersistedStorageVersionHashes,
-		"current", out.Status.CurrentStorageVersionHash, "launch", out.Launch, "abort", len(out.Abort), "write", out.WriteStatus)
+		"current", out.Status.CurrentStorageVersionHash, "launch", out.Launch, "adopt", out.Adopt, "abort", len(out.Abort), "write", out.WriteStatus)
 	for _, a := range out.Abort {
 		if err := t.abort(ctx, a); err != nil {
 			return 0, err
@@ -346,6 +380,11 @@ func (t *Trigger) apply(ctx context.Context, gr schema.GroupResource, stateObj *
 	}
 	if out.Launch {
 		if err := t.launch(ctx, gr, obs, maxSeq+1); err != nil {
+			return 0, err
+		}
+	}
+	if out.Adopt != "" {
+		if err := t.adopt(ctx, gr, obs, out.Adopt, maxSeq+1); err != nil {
 			return 0, err
 		}
 	}
@@ -459,13 +498,18 @@ func (t *Trigger) migrationsOf(gr schema.GroupResource) ([]migrationSummary, err
 		if err != nil {
 			continue
 		}
-		out = append(out, summarize(m))
+		s := summarize(m)
+		if !s.Triggered {
+			s.Sighting = t.sightingOf(m.UID)
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }
 
-// expected returns how long to wait for a migration the trigger created for gr to
-// show in the cache (0 once it has, or after expectationTTL).
+// expected returns how long to wait for a migration the trigger created or adopted
+// for gr to show in the cache as the trigger's (0 once it has, or after
+// expectationTTL).
 func (t *Trigger) expected(gr schema.GroupResource, migs []migrationSummary) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -474,7 +518,7 @@ func (t *Trigger) expected(gr schema.GroupResource, migs []migrationSummary) tim
 		return 0
 	}
 	for _, m := range migs {
-		if m.Name == e.name {
+		if m.Name == e.name && m.Triggered {
 			delete(t.expect, gr)
 			return 0
 		}
@@ -582,9 +626,10 @@ func (t *Trigger) writeState(ctx context.Context, gr schema.GroupResource, obj *
 	client := t.dyn.Resource(migrationapi.StorageStates)
 	if obj == nil {
 		s := &migrationapi.StorageState{
-			TypeMeta:   metav1.TypeMeta{APIVersion: migrationapi.StorageStates.GroupVersion().String(), Kind: "StorageState"},
-			ObjectMeta: metav1.ObjectMeta{Name: migrationapi.StorageStateName(gr)},
-			Spec:       migrationapi.StorageStateSpec{Resource: migrationapi.MetaGroupResource(gr)},
+			TypeMeta: metav1.TypeMeta{APIVersion: migrationapi.StorageStates.GroupVersion().String(), Kind: "StorageState"},
+			ObjectMeta: metav1.ObjectMeta{Name: migrationapi.StorageStateName(gr),
+				Labels: map[string]string{migrationapi.LabelManagedBy: migrationapi.FieldManager}},
+			Spec: migrationapi.StorageStateSpec{Resource: migrationapi.MetaGroupResource(gr)},
 		}
 		u, err := migrationapi.ToUnstructured(s)
 		if err != nil {
