@@ -128,7 +128,7 @@ type parts struct {
 // (system:apiserver), for in-process clients.
 func (i *Instance) LoopbackConfig() *rest.Config {
 	cfg := auth.RESTConfig(i.URL, i.CACert, i.loopbackToken)
-	cfg.WrapTransport = compatibility.WrapTransport(i.Compatibility.ClientVersion())
+	compatibility.IdentifyClient(cfg, i.Compatibility.ClientVersion())
 	return cfg
 }
 

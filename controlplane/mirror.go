@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/concordproject/concord/compatibility"
+
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/storageversion/publisher"
@@ -29,6 +31,7 @@ func (i *Instance) newMirror() error {
 	if err != nil {
 		return fmt.Errorf("--aggregator-kubeconfig: %w", err)
 	}
+	compatibility.IdentifyClient(cfg, i.Compatibility.ClientVersion())
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("--aggregator-kubeconfig: %w", err)

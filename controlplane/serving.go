@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/audit"
+	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/flowcontrol"
 	"github.com/concordproject/concord/lifecycle"
@@ -18,6 +20,7 @@ import (
 	"github.com/concordproject/concord/rbac"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server"
+	"github.com/concordproject/concord/server/filters"
 	"github.com/prometheus/client_golang/prometheus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -81,6 +84,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		MaxBodyReadsPerUser:   o.maxBodyReadsPerUser(),
 		Version:               compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
 		ClientSkew:            skew,
+		WritesWhenReady:       filters.NewReadyGate(checks.Ready, ownRequest, writesWhenReadyWait),
 		StorageVersionBarrier: i.barrier(),
 		Aggregated:            aggregated,
 		DisableWatchList:      !compat.Enabled(compatibility.WatchList),
@@ -113,6 +117,17 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		return ctx, err
 	}
 	return ctx, i.start(ctx, lifecycle.Component{Name: "openapi", Run: docs.Run})
+}
+
+// writesWhenReadyWait bounds how long a write waits for a starting server to be
+// ready before it gets 503 with Retry-After.
+const writesWhenReadyWait = 10 * time.Second
+
+// ownRequest reports whether r is the server's own (its loopback identity): its
+// start-up writes make it ready, so they do not wait for readiness.
+func ownRequest(r *http.Request) bool {
+	u, _ := auth.UserFrom(r.Context())
+	return u.Name == auth.LoopbackUser
 }
 
 // flowSchemas is the resource API priority and fairness is configured with.

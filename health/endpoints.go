@@ -112,6 +112,18 @@ func (ep *endpoint) add(checks []Checker) error {
 	return nil
 }
 
+// Ready runs the readyz checks, in order, as GET /readyz does (without recording
+// them in the metrics), and returns the first failure, naming its check; nil when the
+// server is ready.
+func (e *Endpoints) Ready(r *http.Request) error {
+	for _, c := range e.readyz.snapshot() {
+		if err := c.Check(r); err != nil {
+			return fmt.Errorf("%s: %w", c.Name(), err)
+		}
+	}
+	return nil
+}
+
 // snapshot returns the checks to evaluate, in order. The caller owns the slice.
 func (ep *endpoint) snapshot() []Checker {
 	ep.mu.RLock()

@@ -32,7 +32,10 @@ import (
 //  11. authorization: 403 unless the authorizer allows;
 //  12. client-skew (Config.ClientSkew, if set): clients outside the version skew the
 //     server allows are counted and logged, never refused;
-//  13. storage-version-barrier (Config.StorageVersionBarrier, if set): writes of a
+//  13. ready-for-writes (Config.WritesWhenReady, if set): until the server has been
+//     ready once, writes wait for /readyz to pass (the server's own excepted), so that
+//     none is accepted while /readyz still fails after a (re)start;
+//  14. storage-version-barrier (Config.StorageVersionBarrier, if set): writes of a
 //     resource wait until this server's storage version for it is registered.
 //
 // A filter that does not concern a request passes it on; whichever answers stops it.
@@ -57,6 +60,9 @@ func (s *Server) buildChain() []filters.Filter {
 	chain = append(chain, filters.Authorization(s.cfg.Authorizer))
 	if s.cfg.ClientSkew != nil {
 		chain = append(chain, filters.Filter{Name: "client-skew", Wrap: s.cfg.ClientSkew})
+	}
+	if s.cfg.WritesWhenReady != nil {
+		chain = append(chain, s.cfg.WritesWhenReady.Filter())
 	}
 	if s.cfg.StorageVersionBarrier != nil {
 		chain = append(chain, filters.Filter{Name: "storage-version-barrier", Wrap: s.cfg.StorageVersionBarrier})

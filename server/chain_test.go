@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
@@ -46,12 +47,13 @@ func TestChain(t *testing.T) {
 	s, err := New(Config{
 		Registry: registry.New(), Store: store.NewStore(storage.New(nil, "/registry")), Authenticator: authn, Authorizer: authz,
 		Profiling: true, ClientSkew: func(h http.Handler) http.Handler { return h }, StorageVersionBarrier: refuseWrites,
-		FlowControl: func(h http.Handler) http.Handler { return h },
+		FlowControl:     func(h http.Handler) http.Handler { return h },
+		WritesWhenReady: filters.NewReadyGate(func(*http.Request) error { return nil }, func(*http.Request) bool { return false }, time.Second),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := []string{"recovery", "request-info", "warnings", "metrics", "timeout", "authentication", "audit", "request-body", "impersonation", "priority-and-fairness", "authorization", "client-skew", "storage-version-barrier"}
+	all := []string{"recovery", "request-info", "warnings", "metrics", "timeout", "authentication", "audit", "request-body", "impersonation", "priority-and-fairness", "authorization", "client-skew", "ready-for-writes", "storage-version-barrier"}
 	upTo := func(name string) []string { return all[:slices.Index(all, name)+1] }
 	for _, tc := range []struct {
 		method, path, token string

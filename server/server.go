@@ -83,6 +83,9 @@ type Config struct {
 	// ClientSkew, if set, fills the chain's "client-skew" slot: it sees every
 	// authorized request (package compatibility's version skew detector).
 	ClientSkew func(http.Handler) http.Handler
+	// WritesWhenReady, if set, fills the chain's "ready-for-writes" slot: it holds
+	// writes until the server has been ready once.
+	WritesWhenReady *filters.ReadyGate
 	// StorageVersionBarrier, if set, fills the chain's "storage-version-barrier" slot,
 	// the last before the handlers: it holds writes of a resource until this server's
 	// storage version for it is registered (package storageversion).

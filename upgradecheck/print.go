@@ -96,7 +96,7 @@ func printBlocked(w io.Writer, v *Verdict) {
 	if v.CRD {
 		fmt.Fprintln(w, "    To start it:")
 	} else {
-		fmt.Fprintln(w, "    To start one by hand (it rewrites the objects, but only the trigger's own migrations update the StorageState this check reads):")
+		fmt.Fprintln(w, "    To start one by hand (the trigger adopts it while the storage version stays: when it succeeds, the StorageState this check reads is settled):")
 	}
 	fmt.Fprint(w, Manifest(v))
 }

@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -209,4 +212,53 @@ func TestRefusedStartWritesNothing(t *testing.T) {
 	if after.Header.Revision != before.Header.Revision || after.Count != 0 {
 		t.Errorf("the refused server wrote to etcd: revision %d, then %d; %d keys", before.Header.Revision, after.Header.Revision, after.Count)
 	}
+}
+
+// After a restart, /readyz passes no later than the first write is accepted: writes
+// that come earlier wait (or get 503), and a /readyz asked right after the first
+// accepted write passes.
+func TestNoWriteBeforeReady(t *testing.T) {
+	bin := buildConcord(t)
+	data, port := t.TempDir(), fmt.Sprint(harness.FreePort(t))
+	args := []string{"server", "--data-dir", data, "--secure-port", port}
+	logs, stop := stoppable(t, bin, args...)
+	kubeconfig := filepath.Join(data, "admin.kubeconfig")
+	waitForFile(t, kubeconfig, logs)
+	stop()
+	cfg := loadKubeconfig(t, kubeconfig)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cfg.ca)
+	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	call := func(method, path, body string) int {
+		req, err := http.NewRequestWithContext(t.Context(), method, cfg.server+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+cfg.token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0 // not listening yet
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	logs = process(t, bin, args...)
+	refused := 0
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		code := call(http.MethodPost, "/api/v1/namespaces/default/configmaps", `{"metadata":{"generateName":"early-"}}`)
+		if code == http.StatusCreated {
+			break
+		}
+		if code != 0 && code != http.StatusServiceUnavailable {
+			t.Fatalf("a write while the server starts: %d\n%s", code, logs)
+		}
+		if refused++; time.Now().After(deadline) {
+			t.Fatalf("no write accepted within a minute of the restart\n%s", logs)
+		}
+	}
+	if code := call(http.MethodGet, "/readyz", ""); code != http.StatusOK {
+		t.Errorf("/readyz answers %d right after the first write was accepted", code)
+	}
+	t.Logf("%d writes refused or unanswered before the first was accepted", refused)
 }

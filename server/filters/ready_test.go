@@ -1,0 +1,59 @@
+package filters_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/concordproject/concord/server/filters"
+)
+
+// A write waits until the server is ready, and gets 503 with Retry-After if it is
+// not within the wait; reads and exempt requests pass at once; once ready, the gate
+// stays open.
+func TestReadyGate(t *testing.T) {
+	var ready atomic.Bool
+	gate := filters.NewReadyGate(func(*http.Request) error {
+		if ready.Load() {
+			return nil
+		}
+		return errors.New("starting")
+	}, func(r *http.Request) bool { return r.Header.Get("X-Own") != "" }, 200*time.Millisecond)
+	h := filters.Build(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }),
+		[]filters.Filter{filters.RequestInfo(), gate.Filter()})
+	do := func(method string, own bool) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(t.Context(), method, "/api/v1/namespaces/default/configmaps", nil)
+		if own {
+			req.Header.Set("X-Own", "1")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := do(http.MethodGet, false); rec.Code != http.StatusNoContent {
+		t.Errorf("a read while starting: %d", rec.Code)
+	}
+	if rec := do(http.MethodPost, true); rec.Code != http.StatusNoContent {
+		t.Errorf("the server's own write while starting: %d", rec.Code)
+	}
+	if rec := do(http.MethodPost, false); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" {
+		t.Errorf("a write while the server stays unready: %d %v, want 503 with Retry-After", rec.Code, rec.Header())
+	}
+	if gate.Opened() {
+		t.Fatal("open before the server was ready")
+	}
+	held := make(chan int)
+	go func() { held <- do(http.MethodPost, false).Code }()
+	time.Sleep(50 * time.Millisecond) // the write is held meanwhile
+	ready.Store(true)
+	if code := <-held; code != http.StatusNoContent {
+		t.Errorf("a held write once ready: %d", code)
+	}
+	ready.Store(false)
+	if rec := do(http.MethodDelete, false); rec.Code != http.StatusNoContent || !gate.Opened() {
+		t.Errorf("a write after the server was ready once: %d", rec.Code)
+	}
+}
