@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/concordproject/concord/objectjson"
 	"github.com/concordproject/concord/openapi"
 	"github.com/concordproject/concord/registry"
@@ -187,9 +189,26 @@ func (f *fieldManager) trackWithFieldManager(current, next *unstructured.Unstruc
 		live = &unstructured.Unstructured{Object: map[string]interface{}{}}
 		live.SetGroupVersionKind(next.GroupVersionKind())
 	}
-	out := f.fm.UpdateNoErrors(live, next, manager)
-	if u, ok := out.(*unstructured.Unstructured); ok {
-		return u
+	out, err := f.fm.Update(live, next, manager)
+	if err == nil {
+		if u, ok := out.(*unstructured.Unstructured); ok {
+			return u
+		}
+		return next
+	}
+	// An object that does not fit its schema (a string where a number belongs) cannot
+	// be tracked: it is the client's error, which validation answers with a 422, not
+	// the server's. Anything else is logged as the field manager logs it.
+	logger := klog.Background().WithValues("resource", f.res.GroupResource(), "object", klog.KObj(next))
+	if _, typeErr := f.tc.ObjectToTyped(next, smdtyped.AllowDuplicates); typeErr != nil {
+		logger.V(4).Info("Not tracking managedFields of an object that does not fit its schema", "err", typeErr)
+	} else {
+		logger.Error(err, "Failed to update managedFields; kept the live object's")
+	}
+	if mf, ok := nestedManagedFields(live); ok {
+		_ = unstructured.SetNestedField(next.Object, runtime.DeepCopyJSONValue(mf), "metadata", "managedFields")
+	} else {
+		unstructured.RemoveNestedField(next.Object, "metadata", "managedFields")
 	}
 	return next
 }

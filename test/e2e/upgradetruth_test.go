@@ -262,3 +262,23 @@ func TestNoWriteBeforeReady(t *testing.T) {
 	}
 	t.Logf("%d writes refused or unanswered before the first was accepted", refused)
 }
+
+// A StorageState status that does not fit its schema is a 422 naming the field, and
+// the server logs no field-manager failure: the error is the client's.
+func TestMalformedStorageStateStatus(t *testing.T) {
+	bin := buildConcord(t)
+	data := t.TempDir()
+	logs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)))
+	k := newKubectl(t, filepath.Join(data, "admin.kubeconfig"))
+	waitForFile(t, filepath.Join(data, "admin.kubeconfig"), logs)
+	kubectlUntil(t, k, logs, "the configmaps StorageState", func(out string) bool { return strings.TrimSpace(out) == "storagestate.migration.k8s.io/configmaps" },
+		"get", "storagestate", "configmaps", "-o", "name")
+	out, err := k.run(t, "", "patch", "storagestate", "configmaps", "--subresource=status", "--type=merge",
+		"-p", `{"status":{"persistedStorageVersionHashes":[1]}}`)
+	if err == nil || !strings.Contains(out, "is invalid") || !strings.Contains(out, "status.persistedStorageVersionHashes[0]: Invalid value") {
+		t.Fatalf("a malformed status: %v\n%s", err, out)
+	}
+	if strings.Contains(logs.String(), "SHOULD NOT HAPPEN") {
+		t.Errorf("the server logs a field-manager failure for the client's error:\n%s", logs)
+	}
+}
