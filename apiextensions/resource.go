@@ -28,6 +28,11 @@ const GroupName = "apiextensions.k8s.io"
 // holds a deleted definition back until all its custom resources are deleted.
 const FinalizerCleanup = "customresourcecleanup.apiextensions.k8s.io"
 
+// KnownVersions are every version Kubernetes has had of CustomResourceDefinitions,
+// newest first. Concord serves and stores v1 only; v1beta1 was served until 1.21, and
+// kube-apiserver still stores definitions in it, so a cluster's StorageState may name it.
+var KnownVersions = []string{"v1", "v1beta1"}
+
 // GroupResource names the CustomResourceDefinition resource.
 var GroupResource = runtimeschema.GroupResource{Group: GroupName, Resource: "customresourcedefinitions"}
 

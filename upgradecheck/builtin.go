@@ -108,6 +108,10 @@ func checkBuiltin(in *Input, gr schema.GroupResource) Verdict {
 	p := persistedOf(in, gr)
 	v := Verdict{Resource: gr, Persisted: p.display(), Unblock: "-"}
 	target, ok := in.Target.Resources[gr]
+	if _, known := in.Catalog[gr]; !ok && !known {
+		v.Unverified, v.Unblock = true, "-"
+		return v // a resource of which this build knows nothing: see Report.Print
+	}
 	if !ok {
 		return v // not served: a warning, see Report.Print
 	}

@@ -108,6 +108,19 @@ type Input struct {
 	// the target does not know that persisted objects use, by resource (ScanFields).
 	Fleet     Fleet
 	FieldUses map[schema.GroupResource][]FieldUse
+	// JudgedAs is the catalog's newest release when Target is newer than it: Target
+	// is then that release, named as Target ("" else).
+	JudgedAs string
+	// Discovered is what the cluster's discovery says of the resources it serves: their
+	// kinds and versions resolve the hashes of resources the catalog does not know.
+	Discovered map[schema.GroupResource]Discovered
+}
+
+// Discovered is one resource as the cluster's discovery lists it.
+type Discovered struct {
+	Kind string
+	// Versions are the versions the cluster serves it in.
+	Versions []string
 }
 
 // Verdict is the answer for one resource.
@@ -131,6 +144,10 @@ type Verdict struct {
 	Advice  []string
 	// Migrate is true when a StorageVersionMigration of the resource unblocks it.
 	Migrate bool
+	// Unverified is true for a resource this build's API catalog does not know (a
+	// built-in of kube-apiserver that Concord does not serve): what the target decodes
+	// of it is not known here. It does not block.
+	Unverified bool
 }
 
 // Name is the resource's name as StorageStates and migrations name it.
@@ -143,7 +160,9 @@ type Report struct {
 	// FleetBlocked says why the target blocks whatever is persisted (it is below the
 	// fleet's minimum compatibility version); nil when it does not.
 	FleetBlocked []string
-	Verdicts     []Verdict
+	// JudgedAs is Input.JudgedAs: what is new in Target is unverified.
+	JudgedAs string
+	Verdicts []Verdict
 }
 
 // Check decides, for every resource the cluster has persisted (a StorageState, a
@@ -161,7 +180,7 @@ func Check(in Input) Report {
 	for gr := range in.CRDs {
 		grs[gr] = true
 	}
-	r := Report{Target: in.Target, Fleet: in.Fleet, FleetBlocked: in.Fleet.belowFleet(in.Target)}
+	r := Report{Target: in.Target, Fleet: in.Fleet, FleetBlocked: in.Fleet.belowFleet(in.Target), JudgedAs: in.JudgedAs}
 	for gr := range grs {
 		if crd, ok := in.CRDs[gr]; ok {
 			r.Verdicts = append(r.Verdicts, checkCRD(&in, gr, crd))
@@ -256,8 +275,17 @@ func hashes(in *Input, gr schema.GroupResource) map[string]string {
 	if crd, ok := in.CRDs[gr]; ok {
 		add(crd.Kind, append(slices.Clone(crd.Versions), crd.StoredVersions...))
 	}
+	if d, ok := in.Discovered[gr]; ok {
+		// A resource may be stored in a version it is not served in (an alpha storage
+		// version behind a beta API): try the usual version names too.
+		add(d.Kind, appendMissing(slices.Clone(d.Versions), usualVersions...))
+	}
 	return out
 }
+
+// usualVersions are the version names Kubernetes APIs have used, tried against the
+// hashes of a resource the catalog does not know (a hash names its version exactly).
+var usualVersions = []string{"v1", "v2", "v1beta1", "v1beta2", "v1beta3", "v2beta1", "v2beta2", "v1alpha1", "v1alpha2", "v1alpha3", "v2alpha1"}
 
 // encodingVersion returns the version of an encoding version "group/version" of gr,
 // or the whole string when its group is not gr's.

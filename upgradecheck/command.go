@@ -54,6 +54,13 @@ storage-migration trigger starts by itself while the servers agree (a manifest t
 one by hand is printed too); or, when X cannot decode the current storage version either,
 the intermediate release to run first with --min-compatibility-version=X.
 
+Hashes of resources the catalog does not know are resolved through the cluster's
+discovery (their kinds); such resources (a kube-apiserver's Pods, Nodes, workloads) are
+listed as unverified, not blocking: what X decodes of them is not known to this build.
+On a kube-apiserver cluster (its /version is not Concord's) the target is judged as
+kube-apiserver of X, which also decodes CustomResourceDefinitions stored in v1beta1. A
+release newer than the catalog's newest is judged as that one, and says so.
+
 A resource that X does not serve at all but that has persisted objects is a warning, not
 a block: X neither reads nor writes those objects, which stay in etcd untouched until a
 release that serves the resource runs again.
@@ -101,7 +108,7 @@ func NewCommand() *cobra.Command {
 		releases = fmt.Sprintf(" With the built-in catalog: %s to %s.", cat.Releases()[0], cat.BinaryVersion())
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.to, "to-version", "", "The release to upgrade or roll back to (major.minor, a release of the API catalog). Required."+releases)
+	fs.StringVar(&o.to, "to-version", "", fmt.Sprintf("The release to upgrade or roll back to (major.minor): a release of the API catalog, or up to %d newer than its newest, judged as that one. Required.", beyondCatalog)+releases)
 	fs.StringVar(&o.emulation, "emulation-version", "", fmt.Sprintf("The emulation version the servers of that release will run with: at most %d releases below --to-version (default: --to-version).", compatibility.SupportedSkew))
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig of the API server (default: $KUBECONFIG, ~/.kube/config, or in-cluster).")
 	fs.StringVar(&o.dropKey, "drop-key", "", `An encryption key ("<provider>:<key name>", "kms:<name>") to check can be removed from every server's --encryption-provider-config.`)
@@ -119,13 +126,8 @@ func (o *options) run(ctx context.Context, out, progress io.Writer) error {
 	if err != nil {
 		return err
 	}
-	to, emulation, err := validateVersions(cat, o.to, o.emulation)
-	if err != nil {
-		return err
-	}
-	target, steps, err := Releases(ctx, cat, to, emulation)
-	if err != nil {
-		return oneLine{fmt.Errorf("release %s, emulation %s: %w", to, emulation, err)}
+	if _, err := validateVersions(cat, o.to, o.emulation); err != nil {
+		return err // before the cluster is read
 	}
 	c, err := o.clients()
 	if err != nil {
@@ -135,14 +137,12 @@ func (o *options) run(ctx context.Context, out, progress io.Writer) error {
 	if err != nil {
 		return err
 	}
-	in := Input{
-		Target: target, Steps: steps, Catalog: KnownResources(cat),
-		States: obs.States, StorageVersions: obs.StorageVersions, CRDs: obs.CRDs, Migrations: obs.Migrations,
-		Now: time.Now(), Staleness: o.staleness,
-	}
-	if in.Fleet, err = FleetOf(obs.Skew, c.serverVersion(ctx)); err != nil {
+	in, err := NewInput(ctx, cat, o.to, o.emulation, obs, c.discover(ctx), c.serverVersion(ctx))
+	if err != nil {
 		return err
 	}
+	in.Now, in.Staleness = time.Now(), o.staleness
+	target := in.Target
 	if in.FieldUses, err = scanPersisted(ctx, c.dyn, cat, obs, target, progress); err != nil {
 		return err
 	}
@@ -220,6 +220,69 @@ func (c *clusterClients) serverVersion(ctx context.Context) string {
 		return ""
 	}
 	return info.GitVersion
+}
+
+// NewInput builds what Check decides from, but for the time (Now, Staleness) and the
+// fields objects use (FieldUses): the target release to (emulating emulation, "" for
+// to) and its step releases, as kube-apiserver has them when the fleet is one, what was
+// read of the cluster (obs, its discovery, the gitVersion of its /version).
+func NewInput(ctx context.Context, cat *catalog.Catalog, to, emulation string, obs *Observed, discovered map[schema.GroupResource]Discovered, serverVersion string) (Input, error) {
+	tv, err := validateVersions(cat, to, emulation)
+	if err != nil {
+		return Input{}, err
+	}
+	target, steps, err := tv.releases(ctx, cat)
+	if err != nil {
+		return Input{}, oneLine{fmt.Errorf("release %s, emulation %s: %w", tv.to, tv.emulation, err)}
+	}
+	fleet, err := FleetOf(obs.Skew, serverVersion)
+	if err != nil {
+		return Input{}, err
+	}
+	if fleet.Kube {
+		target = target.AsKubeAPIServer()
+		for i := range steps {
+			steps[i] = steps[i].AsKubeAPIServer()
+		}
+	}
+	return Input{
+		Target: target, Steps: steps, Catalog: KnownResources(cat), Fleet: fleet, JudgedAs: tv.judgedAs, Discovered: discovered,
+		States: obs.States, StorageVersions: obs.StorageVersions, CRDs: obs.CRDs, Migrations: obs.Migrations,
+	}, nil
+}
+
+// discover is Discover; groups whose discovery fails (an aggregated server down) are
+// left out, their hashes then unresolved, which the report says.
+func (c *clusterClients) discover(ctx context.Context) map[schema.GroupResource]Discovered {
+	out, err := Discover(c.discovery)
+	if err != nil {
+		klog.FromContext(ctx).Info("Discovery is incomplete; the hashes of what it misses stay unresolved", "err", err)
+	}
+	return out
+}
+
+// Discover lists the kinds and served versions of every resource a cluster serves
+// (subresources left out). An error says what discovery missed; what it found is
+// returned with it.
+func Discover(disc discovery.DiscoveryInterface) (map[schema.GroupResource]Discovered, error) {
+	_, lists, err := disc.ServerGroupsAndResources()
+	out := map[schema.GroupResource]Discovered{}
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") {
+				continue
+			}
+			gr := schema.GroupResource{Group: gv.Group, Resource: r.Name}
+			d := out[gr]
+			d.Kind, d.Versions = r.Kind, appendMissing(d.Versions, gv.Version)
+			out[gr] = d
+		}
+	}
+	return out, err
 }
 
 // read reads the cluster --kubeconfig names.

@@ -17,6 +17,9 @@ type Fleet struct {
 	// MinCompatibility is the highest minimum compatibility version they run with
 	// ("" when unknown): the oldest release that can read what they may have written.
 	MinCompatibility string
+	// Kube is true for a fleet of kube-apiservers (the server answering /version is
+	// not Concord's, and there is no VersionSkew report).
+	Kube bool
 }
 
 // FleetOf reads the fleet from the servers' VersionSkew report (its Concord API
@@ -28,6 +31,7 @@ func FleetOf(report *versionskew.VersionSkew, serverVersion string) (Fleet, erro
 	if report == nil {
 		if v, err := version.ParseGeneric(serverVersion); err == nil {
 			f.Binary = version.MajorMinor(v.Major(), v.Minor()).String()
+			f.Kube = !strings.HasSuffix(serverVersion, wire.GitVersionSuffix)
 		}
 		return f, nil
 	}

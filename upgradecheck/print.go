@@ -16,7 +16,11 @@ import (
 // summary line.
 func (r *Report) Print(w io.Writer) error {
 	t := r.Target
-	fmt.Fprintf(w, "%s (emulation %s). What the cluster has persisted, and what the target decodes:\n\n", capitalized(r.Fleet.move(t)), t.Emulation)
+	fmt.Fprintf(w, "%s, emulating %s. What the cluster has persisted, and what the target decodes:\n\n", capitalized(r.Fleet.move(t)), t.Emulation)
+	if r.JudgedAs != "" {
+		fmt.Fprintf(w, "Release %s is newer than this build knows: its API catalog ends at %s, so the target is judged as %s would be, and what %s adds or removes is unverified (use a build of %s, or its catalog with --api-catalog).\n\n",
+			t.Binary, r.JudgedAs, r.JudgedAs, t.Binary, t.Binary)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "RESOURCE\tPERSISTED\tRELEASE %s DECODES\tVERDICT\tUNBLOCK\n", t.Binary)
 	for _, v := range r.Verdicts {
@@ -27,17 +31,21 @@ func (r *Report) Print(w io.Writer) error {
 		if !v.Served {
 			decodes = "- (not served)"
 		}
-		if v.Blocked {
+		switch {
+		case v.Blocked:
 			verdict = "BLOCKED"
+		case v.Unverified:
+			verdict, decodes = "unverified", "?"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, orDash(strings.Join(v.Persisted, ",")), orDash(decodes), verdict, v.Unblock)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	r.printUnverified(w)
 	warnings := 0
 	for _, v := range r.Verdicts {
-		if v.Served {
+		if v.Served || v.Unverified {
 			continue
 		}
 		if warnings == 0 {
@@ -71,7 +79,26 @@ func (r *Report) summary(blocked, warnings int) string {
 	case blocked > 0:
 		return fmt.Sprintf("%s is NOT safe: %d of %d resources block (%s).", move, blocked, n, plural(warnings, "warning"))
 	}
+	if r.JudgedAs != "" {
+		return fmt.Sprintf("%s is safe as far as this build knows: release %s, judged as %s, decodes everything persisted of %s and knows every field its objects use (%s; what %s changes unverified).",
+			move, r.Target.Binary, r.JudgedAs, plural(n, "resource"), plural(warnings, "warning"), r.Target.Binary)
+	}
 	return fmt.Sprintf("%s is safe: release %s decodes everything persisted of %s and knows every field its objects use (%s).", move, r.Target.Binary, plural(n, "resource"), plural(warnings, "warning"))
+}
+
+// printUnverified names the resources this build's API catalog does not know.
+func (r *Report) printUnverified(w io.Writer) {
+	var names []string
+	for _, v := range r.Verdicts {
+		if v.Unverified {
+			names = append(names, v.Name())
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nUnverified (not blocking): this build's API catalog does not know %s, so what release %s decodes of them is not checked: %s.\n",
+		plural(len(names), "resource"), r.Target.Binary, strings.Join(names, ", "))
 }
 
 func plural(n int, noun string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -90,9 +91,30 @@ func served(r *registry.Resource) Served {
 	return s
 }
 
-// KnownResources returns what the full catalog knows of every built-in resource.
+// kubeDecodes are versions kube-apiserver decodes of a resource that Concord's own
+// implementation of it does not: CustomResourceDefinitions it stores in v1beta1.
+var kubeDecodes = map[schema.GroupResource][]string{apiextensions.GroupResource: {"v1beta1"}}
+
+// AsKubeAPIServer returns rel as a kube-apiserver of the same release has it: it
+// decodes the versions of kubeDecodes too.
+func (rel Release) AsKubeAPIServer() Release {
+	out := rel
+	out.Resources = maps.Clone(rel.Resources)
+	for gr, versions := range kubeDecodes {
+		if s, ok := out.Resources[gr]; ok {
+			s.Versions = appendMissing(slices.Clone(s.Versions), versions...)
+			out.Resources[gr] = s
+		}
+	}
+	return out
+}
+
+// KnownResources returns what the full catalog knows of every built-in resource, and
+// every version Kubernetes has had of CustomResourceDefinitions.
 func KnownResources(cat *catalog.Catalog) map[schema.GroupResource]Known {
-	out := map[schema.GroupResource]Known{}
+	out := map[schema.GroupResource]Known{
+		apiextensions.GroupResource: {Kind: "CustomResourceDefinition", Versions: apiextensions.KnownVersions},
+	}
 	for _, r := range cat.Resources() {
 		k := Known{Kind: r.Names.Kind}
 		for _, v := range r.Versions {
@@ -103,34 +125,65 @@ func KnownResources(cat *catalog.Catalog) map[schema.GroupResource]Known {
 	return out
 }
 
-// validateVersions checks --to-version and --emulation-version against cat and
-// returns them as major.minor: to must be one of the catalog's releases, emulation
-// ("" for to) between to's floor (SupportedSkew below, or the catalog's oldest
-// release) and to. Each error is one line wrapping ErrFlag that says what is allowed.
-func validateVersions(cat *catalog.Catalog, to, emulation string) (string, string, error) {
-	releases := cat.Releases()
-	allowed := fmt.Sprintf("a release of the API catalog, %s to %s (major.minor)", releases[0], cat.BinaryVersion())
+// beyondCatalog is how many releases past the catalog's newest --to-version may name:
+// such a target is judged as the newest release the catalog knows.
+const beyondCatalog = compatibility.SupportedSkew
+
+// targetVersions are the target's versions, as major.minor.
+type targetVersions struct {
+	to, emulation string
+	// judgedAs is the catalog's newest release when to is newer than it ("" else):
+	// the target is judged as that release would be; judgedEmulation likewise.
+	judgedAs, judgedEmulation string
+}
+
+// releases builds the target and step releases (Releases); a target beyond the
+// catalog is its newest release, named as the target.
+func (tv targetVersions) releases(ctx context.Context, cat *catalog.Catalog) (Release, []Release, error) {
+	if tv.judgedAs == "" {
+		return Releases(ctx, cat, tv.to, tv.emulation)
+	}
+	target, _, err := Releases(ctx, cat, tv.judgedAs, tv.judgedEmulation)
+	target.Binary, target.Emulation = tv.to, tv.emulation
+	return target, nil, err
+}
+
+// validateVersions checks --to-version and --emulation-version against cat: to must
+// be one of the catalog's releases, or at most beyondCatalog releases newer than its
+// newest (judged as that one), emulation ("" for to) between to's floor
+// (SupportedSkew below, or the catalog's oldest release) and to. Each error is one
+// line wrapping ErrFlag that says what is allowed.
+func validateVersions(cat *catalog.Catalog, to, emulation string) (targetVersions, error) {
+	releases, newest := cat.Releases(), cat.BinaryVersion()
+	last := newest.AddMinor(beyondCatalog)
+	allowed := fmt.Sprintf("a release from %s to %s (major.minor; the API catalog ends at %s: a newer release is judged as %s, what it changes unverified)", releases[0], last, newest, newest)
 	if strings.TrimSpace(to) == "" {
-		return "", "", fmt.Errorf("%w: --to-version is required: %s", ErrFlag, allowed)
+		return targetVersions{}, fmt.Errorf("%w: --to-version is required: %s", ErrFlag, allowed)
 	}
 	x, err := parseRelease(to)
-	if err != nil || !slices.ContainsFunc(releases, x.EqualTo) {
-		return "", "", fmt.Errorf("%w: --to-version %q: want %s", ErrFlag, to, allowed)
+	if err != nil || !slices.ContainsFunc(releases, x.EqualTo) && (!x.GreaterThan(newest) || x.GreaterThan(last)) {
+		return targetVersions{}, fmt.Errorf("%w: --to-version %q: want %s", ErrFlag, to, allowed)
 	}
-	if emulation == "" {
-		return x.String(), x.String(), nil
+	out := targetVersions{to: x.String(), emulation: x.String()}
+	floor := x.SubtractMinor(compatibility.SupportedSkew)
+	if truncated, err := cat.Truncate(x); err == nil {
+		floor = compatibility.Floor(truncated)
 	}
-	truncated, err := cat.Truncate(x)
-	if err != nil {
-		return "", "", err
+	if emulation != "" {
+		e, err := parseRelease(emulation)
+		if err != nil || e.LessThan(floor) || e.GreaterThan(x) {
+			return targetVersions{}, fmt.Errorf("%w: --emulation-version %q: want a release from %s to %s (release %s emulates at most %d releases below it)",
+				ErrFlag, emulation, floor, x, x, compatibility.SupportedSkew)
+		}
+		out.emulation = e.String()
 	}
-	floor := compatibility.Floor(truncated)
-	e, err := parseRelease(emulation)
-	if err != nil || e.LessThan(floor) || e.GreaterThan(x) {
-		return "", "", fmt.Errorf("%w: --emulation-version %q: want a release from %s to %s (release %s emulates at most %d releases below it)",
-			ErrFlag, emulation, floor, x, x, compatibility.SupportedSkew)
+	if x.GreaterThan(newest) {
+		out.judgedAs, out.judgedEmulation = newest.String(), out.emulation
+		if e := version.MustParseGeneric(out.emulation); e.GreaterThan(newest) {
+			out.judgedEmulation = newest.String()
+		}
 	}
-	return x.String(), e.String(), nil
+	return out, nil
 }
 
 // parseRelease parses "1.28", "v1.28", "1.28.0" or "kube=1.28" as major.minor; a patch

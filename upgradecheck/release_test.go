@@ -61,8 +61,11 @@ func TestValidateVersions(t *testing.T) {
 		{to: "1.30", wantTo: "1.30", wantEmu: "1.30"},
 		{to: "v1.30", emulation: "kube=1.27", wantTo: "1.30", wantEmu: "1.27"},
 		{to: "1.30.0", emulation: "1.30", wantTo: "1.30", wantEmu: "1.30"},
-		{wantErr: "--to-version is required: a release of the API catalog, 1.20 to 1.37 (major.minor)"},
-		{to: "1.50", wantErr: `--to-version "1.50": want a release of the API catalog, 1.20 to 1.37 (major.minor)`},
+		{to: "1.38", emulation: "1.38", wantTo: "1.38", wantEmu: "1.38"},
+		{to: "1.40", emulation: "1.37", wantTo: "1.40", wantEmu: "1.37"},
+		{wantErr: "--to-version is required: a release from 1.20 to 1.40 (major.minor; the API catalog ends at 1.37"},
+		{to: "1.50", wantErr: `--to-version "1.50": want a release from 1.20 to 1.40`},
+		{to: "1.40", emulation: "1.36", wantErr: `--emulation-version "1.36": want a release from 1.37 to 1.40`},
 		{to: "1.19", wantErr: `--to-version "1.19": want`},
 		{to: "banana", wantErr: `--to-version "banana": want`},
 		{to: "1.30.2", wantErr: `--to-version "1.30.2": want`},
@@ -70,7 +73,8 @@ func TestValidateVersions(t *testing.T) {
 		{to: "1.21", emulation: "1.19", wantErr: `--emulation-version "1.19": want a release from 1.20 to 1.21`},
 		{to: "1.30", emulation: "1.31", wantErr: `--emulation-version "1.31": want a release from 1.27 to 1.30`},
 	} {
-		to, emu, err := validateVersions(cat, tc.to, tc.emulation)
+		tv, err := validateVersions(cat, tc.to, tc.emulation)
+		to, emu := tv.to, tv.emulation
 		if tc.wantErr != "" {
 			if err == nil || !errors.Is(err, ErrFlag) || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("validateVersions(%q, %q) = %v, want one line with %q", tc.to, tc.emulation, err, tc.wantErr)

@@ -35,6 +35,10 @@ var ErrNoVersion = errors.New("component versions incomplete")
 // "controller-manager" for `concord controller-manager`.
 const LabelControllerIdentity = "concord.io/controller-identity"
 
+// GitVersionSuffix ends the gitVersion a Concord server's /version reports
+// ("v1.37.0-concord"), which tells its clients it is not a kube-apiserver.
+const GitVersionSuffix = "-concord"
+
 // ComponentVersions are a component's KEP-4330 versions.
 type ComponentVersions struct {
 	Binary, Emulation, MinCompatibility *version.Version

@@ -91,7 +91,7 @@ func TestUpgradeCheck(t *testing.T) {
 			if !errors.Is(err, upgradecheck.ErrFlag) || strings.Contains(err.Error(), "\n") || out != "" {
 				t.Errorf("%v: err = %v, output %q: want one line and no table", args, err, out)
 			}
-			if want := "1.20 to 1.37"; len(args) < 3 && !strings.Contains(err.Error(), want) {
+			if want := "1.20 to 1.40"; len(args) < 3 && !strings.Contains(err.Error(), want) {
 				t.Errorf("%v: %v does not say %q", args, err, want)
 			}
 		}
