@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"os"
@@ -37,10 +38,31 @@ func TestUpgradeCheckOnKubeAPIServer(t *testing.T) {
 	if os.Getenv("CONCORD_KUBEPEER") != "1" {
 		t.Skip("CONCORD_KUBEPEER=1 runs it (after test/kubepeer/build.sh kube-apiserver " + release + ")")
 	}
+	for _, rel := range []string{release, previousRelease} {
+		t.Run(rel, func(t *testing.T) {
+			bin, err := kubepeer.Binary("kube-apiserver", rel)
+			if errors.Is(err, kubepeer.ErrNotBuilt) && rel != release {
+				t.Skip(err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			upgradeCheckOnKube(t, bin, rel)
+		})
+	}
+}
+
+// previousRelease is the kube-apiserver release before release that the peer tests
+// run when test/kubepeer/build.sh has built it.
+const previousRelease = "1.36.3"
+
+// upgradeCheckOnKube is TestUpgradeCheckOnKubeAPIServer on a kube-apiserver binary
+// of release rel.
+func upgradeCheckOnKube(t *testing.T, bin, rel string) {
 	etcd := etcdtest.Start(t)
 	dir := t.TempDir()
 	var kubeLog bytes.Buffer
-	p, err := kubepeer.Start(t.Context(), kubepeer.Options{Binary: binary(t, "kube-apiserver"), Dir: dir, EtcdServers: etcd.Endpoints(), Log: &kubeLog})
+	p, err := kubepeer.Start(t.Context(), kubepeer.Options{Binary: bin, Dir: dir, EtcdServers: etcd.Endpoints(), Log: &kubeLog})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +86,7 @@ func TestUpgradeCheckOnKubeAPIServer(t *testing.T) {
 		t.Logf("upgrade-check %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
 		return out.String(), err
 	}
-	out, err := run("--to-version", release[:strings.LastIndex(release, ".")])
+	out, err := run("--to-version", rel[:strings.LastIndex(rel, ".")])
 	if err != nil {
 		t.Errorf("upgrade-check to the release running: %v", err)
 	}
@@ -82,7 +104,7 @@ func TestUpgradeCheckOnKubeAPIServer(t *testing.T) {
 		t.Errorf("upgrade-check to a release newer than the catalog: %v", err)
 	}
 	if *rewrite {
-		record(t, rc)
+		record(t, rc, rel)
 	}
 }
 
@@ -90,7 +112,7 @@ var rewrite = flag.Bool("rewrite", false, "record what upgrade-check reads of th
 
 // record writes what upgrade-check reads of the cluster to
 // upgradecheck/testdata/clusters/kube-<release>.json.
-func record(t *testing.T, rc *rest.Config) {
+func record(t *testing.T, rc *rest.Config, rel string) {
 	t.Helper()
 	obs, err := upgradecheck.Read(t.Context(), dynamic.NewForConfigOrDie(rc))
 	if err != nil {
@@ -109,7 +131,7 @@ func record(t *testing.T, rc *rest.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("..", "..", "upgradecheck", "testdata", "clusters", "kube-"+release+".json")
+	path := filepath.Join("..", "..", "upgradecheck", "testdata", "clusters", "kube-"+rel+".json")
 	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
