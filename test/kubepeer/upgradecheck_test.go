@@ -26,19 +26,20 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// `concord upgrade-check` on a real kube-apiserver cluster with Concord's
-// controller-manager installed: once every StorageState has settled, the release
-// running is safe (exit 0), every hash kube publishes is resolved (CustomResourceDefinitions
-// stored in apiextensions.k8s.io/v1beta1 included), resources this build's catalog
-// does not know are named unverified (not warnings, not blocks), and a release newer
-// than the catalog is answered for what the catalog knows, not refused. What the check
-// read is recorded in upgradecheck/testdata/observed (-rewrite), which the ordinary
-// suite checks without a peer (TestRecordedClusters, package upgradecheck).
+// `concord upgrade-check` on real kube-apiserver clusters (release and
+// olderReleases, 1.34 to 1.37) with Concord's controller-manager installed: once every
+// StorageState has settled, the release running is safe (exit 0), every hash kube
+// publishes is resolved (CustomResourceDefinitions stored in apiextensions.k8s.io/v1beta1
+// included), resources this build's catalog does not know are named unverified (not
+// warnings, not blocks), and a release newer than the catalog is answered for what the
+// catalog knows, not refused. What the check read is recorded in
+// upgradecheck/testdata/clusters (-rewrite), which the ordinary suite checks without a
+// peer (TestRecordedClusters, package upgradecheck).
 func TestUpgradeCheckOnKubeAPIServer(t *testing.T) {
 	if os.Getenv("CONCORD_KUBEPEER") != "1" {
 		t.Skip("CONCORD_KUBEPEER=1 runs it (after test/kubepeer/build.sh kube-apiserver " + release + ")")
 	}
-	for _, rel := range []string{release, previousRelease} {
+	for _, rel := range append([]string{release}, olderReleases...) {
 		t.Run(rel, func(t *testing.T) {
 			bin, err := kubepeer.Binary("kube-apiserver", rel)
 			if errors.Is(err, kubepeer.ErrNotBuilt) && rel != release {
@@ -52,9 +53,9 @@ func TestUpgradeCheckOnKubeAPIServer(t *testing.T) {
 	}
 }
 
-// previousRelease is the kube-apiserver release before release that the peer tests
-// run when test/kubepeer/build.sh has built it.
-const previousRelease = "1.36.3"
+// olderReleases are the kube-apiserver releases before release that the peer tests
+// run when test/kubepeer/build.sh has built them.
+var olderReleases = []string{"1.36.3", "1.35.4", "1.34.4"}
 
 // upgradeCheckOnKube is TestUpgradeCheckOnKubeAPIServer on a kube-apiserver binary
 // of release rel.
