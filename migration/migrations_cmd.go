@@ -14,6 +14,7 @@ import (
 
 	"github.com/concordproject/concord/auth"
 	migrationapi "github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/migration/controller"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -133,10 +134,14 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// decodeMigrations decodes the migrations, each with its progress where the
+// controller wrote it: status.progress, or its annotation where the API keeps no
+// status.progress (Kubernetes' built-in API).
 func decodeMigrations(objs []*unstructured.Unstructured) []*migrationapi.StorageVersionMigration {
 	var out []*migrationapi.StorageVersionMigration
 	for _, u := range objs {
 		if m, err := migrationapi.MigrationFrom(u); err == nil {
+			m.Status.Progress = controller.ProgressOf(u)
 			out = append(out, m)
 		}
 	}

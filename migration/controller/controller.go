@@ -49,6 +49,8 @@ type Controller struct {
 	ctrl     *reconcile.Controller[string]
 	recorder events.EventRecorder
 	metrics  *Metrics
+	// progressInAnnotation: the API drops status.progress (Config).
+	progressInAnnotation bool
 
 	mu      sync.Mutex
 	running map[string]running
@@ -76,13 +78,18 @@ type Config struct {
 	Runtime *reconcile.Metrics
 	// Workers is how many migrations run at once.
 	Workers int
+	// ProgressInAnnotation writes each migration's progress and checkpoint in its
+	// AnnotationProgress annotation instead of status.progress, which the API drops
+	// (Kubernetes' built-in API keeps only conditions and resourceVersion): no field
+	// the server does not keep is written.
+	ProgressInAnnotation bool
 }
 
 // New returns a controller of the migrations of cfg.Informer.
 func New(cfg Config) (*Controller, error) {
 	c := &Controller{
 		dyn: cfg.Dynamic, res: cfg.Resources, mig: cfg.Migrator, informer: cfg.Informer, recorder: cfg.Recorder, metrics: cfg.Metrics,
-		running: map[string]running{},
+		progressInAnnotation: cfg.ProgressInAnnotation, running: map[string]running{},
 	}
 	c.ctrl = reconcile.New("storage-migration", reconcile.Reconciler[string](c), reconcile.Options[string]{
 		Workers:     cfg.Workers,
@@ -165,7 +172,7 @@ func (c *Controller) migrate(ctx context.Context, u *unstructured.Unstructured, 
 	defer cancel(nil)
 	defer c.track(m, cancel)()
 
-	w := &statusWriter{dyn: c.dyn, obj: u, uid: m.UID}
+	w := &statusWriter{dyn: c.dyn, obj: u, uid: m.UID, inAnnotation: c.progressInAnnotation}
 	info, p, cp, err := c.start(ctx, w, m, gr)
 	if err != nil || p == nil {
 		return err
@@ -248,7 +255,7 @@ func (c *Controller) start(ctx context.Context, w *statusWriter, m *migrationapi
 	if reason != "" {
 		return info, nil, migrator.Checkpoint{}, c.end(ctx, w, m, nil, migrationapi.ReasonMigrationError, reason)
 	}
-	p := m.Status.Progress
+	p := ProgressOf(w.obj)
 	if p == nil {
 		p = &migrationapi.Progress{}
 	}
@@ -433,63 +440,6 @@ func transientError(err error) bool {
 		return code == 429 || code >= 500
 	}
 	return false
-}
-
-// statusWriter writes the status of one migration, starting from the object last
-// read or written.
-type statusWriter struct {
-	dyn dynamic.Interface
-	obj *unstructured.Unstructured
-	uid types.UID
-}
-
-// update applies change to the migration's status and writes it. It returns an
-// error wrapping errAborted if the migration ended or was deleted meanwhile. Fields
-// of the status this package does not know are kept.
-func (w *statusWriter) update(ctx context.Context, change func(*migrationapi.MigrationStatus)) error {
-	client := w.dyn.Resource(migrationapi.StorageVersionMigrations)
-	for attempt := 0; ; attempt++ {
-		m, err := migrationapi.MigrationFrom(w.obj)
-		if err != nil {
-			return err
-		}
-		if m.Terminal() {
-			return fmt.Errorf("%w: %s", errAborted, m.Phase())
-		}
-		change(&m.Status)
-		st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&m.Status)
-		if err != nil {
-			return err
-		}
-		next := w.obj.DeepCopy()
-		for _, f := range []string{"conditions", "resourceVersion", "progress"} {
-			if v, ok := st[f]; ok {
-				_ = unstructured.SetNestedField(next.Object, v, "status", f)
-			}
-		}
-		out, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: migrationapi.FieldManager})
-		switch {
-		case err == nil:
-			w.obj = out
-			return nil
-		case apierrors.IsNotFound(err):
-			return fmt.Errorf("%w: deleted", errAborted)
-		case apierrors.IsConflict(err) && attempt < 10:
-			fresh, gerr := client.Get(ctx, w.obj.GetName(), metav1.GetOptions{})
-			if apierrors.IsNotFound(gerr) {
-				return fmt.Errorf("%w: deleted", errAborted)
-			}
-			if gerr != nil {
-				return gerr
-			}
-			if fresh.GetUID() != w.uid {
-				return fmt.Errorf("%w: replaced", errAborted)
-			}
-			w.obj = fresh
-		default:
-			return err
-		}
-	}
 }
 
 // setRunning sets the Running condition, its message mirroring the progress (it
