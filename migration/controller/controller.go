@@ -208,7 +208,8 @@ func (c *Controller) migrate(ctx context.Context, u *unstructured.Unstructured, 
 			return c.interrupted(ctx, err)
 		}
 		if errors.Is(err, migrator.ErrStorageVersionChanged) {
-			return c.end(parent, w, m, p, migrationapi.ReasonStorageVersionChanged, storageVersionChangedMessage(p.Path, err))
+			reason, message := c.storageVersionChanged(parent, gr, p.Path, err)
+			return c.end(parent, w, m, p, reason, message)
 		}
 		if transientError(err) {
 			return err
@@ -462,14 +463,25 @@ func progressMessage(cp migrator.Checkpoint) string {
 	return fmt.Sprintf("%d objects migrated, %d skipped, %d failed%s%s", cp.Migrated, cp.Skipped, cp.Failed, of, path)
 }
 
-// storageVersionChangedMessage is the Failed condition's message of a migration that
-// the migrator stopped with migrator.ErrStorageVersionChanged (err) on path.
-func storageVersionChangedMessage(path string, err error) string {
+// storageVersionChanged returns the reason and message of the end of a migration of
+// gr that the migrator stopped with migrator.ErrStorageVersionChanged (err) on path:
+// ReasonStorageVersionsDisagree if the servers now disagree on the encoding version
+// (the StorageVersion object has no common one: a rolling upgrade or a rollback is
+// under way), the reason the trigger gives the same event, else
+// ReasonStorageVersionChanged.
+func (c *Controller) storageVersionChanged(ctx context.Context, gr schema.GroupResource, path string, err error) (reason, message string) {
 	held := "no object was rewritten after the change (the server held its rewrites to it)"
 	if path != migrationapi.PathServer {
 		held = "no page of objects was rewritten after the change was seen"
 	}
-	return fmt.Sprintf("Stopped: %v; %s. A new migration replaces this one.", err, held)
+	reason, why := migrationapi.ReasonStorageVersionChanged, ""
+	sv, gerr := c.dyn.Resource(migrationapi.StorageVersions).Get(ctx, wire.StorageVersionName(gr), metav1.GetOptions{})
+	if gerr == nil {
+		if common, _, _ := unstructured.NestedString(sv.Object, "status", "commonEncodingVersion"); common == "" {
+			reason, why = migrationapi.ReasonStorageVersionsDisagree, " The API servers no longer agree on an encoding version; a migration starts once they do."
+		}
+	}
+	return reason, fmt.Sprintf("Stopped: %v; %s.%s A new migration replaces this one.", err, held, why)
 }
 
 // failedMessage is the Failed condition's message of a migration with failed objects.

@@ -84,17 +84,18 @@ func (g *requestGate) release() {
 }
 
 // A migration holds its rewrites to the StorageVersion object it was started for.
-// Here a server of another release joins mid-way (its entry, encoding v1, is written
-// into the widgets' StorageVersion) while the migration to v2 waits between two
-// pages, and no trigger runs to abort it: only the migrator can stop it.
+// Here a server joins mid-way (its entry is written into the widgets' StorageVersion)
+// while the migration to v2 waits between two pages, and no trigger runs to abort
+// it: only the migrator can stop it. The joining server encodes v1 (another release:
+// the servers disagree) or v2 (they agree, but the StorageVersion moved).
 //
 //   - Server path: the next page's rewrites are made in etcd transactions that
 //     compare the StorageVersion key's revision; they fail, nothing is written.
 //   - Client path: the migrator reads the StorageVersion before each page's writes and
 //     stops before writing the page.
 //
-// Each migration ends Failed with StorageVersionChanged, its progress counting the
-// pages done, and etcd read directly shows no widget written at or after the revision
+// Each migration ends Failed, with StorageVersionsDisagree or StorageVersionChanged
+// (the trigger's reasons for the same events), its progress counting the pages done, and etcd read directly shows no widget written at or after the revision
 // of the StorageVersion change, and the widgets of the later pages still in v1.
 func TestStorageMigrationHeldToStorageVersion(t *testing.T) {
 	t.Parallel()
@@ -110,7 +111,13 @@ func TestStorageMigrationHeldToStorageVersion(t *testing.T) {
 	for _, step := range []struct {
 		mode migrator.Mode
 		gate func(*http.Request) bool
-	}{{migrator.ModeServer, isRewrite}, {migrator.ModeClient, isStorageVersionRead}} {
+		// joins is the version the joining server encodes in; reason the migration's
+		// end: the servers disagree, or agree but the StorageVersion moved.
+		joins, reason string
+	}{
+		{migrator.ModeServer, isRewrite, "v1", migrationapi.ReasonStorageVersionsDisagree},
+		{migrator.ModeClient, isStorageVersionRead, "v2", migrationapi.ReasonStorageVersionChanged},
+	} {
 		e := newMigrationEnv(t, c, fmt.Sprintf("guard-%s.example.com", step.mode), "v1")
 		e.seed("w", "v1", n, 1)
 		e.flip("v2")
@@ -124,14 +131,14 @@ func TestStorageMigrationHeldToStorageVersion(t *testing.T) {
 		waitHeld(t, gate, name)
 
 		// A server of another release joins: its entry changes the StorageVersion.
-		fakeServers(t, s, e.gr, map[string]string{"fake-" + string(step.mode): "v1"})
+		fakeServers(t, s, e.gr, map[string]string{"fake-" + string(step.mode): step.joins})
 		changed := storageVersionRevision(t, e)
 		gate.release()
 		m := waitNamedMigration(t, e, name, phase(migrationapi.ConditionFailed))
 		stop()
 		cond := findMigrationCondition(m, migrationapi.ConditionFailed)
-		if cond.Reason != migrationapi.ReasonStorageVersionChanged || !strings.Contains(cond.Message, "StorageVersion") {
-			t.Errorf("%s: Failed %s %q, want %s", name, cond.Reason, cond.Message, migrationapi.ReasonStorageVersionChanged)
+		if cond.Reason != step.reason || !strings.Contains(cond.Message, "StorageVersion") {
+			t.Errorf("%s: Failed %s %q, want %s", name, cond.Reason, cond.Message, step.reason)
 		}
 		if p := m.Status.Progress; p == nil || p.Migrated != pages*pageSize || p.Path != string(step.mode) {
 			t.Errorf("%s: progress %+v, want %d migrated on the %s path", name, p, pages*pageSize, step.mode)
