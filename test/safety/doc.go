@@ -8,9 +8,12 @@
 // and kill -9, rollbacks (binary and emulation), skip-level upgrades with stepped
 // emulation, CustomResourceDefinition storage-version flips and served-version changes,
 // storage migrations interrupted by kill -9 of the migration leader, a server cut off
-// from etcd for longer than its identity lease, and the loss of an etcd member; while
+// from etcd for longer than its identity lease, the loss of an etcd member, and a
+// rollback below the fleet's minimum compatibility version that must be refused; while
 // client-go writers (typed and dynamic; create, update, patch, delete; built-in and
-// custom resources) record every operation they start and how it ended.
+// custom resources) record every operation they start and how it ended, and a field
+// writer sets the fields of PodTemplates the API catalog dates to the releases the
+// fleet accepts.
 //
 // The invariants, checked during the run from one etcd watch of every key and after it
 // through every live server:
@@ -22,12 +25,18 @@
 //   - no object is written in a version no live server had registered for it;
 //   - no migration is Running while the servers disagree on the encoding version, and a
 //     migration that succeeded left no object of its resource in another encoding;
+//   - every field a client wrote and the server accepted is still in etcd, unless a
+//     later accepted write changed or removed it (fields_test.go), through every
+//     upgrade, rollback and migration;
 //   - after quiescence: persisted hashes equal the current one, CRD storedVersions are
 //     trimmed, every StorageVersion has one entry per live server and a common
 //     encoding version, no identity lease of a server that is gone remains, /readyz is
 //     ok and a write goes through on every server, and nothing but leases is written
 //     twice in a few seconds;
-//   - `concord upgrade-check` agrees with what happens when the fleet moves;
+//   - `concord upgrade-check`, run before every roll to another release, agrees with
+//     what happens: after an approval no field is lost; a refusal of a rollback below
+//     the minimum compatibility version is matched by a server of that release
+//     refusing to join;
 //   - no server ever shows a Secret to an identity without a grant: an intruder bound
 //     to view (which grants no Secrets) tries to get, list and watch one throughout.
 //

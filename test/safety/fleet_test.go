@@ -168,13 +168,15 @@ func (m *member) start(t *testing.T, dir, initial, state string) {
 
 // server is one `concord server` of the fleet, reaching etcd through its own proxy.
 type server struct {
-	index             int
-	id                string
-	port              int
-	dataDir           string
-	binary, emulation string // --binary-version and --emulation-version ("" for the default)
-	proxy             *proxy
-	proc              *proc
+	index   int
+	id      string
+	port    int
+	dataDir string
+	// binary, emulation and minCompat are --binary-version, --emulation-version and
+	// --min-compatibility-version ("" for the default).
+	binary, emulation, minCompat string
+	proxy                        *proxy
+	proc                         *proc
 	// routable is true from the moment the server is ready until it is stopped: a
 	// load balancer's view, which the writers follow.
 	routable       atomic.Bool
@@ -193,17 +195,7 @@ func (s *server) kubeconfig() string { return filepath.Join(s.dataDir, "admin.ku
 func (s *server) start(t *testing.T, dir string) {
 	t.Helper()
 	_ = os.Remove(s.kubeconfig())
-	args := []string{"server", "--etcd-servers", s.proxy.url(), "--data-dir", s.dataDir,
-		"--secure-port", fmt.Sprint(s.port), "--server-id", s.id,
-		"--identity-lease-duration", leaseDuration.String(), "--identity-lease-renew-interval", leaseRenew.String(), "-v", "4",
-		"--token-auth-file", filepath.Join(dir, tokensFile)}
-	if s.binary != "" {
-		args = append(args, "--binary-version", s.binary)
-	}
-	if s.emulation != "" {
-		args = append(args, "--emulation-version", s.emulation)
-	}
-	p := startProc(t, dir, s.id, args...)
+	p := startProc(t, dir, s.id, s.args(dir)...)
 	liveMu.Lock()
 	s.proc = p
 	liveMu.Unlock()
@@ -230,6 +222,24 @@ func (s *server) start(t *testing.T, dir string) {
 	}
 	waitUntil(t, 60*time.Second, s.id+" to be ready", func() bool { return s.ready(t) == nil })
 	s.routable.Store(true)
+}
+
+// args are the arguments of `concord server` for s as it is now.
+func (s *server) args(dir string) []string {
+	args := []string{"server", "--etcd-servers", s.proxy.url(), "--data-dir", s.dataDir,
+		"--secure-port", fmt.Sprint(s.port), "--server-id", s.id,
+		"--identity-lease-duration", leaseDuration.String(), "--identity-lease-renew-interval", leaseRenew.String(), "-v", "4",
+		"--token-auth-file", filepath.Join(dir, tokensFile)}
+	if s.binary != "" {
+		args = append(args, "--binary-version", s.binary)
+	}
+	if s.emulation != "" {
+		args = append(args, "--emulation-version", s.emulation)
+	}
+	if s.minCompat != "" {
+		args = append(args, "--min-compatibility-version", s.minCompat)
+	}
+	return args
 }
 
 // ready is nil when /readyz answers ok.

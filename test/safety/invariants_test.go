@@ -38,6 +38,8 @@ type svStatus struct {
 // that hold at every moment.
 type checker struct {
 	live func(id string) bool
+	// fields holds every stored PodTemplate to the write it names.
+	fields *fieldLedger
 
 	mu        sync.Mutex
 	svs       map[string]svStatus // StorageVersion name → status
@@ -49,12 +51,14 @@ type checker struct {
 	runningWhileDisagreeing map[string]bool
 	anomalies               []string
 	events                  int
+	// rev is the revision up to which the checker has seen every write.
+	rev int64
 }
 
 // startChecker reads every key at the current revision, then watches from there until
 // the test ends.
 func (f *fleet) startChecker(t *testing.T) *checker {
-	c := &checker{live: f.isLive, svs: map[string]svStatus{}, objects: map[string]string{},
+	c := &checker{live: f.isLive, fields: f.fields, svs: map[string]svStatus{}, objects: map[string]string{},
 		resource: map[string]string{}, succeeded: map[string]bool{}, runningWhileDisagreeing: map[string]bool{}}
 	resp, err := f.etcd.Get(t.Context(), "/registry/", clientv3.WithPrefix())
 	if err != nil {
@@ -65,18 +69,26 @@ func (f *fleet) startChecker(t *testing.T) *checker {
 	for _, kv := range resp.Kvs {
 		c.put(string(kv.Key), kv.Value, kv.ModRevision, true)
 	}
+	c.seen(resp.Header.Revision)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		w := f.etcd.Watch(ctx, "/registry/", clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 		for r := range w {
+			if r.IsProgressNotify() {
+				c.seen(r.Header.Revision) // every write up to it was sent
+				continue
+			}
 			for _, ev := range r.Events {
 				if ev.Type == clientv3.EventTypeDelete {
 					c.delete(string(ev.Kv.Key))
 					continue
 				}
 				c.put(string(ev.Kv.Key), ev.Kv.Value, ev.Kv.ModRevision, false)
+			}
+			if n := len(r.Events); n > 0 {
+				c.seen(r.Events[n-1].Kv.ModRevision) // a revision's events come in one response
 			}
 		}
 	}()
@@ -85,6 +97,20 @@ func (f *fleet) startChecker(t *testing.T) *checker {
 		<-done
 	})
 	return c
+}
+
+// seen records that every write up to rev has been checked.
+func (c *checker) seen(rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rev = max(c.rev, rev)
+}
+
+// seenUpTo is the revision up to which the checker has seen every write.
+func (c *checker) seenUpTo() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rev
 }
 
 // groupResource returns the resource of a key: /registry/<group>/<resource>/...,
@@ -110,6 +136,9 @@ func (c *checker) put(key string, value []byte, rev int64, initial bool) {
 	c.events++
 	if strings.HasPrefix(key, "/registry/concord/") {
 		return // Concord's own keys (credentials), not objects
+	}
+	if strings.HasPrefix(key, podTemplatesPrefix) && c.fields != nil {
+		c.fields.check(key, value, rev)
 	}
 	gr := groupResource(key)
 	switch gr {

@@ -11,16 +11,20 @@ import (
 
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/versionskew"
+	"github.com/concordproject/concord/wire"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 )
 
 // settled reports, through s, why the fleet has not settled yet ("" once it has):
-// every StorageState persisted equals its current hash, no migration is pending or
+// every resource served and persisted has a StorageState (statesTracked), every
+// StorageState persisted equals its current hash, no migration is pending or
 // running, every StorageVersion has one entry per live server and a common encoding
 // version, every CRD's storedVersions is its storage version alone, the VersionSkew
 // report lists the live servers, and every identity lease belongs to a live server.
@@ -30,6 +34,7 @@ func (f *fleet) settled(ctx context.Context, s *server) string {
 	if err != nil {
 		return err.Error()
 	}
+	tracked := map[string]bool{}
 	for _, u := range states.Items {
 		var st migrationapi.StorageState
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &st); err != nil {
@@ -38,6 +43,10 @@ func (f *fleet) settled(ctx context.Context, s *server) string {
 		if p := st.Status.PersistedStorageVersionHashes; len(p) != 1 || p[0] != st.Status.CurrentStorageVersionHash {
 			return fmt.Sprintf("StorageState %s: persisted %v, current %s", st.Name, p, st.Status.CurrentStorageVersionHash)
 		}
+		tracked[st.Name] = true
+	}
+	if why := statesTracked(ctx, s, tracked); why != "" {
+		return why
 	}
 	migs, err := dyn.Resource(migrationapi.StorageVersionMigrations).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -60,8 +69,46 @@ func (f *fleet) settled(ctx context.Context, s *server) string {
 	return f.leasesSettled(ctx, s)
 }
 
-// versionSkewSettled: the VersionSkew report lists exactly the live servers (its
-// controller may still be writing what happened before, delayed by a barrier).
+// statesTracked: the storage-migration trigger keeps a StorageState of every resource
+// a live server serves, can list and update, and reports a StorageVersion of, Events
+// aside (they expire on their own: the trigger ignores them). A
+// resource that has just become served (an emulation step serves the
+// MutatingAdmissionPolicy API from 1.36) is noticed at the trigger's next discovery
+// poll, up to a minute later, and migrated then: the fleet has not settled before.
+func statesTracked(ctx context.Context, s *server, states map[string]bool) string {
+	svs, err := s.clients.InternalV1alpha1().StorageVersions().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	reported := map[string]bool{}
+	for _, sv := range svs.Items {
+		reported[sv.Name] = true
+	}
+	lists, err := discovery.ServerPreferredResources(s.clients.Discovery())
+	if err != nil {
+		return "discovery: " + err.Error()
+	}
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			return err.Error()
+		}
+		for _, r := range l.APIResources {
+			gr := gv.WithResource(r.Name).GroupResource()
+			if strings.Contains(r.Name, "/") || gr.Resource == "events" || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "update") || !reported[wire.StorageVersionName(gr)] {
+				continue
+			}
+			if !states[migrationapi.StorageStateName(gr)] {
+				return fmt.Sprintf("no StorageState for %s, which is served and has a StorageVersion", gr)
+			}
+		}
+	}
+	return ""
+}
+
+// versionSkewSettled: the VersionSkew report lists exactly the live servers, with the
+// versions each runs now (its controller may still be writing what happened before,
+// delayed by a barrier): upgrade-check decides on it.
 func (f *fleet) versionSkewSettled(ctx context.Context, s *server) string {
 	u, err := s.dynamicClients.Resource(versionskew.GroupVersion.WithResource(versionskew.GroupResource.Resource)).Get(ctx, versionskew.Name, metav1.GetOptions{})
 	if err != nil {
@@ -78,6 +125,18 @@ func (f *fleet) versionSkewSettled(ctx context.Context, s *server) string {
 	slices.Sort(names)
 	if live := f.liveIDs(); !slices.Equal(names, live) {
 		return fmt.Sprintf("VersionSkew report lists %v (live %v)", names, live)
+	}
+	for _, c := range report.Status.Components {
+		for _, srv := range f.servers {
+			if srv.id != c.Name {
+				continue
+			}
+			r := f.releaseOf(srv)
+			if c.BinaryVersion != r.binary.String() || c.EmulationVersion != r.emulation.String() || c.MinCompatibilityVersion != r.minCompat.String() {
+				return fmt.Sprintf("VersionSkew report says %s is binary %s, emulation %s, min compatibility %s; it runs %s, %s, %s",
+					c.Name, c.BinaryVersion, c.EmulationVersion, c.MinCompatibilityVersion, r.binary, r.emulation, r.minCompat)
+			}
+		}
 	}
 	return ""
 }

@@ -16,8 +16,8 @@ var onlyFlag = flag.String("only", "", "TestTorture runs only the scenarios of t
 type scenarioFunc func(t *testing.T, rep *report, seed uint64)
 
 // short is the profile of `go test ./...`: a rolling upgrade with a CRD flip, a
-// rollback (emulation, then binary) checked by upgrade-check, a partition, and CRD
-// served versions added and removed.
+// rollback (emulation, then binary) checked by upgrade-check after a refused one, a
+// partition, and CRD served versions added and removed.
 var short = []struct {
 	name string
 	run  scenarioFunc
@@ -36,6 +36,7 @@ var torture = append(short[:len(short):len(short)], []struct {
 	{"skip-level", skipLevel},
 	{"member-loss", memberLoss},
 	{"migration-kill", migrationKill},
+	{"refused-rollback", refusedRollback},
 }...)
 
 func TestSafety(t *testing.T) {
@@ -84,32 +85,65 @@ func rollingUpgrade(t *testing.T, rep *report, seed uint64) {
 	f.createWidgets()
 	tr := f.startTraffic(4)
 	time.Sleep(2 * time.Second)
-	if safe, out := f.upgradeCheck(release{binary: v[0]}); !safe {
-		f.anomaly("upgrade-check calls the upgrade to %s unsafe, and the scenario makes it: %s", v[0], out)
-	}
-	f.roll(release{}, func(i int) {
+	safe, out := f.roll(release{}, func(i int) {
 		if i == 0 {
 			f.storeWidgetsAs("v2")
 		}
 	})
+	if !safe {
+		f.anomaly("upgrade-check calls the upgrade to %s unsafe, and the scenario makes it: %s", v[0], out)
+	}
 	f.finish(tr)
 }
 
-// rollback: three servers of N rolled back to emulate N-1 (KEP-4330's rollback), then,
-// once upgrade-check calls it safe, to the binary N-1.
+// rollback: three servers of N, holding fields of N-1, refuse a rollback to N-2
+// (upgrade-check blocks it, a server of N-2 beside them refuses to join); rolled back
+// to emulate N-1 (KEP-4330's rollback), then, once upgrade-check calls it safe, to the
+// binary N-1, which knows the fields; a migration of the PodTemplates, made by hand,
+// rewrites them through servers of N-1.
 func rollback(t *testing.T, rep *report, seed uint64) {
 	v := versions(t)
 	f := newFleet(t, rep, "rollback", seed, 1, release{}, release{}, release{})
 	f.createWidgets()
 	tr := f.startTraffic(4)
 	f.storeWidgetsAs("v2")
+	f.probeRefusal(v[2], nil)
 	f.roll(release{emulation: v[1]}, nil)
 	f.waitSettled("at emulation " + v[1])
-	safe, out := f.upgradeCheck(release{binary: v[1]})
-	if !safe {
+	if safe, out := f.roll(release{binary: v[1]}, nil); !safe {
 		f.anomaly("upgrade-check calls the rollback to %s unsafe after the emulation rollback: %s", v[1], out)
 	}
-	f.roll(release{binary: v[1]}, nil)
+	f.migratePodTemplates()
+	f.finish(tr)
+}
+
+// refusedRollback: three servers of N, holding fields of N-1, refuse a rollback to
+// N-2: upgrade-check blocks it and one of them, restarted as N-2, refuses to join.
+// Then the operator lowers their minimum compatibility version to N-2 and rolls back
+// anyway: upgrade-check still blocks (the field), the servers of N-2 join and drop the
+// field from every object they write. Those losses are what the refusal foretold: the
+// report lists them, and they show that the checker sees a lost field.
+func refusedRollback(t *testing.T, rep *report, seed uint64) {
+	v := versions(t)
+	f := newFleet(t, rep, "refused-rollback", seed, 1, release{}, release{}, release{})
+	f.createWidgets()
+	tr := f.startTraffic(2)
+	f.probeRefusal(v[2], f.servers[f.rng.IntN(len(f.servers))])
+	if safe, out := f.roll(release{minCompat: v[2]}, nil); !safe {
+		f.anomaly("upgrade-check calls lowering the minimum compatibility version to %s unsafe: %s", v[2], out)
+	}
+	f.waitSettled("at minimum compatibility " + v[2])
+	path := f.fields.newestField(v[1])
+	if safe, out := f.roll(release{binary: v[2]}, nil); safe {
+		f.anomaly("upgrade-check approves the rollback to %s while %s is stored:\n%s", v[2], path, out)
+	}
+	// The servers of N-2 drop the field from what they write: the label patches of the
+	// sticky templates. Wait for the loss (it is not an anomaly if none comes).
+	if !waitFor(60*time.Second, func() bool { return f.fields.expectedLosses() > 0 || f.storedWith(path) == 0 }) {
+		t.Logf("no server of %s dropped %s within 60s", v[2], path)
+	}
+	f.migratePodTemplates()
+	f.settleFields("the rollback to " + v[2])
 	f.finish(tr)
 }
 
@@ -121,7 +155,7 @@ func partition(t *testing.T, rep *report, seed uint64) {
 	tr := f.startTraffic(4)
 	time.Sleep(time.Second)
 	s := f.servers[f.rng.IntN(len(f.servers))]
-	rep.fault(f.name, "cut "+s.id+" off from etcd")
+	f.fault("cut " + s.id + " off from etcd")
 	s.proxy.setCut(true)
 	waitUntil(t, 3*leaseDuration+10*time.Second, "the entries of "+s.id+" to be collected", func() bool {
 		for _, e := range f.storageVersionOf(t, "core.configmaps").StorageVersions {
@@ -135,7 +169,7 @@ func partition(t *testing.T, rep *report, seed uint64) {
 		f.anomaly("%s is cut off from etcd, its entries collected, and /readyz is ok", s.id)
 	}
 	time.Sleep(time.Duration(f.rng.IntN(3000)) * time.Millisecond)
-	rep.fault(f.name, "heal "+s.id)
+	f.fault("heal " + s.id)
 	s.proxy.setCut(false)
 	waitUntil(t, 60*time.Second, s.id+" to be ready again", func() bool { return s.ready(t) == nil })
 	f.finish(tr)
@@ -162,7 +196,7 @@ func memberLoss(t *testing.T, rep *report, seed uint64) {
 	f.createWidgets()
 	tr := f.startTraffic(4)
 	m := f.members[f.rng.IntN(len(f.members))]
-	rep.fault(f.name, "kill -9 etcd member "+m.name)
+	f.fault("kill -9 etcd member " + m.name)
 	m.proc.stop(t, false)
 	f.storeWidgetsAs("v2")
 	time.Sleep(time.Duration(2000+f.rng.IntN(3000)) * time.Millisecond)
@@ -170,7 +204,7 @@ func memberLoss(t *testing.T, rep *report, seed uint64) {
 	for _, o := range f.members {
 		initial = append(initial, o.name+"="+o.peerURL)
 	}
-	rep.fault(f.name, "restart etcd member "+m.name)
+	f.fault("restart etcd member " + m.name)
 	m.start(t, f.dir, joinComma(initial), "existing")
 	f.finish(tr)
 }
@@ -188,7 +222,7 @@ func migrationKill(t *testing.T, rep *report, seed uint64) {
 	time.Sleep(time.Duration(f.rng.IntN(1500)) * time.Millisecond)
 	f.stop(leader, false)
 	time.Sleep(time.Second)
-	f.restart(leader, release{binary: leader.binary, emulation: leader.emulation})
+	f.restart(leader, release{binary: leader.binary, emulation: leader.emulation, minCompat: leader.minCompat})
 	f.finish(tr)
 }
 

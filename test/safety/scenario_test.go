@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 var (
@@ -43,14 +44,36 @@ type fleet struct {
 	servers []*server
 	rec     *recorder
 	check   *checker
+	fields  *fieldLedger
 	report  *report
+	// newest and oldest are the catalog's releases.
+	newest, oldest *version.Version
 
 	mu        sync.Mutex
 	anomalies []string
 }
 
-// release is a server's --binary-version and --emulation-version ("" for defaults).
-type release struct{ binary, emulation string }
+// release is a server's --binary-version, --emulation-version and
+// --min-compatibility-version ("" for defaults).
+type release struct{ binary, emulation, minCompat string }
+
+func (r release) String() string {
+	s := "binary " + or(r.binary, "default")
+	if r.emulation != "" {
+		s += ", emulation " + r.emulation
+	}
+	if r.minCompat != "" {
+		s += ", min compatibility " + r.minCompat
+	}
+	return s
+}
+
+func or(s, otherwise string) string {
+	if s == "" {
+		return otherwise
+	}
+	return s
+}
 
 // newFleet starts an etcd of members and one server per release, each behind a
 // proxy, and the checker.
@@ -60,7 +83,12 @@ func newFleet(t *testing.T, rep *report, name string, seed uint64, members int, 
 	if keep := os.Getenv("SAFETY_KEEP"); keep != "" { // keep the logs for a look afterwards
 		dir, _ = os.MkdirTemp(keep, name+"-")
 	}
-	f := &fleet{t: t, name: name, dir: dir, seed: seed, rng: rand.New(rand.NewPCG(seed, 0)), rec: newRecorder(), report: rep}
+	f := &fleet{t: t, name: name, dir: dir, seed: seed, rng: rand.New(rand.NewPCG(seed, 0)), rec: newRecorder(), report: rep, fields: newFieldLedger(t)}
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.newest, f.oldest = cat.BinaryVersion(), cat.Releases()[0]
 	f.members, f.etcd = startEtcd(t, f.dir, members)
 	var urls []string
 	for _, m := range f.members {
@@ -68,7 +96,7 @@ func newFleet(t *testing.T, rep *report, name string, seed uint64, members int, 
 	}
 	for i, r := range releases {
 		s := &server{index: i, id: fmt.Sprintf("safety-%d", i), port: harness.FreePort(t), dataDir: filepath.Join(f.dir, fmt.Sprintf("server-%d", i)),
-			binary: r.binary, emulation: r.emulation, proxy: newProxy(t, urls)}
+			binary: r.binary, emulation: r.emulation, minCompat: r.minCompat, proxy: newProxy(t, urls)}
 		f.servers = append(f.servers, s)
 	}
 	if err := os.WriteFile(filepath.Join(f.dir, tokensFile), []byte(intruderToken+","+intruderUser+",intruder-uid\n"), 0o600); err != nil {
@@ -149,7 +177,7 @@ func (f *fleet) stop(s *server, graceful bool) {
 	if graceful {
 		what = "graceful stop"
 	}
-	f.report.fault(f.name, what+" of "+s.id)
+	f.fault(what + " of " + s.id)
 	s.routable.Store(false)
 	s.proc.stop(f.t, graceful)
 }
@@ -157,16 +185,29 @@ func (f *fleet) stop(s *server, graceful bool) {
 // restart starts s again, now of release r.
 func (f *fleet) restart(s *server, r release) {
 	f.t.Helper()
+	f.step(fmt.Sprintf("the restart of %s (%s)", s.id, r))
 	liveMu.Lock()
-	s.binary, s.emulation = r.binary, r.emulation
+	s.binary, s.emulation, s.minCompat = r.binary, r.emulation, r.minCompat
 	liveMu.Unlock()
 	s.start(f.t, f.dir)
 }
 
 // roll moves every server, one at a time in a random order, to release r: a graceful
-// stop or a kill -9 (at random), a restart, a pause with traffic.
-func (f *fleet) roll(r release, between func(i int)) {
+// stop or a kill -9 (at random), a restart, a pause with traffic. A move to another
+// release is checked first with upgrade-check, whose verdict and output roll returns
+// (true when nothing moves) and holds against what follows: once it approved, no field
+// may be lost until the next move (settleFields).
+func (f *fleet) roll(r release, between func(i int)) (bool, string) {
 	f.t.Helper()
+	safe, moving, out := true, false, ""
+	for _, s := range f.servers {
+		moving = moving || s.binary != r.binary || s.emulation != r.emulation || s.minCompat != r.minCompat
+	}
+	if moving {
+		target := release{binary: or(r.binary, f.newest.String()), emulation: r.emulation}
+		safe, out = f.upgradeCheck(target)
+		f.beginRoll(target.String(), safe)
+	}
 	for i, idx := range f.rng.Perm(len(f.servers)) {
 		s := f.servers[idx]
 		f.stop(s, f.rng.IntN(2) == 0)
@@ -176,6 +217,10 @@ func (f *fleet) roll(r release, between func(i int)) {
 		}
 		time.Sleep(time.Duration(500+f.rng.IntN(1500)) * time.Millisecond)
 	}
+	if moving {
+		f.settleFields("the roll to " + r.String())
+	}
+	return safe, out
 }
 
 // finish stops the traffic, waits for the fleet to settle, checks what holds then and
@@ -184,15 +229,19 @@ func (f *fleet) finish(tr *traffic) {
 	f.t.Helper()
 	tr.stop()
 	f.quiesce(f.t)
+	f.settleFields("the scenario")
 	bad, result := f.rec.check(time.Minute)
 	for _, k := range bad {
 		f.anomaly("this history is not linearizable: %s", k)
 	}
 	found, events, overlapping := f.check.results()
+	f.fields.mu.Lock()
+	odd := slices.Clone(f.fields.odd)
+	f.fields.mu.Unlock()
 	f.mu.Lock()
-	all := append(slices.Clone(f.anomalies), found...)
+	all := append(append(slices.Clone(f.anomalies), found...), odd...)
 	f.mu.Unlock()
-	f.report.scenario(f.name, f.seed, f.rec, events, overlapping, string(result), all)
+	f.report.scenario(f.name, f.seed, f.rec, events, overlapping, string(result), all, f.fields.summary())
 	for _, a := range all {
 		f.t.Errorf("anomaly: %s", a)
 	}
@@ -250,7 +299,7 @@ func (f *fleet) createWidgets() {
 // editWidgets changes the widget definition with edit, retrying conflicts.
 func (f *fleet) editWidgets(what string, edit func(*apiextensionsv1.CustomResourceDefinition)) {
 	f.t.Helper()
-	f.report.fault(f.name, "CRD: "+what)
+	f.fault("CRD: " + what)
 	waitUntil(f.t, 60*time.Second, "the widget definition to change: "+what, func() bool {
 		s := f.randomLive(f.rng)
 		u, err := s.dynamicClients.Resource(crdGVR).Get(f.t.Context(), widgetCRD().Name, metav1.GetOptions{})
@@ -287,21 +336,38 @@ func (f *fleet) storeWidgetsAs(v string) {
 }
 
 // upgradeCheck runs `concord upgrade-check` against the fleet and says whether it
-// called moving to r safe.
+// called moving to r safe, with its output. Exit status 1 without a verdict (the
+// cluster could not be read) is run again, through another server.
 func (f *fleet) upgradeCheck(r release) (bool, string) {
 	f.t.Helper()
-	s := f.randomLive(f.rng)
-	args := []string{"upgrade-check", "--kubeconfig", s.kubeconfig(), "--to-version", r.binary}
-	if r.emulation != "" {
-		args = append(args, "--emulation-version", r.emulation)
-	}
-	out, err := exec.CommandContext(f.t.Context(), concordBinary(f.t), args...).CombinedOutput()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		f.t.Fatalf("upgrade-check: %v\n%s", err, out)
-	}
-	safe := err == nil
+	var safe bool
+	var out []byte
+	waitUntil(f.t, 2*time.Minute, "a verdict of upgrade-check --to-version "+r.binary, func() bool {
+		s := f.randomLive(f.rng)
+		if s == nil {
+			return false
+		}
+		args := []string{"upgrade-check", "--kubeconfig", s.kubeconfig(), "--to-version", r.binary}
+		if r.emulation != "" {
+			args = append(args, "--emulation-version", r.emulation)
+		}
+		var err error
+		out, err = exec.CommandContext(f.t.Context(), concordBinary(f.t), args...).CombinedOutput()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			f.t.Fatalf("upgrade-check: %v\n%s", err, out)
+		}
+		safe = err == nil
+		if !safe && !strings.Contains(string(out), "not safe") {
+			f.t.Logf("upgrade-check through %s gave no verdict: %s", s.id, out)
+			return false
+		}
+		return true
+	})
 	f.report.fault(f.name, fmt.Sprintf("upgrade-check --to-version %s --emulation-version %s: safe=%v", r.binary, r.emulation, safe))
+	if !safe {
+		f.t.Logf("upgrade-check --to-version %s --emulation-version %s refuses:\n%s", r.binary, r.emulation, out)
+	}
 	return safe, string(out)
 }
 
@@ -365,7 +431,7 @@ func (r *report) fault(scenario, what string) {
 	}
 }
 
-func (r *report) scenario(name string, seed uint64, rec *recorder, events, overlapping int, lin string, anomalies []string) {
+func (r *report) scenario(name string, seed uint64, rec *recorder, events, overlapping int, lin string, anomalies, notes []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec.mu.Lock()
@@ -373,6 +439,9 @@ func (r *report) scenario(name string, seed uint64, rec *recorder, events, overl
 		name, seed, len(rec.ops), rec.acked, rec.unknown, rec.refusals, events, overlapping, lin, len(anomalies))
 	r.acked += rec.acked
 	rec.mu.Unlock()
+	for _, n := range notes {
+		line += "\n    " + n
+	}
 	r.scenarios = append(r.scenarios, line)
 	r.anomalies = append(r.anomalies, anomalies...)
 }

@@ -36,7 +36,8 @@ type traffic struct {
 	wg     sync.WaitGroup
 }
 
-// startTraffic starts n writers, each with its own random source from the fleet's.
+// startTraffic starts n writers, each with its own random source from the fleet's,
+// the intruder and the field writer (fields_test.go).
 func (f *fleet) startTraffic(n int) *traffic {
 	ctx, cancel := context.WithCancel(f.t.Context())
 	tr := &traffic{f: f, rec: f.rec, cancel: cancel}
@@ -46,6 +47,8 @@ func (f *fleet) startTraffic(n int) *traffic {
 	}
 	rng := rand.New(rand.NewPCG(f.seed, uint64(n)))
 	tr.wg.Go(func() { tr.intrude(ctx, rng) })
+	fieldRNG := rand.New(rand.NewPCG(f.seed, uint64(n+1)))
+	tr.wg.Go(func() { tr.writeFields(ctx, fieldRNG) })
 	return tr
 }
 
