@@ -191,3 +191,37 @@ func annotationsContain(have, want map[string]string) bool {
 	}
 	return true
 }
+
+// shadowedMigrationCRD returns Concord's StorageVersionMigration definition if it is
+// installed and not being deleted already (nil otherwise). A definition of that name
+// that Concord did not install (no migrationapi.RevisionAnnotation) is not returned.
+// The caller knows a built-in API serves the resource, which the definition then only
+// shadows.
+func shadowedMigrationCRD(ctx context.Context, cs apiextensionsclient.Interface) (*apiextensionsv1.CustomResourceDefinition, error) {
+	name := migrationapi.StorageVersionMigrationCRD().Name
+	cur, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case cur.DeletionTimestamp != nil:
+		return nil, nil
+	case cur.Annotations[migrationapi.RevisionAnnotation] == "":
+		klog.FromContext(ctx).V(2).Info("A StorageVersionMigration definition Concord did not install is left alone", "crd", name)
+		return nil, nil
+	}
+	return cur, nil
+}
+
+// deleteMigrationCRD deletes crd, preconditioned on its uid. Deleting the definition
+// deletes the migrations recorded in it: the server's custom resource cleanup reads
+// them from storage, not through the built-in API that shadows them.
+func deleteMigrationCRD(ctx context.Context, cs apiextensionsclient.Interface, crd *apiextensionsv1.CustomResourceDefinition) error {
+	uid := crd.UID
+	err := cs.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, crd.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone or replaced meanwhile: the next probe looks again
+	}
+	return err
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -16,9 +17,10 @@ import (
 	"github.com/concordproject/concord/reconcile"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clientdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -26,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
 
@@ -65,7 +68,8 @@ type Config struct {
 	// StorageVersion API is served.
 	NoStorageVersions bool
 	// SkipCRDs does not install the StorageState definition (and, where the server
-	// does not serve it, the StorageVersionMigration one) at start.
+	// does not serve it, the StorageVersionMigration one) at start, nor install or
+	// delete the StorageVersionMigration one as the server's API comes and goes.
 	SkipCRDs bool
 	// LeaderElection makes one controller active among several.
 	LeaderElection LeaderElection
@@ -158,9 +162,11 @@ func (c Config) Validate() error {
 
 // Run runs the storage-migration controllers until ctx is done: it installs the
 // definitions (unless cfg.SkipCRDs), then, while it holds the leader lease (or at
-// once with leader election disabled), the trigger and the migration controller. It
-// returns nil when ctx is done, an error only for an invalid cfg. Losing the lease
-// stops the controllers, waits for them, and stands again.
+// once with leader election disabled), the trigger and the migration controller, on
+// the StorageVersionMigration API the server serves, following it as it comes and
+// goes (a Kubernetes rolled back to a release without it, or given it again: see
+// follower). It returns nil when ctx is done, an error only for an invalid cfg.
+// Losing the lease stops the controllers, waits for them, and stands again.
 //
 // This is what `concord server` runs in-process (with its loopback config) and
 // `concord controller-manager` runs out of process.
@@ -178,34 +184,19 @@ func Run(ctx context.Context, cfg Config) error {
 	restCfg.QPS, restCfg.Burst = -1, 0
 	cfg.RESTConfig = restCfg
 	m := controller.NewMetrics(cfg.Metrics)
+	// The controllers' and the election's requests tell the follower when they reach
+	// no server; the follower's own do not (it would chase its own failures).
+	lost := &serverLost{}
+	watched := rest.CopyConfig(restCfg)
+	watched.Wrap(lost.wrap)
 
-	if !cfg.SkipCRDs {
-		err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 1 << 30, Cap: 30 * time.Second},
-			func(ctx context.Context) (bool, error) {
-				err := EnsureCRDs(ctx, restCfg)
-				if ctx.Err() != nil {
-					return false, nil
-				}
-				if cfg.Installed != nil {
-					cfg.Installed(err)
-				}
-				if err != nil {
-					logger.Error(err, "Installing the storage-migration definitions; retrying")
-					return false, nil
-				}
-				return true, nil
-			})
-		if err != nil {
-			return nil // ctx done
-		}
-	}
-	if cfg.SkipCRDs && cfg.Installed != nil {
-		cfg.Installed(nil)
+	if !installAtStart(ctx, cfg) {
+		return nil // ctx done
 	}
 	if cfg.LeaderElection.Disabled {
-		return runControllers(ctx, cfg, m)
+		return follow(ctx, cfg, watched, m, lost)
 	}
-	cs, err := kubernetes.NewForConfig(restCfg)
+	cs, err := kubernetes.NewForConfig(watched)
 	if err != nil {
 		return err
 	}
@@ -219,15 +210,362 @@ func Run(ctx context.Context, cfg Config) error {
 		Name: le.Name, Lock: lock, LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
 	}, func(ctx context.Context) {
 		logger.Info("Leading: storage-migration controllers started", "identity", le.Identity)
-		if err := runControllers(ctx, cfg, m); err != nil {
+		if err := follow(ctx, cfg, watched, m, lost); err != nil {
 			logger.Error(err, "Storage-migration controllers failed")
 		}
 		logger.Info("Storage-migration controllers stopped", "identity", le.Identity)
 	})
 }
 
+// installAtStart installs the definitions (EnsureCRDs; nothing with cfg.SkipCRDs),
+// retried through the reconcile runtime until they are, telling cfg.Installed the
+// outcome of each attempt. It returns false if ctx ended first.
+func installAtStart(ctx context.Context, cfg Config) bool {
+	if cfg.SkipCRDs {
+		if cfg.Installed != nil {
+			cfg.Installed(nil)
+		}
+		return true
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	installed := false
+	install := func(ctx context.Context, _ string) (reconcile.Result, error) {
+		err := EnsureCRDs(ctx, cfg.RESTConfig)
+		if ctx.Err() != nil {
+			return reconcile.Result{}, nil // stopping
+		}
+		if cfg.Installed != nil {
+			cfg.Installed(err)
+		}
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Installing the storage-migration definitions; retrying")
+			return reconcile.Result{}, err
+		}
+		installed = true
+		stop()
+		return reconcile.Result{}, nil
+	}
+	c := reconcile.New("storage-migration-definitions", reconcile.Func[string](install), reconcile.Options[string]{
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 30*time.Second),
+		Metrics:     reconcile.NewMetrics(cfg.Metrics),
+	})
+	c.Add(followerKey)
+	_ = c.Run(runCtx) // its worker is joined: installed is read after its last write
+	return installed
+}
+
+// followerKey is the one key of the follower's (and the installer's) queue.
+const followerKey = "storageversionmigrations"
+
+// follow runs the controllers against the StorageVersionMigration API the server
+// serves, following it as it comes and goes (see follower), until ctx is done and
+// they have stopped. The follower talks to the server with cfg.RESTConfig, the
+// controllers with watched, whose requests that reach no server lost reports.
+func follow(ctx context.Context, cfg Config, watched *rest.Config, m *controller.Metrics, lost *serverLost) error {
+	f, err := newFollower(cfg, watched, m)
+	if err != nil {
+		return err
+	}
+	f.logger = klog.FromContext(ctx)
+	lost.set(f.interrupt)
+	defer lost.set(nil)
+	f.ctrl.Add(followerKey)
+	err = f.ctrl.Run(ctx)
+	f.stopControllers()
+	return err
+}
+
+// serverLost is told when a request reaches no server (refused, reset, cut short):
+// the API server may be restarting, maybe as another release that serves another
+// StorageVersionMigration API, or none.
+type serverLost struct {
+	mu     sync.Mutex
+	notify func()
+}
+
+// set makes notify (nil: nothing) what a lost request calls.
+func (s *serverLost) set(notify func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notify = notify
+}
+
+// wrap is a rest.Config's transport wrapper that reports lost requests to s.
+func (s *serverLost) wrap(rt http.RoundTripper) http.RoundTripper {
+	return &lostTransport{rt: rt, lost: s}
+}
+
+// lostTransport reports to lost each request that got no answer while its caller
+// still waited for one.
+type lostTransport struct {
+	rt   http.RoundTripper
+	lost *serverLost
+}
+
+func (t *lostTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(r)
+	if err != nil && r.Context().Err() == nil {
+		t.lost.mu.Lock()
+		notify := t.lost.notify
+		t.lost.mu.Unlock()
+		if notify != nil {
+			notify()
+		}
+	}
+	return resp, err
+}
+
+// WrappedRoundTripper lets utilnet.CloseIdleConnectionsFor reach the transport.
+func (t *lostTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
+
+// follower keeps the migration controllers running against the StorageVersionMigration
+// API the server serves now, which can change while they run: a Kubernetes rolled back
+// to (or emulating) a release without the built-in API, or given it again. It probes
+// the API (discovery.ProbeMigrationAPI) every PollInterval, and at once when the
+// controllers' informer of migrations cannot list them (the API is gone) or when a
+// request of theirs reaches no server (the server is restarting, maybe as another
+// release: the controllers are stopped at once, see interrupt); then:
+//
+//   - nothing serves it: Concord's definition is installed (unless SkipCRDs), and the
+//     controllers run on it;
+//   - a built-in API serves it while Concord's definition is installed: the built-in
+//     API shadows the definition, which is deleted, and with it the migrations
+//     recorded in it; the trigger's migrations the built-in API kept from before it
+//     went away are deleted too (a success among them says nothing of the objects
+//     written since, and the trigger would take it for one);
+//   - the API is not the one the controllers were started on, or they were
+//     interrupted: they are started again on the API as it is now, their progress
+//     written where that API keeps it (controller.Config.ProgressInAnnotation).
+//
+// A probe that fails (the server is down) stops the controllers and is retried with
+// backoff by the reconcile runtime. The controllers are never restarted but for
+// these reasons: a watch that ends, or a restart of the server that comes back
+// serving the same API, only costs them a resumption from their checkpoints.
+type follower struct {
+	cfg     Config
+	watched *rest.Config // the controllers' (Config.RESTConfig is the follower's)
+	metrics *controller.Metrics
+	disc    clientdiscovery.DiscoveryInterface
+	crds    apiextensionsclient.Interface
+	dyn     dynamic.Interface
+	ctrl    *reconcile.Controller[string]
+
+	logger klog.Logger
+	// api is what the controllers run on ("" before the first probe, and while it is
+	// unknown): the follower's one worker alone touches it.
+	api discovery.MigrationAPI
+
+	// The controllers running now, if any: the worker starts and stops them;
+	// interrupt cancels them from any goroutine.
+	mu          sync.Mutex
+	cancel      context.CancelFunc
+	done        chan struct{} // closed once the controllers have stopped
+	interrupted bool
+}
+
+func newFollower(cfg Config, watched *rest.Config, m *controller.Metrics) (*follower, error) {
+	disc, err := clientdiscovery.NewDiscoveryClientForConfig(cfg.RESTConfig)
+	if err != nil {
+		return nil, err
+	}
+	crds, err := apiextensionsclient.NewForConfig(cfg.RESTConfig)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg.RESTConfig)
+	if err != nil {
+		return nil, err
+	}
+	f := &follower{cfg: cfg, watched: watched, metrics: m, disc: disc, crds: crds, dyn: dyn}
+	f.ctrl = reconcile.New("storage-migration-api", reconcile.Reconciler[string](f), reconcile.Options[string]{
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, max(200*time.Millisecond, min(30*time.Second, cfg.PollInterval))),
+		Metrics:     reconcile.NewMetrics(cfg.Metrics),
+	})
+	return f, nil
+}
+
+// Reconcile probes the API, brings the definitions in line with it, and (re)starts the
+// controllers if the API is not the one they run on (or they stopped).
+func (f *follower) Reconcile(ctx context.Context, _ string) (reconcile.Result, error) {
+	api, err := f.serve(ctx)
+	if err != nil {
+		// What the server serves is unknown (it may be restarting into another
+		// release): the controllers must not act on what comes back before it is
+		// known.
+		if f.api != "" {
+			klog.FromContext(ctx).Info("The StorageVersionMigration API cannot be probed; the controllers wait until it can", "err", err)
+		}
+		f.stopControllers()
+		f.api = ""
+		return reconcile.Result{}, err
+	}
+	if api != f.api || f.stale() {
+		f.restart(ctx, api)
+	}
+	return reconcile.Result{RequeueAfter: f.cfg.PollInterval}, nil
+}
+
+// serve probes the API and brings Concord's definition in line with it: installed
+// where nothing serves the API, deleted where a built-in API shadows it. It returns the
+// API as it is then.
+func (f *follower) serve(ctx context.Context) (discovery.MigrationAPI, error) {
+	logger := klog.FromContext(ctx)
+	api, err := discovery.ProbeMigrationAPI(ctx, f.disc)
+	if err != nil || f.cfg.SkipCRDs {
+		return api, err
+	}
+	switch api {
+	case discovery.MigrationAPINotServed:
+		if err := ensureCRD(ctx, f.crds, f.dyn, migrationapi.StorageVersionMigrationCRD()); err != nil {
+			return api, fmt.Errorf("installing the StorageVersionMigration definition: %w", err)
+		}
+		logger.Info("No StorageVersionMigration API was served: Concord's definition is installed")
+		return discovery.ProbeMigrationAPI(ctx, f.disc)
+	case discovery.MigrationAPIBuiltIn:
+		crd, err := shadowedMigrationCRD(ctx, f.crds)
+		if err != nil || crd == nil {
+			return api, err
+		}
+		// The built-in API's migrations are from before it went away: a success among
+		// them proves nothing of the objects written since. The trigger's go first,
+		// so that it starts again from what its StorageStates say.
+		stale, err := deleteTriggeredMigrations(ctx, f.dyn)
+		if err != nil {
+			return api, fmt.Errorf("deleting the migrations the built-in API kept from before: %w", err)
+		}
+		if err := deleteMigrationCRD(ctx, f.crds, crd); err != nil {
+			return api, fmt.Errorf("deleting the shadowed StorageVersionMigration definition: %w", err)
+		}
+		logger.Info("A built-in StorageVersionMigration API is served again: Concord's definition, which it shadows, is deleted with the migrations recorded in it; the trigger's migrations the built-in API kept from before are deleted", "stale", stale)
+	}
+	return api, nil
+}
+
+// deleteTriggeredMigrations deletes every migration the trigger created (it carries
+// migrationapi.AnnotationStorageVersionHash) and returns how many it deleted. Others'
+// migrations are left alone.
+func deleteTriggeredMigrations(ctx context.Context, dyn dynamic.Interface) (int, error) {
+	client := dyn.Resource(migrationapi.StorageVersionMigrations)
+	list, err := client.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range list.Items {
+		if _, ok := m.GetAnnotations()[migrationapi.AnnotationStorageVersionHash]; !ok {
+			continue
+		}
+		uid := m.GetUID()
+		err := client.Delete(ctx, m.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		switch {
+		case err == nil:
+			n++
+		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// restart stops the controllers and starts them again on api (not at all if it is
+// not served).
+func (f *follower) restart(ctx context.Context, api discovery.MigrationAPI) {
+	logger := klog.FromContext(ctx)
+	f.stopControllers()
+	if f.api != "" && f.api != api {
+		logger.Info("The StorageVersionMigration API changed; the controllers follow it", "from", f.api, "to", api)
+	}
+	f.api = api
+	if api == discovery.MigrationAPINotServed {
+		logger.Info("No StorageVersionMigration API is served; the controllers wait for one")
+		return
+	}
+	gctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	f.mu.Lock()
+	f.cancel, f.done = cancel, done
+	f.mu.Unlock()
+	gen := generation{progressInAnnotation: !api.KeepsProgress(), listFailed: f.listFailed}
+	cfg := f.cfg
+	cfg.RESTConfig = f.watched
+	go func() {
+		defer close(done)
+		if err := runControllers(gctx, cfg, f.metrics, gen); err != nil {
+			logger.Error(err, "Storage-migration controllers failed")
+		}
+	}()
+}
+
+// interrupt stops the controllers at once, without waiting for them, and has the API
+// probed: a request of theirs reached no server, which may be restarting into a
+// release that serves another StorageVersionMigration API (or none), and they must
+// not act on what it serves until that is known. A migration interrupted so resumes
+// from its checkpoint once they run again.
+func (f *follower) interrupt() {
+	f.mu.Lock()
+	running := f.cancel != nil && !f.interrupted
+	if running {
+		f.cancel()
+		f.interrupted = true
+	}
+	f.mu.Unlock()
+	if running {
+		f.logger.Info("A request reached no API server; the controllers stop until the StorageVersionMigration API is probed again")
+	}
+	f.ctrl.Add(followerKey)
+}
+
+// stale reports whether the controllers started last were interrupted or stopped by
+// themselves.
+func (f *follower) stale() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done == nil {
+		return false
+	}
+	select {
+	case <-f.done:
+		return true
+	default:
+		return f.interrupted
+	}
+}
+
+// stopControllers stops the controllers, if they run, and waits for them.
+func (f *follower) stopControllers() {
+	f.mu.Lock()
+	cancel, done := f.cancel, f.done
+	f.cancel, f.done, f.interrupted = nil, nil, false
+	f.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// listFailed is the informer of migrations' list and watch error handler: it logs err
+// as client-go does, but a migration API that is gone only once, and has the API
+// probed at once.
+func (f *follower) listFailed(ctx context.Context, r *cache.Reflector, err error) {
+	if apierrors.IsNotFound(err) {
+		klog.FromContext(ctx).V(2).Info("The StorageVersionMigration API is not served any more; probing it", "err", err)
+	} else {
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	}
+	f.ctrl.Add(followerKey)
+}
+
+// generation is what one run of the controllers is started with.
+type generation struct {
+	// progressInAnnotation: the API drops status.progress.
+	progressInAnnotation bool
+	// listFailed handles the informer of migrations' list and watch errors.
+	listFailed cache.WatchErrorHandlerWithContext
+}
+
 // runControllers runs the controllers until ctx is done and they have stopped.
-func runControllers(ctx context.Context, cfg Config, m *controller.Metrics) error {
+func runControllers(ctx context.Context, cfg Config, m *controller.Metrics, gen generation) error {
 	logger := klog.FromContext(ctx)
 	dyn, err := dynamic.NewForConfig(cfg.RESTConfig)
 	if err != nil {
@@ -256,8 +594,13 @@ func runControllers(ctx context.Context, cfg Config, m *controller.Metrics) erro
 	runtime := reconcile.NewMetrics(cfg.Metrics)
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	svms := factory.ForResource(migrationapi.StorageVersionMigrations).Informer()
+	if gen.listFailed != nil {
+		if err := svms.SetWatchErrorHandlerWithContext(gen.listFailed); err != nil {
+			return err
+		}
+	}
 	ctrl, err := controller.New(controller.Config{Dynamic: dyn, Resources: res, Migrator: mig, Informer: svms,
-		Recorder: recorder, Metrics: m, Runtime: runtime, Workers: cfg.Migrations})
+		Recorder: recorder, Metrics: m, Runtime: runtime, Workers: cfg.Migrations, ProgressInAnnotation: gen.progressInAnnotation})
 	if err != nil {
 		return err
 	}

@@ -4,5 +4,11 @@
 // and updated. The trigger reads hashes from it where StorageVersions are not served;
 // the controller resolves the version a migration lists and writes in.
 //
-// It talks to the server only through client-go's discovery client.
+// ProbeMigrationAPI tells what serves the StorageVersionMigration API itself: nothing,
+// Concord's definition (which keeps status.progress), or a built-in API such as
+// Kubernetes' (which keeps only conditions and resourceVersion and shadows a
+// definition of the same group-version).
+//
+// It talks to the server only through client-go's discovery client (and its REST
+// client, for the probe's one Table).
 package discovery
