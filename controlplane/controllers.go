@@ -42,6 +42,9 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	// The informers started before serving (RBAC, service accounts) have synced: their
 	// components are ready.
 	i.finish(hookInformers)
+	if err := i.start(ctx, lifecycle.Component{Name: "ready-for-writes", Run: i.parts.readyGate.Run}); err != nil {
+		return ctx, err
+	}
 	if err := i.startSystemNamespaces(ctx); err != nil {
 		return ctx, err
 	}

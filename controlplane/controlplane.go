@@ -20,6 +20,7 @@ import (
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server"
+	"github.com/concordproject/concord/server/filters"
 	"github.com/concordproject/concord/service"
 	"github.com/concordproject/concord/serviceaccount"
 	"github.com/concordproject/concord/storage"
@@ -82,6 +83,9 @@ type parts struct {
 	identityLeases cache.SharedIndexInformer
 	svm            *storageversion.Manager
 	checks         *health.Endpoints
+	// readyGate holds clients' writes until the server has been ready once: serving →
+	// controllers, which runs it.
+	readyGate *filters.ReadyGate
 	// flowControl is API priority and fairness (nil when off): serving → controllers.
 	flowControl *flowcontrol.Controller
 	// quota is ResourceQuota admission (nil when quotas are not served): serving →

@@ -13,6 +13,7 @@ import (
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/flowcontrol"
+	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/openapi"
 	"github.com/concordproject/concord/priorityclass"
@@ -21,6 +22,7 @@ import (
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server"
 	"github.com/concordproject/concord/server/filters"
+	"github.com/concordproject/concord/storageversion"
 	"github.com/prometheus/client_golang/prometheus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -69,6 +71,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		return ctx, err
 	}
 	sv := i.parts.serving
+	gate := i.writesWhenReady(checks)
 	i.Server, err = server.New(server.Config{
 		Registry:              i.Registry,
 		Store:                 i.Store,
@@ -84,7 +87,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		MaxBodyReadsPerUser:   o.maxBodyReadsPerUser(),
 		Version:               compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
 		ClientSkew:            skew,
-		WritesWhenReady:       filters.NewReadyGate(checks.Ready, ownRequest, writesWhenReadyWait),
+		WritesWhenReady:       gate,
 		StorageVersionBarrier: i.barrier(),
 		Aggregated:            aggregated,
 		DisableWatchList:      !compat.Enabled(compatibility.WatchList),
@@ -122,6 +125,21 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 // writesWhenReadyWait bounds how long a write waits for a starting server to be
 // ready before it gets 503 with Retry-After.
 const writesWhenReadyWait = 10 * time.Second
+
+// writesWhenReady returns the gate that holds clients' writes until the server has
+// started: every post-start hook done and the informers synced. Ongoing conditions that
+// /readyz also reports (etcd, the storage-migration definitions, KMS plugins) do not hold
+// writes, nor does the storage version updater's hook: the barrier answers the writes
+// it holds itself. startControllers runs it.
+func (i *Instance) writesWhenReady(checks *health.Endpoints) *filters.ReadyGate {
+	started := func(c health.Checker) bool {
+		_, hook := c.(*health.PostStartHook)
+		return hook && c.Name() != health.PostStartHookPrefix+storageversion.UpdaterHook || c.Name() == InformerSyncCheck
+	}
+	gate := filters.NewReadyGate(func(ctx context.Context) error { return checks.Ready(ctx, started) }, ownRequest, writesWhenReadyWait)
+	i.parts.readyGate = gate
+	return gate
+}
 
 // ownRequest reports whether r is the server's own (its loopback identity): its
 // start-up writes make it ready, so they do not wait for readiness.

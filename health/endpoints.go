@@ -1,6 +1,7 @@
 package health
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -112,11 +113,18 @@ func (ep *endpoint) add(checks []Checker) error {
 	return nil
 }
 
-// Ready runs the readyz checks, in order, as GET /readyz does (without recording
-// them in the metrics), and returns the first failure, naming its check; nil when the
-// server is ready.
-func (e *Endpoints) Ready(r *http.Request) error {
+// Ready runs the readyz checks that include keeps (all with nil), in order, as GET
+// /readyz does (without recording them in the metrics), and returns the first
+// failure, naming its check; nil when they pass.
+func (e *Endpoints) Ready(ctx context.Context, include func(Checker) bool) error {
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, "/readyz", nil)
+	if err != nil {
+		return err
+	}
 	for _, c := range e.readyz.snapshot() {
+		if include != nil && !include(c) {
+			continue
+		}
 		if err := c.Check(r); err != nil {
 			return fmt.Errorf("%s: %w", c.Name(), err)
 		}

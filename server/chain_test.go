@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -48,7 +49,7 @@ func TestChain(t *testing.T) {
 		Registry: registry.New(), Store: store.NewStore(storage.New(nil, "/registry")), Authenticator: authn, Authorizer: authz,
 		Profiling: true, ClientSkew: func(h http.Handler) http.Handler { return h }, StorageVersionBarrier: refuseWrites,
 		FlowControl:     func(h http.Handler) http.Handler { return h },
-		WritesWhenReady: filters.NewReadyGate(func(*http.Request) error { return nil }, func(*http.Request) bool { return false }, time.Second),
+		WritesWhenReady: openGate(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -129,4 +130,17 @@ func TestNewWithoutMetrics(t *testing.T) {
 	if w.Code != 200 {
 		t.Errorf("/metrics: %d", w.Code)
 	}
+}
+
+// openGate returns a ready-for-writes gate that has opened.
+func openGate(t *testing.T) *filters.ReadyGate {
+	gate := filters.NewReadyGate(func(context.Context) error { return nil }, func(*http.Request) bool { return false }, time.Second)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { _ = gate.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for !gate.Opened() {
+		time.Sleep(time.Millisecond)
+	}
+	return gate
 }

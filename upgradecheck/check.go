@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/concordproject/concord/apiextensions"
+
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/wire"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -274,6 +276,10 @@ func hashes(in *Input, gr schema.GroupResource) map[string]string {
 	}
 	if crd, ok := in.CRDs[gr]; ok {
 		add(crd.Kind, append(slices.Clone(crd.Versions), crd.StoredVersions...))
+	}
+	if gr == apiextensions.GroupResource {
+		// Every version Kubernetes has had of them: kube-apiserver stores v1beta1.
+		add("CustomResourceDefinition", apiextensions.KnownVersions)
 	}
 	if d, ok := in.Discovered[gr]; ok {
 		// A resource may be stored in a version it is not served in (an alpha storage

@@ -109,12 +109,9 @@ func (rel Release) AsKubeAPIServer() Release {
 	return out
 }
 
-// KnownResources returns what the full catalog knows of every built-in resource, and
-// every version Kubernetes has had of CustomResourceDefinitions.
+// KnownResources returns what the full catalog knows of every built-in resource.
 func KnownResources(cat *catalog.Catalog) map[schema.GroupResource]Known {
-	out := map[schema.GroupResource]Known{
-		apiextensions.GroupResource: {Kind: "CustomResourceDefinition", Versions: apiextensions.KnownVersions},
-	}
+	out := map[schema.GroupResource]Known{}
 	for _, r := range cat.Resources() {
 		k := Known{Kind: r.Names.Kind}
 		for _, v := range r.Versions {

@@ -65,7 +65,7 @@ func Outside(violations []Violation) map[string]bool {
 //   - API servers that share storage (same kind) must read what each other writes:
 //     each one's binary version within the other's compatibility window
 //     [min compatibility, emulation+1] (the window the storage versions it writes
-//     are chosen for);
+//     are chosen for), widened to the other's own binary, which reads what it writes;
 //   - API servers of one control plane, aggregated ones included, emulate releases
 //     at most one minor apart (the version skew policy of HA API servers, applied to
 //     emulation versions);
@@ -100,8 +100,8 @@ func violates(a, b Component) []Violation {
 			add(false, "%s is outside [%s, %s], the controller versions %s allows", a, mm(b.MinCompatibility), mm(b.Emulation), b)
 		}
 	case a.Role == APIServer && b.Role == APIServer:
-		if a.Kind == b.Kind && !within(a.Binary, b.MinCompatibility, next(b.Emulation)) {
-			add(false, "%s cannot be relied on to read what %s writes: its binary is outside [%s, %s]", a, b, mm(b.MinCompatibility), mm(next(b.Emulation)))
+		if hi := readers(b); a.Kind == b.Kind && !within(a.Binary, b.MinCompatibility, hi) {
+			add(false, "%s cannot be relied on to read what %s writes: its binary is outside [%s, %s]", a, b, mm(b.MinCompatibility), mm(hi))
 		}
 		// Reported once per pair, by the newer of the two, against both.
 		if a.Emulation.GreaterThan(next(b.Emulation)) {
@@ -109,6 +109,17 @@ func violates(a, b Component) []Violation {
 		}
 	}
 	return out
+}
+
+// readers is the newest binary that can be relied on to read what b writes: one minor
+// above its emulation version (the window its storage versions are chosen for), or its
+// own binary when that is newer (b writes nothing its own binary cannot decode: a build
+// of N emulating N-3 reads what an identical peer writes).
+func readers(b Component) *version.Version {
+	if hi := next(b.Emulation); hi == nil || b.Binary == nil || hi.AtLeast(b.Binary) {
+		return hi
+	}
+	return b.Binary
 }
 
 // within reports whether v is in [lo, hi] (major.minor).

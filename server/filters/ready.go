@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/concordproject/concord/server/request"
@@ -14,38 +14,57 @@ import (
 )
 
 // ReadyGate holds writes until the server has been ready once. Make it with
-// NewReadyGate; Filter is its stage of the chain.
+// NewReadyGate, run Run as a component of the server, and put Filter in the chain.
 type ReadyGate struct {
-	ready  func(*http.Request) error
+	ready  func(context.Context) error
 	exempt func(*http.Request) bool
 	wait   time.Duration
-	// opened latches the first time ready passes.
-	opened atomic.Bool
+	opened chan struct{}
+	once   sync.Once
 }
 
-// readyPoll is how often a held write asks again whether the server is ready.
+// readyPoll is how often Run asks whether the server is ready.
 const readyPoll = 20 * time.Millisecond
 
-// NewReadyGate returns the gate: ready answers as /readyz does (nil when ready);
-// exempt names the requests that pass while it is closed (the server's own writes, which
-// make it ready); a held write waits at most wait, then gets 503 with Retry-After.
-func NewReadyGate(ready func(*http.Request) error, exempt func(*http.Request) bool, wait time.Duration) *ReadyGate {
-	return &ReadyGate{ready: ready, exempt: exempt, wait: wait}
+// NewReadyGate returns the gate: ready answers whether the server is ready (nil when it
+// is); exempt names the requests that pass while it is closed (the server's own writes,
+// which make it ready); a held write waits at most wait, then gets 503 with Retry-After.
+func NewReadyGate(ready func(context.Context) error, exempt func(*http.Request) bool, wait time.Duration) *ReadyGate {
+	return &ReadyGate{ready: ready, exempt: exempt, wait: wait, opened: make(chan struct{})}
+}
+
+// Run opens the gate the first time the server is ready, then waits for ctx to end.
+func (g *ReadyGate) Run(ctx context.Context) error {
+	err := wait.PollUntilContextCancel(ctx, readyPoll, true, func(ctx context.Context) (bool, error) {
+		return g.ready(ctx) == nil, nil
+	})
+	if err == nil {
+		g.once.Do(func() { close(g.opened) })
+	}
+	<-ctx.Done()
+	return nil
 }
 
 // Opened reports whether the server has been ready once.
-func (g *ReadyGate) Opened() bool { return g.opened.Load() }
+func (g *ReadyGate) Opened() bool {
+	select {
+	case <-g.opened:
+		return true
+	default:
+		return false
+	}
+}
 
 // Filter is the "ready-for-writes" stage: until the server has been ready once, a
-// write (any verb but get, list and watch, of a resource) waits for /readyz to pass,
-// so that no write is accepted while /readyz still answers 500 after a (re)start.
-// Reads and non-resource requests pass, as do exempt requests. Once open it stays
-// open: a server that later fails readiness (etcd lost) reports it on /readyz and in
-// the answers of its writes, not by holding them.
+// write (any verb but get, list and watch, of a resource) waits for it, so that no
+// write is accepted while /readyz still fails after a (re)start. Reads, non-resource
+// requests and exempt requests pass. Once open it stays open: a server that later
+// fails readiness (etcd lost) reports it on /readyz and in its answers, not by holding
+// writes.
 func (g *ReadyGate) Filter() Filter {
 	return Filter{Name: "ready-for-writes", Wrap: func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if g.opened.Load() || !isWrite(r) || g.exempt(r) || g.await(r) {
+			if g.Opened() || !isWrite(r) || g.exempt(r) || g.await(r.Context()) {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -55,19 +74,18 @@ func (g *ReadyGate) Filter() Filter {
 	}}
 }
 
-// await waits until the server is ready, up to g.wait or the request's end, and
-// reports whether it is.
-func (g *ReadyGate) await(r *http.Request) bool {
-	ctx, cancel := context.WithTimeout(r.Context(), g.wait)
-	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, readyPoll, true, func(context.Context) (bool, error) {
-		if g.ready(r) != nil {
-			return false, nil
-		}
-		g.opened.Store(true)
-		return true, nil
-	})
-	return err == nil
+// await waits until the gate opens, up to g.wait or the request's end, and reports
+// whether it did.
+func (g *ReadyGate) await(ctx context.Context) bool {
+	timer := time.NewTimer(g.wait)
+	defer timer.Stop()
+	select {
+	case <-g.opened:
+		return true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // isWrite reports whether r is a resource request that is not a read.

@@ -1,6 +1,7 @@
 package filters_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -11,17 +12,21 @@ import (
 	"github.com/concordproject/concord/server/filters"
 )
 
-// A write waits until the server is ready, and gets 503 with Retry-After if it is
-// not within the wait; reads and exempt requests pass at once; once ready, the gate
-// stays open.
+// A write waits until the server has been ready once, and gets 503 with Retry-After
+// if it is not within the wait; reads and exempt requests pass at once; once open,
+// the gate stays open though the server is no longer ready.
 func TestReadyGate(t *testing.T) {
 	var ready atomic.Bool
-	gate := filters.NewReadyGate(func(*http.Request) error {
+	gate := filters.NewReadyGate(func(context.Context) error {
 		if ready.Load() {
 			return nil
 		}
 		return errors.New("starting")
 	}, func(r *http.Request) bool { return r.Header.Get("X-Own") != "" }, 200*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { _ = gate.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
 	h := filters.Build(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }),
 		[]filters.Filter{filters.RequestInfo(), gate.Filter()})
 	do := func(method string, own bool) *httptest.ResponseRecorder {
@@ -47,7 +52,6 @@ func TestReadyGate(t *testing.T) {
 	}
 	held := make(chan int)
 	go func() { held <- do(http.MethodPost, false).Code }()
-	time.Sleep(50 * time.Millisecond) // the write is held meanwhile
 	ready.Store(true)
 	if code := <-held; code != http.StatusNoContent {
 		t.Errorf("a held write once ready: %d", code)

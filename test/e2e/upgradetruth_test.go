@@ -71,7 +71,7 @@ func TestRollbackKeepsFields(t *testing.T) {
 	if err == nil {
 		t.Fatalf("upgrade-check approved the rollback:\n%s", out)
 	}
-	contains(t, out, "Rollback from 1.37 to 1.35 (emulation 1.35)",
+	contains(t, out, "Rollback from 1.37 to 1.35, emulating 1.35.",
 		"Blocked: release 1.35 is below the servers' minimum compatibility version, 1.36.",
 		"field template.spec.schedulingGroup of v1, which release 1.35 does not know (introduced in 1.36), is set in 1 object",
 		"(default/grouped)",

@@ -1,12 +1,15 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/concordproject/concord/upgradecheck"
 
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
@@ -151,4 +154,33 @@ func leaderGauges(t *testing.T, c *harness.Cluster) int {
 		}
 	}
 	return n
+}
+
+// A skip-level upgrade's first step: servers of one build emulating N-3 are within the
+// allowance (each reads what the other writes: its own binary does), and upgrade-check
+// finds the control plane within it now.
+func TestSkipLevelWithinAllowance(t *testing.T) {
+	t.Parallel()
+	_, newer := releases(t)
+	oldest := version.MustParse(newer).SubtractMinor(3)
+	emulated := fmt.Sprintf("%d.%d", oldest.Major(), oldest.Minor())
+	c := harness.Start(t, 2, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
+		o.Compatibility.EmulationVersion = []string{emulated}
+	}))
+	waitSkew(t, c.Servers[0].Dynamic(t), "two servers emulating N-3, within the allowance", func(r *versionskew.VersionSkew) bool {
+		cond := meta.FindStatusCondition(r.Status.Conditions, versionskew.ConditionWithinAllowance)
+		return len(r.Status.Components) == 2 && cond != nil && cond.Status == metav1.ConditionTrue &&
+			r.Status.Components[0].WithinAllowance && r.Status.Components[1].WithinAllowance
+	})
+	var out bytes.Buffer
+	cmd := upgradecheck.NewCommand()
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"--kubeconfig", c.Servers[0].KubeconfigPath, "--to-version", newer, "--emulation-version", version.MustParse(newer).SubtractMinor(2).String()})
+	if err := cmd.ExecuteContext(t.Context()); err != nil && strings.Contains(err.Error(), "version skew") {
+		t.Errorf("upgrade-check calls the skip-level step outside the allowance: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "WithinAllowance=True") {
+		t.Errorf("upgrade-check does not find the control plane within the allowance:\n%s", out.String())
+	}
 }
