@@ -32,9 +32,9 @@ import (
 //  11. authorization: 403 unless the authorizer allows;
 //  12. client-skew (Config.ClientSkew, if set): clients outside the version skew the
 //     server allows are counted and logged, never refused;
-//  13. ready-for-writes (Config.WritesWhenReady, if set): until the server has been
-//     ready once, writes wait for /readyz to pass (the server's own excepted), so that
-//     none is accepted while /readyz still fails after a (re)start;
+//  13. ready-for-writes (Config.WritesWhenReady, if set): until the server's start-up
+//     is done, clients' writes wait for it (the server's own pass), so that none is
+//     accepted while /readyz still fails after a (re)start;
 //  14. storage-version-barrier (Config.StorageVersionBarrier, if set): writes of a
 //     resource wait until this server's storage version for it is registered.
 //

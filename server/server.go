@@ -84,7 +84,7 @@ type Config struct {
 	// authorized request (package compatibility's version skew detector).
 	ClientSkew func(http.Handler) http.Handler
 	// WritesWhenReady, if set, fills the chain's "ready-for-writes" slot: it holds
-	// writes until the server has been ready once.
+	// clients' writes until the server's start-up is done.
 	WritesWhenReady *filters.ReadyGate
 	// StorageVersionBarrier, if set, fills the chain's "storage-version-barrier" slot,
 	// the last before the handlers: it holds writes of a resource until this server's
