@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
@@ -97,6 +98,32 @@ const (
 	// that says why.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 )
+
+// AnnotationProgress holds a migration's progress (Progress as JSON: counts, total,
+// path, the first failures and the checkpoint) where the API keeps no status.progress:
+// Kubernetes' built-in StorageVersionMigration keeps only status.conditions and
+// status.resourceVersion, and drops (with an "unknown field" warning) anything else
+// written there. Annotations it keeps. The migration controller writes it; the trigger
+// and `concord migrations` read it (ProgressOf).
+const AnnotationProgress = "migration.concord.io/progress"
+
+// ProgressOf returns a migration's progress: status (its status.progress, nil where the
+// API drops it), else the AnnotationProgress annotation of annotations; nil if neither
+// has one (or the annotation does not decode).
+func ProgressOf(status *Progress, annotations map[string]string) *Progress {
+	if status != nil {
+		return status
+	}
+	raw, ok := annotations[AnnotationProgress]
+	if !ok {
+		return nil
+	}
+	p := &Progress{}
+	if json.Unmarshal([]byte(raw), p) != nil {
+		return nil
+	}
+	return p
+}
 
 // Annotations the trigger puts on the migrations it creates or adopts.
 const (

@@ -15,12 +15,8 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
-// AnnotationProgress holds a migration's progress (migrationapi.Progress as JSON:
-// counts, total, path, the first failures and the checkpoint) where the API keeps no
-// status.progress: Kubernetes' built-in StorageVersionMigration keeps only
-// status.conditions and status.resourceVersion, and drops (with an "unknown field"
-// warning) anything else written there. Annotations it keeps.
-const AnnotationProgress = "migration.concord.io/progress"
+// AnnotationProgress is migrationapi.AnnotationProgress.
+const AnnotationProgress = migrationapi.AnnotationProgress
 
 // The annotation keeps the first maxAnnotatedFailures failures, their reasons cut to
 // maxAnnotatedReason bytes: an object's annotations are bounded (256 KiB together).
@@ -37,21 +33,14 @@ const maxConflicts = 10
 // keeps it, else its AnnotationProgress annotation; nil if it has neither (or the
 // annotation does not decode).
 func ProgressOf(u *unstructured.Unstructured) *migrationapi.Progress {
+	var status *migrationapi.Progress
 	if st, ok, _ := unstructured.NestedMap(u.Object, "status", "progress"); ok {
 		p := &migrationapi.Progress{}
 		if runtime.DefaultUnstructuredConverter.FromUnstructured(st, p) == nil {
-			return p
+			status = p
 		}
 	}
-	raw, ok := u.GetAnnotations()[AnnotationProgress]
-	if !ok {
-		return nil
-	}
-	p := &migrationapi.Progress{}
-	if json.Unmarshal([]byte(raw), p) != nil {
-		return nil
-	}
-	return p
+	return migrationapi.ProgressOf(status, u.GetAnnotations())
 }
 
 // progressAnnotation is p as AnnotationProgress holds it.

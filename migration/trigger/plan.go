@@ -46,8 +46,9 @@ type migrationSummary struct {
 	Aborted bool
 	// Finished is when it became Succeeded or Failed.
 	Finished time.Time
-	// ProgressHash is status.progress.storageVersionHash: the version hash the
-	// migrator resolved when it started ("" before).
+	// ProgressHash is its progress's storageVersionHash (status.progress, or the
+	// migrationapi.AnnotationProgress annotation where the API drops it): the version
+	// hash the migrator resolved when it started ("" before).
 	ProgressHash string
 	// Sighting is what the trigger observed when it first saw the migration, still
 	// pending, if it did not create it; nil if it never saw it pending.
@@ -292,7 +293,7 @@ func summarize(m *migrationapi.StorageVersionMigration) migrationSummary {
 		StorageVersionRV: m.Annotations[migrationapi.AnnotationStorageVersionResourceVersion],
 		Phase:            m.Phase(),
 	}
-	if p := m.Status.Progress; p != nil {
+	if p := migrationapi.ProgressOf(m.Status.Progress, m.Annotations); p != nil {
 		s.ProgressHash = p.StorageVersionHash
 	}
 	if _, ok := m.Annotations[migrationapi.AnnotationStorageVersionHash]; ok {
