@@ -17,15 +17,39 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// buildConcord builds the concord binary once per test binary run.
+// buildConcord builds the concord binary once per test binary run (TestMain removes
+// it) and returns its path.
 func buildConcord(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "concord")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/concordproject/concord/cmd/concord")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := built()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
+}
+
+// binDir holds the binary buildConcord builds.
+var binDir string
+
+// built builds the binary the first time it is called.
+var built = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "concord")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/concordproject/concord/cmd/concord").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return bin, nil
+})
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "concord-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // process runs a command until the test ends, then interrupts it and waits.
