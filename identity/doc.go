@@ -14,6 +14,11 @@
 // reported through Config.Lapsed, so that what peers may have collected meanwhile is
 // registered again. Valid tells whether the lease, as last renewed, still stands.
 //
+// CheckJoin refuses a server whose release is below the minimum compatibility version
+// any Concord server's lease announces (expired leases and its own earlier one count):
+// those servers may have stored what that release would drop. It only reads, and runs
+// before the server writes anything.
+//
 // The package writes only its own lease, through the object store. Collecting expired
 // leases of other servers, and of controller managers (IsComponentLease), is the
 // garbage collector's job (package storageversion); it uses IsIdentityLease,

@@ -14,8 +14,16 @@
 //     resource it serves). Blocked verdicts name what unblocks them: the migration to
 //     the current storage version, or, when X cannot decode that either, an
 //     intermediate release to migrate from first.
+//   - The fields: NewFields (the catalog's fields of every version introduced after
+//     the target), ScanFields (which of them persisted objects use, read 500 at a time)
+//     and the verdicts they block; the fleet (FleetOf: the servers' newest binary and
+//     highest minimum compatibility version, a target below which blocks, and whether
+//     they are kube-apiservers, whose releases decode CustomResourceDefinitions in
+//     v1beta1 too); resources the catalog does not know, resolved through discovery
+//     and reported unverified; a target newer than the catalog, judged as its newest.
 //   - Report.Print, the table and the advice the command prints, and Report.Err, its
-//     one-line error.
+//     one-line error; ClusterRecord, what was read kept as a file (test/kubepeer
+//     records kube-apiserver clusters for the ordinary suite).
 //   - Reading those inputs from a cluster through client-go (read.go), and building a
 //     Release the way a real server is built: compatibility.Options.Complete, then
 //     builtin.Configure and the CustomResourceDefinition resource (release.go).

@@ -2,11 +2,9 @@ package kubepeer_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +13,6 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/etcd/etcdtest"
-	"github.com/concordproject/concord/migration"
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/test/kubepeer"
 	"github.com/concordproject/concord/upgradecheck"
@@ -68,7 +65,7 @@ func upgradeCheckOnKube(t *testing.T, bin, rel string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Stop)
-	stop := concordControllers(t, p.Kubeconfig)
+	stop := runControllerManager(t, p.Kubeconfig)
 	defer stop()
 	rc, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig)
 	if err != nil {
@@ -135,29 +132,6 @@ func record(t *testing.T, rc *rest.Config, rel string) {
 	path := filepath.Join("..", "..", "upgradecheck", "testdata", "clusters", "kube-"+rel+".json")
 	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// concordControllers runs `concord controller-manager` against kubeconfig until the
-// returned function is called.
-func concordControllers(t *testing.T, kubeconfig string) (stop func()) {
-	t.Helper()
-	cmd := migration.NewCommand()
-	cmd.SetArgs([]string{"--kubeconfig=" + kubeconfig, "--id=cm-upgrade-check", "--poll-interval=500ms"})
-	cmd.SetOut(io.Discard)
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
-	return func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("controller-manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("controller-manager still running 30s after its end")
-		}
 	}
 }
 
