@@ -63,6 +63,11 @@ type Options struct {
 	// Args are more kube-apiserver flags, e.g. --emulated-version=1.36; they come
 	// last, so they override.
 	Args []string
+	// Port is the secure port (0: a free one).
+	Port int
+	// Tokens are more lines of the token file (token,user,uid[,"group,..."]) beside
+	// the admin's.
+	Tokens []string
 	// Log receives the process's output; nil discards it.
 	Log io.Writer
 }
@@ -79,16 +84,44 @@ const adminToken = "concord-peer-admin"
 
 // Start runs a kube-apiserver and returns once its /readyz answers 200.
 func Start(ctx context.Context, o Options) (*Peer, error) {
-	if err := writeCredentials(o.Dir); err != nil {
-		return nil, err
-	}
-	port, err := freePort("127.0.0.1")
+	p, args, err := Prepare(o)
 	if err != nil {
 		return nil, err
 	}
+	p.cmd = exec.Command(o.Binary, args...)
+	out := o.Log
+	if out == nil {
+		out = io.Discard
+	}
+	p.cmd.Stdout, p.cmd.Stderr = out, out
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver: %w", err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	if err := p.waitReady(ctx); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Prepare writes what a peer of o needs into o.Dir (keys, token file, kubeconfig)
+// and returns the peer, not started, with the arguments of its kube-apiserver: for
+// callers that run the process themselves (Start runs it).
+func Prepare(o Options) (*Peer, []string, error) {
+	if err := writeCredentials(o.Dir, o.Tokens); err != nil {
+		return nil, nil, err
+	}
+	port := o.Port
+	if port == 0 {
+		var err error
+		if port, err = freePort("127.0.0.1"); err != nil {
+			return nil, nil, err
+		}
+	}
 	p := &Peer{URL: "https://127.0.0.1:" + strconv.Itoa(port), Kubeconfig: filepath.Join(o.Dir, "admin.kubeconfig"), done: make(chan error, 1)}
 	if err := writeKubeconfig(p.Kubeconfig, p.URL); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	prefix := o.EtcdPrefix
 	if prefix == "" {
@@ -110,26 +143,11 @@ func Start(ctx context.Context, o Options) (*Peer, error) {
 	if o.Aggregation {
 		more, err := aggregationArgs(filepath.Join(o.Dir, "pki"))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		args = append(args, more...)
 	}
-	args = append(args, o.Args...)
-	p.cmd = exec.Command(o.Binary, args...)
-	out := o.Log
-	if out == nil {
-		out = io.Discard
-	}
-	p.cmd.Stdout, p.cmd.Stderr = out, out
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting kube-apiserver: %w", err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	if err := p.waitReady(ctx); err != nil {
-		p.Stop()
-		return nil, err
-	}
-	return p, nil
+	return p, append(args, o.Args...), nil
 }
 
 // Stop interrupts the peer and waits for it to exit (killing it after 30 seconds).
@@ -189,8 +207,9 @@ func readyz(ctx context.Context, client *http.Client, url, token string) bool {
 	return resp.StatusCode == http.StatusOK && bytes.Equal(body, []byte("ok"))
 }
 
-// writeCredentials writes the service-account key and the token file.
-func writeCredentials(dir string) error {
+// writeCredentials writes the service-account key and the token file: the admin's
+// token and more lines.
+func writeCredentials(dir string, more []string) error {
 	if err := os.MkdirAll(filepath.Join(dir, "pki"), 0o700); err != nil {
 		return err
 	}
@@ -202,6 +221,9 @@ func writeCredentials(dir string) error {
 		return err
 	}
 	tokens := adminToken + `,admin,admin,"system:masters"` + "\n"
+	for _, line := range more {
+		tokens += line + "\n"
+	}
 	return os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(tokens), 0o600)
 }
 

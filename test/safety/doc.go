@@ -9,7 +9,11 @@
 // emulation, CustomResourceDefinition storage-version flips and served-version changes,
 // storage migrations interrupted by kill -9 of the migration leader, a server cut off
 // from etcd for longer than its identity lease, the loss of an etcd member, and a
-// rollback below the fleet's minimum compatibility version that must be refused; while
+// rollback below the fleet's minimum compatibility version that must be refused, and
+// (where test/kubepeer/build.sh has built kube-apiserver 1.36.3 and 1.37.2) a fleet of
+// kube-apiservers with Concord's controller-manager, upgraded, rolled back in
+// emulation and forward again, the StorageVersionMigration API lost and back, the
+// widgets' storage version flipped at every step (kube_test.go); while
 // client-go writers (typed and dynamic; create, update, patch, delete; built-in and
 // custom resources) record every operation they start and how it ended, and a field
 // writer sets the fields of PodTemplates the API catalog dates to the releases the
@@ -47,8 +51,15 @@
 // which prints a report (scenarios, faults, operations, anomalies). Model: etcd's
 // tests/robustness (traffic, failpoints, a linearizability check, a report).
 //
+// A kube fleet publishes no StorageVersions (kube-apiservers on one host share one
+// identity) and keeps built-ins in protobuf, which the checker decodes: the checks that
+// need StorageVersions, the VersionSkew report or Concord's identity leases are left to
+// Concord's fleets; the others hold, and at the end every custom resource must be in
+// its storage version.
+//
 // It tests Concord from outside: it calls no Concord package that serves or stores
 // (only wire and migration/api, the contracts clients share, and catalog for the
-// release numbers, and harness.FreePort); cache_test.go imports the binary's packages only so that go test's
+// release numbers, harness.FreePort, and test/kubepeer for kube-apiserver's flags);
+// cache_test.go imports the binary's packages only so that go test's
 // cache sees the binary change.
 package safety

@@ -49,9 +49,17 @@ const (
 	// writeAnnotation names the write whose content the object holds.
 	writeAnnotation = "safety.concord.io/write"
 	// touchLabel is what label patches change.
-	touchLabel         = "safety.concord.io/touch"
-	podTemplatesPrefix = "/registry/core/podtemplates/"
+	touchLabel = "safety.concord.io/touch"
 )
+
+// coreKey is where the servers keep objects of a core resource in etcd: Concord under
+// /registry/core/<resource>/, kube-apiserver under /registry/<resource>/.
+func coreKey(kube bool, resource string) string {
+	if kube {
+		return "/registry/" + resource + "/"
+	}
+	return "/registry/core/" + resource + "/"
+}
 
 var podTemplates = schema.GroupVersionResource{Version: "v1", Resource: "podtemplates"}
 
@@ -75,6 +83,7 @@ var fieldSetters = []struct {
 	{"template.spec.containers.[].lifecycle.stopSignal", func(o map[string]any, seq int) ([]any, any) {
 		v := []string{"SIGTERM", "SIGINT", "SIGQUIT", "SIGUSR1"}[seq%4]
 		child(firstContainer(o), "lifecycle")["stopSignal"] = v
+		child(o, "template", "spec", "os")["name"] = "linux" // kube requires it beside a stop signal
 		return []any{"template", "spec", "containers", 0, "lifecycle", "stopSignal"}, v
 	}},
 	{"template.spec.hostnameOverride", func(o map[string]any, seq int) ([]any, any) {
@@ -89,7 +98,7 @@ var fieldSetters = []struct {
 		return []any{"template", "spec", "volumes", 0, "projected", "sources", 0, "podCertificate", "credentialBundlePath"}, v
 	}},
 	{"template.spec.volumes.[].projected.sources.[].podCertificate.userAnnotations", func(o map[string]any, seq int) ([]any, any) {
-		v := map[string]any{"safety": fmt.Sprint(seq)}
+		v := map[string]any{"safety.concord.io/seq": fmt.Sprint(seq)}
 		podCertificate(o)["userAnnotations"] = v
 		return []any{"template", "spec", "volumes", 0, "projected", "sources", 0, "podCertificate", "userAnnotations"}, v
 	}},
@@ -145,6 +154,10 @@ type setField struct {
 type fieldWrite struct {
 	key    string // etcd key
 	fields []setField
+	// pending: what the write stored is not known yet. kube-apiserver drops a field
+	// its emulated release gates off, so a write to it holds stored objects to the
+	// fields it answered with (confirm), and nothing until it answered.
+	pending bool
 }
 
 // fieldLoss is a field of a write missing (or changed) in what etcd stores under its
@@ -176,6 +189,8 @@ type rollCheck struct {
 // fieldLedger knows every write of the field writer, the scenario's steps and
 // upgrade-check's verdicts, and the fields lost.
 type fieldLedger struct {
+	// prefix is where etcd holds the PodTemplates (coreKey).
+	prefix string
 	fields []datedField
 	levels []*version.Version // the distinct releases of fields, oldest first
 
@@ -204,7 +219,7 @@ func newFieldLedger(t *testing.T) *fieldLedger {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &fieldLedger{writes: map[string]*fieldWrite{}, seen: map[string]bool{}}
+	l := &fieldLedger{prefix: coreKey(false, "podtemplates"), writes: map[string]*fieldWrite{}, seen: map[string]bool{}}
 	l.stats.level = map[string]int{}
 	var v *catalog.Version
 	if r := cat.Resource("", "podtemplates"); r != nil {
@@ -307,17 +322,36 @@ func (l *fieldLedger) register(write string, w *fieldWrite) {
 	l.writes[write] = w
 }
 
+// confirm holds the objects of a write to kube-apiserver to the fields it answered
+// with, from now on.
+func (l *fieldLedger) confirm(write string, stored *unstructured.Unstructured) {
+	answered := jsonValue(stored.Object)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.writes[write]
+	var kept []setField // a new slice: the writer still judges all it set
+	for _, sf := range w.fields {
+		if got, ok := lookup(answered, sf.at); ok && reflect.DeepEqual(got, sf.value) {
+			kept = append(kept, sf)
+		}
+	}
+	w.fields, w.pending = kept, false
+}
+
 // check holds a stored PodTemplate to the write its annotation names.
 func (l *fieldLedger) check(key string, value []byte, rev int64) {
-	var obj map[string]any
-	if err := json.Unmarshal(value, &obj); err != nil {
-		return // the checker reports what is not JSON
+	obj, err := storedObject(value)
+	if err != nil {
+		return // the checker reports what it cannot decode
 	}
 	write, _ := lookup(obj, []any{"metadata", "annotations", writeAnnotation})
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	name, _ := write.(string)
 	w := l.writes[name]
+	if w != nil && w.pending {
+		return
+	}
 	if w == nil {
 		if !l.seen[key+"|"+name] {
 			l.seen[key+"|"+name] = true
@@ -378,9 +412,9 @@ func (l *fieldLedger) evaluate() (anomalies []string) {
 			continue
 		}
 		loss.evaluated = true
-		what := fmt.Sprintf("%s lost %s (introduced in %s; written by %s", strings.TrimPrefix(loss.key, podTemplatesPrefix), loss.field.path, loss.field.release, loss.write)
+		what := fmt.Sprintf("%s lost %s (introduced in %s; written by %s", strings.TrimPrefix(loss.key, l.prefix), loss.field.path, loss.field.release, loss.write)
 		if loss.got != "" {
-			what = fmt.Sprintf("%s changed %s to %s (introduced in %s; %s wrote %s", strings.TrimPrefix(loss.key, podTemplatesPrefix), loss.field.path, loss.got, loss.field.release, loss.write, mustJSON(loss.field.value))
+			what = fmt.Sprintf("%s changed %s to %s (introduced in %s; %s wrote %s", strings.TrimPrefix(loss.key, l.prefix), loss.field.path, loss.got, loss.field.release, loss.write, mustJSON(loss.field.value))
 		}
 		what += fmt.Sprintf(") at rev %d, after %s", loss.rev, l.stepAt(loss.rev))
 		switch r := l.rollAt(loss.rev); {
@@ -445,15 +479,14 @@ func (f *fleet) settleFields(after string) {
 	})
 	ctx, cancel := context.WithTimeout(f.t.Context(), 15*time.Second)
 	defer cancel()
-	resp, err := f.etcd.Get(ctx, podTemplatesPrefix, clientv3.WithPrefix())
+	resp, err := f.etcd.Get(ctx, f.fields.prefix, clientv3.WithPrefix())
 	if err != nil {
 		f.t.Fatalf("reading the PodTemplates from etcd: %v", err)
 	}
 	held := map[string]int{}
 	for _, kv := range resp.Kvs {
 		f.fields.check(string(kv.Key), kv.Value, kv.ModRevision)
-		var obj map[string]any
-		if json.Unmarshal(kv.Value, &obj) == nil {
+		if obj, err := storedObject(kv.Value); err == nil {
 			for _, fd := range f.fields.fields {
 				if hasPath(obj, strings.Split(fd.path, ".")) {
 					held[fd.path]++
@@ -477,14 +510,13 @@ func (f *fleet) settleFields(after string) {
 func (f *fleet) storedWith(path string) int {
 	ctx, cancel := context.WithTimeout(f.t.Context(), 15*time.Second)
 	defer cancel()
-	resp, err := f.etcd.Get(ctx, podTemplatesPrefix, clientv3.WithPrefix())
+	resp, err := f.etcd.Get(ctx, f.fields.prefix, clientv3.WithPrefix())
 	if err != nil {
 		return 0
 	}
 	n := 0
 	for _, kv := range resp.Kvs {
-		var obj map[string]any
-		if json.Unmarshal(kv.Value, &obj) == nil && hasPath(obj, strings.Split(path, ".")) {
+		if obj, err := storedObject(kv.Value); err == nil && hasPath(obj, strings.Split(path, ".")) {
 			n++
 		}
 	}
@@ -546,7 +578,10 @@ func (f *fleet) releaseOf(s *server) serverRelease {
 	liveMu.RLock()
 	defer liveMu.RUnlock()
 	binary := f.newest
-	if s.binary != "" {
+	switch {
+	case s.kube != "":
+		binary = version.MustParse(minorOf(s.kube))
+	case s.binary != "":
 		binary = version.MustParse(s.binary)
 	}
 	emulation := binary
@@ -667,15 +702,19 @@ func (w *fieldWriter) write(ctx context.Context, s *server, name string, cur *un
 		w.seq++
 		write := fmt.Sprintf("%s-%d", w.f.name, w.seq)
 		obj, set := l.build(name, write, level, w.seq)
-		l.register(write, &fieldWrite{key: podTemplatesPrefix + namespace + "/" + name, fields: set})
+		l.register(write, &fieldWrite{key: l.prefix + namespace + "/" + name, fields: set, pending: s.kube != ""})
 		before := w.f.releaseOf(s)
 		var err error
+		var stored *unstructured.Unstructured
 		opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
 		if cur == nil {
-			_, err = pts.Create(ctx, obj, opts)
+			stored, err = pts.Create(ctx, obj, opts)
 		} else {
 			obj.SetResourceVersion(cur.GetResourceVersion())
-			_, err = pts.Update(ctx, obj, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict})
+			stored, err = pts.Update(ctx, obj, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict})
+		}
+		if s.kube != "" && err == nil {
+			l.confirm(write, stored)
 		}
 		after := w.f.releaseOf(s)
 		l.mu.Lock()
@@ -718,7 +757,9 @@ func (w *fieldWriter) judge(s *server, r serverRelease, level int, set []setFiel
 	switch {
 	case rel != nil && rel.GreaterThan(r.binary):
 		want = "refused as unknown (400)"
-	case rel != nil && rel.GreaterThan(r.minCompat):
+	case rel != nil && rel.GreaterThan(r.minCompat) && s.kube == "":
+		// kube-apiserver accepts a field its emulated release gates off, and drops it
+		// (write keeps only the fields it answers with).
 		want = "refused as new (422)"
 	}
 	got := "accepted"
@@ -777,7 +818,7 @@ func (f *fleet) probeRefusal(to string, member *server) {
 	leaseBefore := f.modRevision(leaseKey)
 	f.fault(fmt.Sprintf("start %s as %s, below the fleet's minimum compatibility version", s.id, to))
 	_ = os.Remove(s.kubeconfig()) // written once ready
-	p := startProc(f.t, f.dir, s.id, s.args(f.dir)...)
+	p := startProc(f.t, f.dir, s.id, concordBinary(f.t), s.args(f.dir)...)
 	refused := false
 	waitUntil(f.t, 90*time.Second, s.id+" of "+to+" to exit or be ready", func() bool {
 		if p.exited() {

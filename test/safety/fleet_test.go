@@ -67,7 +67,8 @@ type proc struct {
 	err  error
 }
 
-func startProc(t *testing.T, dir, name string, args ...string) *proc {
+// startProc runs bin with args, its output in dir/name.log.
+func startProc(t *testing.T, dir, name, bin string, args ...string) *proc {
 	t.Helper()
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -75,7 +76,7 @@ func startProc(t *testing.T, dir, name string, args ...string) *proc {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(f, "\n=== %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
-	cmd := exec.Command(concordBinary(t), args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -92,6 +93,14 @@ func startProc(t *testing.T, dir, name string, args ...string) *proc {
 // stop ends p: SIGTERM and a wait (graceful), or SIGKILL (kill -9).
 func (p *proc) stop(t *testing.T, graceful bool) {
 	t.Helper()
+	if !p.stopWithin(graceful, 60*time.Second) {
+		t.Errorf("%s did not stop within 60s of SIGTERM; log %s", p.name, p.log)
+	}
+}
+
+// stopWithin ends p: SIGTERM and a wait of up to limit (graceful), or SIGKILL (kill
+// -9). It kills p at the limit, and says whether p stopped before it.
+func (p *proc) stopWithin(graceful bool, limit time.Duration) bool {
 	sig := syscall.SIGKILL
 	if graceful {
 		sig = syscall.SIGTERM
@@ -99,10 +108,11 @@ func (p *proc) stop(t *testing.T, graceful bool) {
 	_ = p.cmd.Process.Signal(sig)
 	select {
 	case <-p.done:
-	case <-time.After(60 * time.Second):
+		return true
+	case <-time.After(limit):
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		t.Errorf("%s did not stop within 60s of %v; log %s", p.name, sig, p.log)
+		return false
 	}
 }
 
@@ -155,7 +165,7 @@ func startEtcd(t *testing.T, dir string, n int) ([]*member, *clientv3.Client) {
 
 func (m *member) start(t *testing.T, dir, initial, state string) {
 	t.Helper()
-	m.proc = startProc(t, dir, m.name, "etcd", "--name", m.name, "--data-dir", m.dataDir,
+	m.proc = startProc(t, dir, m.name, concordBinary(t), "etcd", "--name", m.name, "--data-dir", m.dataDir,
 		"--listen-client-urls", m.clientURL, "--advertise-client-urls", m.clientURL,
 		"--listen-peer-urls", m.peerURL, "--initial-advertise-peer-urls", m.peerURL,
 		"--initial-cluster", initial, "--initial-cluster-state", state, "--unsafe-no-fsync")
@@ -166,7 +176,8 @@ func (m *member) start(t *testing.T, dir, initial, state string) {
 	})
 }
 
-// server is one `concord server` of the fleet, reaching etcd through its own proxy.
+// server is one `concord server` of the fleet, or a kube-apiserver of a kube fleet,
+// reaching etcd through its own proxy.
 type server struct {
 	index   int
 	id      string
@@ -175,8 +186,10 @@ type server struct {
 	// binary, emulation and minCompat are --binary-version, --emulation-version and
 	// --min-compatibility-version ("" for the default).
 	binary, emulation, minCompat string
-	proxy                        *proxy
-	proc                         *proc
+	// kube is the release of the kube-apiserver that s is ("": s is Concord).
+	kube  string
+	proxy *proxy
+	proc  *proc
 	// routable is true from the moment the server is ready until it is stopped: a
 	// load balancer's view, which the writers follow.
 	routable       atomic.Bool
@@ -195,7 +208,11 @@ func (s *server) kubeconfig() string { return filepath.Join(s.dataDir, "admin.ku
 func (s *server) start(t *testing.T, dir string) {
 	t.Helper()
 	_ = os.Remove(s.kubeconfig())
-	p := startProc(t, dir, s.id, s.args(dir)...)
+	bin, args := concordBinary(t), s.args(dir)
+	if s.kube != "" {
+		bin, args = s.kubeCommand(t) // writes the kubeconfig
+	}
+	p := startProc(t, dir, s.id, bin, args...)
 	liveMu.Lock()
 	s.proc = p
 	liveMu.Unlock()
@@ -213,6 +230,7 @@ func (s *server) start(t *testing.T, dir string) {
 		}
 		cfg.QPS, cfg.Burst = -1, 0
 		cfg.Timeout = 15 * time.Second
+		cfg.WarningHandler = rest.NoWarnings{}
 		s.cfg = cfg
 		s.clients = kubernetes.NewForConfigOrDie(cfg)
 		s.dynamicClients = dynamic.NewForConfigOrDie(cfg)
@@ -220,7 +238,12 @@ func (s *server) start(t *testing.T, dir string) {
 		intruder.BearerToken = intruderToken
 		s.intruder = kubernetes.NewForConfigOrDie(intruder)
 	}
-	waitUntil(t, 60*time.Second, s.id+" to be ready", func() bool { return s.ready(t) == nil })
+	waitUntil(t, 90*time.Second, s.id+" to be ready", func() bool {
+		if p.exited() {
+			t.Fatalf("%s exited: %v; log %s", s.id, p.err, p.log)
+		}
+		return s.ready(t) == nil
+	})
 	s.routable.Store(true)
 }
 

@@ -27,35 +27,21 @@ import (
 // StorageState persisted equals its current hash, no migration is pending or
 // running, every StorageVersion has one entry per live server and a common encoding
 // version, every CRD's storedVersions is its storage version alone, the VersionSkew
-// report lists the live servers, and every identity lease belongs to a live server.
+// report lists the live servers, and every identity lease belongs to a live server. A
+// kube fleet settles as kubeSettled says.
 func (f *fleet) settled(ctx context.Context, s *server) string {
-	dyn := s.dynamicClients
-	states, err := dyn.Resource(migrationapi.StorageStates).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err.Error()
+	if f.kube {
+		return f.kubeSettled(ctx, s)
 	}
-	tracked := map[string]bool{}
-	for _, u := range states.Items {
-		var st migrationapi.StorageState
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &st); err != nil {
-			return err.Error()
-		}
-		if p := st.Status.PersistedStorageVersionHashes; len(p) != 1 || p[0] != st.Status.CurrentStorageVersionHash {
-			return fmt.Sprintf("StorageState %s: persisted %v, current %s", st.Name, p, st.Status.CurrentStorageVersionHash)
-		}
-		tracked[st.Name] = true
+	tracked, why := f.statesPersisted(ctx, s)
+	if why != "" {
+		return why
 	}
 	if why := statesTracked(ctx, s, tracked); why != "" {
 		return why
 	}
-	migs, err := dyn.Resource(migrationapi.StorageVersionMigrations).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err.Error()
-	}
-	for i := range migs.Items {
-		if !ended(&migs.Items[i]) {
-			return "migration " + migs.Items[i].GetName() + " has not ended"
-		}
+	if why := f.migrationsEnded(ctx, s); why != "" {
+		return why
 	}
 	if why := f.storageVersionsSettled(ctx, s); why != "" {
 		return why
@@ -67,6 +53,41 @@ func (f *fleet) settled(ctx context.Context, s *server) string {
 		return why
 	}
 	return f.leasesSettled(ctx, s)
+}
+
+// statesPersisted returns the StorageStates, or why one of them has not settled: its
+// persisted hashes are not its current hash alone.
+func (f *fleet) statesPersisted(ctx context.Context, s *server) (map[string]bool, string) {
+	states, err := s.dynamicClients.Resource(migrationapi.StorageStates).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err.Error()
+	}
+	tracked := map[string]bool{}
+	for _, u := range states.Items {
+		var st migrationapi.StorageState
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &st); err != nil {
+			return nil, err.Error()
+		}
+		if p := st.Status.PersistedStorageVersionHashes; len(p) != 1 || p[0] != st.Status.CurrentStorageVersionHash {
+			return nil, fmt.Sprintf("StorageState %s: persisted %v, current %s", st.Name, p, st.Status.CurrentStorageVersionHash)
+		}
+		tracked[st.Name] = true
+	}
+	return tracked, ""
+}
+
+// migrationsEnded is why a migration has not ended yet ("" once none is under way).
+func (f *fleet) migrationsEnded(ctx context.Context, s *server) string {
+	migs, err := s.dynamicClients.Resource(migrationapi.StorageVersionMigrations).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	for i := range migs.Items {
+		if !ended(&migs.Items[i]) {
+			return "migration " + migs.Items[i].GetName() + " has not ended"
+		}
+	}
+	return ""
 }
 
 // statesTracked: the storage-migration trigger keeps a StorageState of every resource
@@ -205,7 +226,8 @@ func (f *fleet) leasesSettled(ctx context.Context, s *server) string {
 }
 
 // quiesce waits until the fleet has settled, then checks that it stays quiet, that
-// every live server is ready and accepts a write, and reads every object at the end.
+// every custom resource is stored in its storage version, that every live server is
+// ready and accepts a write, and reads every object at the end.
 func (f *fleet) quiesce(t *testing.T) {
 	t.Helper()
 	s := f.randomLive(f.rng)
@@ -224,6 +246,7 @@ func (f *fleet) quiesce(t *testing.T) {
 		}
 	}
 	f.checkQuiet(t, 3*time.Second)
+	f.storedInStorageVersion(t.Context(), s)
 	for _, s := range f.servers {
 		if !s.live() {
 			continue

@@ -37,6 +37,7 @@ var torture = append(short[:len(short):len(short)], []struct {
 	{"member-loss", memberLoss},
 	{"migration-kill", migrationKill},
 	{"refused-rollback", refusedRollback},
+	{"kube-fleet", kubeFleet},
 }...)
 
 func TestSafety(t *testing.T) {

@@ -42,10 +42,12 @@ type fleet struct {
 	members []*member
 	etcd    *clientv3.Client
 	servers []*server
-	rec     *recorder
-	check   *checker
-	fields  *fieldLedger
-	report  *report
+	// kube is true for a fleet of kube-apiservers (kube_test.go).
+	kube   bool
+	rec    *recorder
+	check  *checker
+	fields *fieldLedger
+	report *report
 	// newest and oldest are the catalog's releases.
 	newest, oldest *version.Version
 
@@ -54,11 +56,15 @@ type fleet struct {
 }
 
 // release is a server's --binary-version, --emulation-version and
-// --min-compatibility-version ("" for defaults).
-type release struct{ binary, emulation, minCompat string }
+// --min-compatibility-version ("" for defaults); or, where kube is set, the release of
+// a kube-apiserver and its --emulated-version.
+type release struct{ binary, emulation, minCompat, kube string }
 
 func (r release) String() string {
 	s := "binary " + or(r.binary, "default")
+	if r.kube != "" {
+		s = "kube-apiserver " + r.kube
+	}
 	if r.emulation != "" {
 		s += ", emulation " + r.emulation
 	}
@@ -96,9 +102,11 @@ func newFleet(t *testing.T, rep *report, name string, seed uint64, members int, 
 	}
 	for i, r := range releases {
 		s := &server{index: i, id: fmt.Sprintf("safety-%d", i), port: harness.FreePort(t), dataDir: filepath.Join(f.dir, fmt.Sprintf("server-%d", i)),
-			binary: r.binary, emulation: r.emulation, minCompat: r.minCompat, proxy: newProxy(t, urls)}
+			binary: r.binary, emulation: r.emulation, minCompat: r.minCompat, kube: r.kube, proxy: newProxy(t, urls)}
 		f.servers = append(f.servers, s)
+		f.kube = f.kube || r.kube != ""
 	}
+	f.fields.prefix = coreKey(f.kube, "podtemplates")
 	if err := os.WriteFile(filepath.Join(f.dir, tokensFile), []byte(intruderToken+","+intruderUser+",intruder-uid\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +187,15 @@ func (f *fleet) stop(s *server, graceful bool) {
 	}
 	f.fault(what + " of " + s.id)
 	s.routable.Store(false)
-	s.proc.stop(f.t, graceful)
+	if s.kube == "" {
+		s.proc.stop(f.t, graceful)
+		return
+	}
+	if !s.proc.stopWithin(graceful, 30*time.Second) {
+		// kube-apiserver sometimes waits on requests it does not end: its own
+		// behaviour, not a fault of the fleet.
+		f.t.Logf("%s did not stop within 30s of SIGTERM; killed (log %s)", s.id, s.proc.log)
+	}
 }
 
 // restart starts s again, now of release r.
@@ -187,7 +203,7 @@ func (f *fleet) restart(s *server, r release) {
 	f.t.Helper()
 	f.step(fmt.Sprintf("the restart of %s (%s)", s.id, r))
 	liveMu.Lock()
-	s.binary, s.emulation, s.minCompat = r.binary, r.emulation, r.minCompat
+	s.binary, s.emulation, s.minCompat, s.kube = r.binary, r.emulation, r.minCompat, r.kube
 	liveMu.Unlock()
 	s.start(f.t, f.dir)
 }
@@ -201,10 +217,13 @@ func (f *fleet) roll(r release, between func(i int)) (bool, string) {
 	f.t.Helper()
 	safe, moving, out := true, false, ""
 	for _, s := range f.servers {
-		moving = moving || s.binary != r.binary || s.emulation != r.emulation || s.minCompat != r.minCompat
+		moving = moving || s.binary != r.binary || s.emulation != r.emulation || s.minCompat != r.minCompat || s.kube != r.kube
 	}
 	if moving {
 		target := release{binary: or(r.binary, f.newest.String()), emulation: r.emulation}
+		if r.kube != "" {
+			target.binary = minorOf(r.kube)
+		}
 		safe, out = f.upgradeCheck(target)
 		f.beginRoll(target.String(), safe)
 	}

@@ -270,7 +270,7 @@ func (f *fleet) finalReads(t *testing.T) {
 	for i := range keysPerResource {
 		name := fmt.Sprintf("k%d", i)
 		for _, res := range []string{"configmaps", "widgets"} {
-			key := fmt.Sprintf("/registry/core/%s/%s/%s", res, namespace, name)
+			key := coreKey(f.kube, res) + namespace + "/" + name
 			if res == "widgets" {
 				key = fmt.Sprintf("/registry/%s/%s/%s/%s", widgets.Group, res, namespace, name)
 			}
@@ -287,15 +287,15 @@ func (f *fleet) etcdValue(t *testing.T, key string, custom bool) (string, error)
 	if err != nil || len(resp.Kvs) == 0 {
 		return "", err
 	}
-	var obj struct {
-		Data map[string]string `json:"data"`
-		Spec map[string]string `json:"spec"`
-	}
-	if err := json.Unmarshal(resp.Kvs[0].Value, &obj); err != nil {
+	obj, err := storedObject(resp.Kvs[0].Value)
+	if err != nil {
 		return "", err
 	}
+	field := "data"
 	if custom {
-		return obj.Spec["v"], nil
+		field = "spec"
 	}
-	return obj.Data["v"], nil
+	v, _ := lookup(obj, []any{field, "v"})
+	s, _ := v.(string)
+	return s, nil
 }
