@@ -921,8 +921,7 @@ func TestStorageStateLifecycleStory(t *testing.T) {
 		}
 	}()
 
-	cfg := fastConfig(s.Config(), nil)
-	cfg.StalenessWindow = 2 * time.Second
+	cfg := fastConfig(s.Config(), nil) // a staleness window of a minute
 	cfg.HistoryLimit = 10
 	stop := runControllers(t, cfg)
 	hBeta, hV1 := e.hash("v1beta1"), e.hash("v1")
@@ -949,9 +948,11 @@ func TestStorageStateLifecycleStory(t *testing.T) {
 	}
 
 	// Down longer than the staleness window: the state is reset and the resource
-	// migrated again.
+	// migrated again. The heartbeat is set back by a window rather than waited out, so
+	// that a window short enough to wait would not also be outrun by a heartbeat that
+	// comes late on a loaded machine.
 	stop()
-	time.Sleep(cfg.StalenessWindow + 500*time.Millisecond)
+	ageHeartbeat(t, dyn, e.gr, cfg.StalenessWindow+time.Second)
 	runControllers(t, cfg)
 	waitMigration(t, dyn, e.gr, 4, "to succeed", phase(migrationapi.ConditionSucceeded))
 	waitPersisted(t, dyn, e.gr, hBeta, hBeta)
@@ -970,6 +971,24 @@ func TestStorageStateLifecycleStory(t *testing.T) {
 	}
 	if got := len(migrationsOf(t, dyn, e.gr)); got != 4 {
 		t.Errorf("%d migrations, want 4", got)
+	}
+}
+
+// ageHeartbeat sets the StorageState of gr's lastHeartbeatTime back by age, as if its
+// controllers had been down that long.
+func ageHeartbeat(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource, age time.Duration) {
+	t.Helper()
+	states := dyn.Resource(migrationapi.StorageStates)
+	u, err := states.Get(t.Context(), migrationapi.StorageStateName(gr), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-age).UTC().Format(time.RFC3339)
+	if err := unstructured.SetNestedField(u.Object, old, "status", "lastHeartbeatTime"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := states.UpdateStatus(t.Context(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

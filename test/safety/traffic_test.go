@@ -181,8 +181,8 @@ func configMapOp(ctx context.Context, s *server, name string, in opInput, condit
 		return "", cms.Delete(ctx, name, metav1.DeleteOptions{})
 	default:
 		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return "", nil
+		if apierrors.IsNotFound(err) && namesObject(err) {
+			return "", nil // absent; a NotFound of the resource says nothing (outcome)
 		}
 		if err != nil {
 			return "", err
@@ -217,8 +217,8 @@ func widgetOp(ctx context.Context, s *server, name string, in opInput, condition
 		return "", ws.Delete(ctx, name, metav1.DeleteOptions{})
 	default:
 		u, err := ws.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return "", nil
+		if apierrors.IsNotFound(err) && namesObject(err) {
+			return "", nil // absent; a NotFound of the resource says nothing (outcome)
 		}
 		if err != nil {
 			return "", err
