@@ -87,6 +87,12 @@ func startProc(t *testing.T, dir, name, bin string, args ...string) *proc {
 		_ = f.Close()
 		close(p.done)
 	}()
+	// Whatever ends the test, a fatal wait included, ends the process too.
+	t.Cleanup(func() {
+		if !p.exited() {
+			p.stop(t, false)
+		}
+	})
 	return p
 }
 
@@ -169,11 +175,6 @@ func (m *member) start(t *testing.T, dir, initial, state string) {
 		"--listen-client-urls", m.clientURL, "--advertise-client-urls", m.clientURL,
 		"--listen-peer-urls", m.peerURL, "--initial-advertise-peer-urls", m.peerURL,
 		"--initial-cluster", initial, "--initial-cluster-state", state, "--unsafe-no-fsync")
-	t.Cleanup(func() {
-		if !m.proc.exited() {
-			m.proc.stop(t, false)
-		}
-	})
 }
 
 // server is one `concord server` of the fleet, or a kube-apiserver of a kube fleet,

@@ -187,14 +187,8 @@ func (f *fleet) startControllerManager() *proc {
 		f.t.Fatal(err)
 	}
 	f.step("the start of the controller-manager")
-	p := startProc(f.t, f.dir, "controller-manager", concordBinary(f.t), "controller-manager", "--kubeconfig", path,
+	return startProc(f.t, f.dir, "controller-manager", concordBinary(f.t), "controller-manager", "--kubeconfig", path,
 		"--id", "safety-controller-manager", "--poll-interval", "5s", "-v", "2")
-	f.t.Cleanup(func() {
-		if !p.exited() {
-			p.stop(f.t, false)
-		}
-	})
-	return p
 }
 
 // kubeSettled is settled for a kube fleet, which publishes no StorageVersions: every

@@ -117,13 +117,6 @@ func newFleet(t *testing.T, rep *report, name string, seed uint64, members int, 
 		wg.Go(func() { s.start(t, f.dir) })
 	}
 	wg.Wait()
-	t.Cleanup(func() {
-		for _, s := range f.servers {
-			if p := s.proc; p != nil && !p.exited() {
-				p.stop(t, false)
-			}
-		}
-	})
 	f.guardSecret(t)
 	f.check = f.startChecker(t)
 	return f
