@@ -20,6 +20,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -355,6 +356,10 @@ type follower struct {
 	// api is what the controllers run on ("" before the first probe, and while it is
 	// unknown): the follower's one worker alone touches it.
 	api discovery.MigrationAPI
+	// builtInService is the built-in API's APIService as it was before the follower
+	// deleted the definition that shadowed it (apiservice.go): put back once if
+	// kube-apiserver removes it after all. The worker alone touches it.
+	builtInService *unstructured.Unstructured
 
 	// The controllers running now, if any: the worker starts and stops them;
 	// interrupt cancels them from any goroutine.
@@ -417,6 +422,12 @@ func (f *follower) serve(ctx context.Context) (discovery.MigrationAPI, error) {
 	}
 	switch api {
 	case discovery.MigrationAPINotServed:
+		if keep := f.builtInService; keep != nil {
+			f.builtInService = nil // once: a release without the built-in API gets the definition next
+			if restored, err := restoreAPIService(ctx, f.dyn, keep); err != nil || restored {
+				return discovery.MigrationAPINotServed, err // the next probe looks again
+			}
+		}
 		if err := ensureCRD(ctx, f.crds, f.dyn, migrationapi.StorageVersionMigrationCRD()); err != nil {
 			return api, fmt.Errorf("installing the StorageVersionMigration definition: %w", err)
 		}
@@ -430,12 +441,22 @@ func (f *follower) serve(ctx context.Context) (discovery.MigrationAPI, error) {
 		// The built-in API's migrations are from before it went away: a success among
 		// them proves nothing of the objects written since. The trigger's go first,
 		// so that it starts again from what its StorageStates say.
+		keep, err := builtInAPIService(ctx, f.dyn)
+		if err != nil {
+			return api, fmt.Errorf("reading the built-in StorageVersionMigration API's APIService: %w", err)
+		}
 		stale, err := deleteTriggeredMigrations(ctx, f.dyn)
 		if err != nil {
 			return api, fmt.Errorf("deleting the migrations the built-in API kept from before: %w", err)
 		}
 		if err := deleteMigrationCRD(ctx, f.crds, crd); err != nil {
 			return api, fmt.Errorf("deleting the shadowed StorageVersionMigration definition: %w", err)
+		}
+		if keep != nil {
+			f.builtInService = keep
+			if err := f.settleAPIService(ctx, crd.Name, keep); err != nil {
+				return api, fmt.Errorf("keeping the built-in StorageVersionMigration API registered: %w", err)
+			}
 		}
 		logger.Info("A built-in StorageVersionMigration API is served again: Concord's definition, which it shadows, is deleted with the migrations recorded in it; the trigger's migrations the built-in API kept from before are deleted", "stale", stale)
 	}

@@ -106,10 +106,26 @@ func TestControllerManagerFollowsMigrationAPI(t *testing.T) {
 		t.Logf("%s: peer started and the migration API followed in %v", ph.name, time.Since(began).Round(time.Millisecond))
 		m := w.migrate(t, []string{"v2", "v1"}[i%2])
 		checkCounts(t, kubeconfig, ph, m, 30)
+		if ph.builtIn {
+			checkBuiltInRegistered(t, w)
+		}
 		t.Logf("%s: migration %s done %v after the peer started", ph.name, m.GetName(), time.Since(began).Round(time.Millisecond))
 	}
 	stopManager()
 	stopPeer()
+	// The definition is installed once per phase without the built-in API, never again
+	// while the built-in API is served (as it was when kube-apiserver dropped the
+	// built-in's APIService with the deleted definition).
+	gone := 0
+	for _, ph := range phases {
+		if !ph.builtIn {
+			gone++
+		}
+	}
+	t.Logf("the built-in API's APIService was registered again %d times", strings.Count(logs.String(), "it is registered again"))
+	if n := strings.Count(logs.String(), "No StorageVersionMigration API was served"); n > gone {
+		t.Errorf("the controller manager installed its definition %d times in %d phases without the built-in API", n, gone)
+	}
 	for _, bad := range []string{"unknown field", "could not find the requested resource"} {
 		if n := strings.Count(logs.String(), bad); n > 0 {
 			t.Errorf("the controller manager logged %q %d times", bad, n)
@@ -191,6 +207,21 @@ func waitMigrationAPI(t *testing.T, w *widgets, ph apiPhase) {
 		}
 		return false, nil
 	})
+}
+
+// checkBuiltInRegistered checks that the built-in API stays registered once Concord's
+// definition is deleted: kube-apiserver removes the group-version's APIService with the
+// last definition of it, and the controller manager puts it back.
+func checkBuiltInRegistered(t *testing.T, w *widgets) {
+	t.Helper()
+	apiServices := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+	name := migrationapi.StorageVersionMigrations.Version + "." + migrationapi.StorageVersionMigrations.Group
+	if _, err := w.dyn.Resource(apiServices).Get(t.Context(), name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the APIService %s of the built-in StorageVersionMigration API: %v", name, err)
+	}
+	if _, err := w.dyn.Resource(migrationapi.StorageVersionMigrations).List(t.Context(), metav1.ListOptions{Limit: 1}); err != nil {
+		t.Errorf("the built-in StorageVersionMigration API is not served: %v", err)
+	}
 }
 
 // checkCounts checks that migration m of n objects keeps its counts where the API of

@@ -103,7 +103,11 @@ func (f *fleet) waitMigrationAPI(builtIn bool) {
 		}
 		u, err := s.dynamicClients.Resource(crdGVR).Get(f.t.Context(), migrationsCRD, metav1.GetOptions{})
 		if err != nil {
-			return builtIn && apierrors.IsNotFound(err)
+			// The built-in API stays registered (its APIService, which kube-apiserver
+			// removes with the definition, is put back) and served.
+			_, listErr := s.dynamicClients.Resource(migrationapi.StorageVersionMigrations).List(f.t.Context(), metav1.ListOptions{Limit: 1})
+			_, svcErr := s.dynamicClients.Resource(migrationapi.APIServices).Get(f.t.Context(), "v1.storagemigration.k8s.io", metav1.GetOptions{})
+			return builtIn && apierrors.IsNotFound(err) && listErr == nil && svcErr == nil
 		}
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
