@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -204,24 +201,10 @@ func (f *fleet) kubeSettled(ctx context.Context, s *server) string {
 	if why != "" {
 		return why
 	}
-	lists, err := discovery.ServerPreferredResources(s.clients.Discovery())
-	if err != nil {
-		return "discovery: " + err.Error()
-	}
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			return err.Error()
-		}
-		for _, r := range l.APIResources {
-			gr := gv.WithResource(r.Name).GroupResource()
-			if r.StorageVersionHash == "" || strings.Contains(r.Name, "/") || gr.Resource == "events" || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "update") {
-				continue
-			}
-			if !tracked[migrationapi.StorageStateName(gr)] {
-				return fmt.Sprintf("no StorageState for %s, which is served with a storage version hash", gr)
-			}
-		}
+	if why := untracked(s, tracked, "has a storage version hash", func(_ schema.GroupResource, r metav1.APIResource) bool {
+		return r.StorageVersionHash != ""
+	}); why != "" {
+		return why
 	}
 	if why := f.migrationsEnded(ctx, s); why != "" {
 		return why

@@ -105,6 +105,15 @@ func statesTracked(ctx context.Context, s *server, states map[string]bool) strin
 	for _, sv := range svs.Items {
 		reported[sv.Name] = true
 	}
+	return untracked(s, states, "has a StorageVersion", func(gr schema.GroupResource, _ metav1.APIResource) bool {
+		return reported[wire.StorageVersionName(gr)]
+	})
+}
+
+// untracked is why a resource s serves, lists and updates (Events aside) and persisted
+// says is stored has no StorageState among states ("" if none lacks one); stored says
+// how persisted knows.
+func untracked(s *server, states map[string]bool, stored string, persisted func(schema.GroupResource, metav1.APIResource) bool) string {
 	lists, err := discovery.ServerPreferredResources(s.clients.Discovery())
 	if err != nil {
 		return "discovery: " + err.Error()
@@ -116,11 +125,11 @@ func statesTracked(ctx context.Context, s *server, states map[string]bool) strin
 		}
 		for _, r := range l.APIResources {
 			gr := gv.WithResource(r.Name).GroupResource()
-			if strings.Contains(r.Name, "/") || gr.Resource == "events" || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "update") || !reported[wire.StorageVersionName(gr)] {
+			if strings.Contains(r.Name, "/") || gr.Resource == "events" || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "update") || !persisted(gr, r) {
 				continue
 			}
 			if !states[migrationapi.StorageStateName(gr)] {
-				return fmt.Sprintf("no StorageState for %s, which is served and has a StorageVersion", gr)
+				return fmt.Sprintf("no StorageState for %s, which is served and %s", gr, stored)
 			}
 		}
 	}
