@@ -10,6 +10,7 @@ import (
 	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/aggregator"
 	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
@@ -41,6 +42,10 @@ type Options struct {
 	// the aggregated servers of their groups; anyone allowed may delete them while
 	// this server does not maintain them.
 	StorageVersions storageversion.APIOptions
+	// Semantics give the built-in resources kube knows Kubernetes' own defaults,
+	// preparation and validation (nil: tools that serve nothing; their resources are
+	// validated by their schemas alone).
+	Semantics *kubesemantics.Semantics
 	// CELVersion is the minimum compatibility version, whose CEL environment new
 	// expressions of webhook configurations and admission policies compile in (nil:
 	// the CEL library's default).
@@ -74,8 +79,6 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		cronJobsGR:                   configureCronJobs,
 		jobsGR:                       configureJobs,
 		csrsGR:                       configureCSRs,
-		replicaSetsGR:                configureReplicaSets,
-		podTemplatesGR:               configurePodTemplates,
 		secretsGR:                    configureSecrets,
 		serviceAccountsGR:            configureServiceAccounts(opts.ServiceAccountTokens),
 		coreEventsGR:                 func(r *registry.Resource) error { return configureEvents(r, coreEventFields, opts.EventTTL) },
@@ -126,6 +129,9 @@ func Configure(resources []*registry.Resource, opts Options) ([]*registry.Resour
 			if err := configure(r); err != nil {
 				return nil, fmt.Errorf("%s: %w", gr, err)
 			}
+		}
+		if opts.Semantics != nil {
+			opts.Semantics.Configure(r)
 		}
 	}
 	for _, gr := range required {

@@ -17,26 +17,13 @@ import (
 
 var deploymentsGR = schema.GroupResource{Group: "apps", Resource: "deployments"}
 
-var replicaSetsGR = schema.GroupResource{Group: "apps", Resource: "replicasets"}
-
-// configureDeployments gives apps Deployments what Kubernetes' API server (not its
-// controllers) gives them: the defaults of apps/v1 and of the pod template, a selector
-// that must select the template's labels and may not change, and kubectl's READY
-// column. No controller acts on them: they are data, as in a cluster whose controller
-// manager is down.
+// configureDeployments gives apps Deployments kubectl's READY column. Their defaults
+// and validation are Kubernetes' (package kubesemantics). No controller acts on them:
+// they are data, as in a cluster whose controller manager is down.
 func configureDeployments(res *registry.Resource) error {
-	res.Hooks = replicatedHooks(defaultDeployment, "deployment")
 	if res.HasPrinterColumns(deploymentColumns) {
-		res.Hooks.TableCells = deploymentTableCells
+		res.Hooks = &registry.Hooks{TableCells: deploymentTableCells}
 	}
-	return nil
-}
-
-// configureReplicaSets gives apps ReplicaSets what Kubernetes' API server gives them,
-// as configureDeployments does Deployments: defaults, the selector rules, and kubectl's
-// columns. No controller creates their pods.
-func configureReplicaSets(res *registry.Resource) error {
-	res.Hooks = replicatedHooks(defaultReplicaSet, "replicaset")
 	return nil
 }
 
@@ -54,32 +41,6 @@ func replicatedHooks(setDefaults func(map[string]interface{}), kind string) *reg
 			return append(validateSelector(obj.Object, kind), immutableSelector(obj.Object, old.Object)...)
 		},
 	}
-}
-
-// defaultReplicaSet sets the defaults Kubernetes sets on an apps/v1 ReplicaSet
-// (SetDefaults_ReplicaSet and those of the pod template), leaving set fields alone.
-func defaultReplicaSet(obj map[string]interface{}) {
-	spec := child(obj, "spec")
-	setDefault(spec, "replicas", int64(1))
-	defaultPodSpec(child(child(spec, "template"), "spec"))
-}
-
-// defaultDeployment sets the defaults of apps/v1 Deployments that Kubernetes sets when
-// it decodes one (SetDefaults_Deployment and those of the pod template's spec and
-// containers), on the unstructured object, leaving every set field alone.
-func defaultDeployment(obj map[string]interface{}) {
-	spec := child(obj, "spec")
-	setDefault(spec, "replicas", int64(1))
-	setDefault(spec, "revisionHistoryLimit", int64(10))
-	setDefault(spec, "progressDeadlineSeconds", int64(600))
-	strategy := child(spec, "strategy")
-	setDefault(strategy, "type", "RollingUpdate")
-	if strategy["type"] == "RollingUpdate" {
-		rolling := child(strategy, "rollingUpdate")
-		setDefault(rolling, "maxUnavailable", "25%")
-		setDefault(rolling, "maxSurge", "25%")
-	}
-	defaultPodSpec(child(child(spec, "template"), "spec"))
 }
 
 // validateSelector checks, as Kubernetes does for apps/v1, that spec.selector is set,

@@ -1,26 +1,8 @@
 package builtin
 
 import (
-	"context"
 	"strings"
-
-	"github.com/concordproject/concord/registry"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-var podTemplatesGR = schema.GroupResource{Resource: "podtemplates"}
-
-// configurePodTemplates gives core PodTemplates the defaults Kubernetes gives the pod
-// spec they hold. They are data: nothing reads them but their clients.
-func configurePodTemplates(res *registry.Resource) error {
-	def := func(obj map[string]interface{}) { defaultPodSpec(child(child(obj, "template"), "spec")) }
-	res.Hooks = &registry.Hooks{
-		PrepareForCreate: func(_ context.Context, obj *unstructured.Unstructured) { def(obj.Object) },
-		PrepareForUpdate: func(_ context.Context, obj, _ *unstructured.Unstructured) { def(obj.Object) },
-	}
-	return nil
-}
 
 // defaultPodSpec sets Kubernetes' defaults of a pod spec and its containers.
 func defaultPodSpec(pod map[string]interface{}) {

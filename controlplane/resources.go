@@ -9,6 +9,7 @@ import (
 	"github.com/concordproject/concord/builtin"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
@@ -71,7 +72,11 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	if err != nil {
 		return ctx, err
 	}
-	builtins, err = builtin.Configure(builtins, builtin.Options{Services: svcs,
+	gates, err := kubesemantics.NewGates(compat.Versions.Emulation, compat.Versions.MinCompatibility, compat.FeatureGate())
+	if err != nil {
+		return ctx, err
+	}
+	builtins, err = builtin.Configure(builtins, builtin.Options{Services: svcs, Semantics: kubesemantics.New(gates),
 		EventTTL: o.EventTTL, Authorization: i.parts.authz, Authentication: i.parts.serving.authn, ServiceAccountTokens: tokens,
 		StorageVersions: storageversion.APIOptions{Publishers: i.storageVersionPublishers,
 			Unmaintained: !compat.Enabled(compatibility.StorageVersionAPI)},

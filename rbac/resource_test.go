@@ -101,7 +101,7 @@ func TestResourceValidation(t *testing.T) {
 			if tc.old == nil {
 				err = tc.res.ValidateCreate(t.Context(), "v1", tc.obj)
 			} else {
-				err = tc.res.ValidateUpdate(t.Context(), "v1", tc.obj, tc.old)
+				err = tc.res.ValidateUpdate(t.Context(), "v1", "", tc.obj, tc.old)
 			}
 			switch {
 			case tc.want == "" && err != nil:

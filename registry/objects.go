@@ -84,7 +84,9 @@ func (o *Objects) Recognizes(gvk schema.GroupVersionKind) bool {
 	return res != nil && res.Version(gvk.Version) != nil
 }
 
-// Default applies the defaults of the object's version's schema.
+// Default applies the defaults of the object's version (Resource.Default). An
+// object its Semantics cannot default is left as it is: runtime.ObjectDefaulter
+// reports no error, and validation refuses what is wrong with it.
 func (o *Objects) Default(obj runtime.Object) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -92,7 +94,7 @@ func (o *Objects) Default(obj runtime.Object) {
 	}
 	gvk := u.GroupVersionKind()
 	if res := o.reg.ByKind(gvk.GroupKind()); res != nil && res.Version(gvk.Version) != nil {
-		res.Schema(gvk.Version).Default(u.Object)
+		_ = res.Default(gvk.Version, u)
 	}
 }
 

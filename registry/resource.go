@@ -42,6 +42,11 @@ type Resource struct {
 	Converter Converter
 	// Hooks add behaviour for the few resources that need it. Nil means none.
 	Hooks *Hooks
+	// Semantics, if set, are the resource's defaults, preparation and validation as
+	// Kubernetes' own packages define them (built-in resources, package
+	// kubesemantics), in place of its schema's defaults and validation and of
+	// metadata validation. Nil: the schema and the hooks.
+	Semantics *Semantics
 	// TTL, if positive, makes every write of an object set it to expire that long
 	// after (etcd removes it; watchers see a deletion), as Kubernetes does for Events
 	// (--event-ttl). Storage-migration rewrites keep an object's expiry.
@@ -129,6 +134,19 @@ type Version struct {
 	// would lose them). A write that sets one, or changes its value, is refused with
 	// its Reason; a value an update leaves as it was is kept.
 	NewFields []NewField
+}
+
+// Semantics are a resource's defaults, preparation and validation when another
+// implementation than its schema gives them (see Resource.Semantics).
+type Semantics struct {
+	// Default applies defaults to obj, an object of version as decoded from a request.
+	Default func(version string, obj *Object) error
+	// Create prepares a new object of version in place (what it may not set reset,
+	// its generation) and validates it. A non-nil error is not the object's fault.
+	Create func(ctx context.Context, version string, obj *Object) (field.ErrorList, error)
+	// Update prepares and validates obj, an update of old ("" subresource) or of its
+	// status ("status"), in place, as Create does.
+	Update func(ctx context.Context, version, subresource string, obj, old *Object) (field.ErrorList, error)
 }
 
 // NewField is a field a server takes no new data in (Version.NewFields).

@@ -74,6 +74,16 @@ func (r *Resource) Schema(v string) *schema.Schema {
 	return r.prepared.schemas[v]
 }
 
+// Default applies the defaults of version to obj: its Semantics' where it has them,
+// else its schema's.
+func (r *Resource) Default(version string, obj *Object) error {
+	if r.Semantics != nil {
+		return r.Semantics.Default(version, obj)
+	}
+	r.Schema(version).Default(obj.Object)
+	return nil
+}
+
 // GroupKind returns the resource's group and kind.
 func (r *Resource) GroupKind() runtimeschema.GroupKind {
 	return runtimeschema.GroupKind{Group: r.Group, Kind: r.Names.Kind}
@@ -86,10 +96,20 @@ func (r *Resource) nameFunc() apimachineryvalidation.ValidateNameFunc {
 	return apimachineryvalidation.NameIsDNSSubdomain
 }
 
-// ValidateCreate runs metadata, schema and hook validation of a new object in version.
+// ValidateCreate runs metadata, schema and hook validation of a new object in version;
+// for a resource with Semantics, their preparation and validation in place of the
+// first two.
 func (r *Resource) ValidateCreate(ctx context.Context, version string, obj *Object) error {
-	errs := apimachineryvalidation.ValidateObjectMetaAccessor(convertedOnce(obj), r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
-	schemaErrs := r.Schema(version).Validate(ctx, obj.Object)
+	var errs, schemaErrs field.ErrorList
+	if r.Semantics != nil {
+		var err error
+		if schemaErrs, err = r.Semantics.Create(ctx, version, obj); err != nil {
+			return apierrors.NewInternalError(err)
+		}
+	} else {
+		errs = apimachineryvalidation.ValidateObjectMetaAccessor(convertedOnce(obj), r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
+		schemaErrs = r.Schema(version).Validate(ctx, obj.Object)
+	}
 	if v := r.Version(version); v != nil {
 		schemaErrs = append(schemaErrs, newFieldErrors(v.NewFields, obj.Object, nil)...)
 	}
@@ -105,16 +125,26 @@ func (r *Resource) ValidateCreate(ctx context.Context, version string, obj *Obje
 }
 
 // ValidateUpdate runs metadata (including immutability), schema and hook validation
-// of an update in version.
-func (r *Resource) ValidateUpdate(ctx context.Context, version string, obj, old *Object) error {
-	meta := convertedOnce(obj)
-	errs := apimachineryvalidation.ValidateObjectMetaAccessor(meta, r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
-	errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(meta, old, field.NewPath("metadata"))...)
-	var schemaErrs, hookErrs field.ErrorList
-	if r.NoRatcheting {
-		schemaErrs = r.Schema(version).ValidateUpdateWithoutRatcheting(ctx, obj.Object, old.Object)
-	} else {
-		schemaErrs = r.Schema(version).ValidateUpdate(ctx, obj.Object, old.Object)
+// of an update in version of the main resource ("" subresource) or of its status; for
+// a resource with Semantics, their preparation and validation in place of the first
+// two.
+func (r *Resource) ValidateUpdate(ctx context.Context, version, subresource string, obj, old *Object) error {
+	var errs, schemaErrs, hookErrs field.ErrorList
+	switch {
+	case r.Semantics != nil:
+		var err error
+		if schemaErrs, err = r.Semantics.Update(ctx, version, subresource, obj, old); err != nil {
+			return apierrors.NewInternalError(err)
+		}
+	default:
+		meta := convertedOnce(obj)
+		errs = apimachineryvalidation.ValidateObjectMetaAccessor(meta, r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
+		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(meta, old, field.NewPath("metadata"))...)
+		if r.NoRatcheting {
+			schemaErrs = r.Schema(version).ValidateUpdateWithoutRatcheting(ctx, obj.Object, old.Object)
+		} else {
+			schemaErrs = r.Schema(version).ValidateUpdate(ctx, obj.Object, old.Object)
+		}
 	}
 	if v := r.Version(version); v != nil {
 		schemaErrs = append(schemaErrs, newFieldErrors(v.NewFields, obj.Object, old.Object)...)

@@ -295,7 +295,9 @@ func admit(obj *unstructured.Unstructured, strictErrs []error, typedMeta bool, r
 	for _, f := range res.Schema(version).Prune(obj.Object) {
 		a.unknown = append(a.unknown, strings.TrimPrefix(f, "."))
 	}
-	res.Schema(version).Default(obj.Object)
+	if err := res.Default(version, obj); err != nil {
+		return admitted{}, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", res.Names.Kind, version, res.Names.Kind, err))
+	}
 	return a, nil
 }
 

@@ -100,7 +100,7 @@ func (c *objectConvertor) ConvertFieldLabel(_ schema.GroupVersionKind, label, va
 func (c *objectConvertor) Default(in runtime.Object) {
 	if u, ok := in.(*unstructured.Unstructured); ok {
 		if gv, err := schema.ParseGroupVersion(u.GetAPIVersion()); err == nil {
-			c.res.Schema(gv.Version).Default(u.Object)
+			_ = c.res.Default(gv.Version, u) // validation refuses what defaulting could not take
 		}
 	}
 }

@@ -56,8 +56,8 @@ type DeleteOptions struct {
 }
 
 // Create stores obj (in version of res) as a new object in namespace ns and returns it
-// as stored, in version. It fills uid, creationTimestamp, generation 1 and a name from
-// generateName; refuses a resourceVersion (400), a namespace that does not exist (404)
+// as stored, in version. It fills uid, creationTimestamp, generation 1 (unless the
+// resource's Semantics set it) and a name from generateName; refuses a resourceVersion (400), a namespace that does not exist (404)
 // or is terminating (403), an invalid object (422) and an existing name (409).
 // obj is changed in place.
 func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts WriteOptions) (*registry.Object, error) {
@@ -83,7 +83,10 @@ func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts 
 	}
 	obj.SetUID(uuid.NewUUID())
 	obj.SetCreationTimestamp(s.nowTime())
-	obj.SetGeneration(1)
+	if res.Semantics == nil {
+		// With Semantics, the generation is theirs to set, as Kubernetes' strategies do.
+		obj.SetGeneration(1)
+	}
 	obj.SetDeletionTimestamp(nil)
 	obj.SetDeletionGracePeriodSeconds(nil)
 	obj.SetSelfLink("")

@@ -126,7 +126,7 @@ func (s *Store) reencode(ctx context.Context, res *registry.Resource, kv *storag
 		return nil, ns, name, fmt.Errorf("conversion to %s failed: %w", res.StorageVersion, err)
 	}
 	res.Schema(res.StorageVersion).DefaultStored(obj.Object)
-	if err := res.ValidateUpdate(ctx, res.StorageVersion, obj, obj.DeepCopy()); err != nil {
+	if err := res.ValidateUpdate(ctx, res.StorageVersion, "", obj, obj.DeepCopy()); err != nil {
 		return nil, ns, name, err
 	}
 	data, err := res.Encode(ctx, obj)

@@ -200,7 +200,7 @@ func (s *Store) prepareUpdate(ctx context.Context, ref Ref, obj, current *regist
 	if res.Hooks != nil && res.Hooks.PrepareForUpdate != nil {
 		res.Hooks.PrepareForUpdate(ctx, obj, current)
 	}
-	return res.ValidateUpdate(ctx, version, obj, current)
+	return res.ValidateUpdate(ctx, version, opts.Subresource, obj, current)
 }
 
 // getFresh reads key from etcd and remembers what it read.
@@ -214,7 +214,8 @@ func (s *Store) getFresh(ctx context.Context, key string) (*storage.KeyValue, er
 
 // carryOver keeps what an update may not change: system metadata from current, the
 // status (main resource with a status subresource) or everything but the status
-// (status subresource), and computes the generation.
+// (status subresource), and computes the generation (the resource's Semantics
+// compute it from current's, where it has them).
 func (s *Store) carryOver(res *registry.Resource, version string, obj, current *registry.Object, subresource string) {
 	hasStatus := false
 	if v := res.Version(version); v != nil && v.Subresources != nil && v.Subresources.Status != nil {
@@ -251,7 +252,7 @@ func (s *Store) carryOver(res *registry.Resource, version string, obj, current *
 	obj.SetNamespace(current.GetNamespace())
 	obj.SetSelfLink("")
 	obj.SetGeneration(current.GetGeneration())
-	if specChanged(obj, current, hasStatus) {
+	if res.Semantics == nil && specChanged(obj, current, hasStatus) {
 		obj.SetGeneration(current.GetGeneration() + 1)
 	}
 }

@@ -1,0 +1,193 @@
+package kubesemantics
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/server/request"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+)
+
+// Semantics give built-in resources Kubernetes' own semantics under one server's
+// feature gates.
+type Semantics struct {
+	gates *Gates
+}
+
+// New returns the semantics of a server whose Kubernetes feature gates are gates.
+func New(gates *Gates) *Semantics { return &Semantics{gates: gates} }
+
+// strategies are Concord's strategies for built-in resources, by resource.
+var strategies = sync.OnceValue(func() map[schema.GroupResource]*strategy {
+	out := map[schema.GroupResource]*strategy{}
+	for _, group := range []map[schema.GroupResource]strategy{coreKinds(), appsKinds()} {
+		for gr, s := range group {
+			out[gr] = &s
+		}
+	}
+	return out
+})
+
+// Configure gives r Kubernetes' defaults, preparation and validation
+// (registry.Semantics) if this package has a strategy for it and kube's scheme knows
+// every version of it, and reports whether it did.
+func (s *Semantics) Configure(r *registry.Resource) bool {
+	st, ok := strategies()[r.GroupResource()]
+	if !ok {
+		return false
+	}
+	for _, v := range r.Versions {
+		if !legacyscheme.Scheme.Recognizes(r.GroupVersion(v.Name).WithKind(r.Names.Kind)) {
+			return false
+		}
+	}
+	k := &typedResource{sem: s, res: r, s: st}
+	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update}
+	return true
+}
+
+// typedResource runs one resource's objects through kube's types.
+type typedResource struct {
+	sem *Semantics
+	res *registry.Resource
+	s   *strategy
+}
+
+// defaults applies kube's defaults of version to obj.
+func (k *typedResource) defaults(version string, obj *registry.Object) error {
+	ext, err := k.external(version, obj)
+	if err != nil {
+		return err
+	}
+	k.sem.gates.Do(func() { legacyscheme.Scheme.Default(ext) })
+	return k.store(ext, obj)
+}
+
+// create prepares and validates a new object as kube-apiserver's create handler
+// does (rest.BeforeCreate, but for what Concord's store does itself: metadata, the
+// namespace).
+func (k *typedResource) create(ctx context.Context, version string, obj *registry.Object) (field.ErrorList, error) {
+	ext, err := k.external(version, obj)
+	if err != nil {
+		return nil, err
+	}
+	internal, err := legacyscheme.Scheme.ConvertToVersion(ext, runtime.InternalGroupVersioner)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s to kube's internal version: %w", k.res.GroupResource(), err)
+	}
+	strat := newAdapter(k.s, k.res.Namespaced, false)
+	ctx = k.requestContext(ctx, version, "create", "", obj.GetNamespace(), obj.GetName())
+	var errs field.ErrorList
+	k.sem.gates.Do(func() {
+		strat.PrepareForCreate(ctx, internal)
+		if errs = rest.ValidateCreate(ctx, internal, strat); len(errs) == 0 {
+			for _, w := range strat.WarningsOnCreate(ctx, internal) {
+				warning.AddWarning(ctx, "", w)
+			}
+			strat.Canonicalize(internal)
+		}
+	})
+	if err := k.storeInternal(internal, version, obj); err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// update prepares and validates obj, an update of old or of its status, as
+// kube-apiserver's update handler does (rest.BeforeUpdate, but for the metadata
+// Concord's store carries over itself).
+func (k *typedResource) update(ctx context.Context, version, subresource string, obj, old *registry.Object) (field.ErrorList, error) {
+	ext, err := k.external(version, obj)
+	if err != nil {
+		return nil, err
+	}
+	oldExt, err := k.external(version, old)
+	if err != nil {
+		return nil, fmt.Errorf("the stored object: %w", err)
+	}
+	internal, err := legacyscheme.Scheme.ConvertToVersion(ext, runtime.InternalGroupVersioner)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s to kube's internal version: %w", k.res.GroupResource(), err)
+	}
+	oldInternal, err := legacyscheme.Scheme.ConvertToVersion(oldExt, runtime.InternalGroupVersioner)
+	if err != nil {
+		return nil, fmt.Errorf("converting the stored %s to kube's internal version: %w", k.res.GroupResource(), err)
+	}
+	strat := newAdapter(k.s, k.res.Namespaced, subresource == "status")
+	ctx = k.requestContext(ctx, version, "update", subresource, obj.GetNamespace(), obj.GetName())
+	var errs field.ErrorList
+	k.sem.gates.Do(func() {
+		strat.PrepareForUpdate(ctx, internal, oldInternal)
+		if errs = rest.ValidateUpdate(ctx, internal, oldInternal, strat); len(errs) == 0 {
+			for _, w := range strat.WarningsOnUpdate(ctx, internal, oldInternal) {
+				warning.AddWarning(ctx, "", w)
+			}
+			strat.Canonicalize(internal)
+		}
+	})
+	if err := k.storeInternal(internal, version, obj); err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// external returns obj as kube's Go type of version.
+func (k *typedResource) external(version string, obj *registry.Object) (runtime.Object, error) {
+	gvk := k.res.GroupVersion(version).WithKind(k.res.Names.Kind)
+	out, err := legacyscheme.Scheme.New(gvk)
+	if err != nil {
+		return nil, fmt.Errorf("kube's type of %s: %w", gvk, err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, out); err != nil {
+		return nil, fmt.Errorf("%s as kube's type: %w", gvk, err)
+	}
+	out.GetObjectKind().SetGroupVersionKind(gvk)
+	return out, nil
+}
+
+// storeInternal writes internal, converted to version, into obj.
+func (k *typedResource) storeInternal(internal runtime.Object, version string, obj *registry.Object) error {
+	ext, err := legacyscheme.Scheme.ConvertToVersion(internal, k.res.GroupVersion(version))
+	if err != nil {
+		return fmt.Errorf("converting %s from kube's internal version to %s: %w", k.res.GroupResource(), version, err)
+	}
+	return k.store(ext, obj)
+}
+
+// store writes ext into obj.
+func (k *typedResource) store(ext runtime.Object, obj *registry.Object) error {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ext)
+	if err != nil {
+		return fmt.Errorf("%s from kube's type: %w", k.res.GroupResource(), err)
+	}
+	*obj = unstructured.Unstructured{Object: m}
+	return nil
+}
+
+// requestContext is ctx as kube's strategies and declarative validation read it: the
+// request's information and namespace, and its user.
+func (k *typedResource) requestContext(ctx context.Context, version, verb, subresource, namespace, name string) context.Context {
+	info := &genericapirequest.RequestInfo{
+		IsResourceRequest: true, Verb: verb,
+		APIGroup: k.res.Group, APIVersion: version, Resource: k.res.Names.Plural,
+		Subresource: subresource, Namespace: namespace, Name: name,
+	}
+	if ri, ok := request.InfoFrom(ctx); ok && ri.IsResourceRequest && ri.Resource == k.res.Names.Plural && ri.APIGroup == k.res.Group {
+		info.Verb, info.APIVersion, info.Path = ri.Verb, ri.APIVersion, ri.Path
+	}
+	ctx = genericapirequest.WithRequestInfo(genericapirequest.WithNamespace(ctx, namespace), info)
+	if u, ok := auth.UserFrom(ctx); ok {
+		ctx = genericapirequest.WithUser(ctx, u.Info())
+	}
+	return ctx
+}
