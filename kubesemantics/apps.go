@@ -17,6 +17,8 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/apps/install" // apps' types, defaults and conversions
 )
 
+func init() { groups = append(groups, appsKinds) }
+
 // appsKinds are the strategies of group apps.
 func appsKinds() map[schema.GroupResource]strategy {
 	return map[schema.GroupResource]strategy{

@@ -16,6 +16,8 @@ import (
 // templatePath is where a workload's Pod template is, podTemplatePath a PodTemplate's.
 var templatePath, podTemplatePath = field.NewPath("spec", "template"), field.NewPath("template")
 
+func init() { groups = append(groups, coreKinds) }
+
 // coreKinds are the strategies of the core group.
 func coreKinds() map[schema.GroupResource]strategy {
 	return map[schema.GroupResource]strategy{

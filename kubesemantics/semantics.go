@@ -27,11 +27,18 @@ type Semantics struct {
 // New returns the semantics of a server whose Kubernetes feature gates are gates.
 func New(gates *Gates) *Semantics { return &Semantics{gates: gates} }
 
+// groups are the strategies of each API group, by resource: each group's file adds
+// its own at init.
+var groups []func() map[schema.GroupResource]strategy
+
 // strategies are Concord's strategies for built-in resources, by resource.
 var strategies = sync.OnceValue(func() map[schema.GroupResource]*strategy {
 	out := map[schema.GroupResource]*strategy{}
-	for _, group := range []map[schema.GroupResource]strategy{coreKinds(), appsKinds()} {
-		for gr, s := range group {
+	for _, group := range groups {
+		for gr, s := range group() {
+			if _, dup := out[gr]; dup {
+				panic(fmt.Sprintf("kubesemantics: two strategies for %s", gr))
+			}
 			out[gr] = &s
 		}
 	}
