@@ -46,7 +46,7 @@ var strategies = sync.OnceValue(func() map[schema.GroupResource]*strategy {
 })
 
 // Configure gives r Kubernetes' defaults, preparation and validation
-// (registry.Semantics) if this package has a strategy for it and kube's scheme knows
+// (registry.Semantics), and kube's conversion between its versions, if this package has a strategy for it and kube's scheme knows
 // every version of it, and reports whether it did.
 func (s *Semantics) Configure(r *registry.Resource) bool {
 	st, ok := strategies()[r.GroupResource()]
@@ -60,6 +60,9 @@ func (s *Semantics) Configure(r *registry.Resource) bool {
 	}
 	k := &typedResource{sem: s, res: r, s: st}
 	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update}
+	if len(r.Versions) > 1 {
+		r.Converter = converter{k: k}
+	}
 	return true
 }
 
