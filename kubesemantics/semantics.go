@@ -46,7 +46,8 @@ var strategies = sync.OnceValue(func() map[schema.GroupResource]*strategy {
 })
 
 // Configure gives r Kubernetes' defaults, preparation and validation
-// (registry.Semantics), and kube's conversion between its versions, if this package has a strategy for it and kube's scheme knows
+// (registry.Semantics), kube's conversion between its versions and kube's Table
+// columns, if this package has a strategy for it and kube's scheme knows
 // every version of it, and reports whether it did.
 func (s *Semantics) Configure(r *registry.Resource) bool {
 	st, ok := strategies()[r.GroupResource()]
@@ -62,6 +63,9 @@ func (s *Semantics) Configure(r *registry.Resource) bool {
 	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update}
 	if len(r.Versions) > 1 {
 		r.Converter = converter{k: k}
+	}
+	if _, err := k.columns(); err == nil {
+		r.Semantics.Table = k.table
 	}
 	return true
 }

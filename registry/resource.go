@@ -10,6 +10,7 @@ import (
 	"github.com/concordproject/concord/wire"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -147,6 +148,9 @@ type Semantics struct {
 	// Update prepares and validates obj, an update of old ("" subresource) or of its
 	// status ("status"), in place, as Create does.
 	Update func(ctx context.Context, version, subresource string, obj, old *Object) (field.ErrorList, error)
+	// Table, if set, prints objs (of version) as Table rows: the columns, and each
+	// object's cells. It replaces the version's printer columns.
+	Table func(ctx context.Context, version string, objs []Object) ([]metav1.TableColumnDefinition, [][]interface{}, error)
 }
 
 // NewField is a field a server takes no new data in (Version.NewFields).

@@ -69,17 +69,47 @@ func (s *Server) table(r *http.Request, q *apiRequest, objs []unstructured.Unstr
 	default:
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid includeObject %q: allowed are None, Metadata and Object", v))
 	}
-	tc, err := s.tableConvertor(q.res, q.version.Name)
+	columns, cells, err := s.tableCells(r, q, objs)
 	if err != nil {
 		return nil, err
 	}
 	t := &metav1.Table{
 		TypeMeta:          metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"},
 		ListMeta:          *lm,
-		ColumnDefinitions: tc.columns,
+		ColumnDefinitions: columns,
 		Rows:              make([]metav1.TableRow, 0, len(objs)),
 	}
+	for i := range objs {
+		obj := &objs[i]
+		row := metav1.TableRow{Cells: cells[i]}
+		switch include {
+		case metav1.IncludeMetadata:
+			row.Object = runtime.RawExtension{Object: toPartial(obj)}
+		case metav1.IncludeObject:
+			row.Object = runtime.RawExtension{Object: obj}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t, nil
+}
+
+// tableCells returns the columns of objs' Table and each object's cells: as the
+// resource's Semantics print them (kube's printers, for built-in resources), else
+// NAME, the version's printer columns (or a TableCells hook's cells) and AGE.
+func (s *Server) tableCells(r *http.Request, q *apiRequest, objs []unstructured.Unstructured) ([]metav1.TableColumnDefinition, [][]interface{}, error) {
+	if sem := q.res.Semantics; sem != nil && sem.Table != nil {
+		columns, cells, err := sem.Table(r.Context(), q.version.Name, objs)
+		if err != nil {
+			return nil, nil, apierrors.NewInternalError(err)
+		}
+		return columns, cells, nil
+	}
+	tc, err := s.tableConvertor(q.res, q.version.Name)
+	if err != nil {
+		return nil, nil, err
+	}
 	var buf bytes.Buffer
+	rows := make([][]interface{}, len(objs))
 	for i := range objs {
 		obj := &objs[i]
 		cells := make([]interface{}, 0, len(tc.columns))
@@ -91,16 +121,9 @@ func (s *Server) table(r *http.Request, q *apiRequest, objs []unstructured.Unstr
 				cells = append(cells, cell(p, tc.columns[j+1].Type, obj.Object, &buf))
 			}
 		}
-		row := metav1.TableRow{Cells: cells}
-		switch include {
-		case metav1.IncludeMetadata:
-			row.Object = runtime.RawExtension{Object: toPartial(obj)}
-		case metav1.IncludeObject:
-			row.Object = runtime.RawExtension{Object: obj}
-		}
-		t.Rows = append(t.Rows, row)
+		rows[i] = cells
 	}
-	return t, nil
+	return tc.columns, rows, nil
 }
 
 // cell evaluates one printer column for an object.
