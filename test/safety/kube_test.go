@@ -194,11 +194,20 @@ func (f *fleet) startControllerManager() *proc {
 
 // kubeSettled is settled for a kube fleet, which publishes no StorageVersions: every
 // resource with a storage version hash in discovery has a StorageState equal to its
-// current hash, no migration is under way, and every CRD's storedVersions is its
-// storage version alone.
+// current hash, which the controller-manager has confirmed since the wait began, no
+// migration is under way, and every CRD's storedVersions is its storage version alone.
+//
+// The confirmation matters: the manager reads discovery once a poll, so for up to a
+// poll after a roll it may still act on the fleet before it (delete the state of a
+// resource the old release did not serve, which the new one serves: a migration
+// follows). A state confirmed after the wait began was looked at with discovery read
+// after the roll.
 func (f *fleet) kubeSettled(ctx context.Context, s *server) string {
 	tracked, why := f.statesPersisted(ctx, s)
 	if why != "" {
+		return why
+	}
+	if why := f.statesConfirmedSince(ctx, s, f.settleFrom); why != "" {
 		return why
 	}
 	if why := untracked(s, tracked, "has a storage version hash", func(_ schema.GroupResource, r metav1.APIResource) bool {
@@ -210,6 +219,27 @@ func (f *fleet) kubeSettled(ctx context.Context, s *server) string {
 		return why
 	}
 	return crdsSettled(ctx, s)
+}
+
+// statesConfirmedSince is why a StorageState's heartbeat is older than from ("" if
+// none is). Heartbeats are in whole seconds: one from the second from falls in is not
+// after it.
+func (f *fleet) statesConfirmedSince(ctx context.Context, s *server, from time.Time) string {
+	states, err := s.dynamicClients.Resource(migrationapi.StorageStates).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	after := from.Truncate(time.Second).Add(time.Second)
+	for _, u := range states.Items {
+		var st migrationapi.StorageState
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &st); err != nil {
+			return err.Error()
+		}
+		if hb := st.Status.LastHeartbeatTime.Time; hb.Before(after) {
+			return fmt.Sprintf("StorageState %s: last confirmed at %s, before the wait began", st.Name, hb.Format(time.TimeOnly))
+		}
+	}
+	return ""
 }
 
 // storedInStorageVersion: once the fleet has settled, every custom resource in etcd

@@ -241,7 +241,8 @@ func (f *fleet) quiesce(t *testing.T) {
 	t.Helper()
 	s := f.randomLive(f.rng)
 	why := "not checked"
-	deadline := time.Now().Add(3 * time.Minute)
+	f.settleFrom = time.Now()
+	deadline := f.settleFrom.Add(3 * time.Minute)
 	for why != "" {
 		if time.Now().After(deadline) {
 			f.anomaly("not settled within 3 minutes: %s", why)

@@ -50,6 +50,9 @@ type fleet struct {
 	report *report
 	// newest and oldest are the catalog's releases.
 	newest, oldest *version.Version
+	// settleFrom is when the current wait for the fleet to settle began: after the
+	// last change (kubeSettled asks the controller-manager to have looked since).
+	settleFrom time.Time
 
 	mu        sync.Mutex
 	anomalies []string
@@ -388,7 +391,8 @@ func (f *fleet) upgradeCheck(r release) (bool, string) {
 func (f *fleet) waitSettled(what string) {
 	f.t.Helper()
 	why := ""
-	deadline := time.Now().Add(3 * time.Minute)
+	f.settleFrom = time.Now()
+	deadline := f.settleFrom.Add(3 * time.Minute)
 	for {
 		ctx, cancel := context.WithTimeout(f.t.Context(), 15*time.Second)
 		why = f.settled(ctx, f.randomLive(f.rng))
