@@ -3,7 +3,7 @@ package kubesemantics
 import (
 	"context"
 	"fmt"
-		"sync"
+	"sync"
 
 	"github.com/concordproject/concord/registry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
