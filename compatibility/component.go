@@ -71,7 +71,7 @@ func (o *ComponentOptions) Complete(ctx context.Context) (*ComponentConfig, erro
 	if !versionsOK || len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	gate, gateErrs := newFeatureGate(klog.FromContext(ctx), cat, v, values, append(slices.Clone(o.Gates), allAlpha, allBeta))
+	gate, gateErrs := newFeatureGate(klog.FromContext(ctx), cat, v, values, append(slices.Clone(o.Gates), allAlpha, allBeta), nil)
 	if len(gateErrs) > 0 {
 		return nil, errors.Join(gateErrs...)
 	}

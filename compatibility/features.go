@@ -51,6 +51,27 @@ const (
 // feature is then disabled (enabled).
 var ownFeatures = []featuregate.Feature{APIServerIdentity, StorageVersionAPI}
 
+// addKubeGates adds to gates those of kube that gates lacks and that are honoured,
+// and returns their dependencies among gates.
+func addKubeGates(gates map[featuregate.Feature]featuregate.VersionedSpecs, kube featuregate.FeatureGate, honoured func(featuregate.Feature) bool) map[featuregate.Feature][]featuregate.Feature {
+	if kube == nil {
+		return nil
+	}
+	added := map[featuregate.Feature]bool{}
+	for f, specs := range kube.DeepCopy().GetAllVersioned() {
+		if _, ok := gates[f]; !ok && honoured(f) && f != allAlpha && f != allBeta {
+			gates[f], added[f] = specs, true
+		}
+	}
+	deps := map[featuregate.Feature][]featuregate.Feature{}
+	for f, d := range kube.Dependencies() {
+		if added[f] {
+			deps[f] = slices.DeleteFunc(slices.Clone(d), func(g featuregate.Feature) bool { _, ok := gates[g]; return !ok })
+		}
+	}
+	return deps
+}
+
 // enabled reports whether f is enabled in gate; a gate gate does not know is disabled.
 func enabled(gate featuregate.MutableVersionedFeatureGate, f featuregate.Feature) bool {
 	if _, known := gate.GetAll()[f]; !known {
@@ -127,7 +148,9 @@ func parseFeatureGates(items []string) (map[string]bool, []error) {
 // emulation version), each broken dependency and, since Concord follows the KEP there,
 // each alpha feature enabled while emulating an older release. only, if not nil,
 // restricts the gates to those a component honours (the others are unrecognized).
-func newFeatureGate(logger klog.Logger, cat *catalog.Catalog, v Versions, set map[string]bool, only []featuregate.Feature) (featuregate.MutableVersionedFeatureGate, []error) {
+// kube, if not nil, adds the gates of Kubernetes' code the server runs that the
+// catalog does not define, with their dependencies.
+func newFeatureGate(logger klog.Logger, cat *catalog.Catalog, v Versions, set map[string]bool, only []featuregate.Feature, kube featuregate.FeatureGate) (featuregate.MutableVersionedFeatureGate, []error) {
 	gate := featuregate.NewVersionedFeatureGateWithMinCompatibility(v.Emulation, v.MinCompatibility)
 	gates := cat.FeatureGates()
 	honoured := func(f featuregate.Feature) bool { return only == nil || slices.Contains(only, f) }
@@ -141,10 +164,12 @@ func newFeatureGate(logger klog.Logger, cat *catalog.Catalog, v Versions, set ma
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	kubeDeps := addKubeGates(gates, kube, honoured)
 	if err := gate.AddVersioned(gates); err != nil {
 		return nil, []error{fmt.Errorf("the API catalog's feature gates: %w", err)}
 	}
-	deps := make(map[featuregate.Feature][]featuregate.Feature, len(featureDependencies))
+	deps := make(map[featuregate.Feature][]featuregate.Feature, len(featureDependencies)+len(kubeDeps))
+	maps.Copy(deps, kubeDeps)
 	for f, d := range featureDependencies {
 		if honoured(f) {
 			deps[f] = slices.DeleteFunc(slices.Clone(d), func(f featuregate.Feature) bool { return !honoured(f) })

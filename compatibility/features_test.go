@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
+	_ "k8s.io/kubernetes/pkg/features" // kube's gates, for TestKubeGates
 
 	"github.com/concordproject/concord/catalog"
 )
@@ -332,6 +334,35 @@ func TestFeatureErrorsTogether(t *testing.T) {
 		"unrecognized feature gate: CoordinatedLeaderElection",
 		"unrecognized feature gate: SeparateCacheWatchRPC",
 		"StorageVersionAPI is enabled, but depends on features that are disabled: [APIServerIdentity]",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors = %q, want %q", got, want)
+	}
+}
+
+// With KubeGates, every gate of kube-apiserver's code is a gate of the server: set at
+// its own history, refused where kube-apiserver refuses it.
+func TestKubeGates(t *testing.T) {
+	kube := utilfeature.DefaultMutableFeatureGate // kube's gates, registered by pkg/features
+	cfg, err := (&Options{KubeGates: kube, FeatureGates: []string{"ContainerStopSignals=true,HPAScaleToZero=false"}}).Complete(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Enabled("ContainerStopSignals") || cfg.Enabled("HPAScaleToZero") {
+		t.Errorf("ContainerStopSignals %v, HPAScaleToZero %v; want set on, set off", cfg.Enabled("ContainerStopSignals"), cfg.Enabled("HPAScaleToZero"))
+	}
+	got := errorLines(t, &Options{KubeGates: kube, EmulationVersion: []string{"1.36"},
+		FeatureGates: []string{"ContainerStopSignals=true,GenericWorkload=false"}})
+	want := []string{
+		"alpha features [ContainerStopSignals] cannot be enabled with emulation version 1.36, lower than the binary version 1.37: disable them or emulate 1.37",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors = %q, want %q", got, want)
+	}
+	got = errorLines(t, &Options{KubeGates: kube, BinaryVersion: "1.36", FeatureGates: []string{"HPAGeneration=true,Nope=true"}})
+	want = []string{
+		"cannot set feature gate HPAGeneration to true, feature is PreAlpha at emulated version 1.36, min compatibility version 1.35",
+		"unrecognized feature gate: Nope",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("errors = %q, want %q", got, want)

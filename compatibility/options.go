@@ -38,6 +38,11 @@ type Options struct {
 	// same forms. Empty: emulation-1, or the emulation version at the bottom of the
 	// supported range.
 	MinCompatibilityVersion []string
+	// KubeGates are the feature gates of Kubernetes' own code the server runs (package
+	// kubesemantics), with their histories and dependencies: honoured beside the
+	// catalog's, resolved at the same versions (the catalog's own history of a gate
+	// both define wins). Nil: the catalog's alone.
+	KubeGates featuregate.FeatureGate
 	// FeatureGates holds "Name=bool" items (optionally "kube:Name=bool"), in flag
 	// order; a later item for the same gate wins (--feature-gates, repeatable).
 	FeatureGates []string
@@ -67,7 +72,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	emulationRange, gates := "", ""
 	if cat, err := catalog.Default(); err == nil {
 		emulationRange = fmt.Sprintf(" Options are: %s=%s..%s (default %s) with the built-in API catalog.", Component, Floor(cat), cat.BinaryVersion(), cat.BinaryVersion())
-		gates = " Options are: " + strings.Join(knownGates(cat), ", ") + ", AllAlpha, AllBeta."
+		gates = " Options are: " + strings.Join(knownGates(cat), ", ") + ", AllAlpha, AllBeta"
+		if o.KubeGates != nil {
+			gates += fmt.Sprintf(", and the %d gates of kube-apiserver %s", len(o.KubeGates.DeepCopy().GetAllVersioned()), cat.BinaryVersion())
+		}
+		gates += "."
 	}
 	emulation := &listValue{items: &o.EmulationVersion, replace: true, kind: "strings"}
 	fs.Var(emulation, "emulation-version", "The Kubernetes release whose APIs and features the server presents (major.minor, e.g. 1.36 or kube=1.36): "+
@@ -160,7 +169,7 @@ func (o *Options) resolveAPIs(logger klog.Logger) (*resolvedAPIs, []error) {
 	var gate featuregate.MutableVersionedFeatureGate
 	if versionsOK && len(featureErrs) == 0 {
 		var gateErrs []error
-		gate, gateErrs = newFeatureGate(logger, cat, v, featureValues, nil)
+		gate, gateErrs = newFeatureGate(logger, cat, v, featureValues, nil, o.KubeGates)
 		errs = append(errs, gateErrs...)
 	}
 	rc, rcErrs := parseRuntimeConfig(cat, o.RuntimeConfig)

@@ -15,6 +15,7 @@ import (
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/memory"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/service"
@@ -161,7 +162,7 @@ func NewOptions() *Options {
 		RequestTimeout:              time.Minute,
 		IdentityLeaseDuration:       identity.DefaultLeaseDuration,
 		IdentityLeaseRenewInterval:  identity.DefaultRenewInterval,
-		Compatibility:               *compatibility.NewOptions(),
+		Compatibility:               compatibility.Options{KubeGates: kubesemantics.FeatureGates()},
 		Audit:                       audit.NewOptions(),
 		RequestHeader: auth.RequestHeaderConfig{
 			UsernameHeaders: []string{"X-Remote-User"}, UIDHeaders: []string{"X-Remote-Uid"},

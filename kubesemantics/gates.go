@@ -46,6 +46,11 @@ func NewGates(emulation, minCompatibility *version.Version, concord featuregate.
 	return &Gates{gate: g}, nil
 }
 
+// FeatureGates returns every feature gate of kube-apiserver's code, with its history
+// and dependencies, at its defaults: what --feature-gates may set besides Concord's
+// own (compatibility.Options.KubeGates).
+func FeatureGates() featuregate.FeatureGate { return utilfeature.DefaultMutableFeatureGate }
+
 // Enabled reports whether kube's feature f is enabled for this server.
 func (g *Gates) Enabled(f featuregate.Feature) bool { return g.gate.Enabled(f) }
 

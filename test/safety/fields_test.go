@@ -154,9 +154,10 @@ type setField struct {
 type fieldWrite struct {
 	key    string // etcd key
 	fields []setField
-	// pending: what the write stored is not known yet. kube-apiserver drops a field
-	// its emulated release gates off, so a write to it holds stored objects to the
-	// fields it answered with (confirm), and nothing until it answered.
+	// pending: what the write stored is not known yet. A server drops a field its
+	// emulated release gates off (Kubernetes' own field dropping, which Concord's
+	// servers run too), so a write holds stored objects to the fields it answered
+	// with (confirm), and nothing until it answered.
 	pending bool
 }
 
@@ -322,8 +323,8 @@ func (l *fieldLedger) register(write string, w *fieldWrite) {
 	l.writes[write] = w
 }
 
-// confirm holds the objects of a write to kube-apiserver to the fields it answered
-// with, from now on.
+// confirm holds the objects of a write to the fields the server answered with, from
+// now on.
 func (l *fieldLedger) confirm(write string, stored *unstructured.Unstructured) {
 	answered := jsonValue(stored.Object)
 	l.mu.Lock()
@@ -702,7 +703,7 @@ func (w *fieldWriter) write(ctx context.Context, s *server, name string, cur *un
 		w.seq++
 		write := fmt.Sprintf("%s-%d", w.f.name, w.seq)
 		obj, set := l.build(name, write, level, w.seq)
-		l.register(write, &fieldWrite{key: l.prefix + namespace + "/" + name, fields: set, pending: s.kube != ""})
+		l.register(write, &fieldWrite{key: l.prefix + namespace + "/" + name, fields: set, pending: true})
 		before := w.f.releaseOf(s)
 		var err error
 		var stored *unstructured.Unstructured
@@ -713,7 +714,7 @@ func (w *fieldWriter) write(ctx context.Context, s *server, name string, cur *un
 			obj.SetResourceVersion(cur.GetResourceVersion())
 			stored, err = pts.Update(ctx, obj, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict})
 		}
-		if s.kube != "" && err == nil {
+		if err == nil {
 			l.confirm(write, stored)
 		}
 		after := w.f.releaseOf(s)

@@ -18,6 +18,7 @@ import (
 	"github.com/concordproject/concord/harness"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -263,7 +264,30 @@ func (s *server) args(dir string) []string {
 	if s.minCompat != "" {
 		args = append(args, "--min-compatibility-version", s.minCompat)
 	}
+	if gates := fieldGates(s.binary, s.emulation); gates != "" {
+		args = append(args, "--feature-gates", gates)
+	}
 	return args
+}
+
+// fieldGates are the feature gates a Concord server of binary and emulation version
+// ("" for the defaults) is started with: those of the PodTemplate fields the field
+// writer sets that are alpha, and so off by default, from the release each came in, so
+// that the server stores them. A server emulating an older release than its binary's
+// may enable no alpha feature: it drops them, as kube-apiserver does.
+func fieldGates(binary, emulation string) string {
+	if emulation != "" && emulation != binary {
+		return ""
+	}
+	var gates []string
+	for _, g := range []struct{ name, since string }{
+		{"ContainerStopSignals", "1.33"}, {"PodCertificateRequest", "1.34"}, {"GenericWorkload", "1.35"},
+	} {
+		if binary == "" || !version.MustParse(binary).LessThan(version.MustParse(g.since)) {
+			gates = append(gates, g.name+"=true")
+		}
+	}
+	return strings.Join(gates, ",")
 }
 
 // ready is nil when /readyz answers ok.
