@@ -126,7 +126,8 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/controller-manager v0.0.0 // indirect
-	k8s.io/kubelet v0.0.0 // indirect
+	k8s.io/dynamic-resource-allocation v0.0.0 // indirect
+	k8s.io/kubelet v0.37.2 // indirect
 	k8s.io/streaming v0.37.2 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
