@@ -734,7 +734,7 @@ func (w *fieldWriter) write(ctx context.Context, s *server, name string, cur *un
 		}
 		l.mu.Unlock()
 		if (err == nil || refusal) && before.proc == after.proc && before.proc != nil {
-			w.judge(s, before, level, set, err)
+			w.judge(s, before, set, stored, err)
 		}
 		if !refusal {
 			return level, err == nil
@@ -743,10 +743,12 @@ func (w *fieldWriter) write(ctx context.Context, s *server, name string, cur *un
 	return 0, false
 }
 
-// judge checks the server's answer to a write of level against its releases: a field
-// newer than its binary is unknown to it (400 under Strict), one newer than its
-// minimum compatibility release is refused (422), the others are accepted.
-func (w *fieldWriter) judge(s *server, r serverRelease, level int, set []setField, err error) {
+// judge checks the server's answer to a write against its releases: a field newer
+// than its binary is unknown to it (400 under Strict), one newer than its minimum
+// compatibility release is refused (422) or, where the server's emulated release
+// gates it off, dropped (Kubernetes' field dropping: the write is accepted without
+// it), the others are accepted.
+func (w *fieldWriter) judge(s *server, r serverRelease, set []setField, stored *unstructured.Unstructured, err error) {
 	newest := ""
 	var rel *version.Version
 	for _, sf := range set {
@@ -758,9 +760,9 @@ func (w *fieldWriter) judge(s *server, r serverRelease, level int, set []setFiel
 	switch {
 	case rel != nil && rel.GreaterThan(r.binary):
 		want = "refused as unknown (400)"
-	case rel != nil && rel.GreaterThan(r.minCompat) && s.kube == "":
-		// kube-apiserver accepts a field its emulated release gates off, and drops it
-		// (write keeps only the fields it answers with).
+	case rel != nil && rel.GreaterThan(r.minCompat) && s.kube == "" && keptNewer(set, stored, r.minCompat):
+		// kube-apiserver takes no such rule: it keeps what its emulated release's
+		// gates allow (and the write is held to what it answered with).
 		want = "refused as new (422)"
 	}
 	got := "accepted"
@@ -778,6 +780,21 @@ func (w *fieldWriter) judge(s *server, r serverRelease, level int, set []setFiel
 	defer l.mu.Unlock()
 	l.odd = append(l.odd, fmt.Sprintf("%s (binary %s, minimum compatibility %s) %s a PodTemplate whose newest field is %s (introduced in %s), which it should have %s: %v",
 		s.id, r.binary, r.minCompat, got, newest, rel, want, err))
+}
+
+// keptNewer reports whether stored, a write's answer (nil if refused), kept a field of
+// set newer than minCompat.
+func keptNewer(set []setField, stored *unstructured.Unstructured, minCompat *version.Version) bool {
+	if stored == nil {
+		return true
+	}
+	answered := jsonValue(stored.Object)
+	for _, sf := range set {
+		if got, ok := lookup(answered, sf.at); ok && sf.release.GreaterThan(minCompat) && reflect.DeepEqual(got, sf.value) {
+			return true
+		}
+	}
+	return false
 }
 
 // joinRefusal is what a server says when it refuses to join servers whose minimum
