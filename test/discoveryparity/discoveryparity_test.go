@@ -1,0 +1,82 @@
+package discoveryparity_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/concordproject/concord/controlplane"
+	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/discoveryparity"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+)
+
+// own are the resources Concord serves on purpose where kube-apiserver does not.
+var own = []discoveryparity.Own{
+	{GroupVersion: "compatibility.concord.io/v1alpha1", Resource: "versionskews",
+		Reason: "Concord's version-skew API: the releases of the fleet and whether their skew is allowed (package versionskew)"},
+	{GroupVersion: "internal.apiserver.k8s.io/v1alpha1", Resource: "storageversions",
+		Reason: "Concord turns StorageVersionAPI on by default and serves its API with it; kube leaves the alpha API off (docs/compatibility.md, API availability)"},
+	{GroupVersion: "storagemigration.k8s.io/v1", Resource: "storageversionmigrations",
+		Reason: "every Concord release serves the migration API in v1 and v1beta1 whatever its emulation version, so mixed fleets agree on it (docs/compatibility.md)"},
+	{GroupVersion: "storagemigration.k8s.io/v1beta1", Resource: "storageversionmigrations",
+		Reason: "served beside v1 by every Concord release for clients of the beta API (docs/compatibility.md)"},
+}
+
+// TestDiscoveryParity starts a Concord server at the emulation version of each
+// recording in testdata and holds its discovery to what kube-apiserver listed there:
+// every resource and version kube lists, and nothing else but Concord's own.
+func TestDiscoveryParity(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join("testdata", "kube-*-emulating-*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recordings in testdata (%v): CONCORD_KUBEPEER=1 go test ./test/kubepeer -run TestRecordDiscovery -args -rewrite", err)
+	}
+	for _, file := range files {
+		kube, err := discoveryparity.Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel()
+			c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
+				o.Compatibility.EmulationVersion = []string{kube.EmulationVersion}
+			}))
+			cfg := c.Servers[0].Config()
+			waitReady(t, cfg)
+			info, err := discovery.NewDiscoveryClientForConfigOrDie(cfg).ServerVersion()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := discoveryparity.Read(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Server, got.EmulationVersion = "Concord "+info.GitVersion, kube.EmulationVersion
+			rep := discoveryparity.Compare(kube, got, own)
+			t.Logf("%s", rep.Summary())
+			if !rep.Empty() {
+				t.Errorf("Concord's discovery differs from kube-apiserver's:\n%s", rep)
+			}
+		})
+	}
+}
+
+// waitReady waits until the server's /readyz answers ok: every post-start hook done
+// (the CRD controller serving what is stored, local APIServices registered).
+func waitReady(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	dc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		body, err := dc.RESTClient().Get().AbsPath("/readyz").DoRaw(t.Context())
+		if err == nil && string(body) == "ok" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready after a minute: %v %s", err, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
