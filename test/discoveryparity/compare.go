@@ -16,6 +16,22 @@ type Own struct {
 	Reason       string
 }
 
+// Known is a difference a server is known to have, with the reason (what it lacks
+// and which work would remove it): a subresource kube lists that the server does not
+// (Resource "pods/log", Field "subresources"), or a field of an entry both list that
+// differs (Resource "tokenreviews", Field "storageVersionHash"). The difference is
+// then expected; a Known that does not happen is reported, so that the list shrinks
+// as the server catches up.
+type Known struct {
+	GroupVersion string // as discovery names it: "v1", "apps/v1"
+	Resource     string // "<resource>" or "<resource>/<subresource>"
+	Field        string // "subresources" or one of FieldOrder
+	// Emulation limits the difference to the recording of one emulation version
+	// ("1.37"); "" is every recording.
+	Emulation string
+	Reason    string
+}
+
 // Report is how one server's discovery differs from kube-apiserver's. Every list is
 // sorted; lines name a group version as discovery does ("v1", "apps/v1") and then the
 // resource.
@@ -38,6 +54,10 @@ type Report struct {
 	// not (expected); OwnWrong are declarations that do not hold: the server does
 	// not serve the resource in that group version.
 	OwnServed, OwnWrong []string
+	// KnownSeen are the declared Known differences found (expected), with their
+	// reasons; KnownWrong the declarations of this recording's emulation version
+	// that do not happen.
+	KnownSeen, KnownWrong []string
 	// PreferredVersions are groups whose preferred version differs.
 	PreferredVersions []string
 	// Fields are the differences of resources (and subresources) both serve in the
@@ -86,9 +106,51 @@ func groupOf(gv string) string {
 	return ""
 }
 
+// knownKey names a Known difference.
+type knownKey struct{ gv, name, field string }
+
+// knownSet is the Known differences of one recording, and which happened.
+type knownSet struct {
+	rep      *Report
+	expected map[knownKey]Known
+	seen     map[knownKey]bool
+}
+
+func newKnownSet(rep *Report, known []Known, emulation string) *knownSet {
+	ks := &knownSet{rep: rep, expected: map[knownKey]Known{}, seen: map[knownKey]bool{}}
+	for _, k := range known {
+		if k.Emulation == "" || k.Emulation == emulation {
+			ks.expected[knownKey{k.GroupVersion, k.Resource, k.Field}] = k
+		}
+	}
+	return ks
+}
+
+// differs records a difference of field for an entry, unless it is known.
+func (ks *knownSet) differs(gv, name, field, line string) {
+	key := knownKey{gv, name, field}
+	if k, ok := ks.expected[key]; ok {
+		ks.seen[key] = true
+		ks.rep.KnownSeen = append(ks.rep.KnownSeen, fmt.Sprintf("%s %s %s: %s", gv, name, field, k.Reason))
+		return
+	}
+	ks.rep.Fields[field] = append(ks.rep.Fields[field], line)
+}
+
+// finish reports the known differences that did not happen, and sorts.
+func (ks *knownSet) finish() {
+	for key, k := range ks.expected {
+		if !ks.seen[key] {
+			ks.rep.KnownWrong = append(ks.rep.KnownWrong, fmt.Sprintf("%s %s %s: declared a known difference, but there is none", k.GroupVersion, k.Resource, k.Field))
+		}
+	}
+	slices.Sort(ks.rep.KnownSeen)
+	slices.Sort(ks.rep.KnownWrong)
+}
+
 // Compare compares server's discovery with kube's; own are the resources the server
-// serves on purpose that kube does not.
-func Compare(kube, server *Record, own []Own) *Report {
+// serves on purpose that kube does not, known the differences it is known to have.
+func Compare(kube, server *Record, own []Own, known []Known) *Report {
 	rep := &Report{Kube: kube.Server + " emulating " + kube.EmulationVersion, Server: server.Server + " emulating " + server.EmulationVersion, Fields: map[string][]string{}}
 	ke, kv, kp := index(kube)
 	se, sv, sp := index(server)
@@ -97,7 +159,7 @@ func Compare(kube, server *Record, own []Own) *Report {
 	for _, o := range own {
 		isOwn[entryKey{o.GroupVersion, o.Resource}] = true
 	}
-
+	ks := newKnownSet(rep, known, kube.EmulationVersion)
 	for _, gr := range slices.Sorted(maps.Keys(kv)) {
 		if _, ok := sv[gr]; !ok {
 			rep.MissingResources = append(rep.MissingResources, fmt.Sprintf("%s (%s)", gr, strings.Join(kv[gr], ", ")))
@@ -117,10 +179,10 @@ func Compare(kube, server *Record, own []Own) *Report {
 		}
 		got, ok := se[k]
 		if !ok {
-			rep.Fields["subresources"] = append(rep.Fields["subresources"], fmt.Sprintf("%s %s: lacks %s", k.gv, parent, sub))
+			ks.differs(k.gv, k.name, "subresources", fmt.Sprintf("%s %s: lacks %s", k.gv, parent, sub))
 			continue
 		}
-		compareEntry(rep, k, ke[k], got)
+		compareEntry(k, ke[k], got, ks.differs)
 	}
 	for _, k := range sortedKeys(se) {
 		parent, sub, isSub := strings.Cut(k.name, "/")
@@ -139,6 +201,22 @@ func Compare(kube, server *Record, own []Own) *Report {
 			rep.Fields["subresources"] = append(rep.Fields["subresources"], fmt.Sprintf("%s %s: also serves %s, which kube does not", k.gv, parent, sub))
 		}
 	}
+	compareOwn(rep, own, se, ke)
+	ks.finish()
+	for _, g := range slices.Sorted(maps.Keys(kp)) {
+		if s, ok := sp[g]; ok && s != kp[g] {
+			name := g
+			if name == "" {
+				name = `"" (core)`
+			}
+			rep.PreferredVersions = append(rep.PreferredVersions, fmt.Sprintf("%s: kube prefers %s, the server %s", name, kp[g], s))
+		}
+	}
+	return rep
+}
+
+// compareOwn reports the declared Own resources: served as expected, or not served.
+func compareOwn(rep *Report, own []Own, se, ke map[entryKey]Resource) {
 	for _, o := range own {
 		k := entryKey{o.GroupVersion, o.Resource}
 		_, served := se[k]
@@ -152,16 +230,6 @@ func Compare(kube, server *Record, own []Own) *Report {
 	}
 	slices.Sort(rep.OwnServed)
 	slices.Sort(rep.OwnWrong)
-	for _, g := range slices.Sorted(maps.Keys(kp)) {
-		if s, ok := sp[g]; ok && s != kp[g] {
-			name := g
-			if name == "" {
-				name = `"" (core)`
-			}
-			rep.PreferredVersions = append(rep.PreferredVersions, fmt.Sprintf("%s: kube prefers %s, the server %s", name, kp[g], s))
-		}
-	}
-	return rep
 }
 
 func sortedKeys(m map[entryKey]Resource) []entryKey {
@@ -175,9 +243,10 @@ func sortedKeys(m map[entryKey]Resource) []entryKey {
 	return keys
 }
 
-func compareEntry(rep *Report, k entryKey, want, got Resource) {
+// compareEntry reports, through differs, how got differs from want by field.
+func compareEntry(k entryKey, want, got Resource, differs func(gv, name, field, line string)) {
 	add := func(field, format string, args ...any) {
-		rep.Fields[field] = append(rep.Fields[field], fmt.Sprintf("%s %s: ", k.gv, k.name)+fmt.Sprintf(format, args...))
+		differs(k.gv, k.name, field, fmt.Sprintf("%s %s: ", k.gv, k.name)+fmt.Sprintf(format, args...))
 	}
 	if d := setDiff(want.Verbs, got.Verbs); d != "" {
 		add("verbs", "%s", d)
@@ -235,9 +304,10 @@ func setDiff(want, got []string) string {
 	return strings.Join(parts, "; ")
 }
 
-// Empty tells whether the server lists what kube lists and nothing else but its own.
+// Empty tells whether the server lists what kube lists and nothing else but its own,
+// its known differences apart, and whether every known difference declared happens.
 func (r *Report) Empty() bool {
-	n := len(r.MissingResources) + len(r.MissingVersions) + len(r.Extra) + len(r.OwnWrong) + len(r.PreferredVersions)
+	n := len(r.MissingResources) + len(r.MissingVersions) + len(r.Extra) + len(r.OwnWrong) + len(r.KnownWrong) + len(r.PreferredVersions)
 	for _, lines := range r.Fields {
 		n += len(lines)
 	}
@@ -256,6 +326,8 @@ func (r *Report) Summary() string {
 	line(len(r.Extra), "resources the server serves that kube does not (not its own)")
 	line(len(r.OwnServed), "of the server's own resources served (expected)")
 	line(len(r.OwnWrong), "declarations of the server's own resources that do not hold")
+	line(len(r.KnownSeen), "known differences found (expected)")
+	line(len(r.KnownWrong), "declarations of known differences that do not happen")
 	line(len(r.PreferredVersions), "groups preferring another version")
 	for _, f := range FieldOrder {
 		line(len(r.Fields[f]), "resources (or subresources) differing in "+f)
@@ -280,10 +352,12 @@ func (r *Report) String() string {
 	section("Versions missing (the resource is served in another version)", r.MissingVersions)
 	section("Resources the server serves that kube does not", r.Extra)
 	section("Declared the server's own, wrongly", r.OwnWrong)
+	section("Declared known differences that do not happen", r.KnownWrong)
 	section("Preferred versions", r.PreferredVersions)
 	for _, f := range FieldOrder {
 		section("Differences in "+f, r.Fields[f])
 	}
 	section("The server's own resources (expected)", r.OwnServed)
+	section("Known differences (expected)", r.KnownSeen)
 	return b.String()
 }

@@ -17,7 +17,7 @@ func TestCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := discoveryparity.Compare(kube, clone(t, kube), nil); !rep.Empty() {
+	if rep := discoveryparity.Compare(kube, clone(t, kube), nil, nil); !rep.Empty() {
 		t.Fatalf("a recording differs from itself:\n%s", rep)
 	}
 	server := clone(t, kube)
@@ -48,7 +48,7 @@ func TestCompare(t *testing.T) {
 	remove("", "v1", "pods", "pods/status", "pods/log", "pods/exec", "pods/attach", "pods/binding", "pods/eviction",
 		"pods/ephemeralcontainers", "pods/portforward", "pods/proxy", "pods/resize")
 	remove("autoscaling", "v1", "horizontalpodautoscalers", "horizontalpodautoscalers/status")
-	remove("apps", "v1", "deployments/scale")
+	remove("apps", "v1", "deployments/scale", "deployments/status")
 	entry("apps", "v1", "deployments").Verbs = []string{"get"}
 	entry("apps", "v1", "deployments").ShortNames = nil
 	entry("apps", "v1", "deployments").Categories = []string{"all", "extra"}
@@ -63,7 +63,12 @@ func TestCompare(t *testing.T) {
 		}
 	}
 	own := []discoveryparity.Own{{GroupVersion: "v1", Resource: "gadgets", Reason: "not served"}}
-	rep := discoveryparity.Compare(kube, server, own)
+	known := []discoveryparity.Known{
+		{GroupVersion: "apps/v1", Resource: "deployments/status", Field: "subresources", Reason: "not yet"},
+		{GroupVersion: "v1", Resource: "configmaps", Field: "verbs", Reason: "no such difference"},
+		{GroupVersion: "v1", Resource: "secrets", Field: "verbs", Emulation: "1.36", Reason: "another recording's"},
+	}
+	rep := discoveryparity.Compare(kube, server, own, known)
 	t.Logf("%s", rep)
 	check := func(what string, got []string, want ...string) {
 		t.Helper()
@@ -81,6 +86,8 @@ func TestCompare(t *testing.T) {
 	check("versions", rep.MissingVersions, "autoscaling/v1 horizontalpodautoscalers (served: v2)")
 	check("extra", rep.Extra, "v1 widgets")
 	check("own", rep.OwnWrong, "v1 gadgets")
+	check("known", rep.KnownSeen, "apps/v1 deployments/status subresources: not yet")
+	check("known wrong", rep.KnownWrong, "v1 configmaps verbs: declared a known difference, but there is none")
 	check("preferred", rep.PreferredVersions, "autoscaling: kube prefers v2, the server v1")
 	check("subresources", rep.Fields["subresources"], "apps/v1 deployments: lacks scale")
 	check("verbs", rep.Fields["verbs"], "apps/v1 deployments: lacks create, delete, deletecollection, list, patch, update, watch")
