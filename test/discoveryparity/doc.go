@@ -19,7 +19,11 @@
 //     resources kube serves that Concord does not; versions of a resource Concord
 //     serves in another version only; resources Concord serves that kube does not
 //     (its declared own ones apart); preferred versions; and, per resource or
-//     subresource both serve in the same group version, the differences by field.
+//     subresource both serve in the same group version, the differences by field,
+//     less the differences declared Known (each with its reason: the subresources
+//     that are a server's work, the storage version hashes where Concord stores
+//     otherwise), which the report lists apart, and a Known that does not happen
+//     fails.
 //   - TestDiscoveryParity (ordinary suite): one Concord server per recording, started
 //     in-process by package harness at the recording's emulation version, compared
 //     with it. Its failure message lists every difference, after a summary of counts.
