@@ -41,7 +41,9 @@ func TestDefault(t *testing.T) {
 	for _, r := range c.Resources() {
 		order = append(order, r.GroupResource().String())
 	}
-	if want := []string{"configmaps", "events", "namespaces", "podtemplates", "resourcequotas", "secrets", "serviceaccounts", "services", "mutatingadmissionpolicies.admissionregistration.k8s.io"}; !slices.Equal(order[:len(want)], want) {
+	if want := []string{"bindings", "componentstatuses", "configmaps", "endpoints", "events", "limitranges", "namespaces", "nodes",
+		"persistentvolumeclaims", "persistentvolumes", "pods", "podtemplates", "replicationcontrollers", "resourcequotas", "secrets",
+		"serviceaccounts", "services", "mutatingadmissionpolicies.admissionregistration.k8s.io"}; !slices.Equal(order[:len(want)], want) {
 		t.Errorf("resource order starts %v, want %v", order[:len(want)], want)
 	}
 	// Events are two resources of one kind in two groups, each with its own storage.
@@ -99,7 +101,19 @@ func TestDefault(t *testing.T) {
 	if r := c.Resource("apps", "replicasets"); r == nil || r.Subresources == nil || r.Subresources.Scale == nil || r.Names.ShortNames[0] != "rs" {
 		t.Errorf("replicasets have a scale subresource and the short name rs, got %+v", r)
 	}
-	if c.Resource("apps", "statefulsets") != nil {
+	if r := c.Resource("apps", "statefulsets"); r == nil || r.Subresources == nil || r.Subresources.Scale == nil ||
+		*r.Subresources.Scale.LabelSelectorPath != ".spec.selector" || r.Names.ShortNames[0] != "sts" {
+		t.Errorf("statefulsets have a scale subresource and the short name sts, got %+v", r)
+	}
+	// A replication controller's selector is a map of labels, not a LabelSelector: its
+	// scale subresource names none.
+	if r := c.Resource("", "replicationcontrollers"); r == nil || r.Subresources == nil || r.Subresources.Scale == nil ||
+		r.Subresources.Scale.LabelSelectorPath != nil {
+		t.Errorf("replicationcontrollers have a scale subresource without a selector, got %+v", r)
+	}
+	// The extensions group's last resource (Ingresses) was removed in 1.22; its
+	// successors, in networking.k8s.io, are the catalog's.
+	if c.Resource("extensions", "ingresses") != nil {
 		t.Error("found a resource the catalog does not have")
 	}
 }

@@ -175,11 +175,14 @@ func TestValidation(t *testing.T) {
 			want: []string{"emulation version 1.38 is not between [1.34, 1.37]", "minCompatibilityVersion version 1.10 is not between [1.34, 1.37]"},
 		},
 		{
-			// 1.34 has storageversionmigrations only as v1alpha1, which 1.35 removed:
-			// a rollback to 1.34 could not read anything this server writes.
+			// 1.34 has podcertificaterequests and storageversionmigrations only as
+			// v1alpha1, which 1.35 removed: a rollback to 1.34 could not read anything
+			// this server writes.
 			name: "no storage version for a served resource",
 			opts: Options{MinCompatibilityVersion: []string{"1.34"}},
-			want: []string{"no storage version is readable by every release in the compatibility window: storageversionmigrations.storagemigration.k8s.io " +
+			want: []string{"no storage version is readable by every release in the compatibility window: podcertificaterequests.certificates.k8s.io " +
+				"(window [1.34, 1.38]; versions: v1 introduced 1.37; v1beta1 introduced 1.35, removed 1.40; v1alpha1 introduced 1.34, removed 1.35); " +
+				"--min-compatibility-version 1.35 or later would allow one", "no storage version is readable by every release in the compatibility window: storageversionmigrations.storagemigration.k8s.io " +
 				"(window [1.34, 1.38]; versions: v1 introduced 1.37; v1beta1 introduced 1.35, removed 1.40; v1alpha1 introduced 1.30, removed 1.35); " +
 				"--min-compatibility-version 1.35 or later would allow one"},
 		},

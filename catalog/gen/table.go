@@ -89,7 +89,7 @@ type history struct {
 // resources is the content of the default catalog. Lifecycles come from the Go types'
 // APILifecycle* methods (their zz_generated.prerelease-lifecycle.go); the few versions
 // whose types k8s.io/api no longer has carry a history, citing its source.
-var resources = []resourceSpec{
+var resources = append([]resourceSpec{
 	{
 		group: "", plural: "namespaces", shortNames: []string{"ns"},
 		columns:  []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Status", Type: "string", JSONPath: ".status.phase"}},
@@ -569,7 +569,7 @@ var resources = []resourceSpec{
 			}},
 		},
 	},
-}
+}, dataResources...)
 
 // eventColumns are the Table columns kubectl shows for Events: LAST SEEN, TYPE, REASON,
 // OBJECT and MESSAGE, with the JSONPaths that come closest in a group that calls its

@@ -106,7 +106,7 @@ func upgradeCheckOnKube(t *testing.T, bin, rel string) {
 	}
 }
 
-var rewrite = flag.Bool("rewrite", false, "record what upgrade-check reads of the peer in upgradecheck/testdata/clusters")
+var rewrite = flag.Bool("rewrite", false, "record what upgrade-check reads of the peer in upgradecheck/testdata/clusters, and its discovery in test/discoveryparity/testdata (TestRecordDiscovery)")
 
 // record writes what upgrade-check reads of the cluster to
 // upgradecheck/testdata/clusters/kube-<release>.json.

@@ -1,0 +1,151 @@
+package discoveryparity_test
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/concordproject/concord/controlplane"
+	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/discoveryparity"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+)
+
+// own are the resources Concord serves on purpose where kube-apiserver does not.
+var own = []discoveryparity.Own{
+	{GroupVersion: "compatibility.concord.io/v1alpha1", Resource: "versionskews",
+		Reason: "Concord's version-skew API: the releases of the fleet and whether their skew is allowed (package versionskew)"},
+	{GroupVersion: "internal.apiserver.k8s.io/v1alpha1", Resource: "storageversions",
+		Reason: "Concord turns StorageVersionAPI on by default and serves its API with it; kube leaves the alpha API off (docs/compatibility.md, API availability)"},
+	{GroupVersion: "storagemigration.k8s.io/v1", Resource: "storageversionmigrations",
+		Reason: "every Concord release serves the migration API in v1 and v1beta1 whatever its emulation version, so mixed fleets agree on it (docs/compatibility.md)"},
+	{GroupVersion: "storagemigration.k8s.io/v1beta1", Resource: "storageversionmigrations",
+		Reason: "served beside v1 by every Concord release for clients of the beta API (docs/compatibility.md)"},
+	{GroupVersion: "migration.k8s.io/v1alpha1", Resource: "storagestates",
+		Reason: "Concord's storage migration life-cycle, a custom resource its migration controllers install at start (package migration)"},
+}
+
+// known are the differences Concord is known to have, each with the work that would
+// remove it: subresources that are a server's work, not data (Concord serves most
+// built-in resources from the API catalog, as data), and storage version hashes where
+// Concord stores otherwise. Every one must happen: remove it when it no longer does.
+var known = slices.Concat(
+	each("v1", "subresources", "streams to a container through its node's kubelet; Concord runs no kubelet and streams to none",
+		"pods/attach", "pods/exec", "pods/portforward"),
+	each("v1", "subresources", "reads a container's log from its node's kubelet; Concord runs no kubelet",
+		"pods/log"),
+	each("v1", "subresources", "proxies the request to the pod, node or service; Concord proxies to no kubelet or endpoint yet",
+		"pods/proxy", "nodes/proxy", "services/proxy"),
+	each("v1", "subresources", "changes a pod by kube's rules (binding sets spec.nodeName; eviction checks PodDisruptionBudgets, then deletes; the others update parts of the spec): server work beyond the catalog, with kubesemantics' pod strategies",
+		"pods/binding", "pods/eviction", "pods/ephemeralcontainers", "pods/resize"),
+	each("certificates.k8s.io/v1", "subresources", "writes the Approved or Denied condition, authorized by the approve verb on the signer: Concord runs no signer and does not serve it (builtin)",
+		"certificatesigningrequests/approval"),
+	[]discoveryparity.Known{
+		{GroupVersion: "apiextensions.k8s.io/v1", Resource: "customresourcedefinitions", Field: "storageVersionHash",
+			Reason: "kube-apiserver still stores CustomResourceDefinitions as apiextensions.k8s.io/v1beta1; Concord stores them as v1 (package apiextensions)"},
+		{GroupVersion: "events.k8s.io/v1", Resource: "events", Field: "storageVersionHash",
+			Reason: "kube-apiserver stores events.k8s.io Events with the core group's, as v1 Events; Concord stores each group's Events apart, in its own GA version"},
+		{GroupVersion: "storagemigration.k8s.io/v1", Resource: "storageversionmigrations", Field: "storageVersionHash", Emulation: "1.37",
+			Reason: "kube-apiserver 1.37 stores v1beta1 (v1 is new in 1.37); Concord stores v1 in every release (docs/compatibility.md, TestStorageVersionMigrationsStoredAsV1)"},
+		{GroupVersion: "v1", Resource: "bindings", Field: "storageVersionHash",
+			Reason: "kube-apiserver stores no Binding (creating one binds a pod: server work); Concord stores them as data, so they have a storage version"},
+		{GroupVersion: "v1", Resource: "componentstatuses", Field: "storageVersionHash",
+			Reason: "kube-apiserver computes ComponentStatuses from its health checks and stores none; Concord lists stored ones, so they have a storage version"},
+	},
+	each("authentication.k8s.io/v1", "storageVersionHash", unstoredReason, "selfsubjectreviews", "tokenreviews"),
+	each("authorization.k8s.io/v1", "storageVersionHash", unstoredReason,
+		"localsubjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews", "subjectaccessreviews"),
+)
+
+// unstoredReason is why reviews differ in their storage version hash.
+const unstoredReason = "kube-apiserver gives reviews, answered and never stored, no storage version hash; Concord's discovery gives every resource one (server/discovery.go: only persisted resources should)"
+
+// each is the same known difference of several resources of one group version.
+func each(gv, field, reason string, resources ...string) []discoveryparity.Known {
+	out := make([]discoveryparity.Known, 0, len(resources))
+	for _, r := range resources {
+		out = append(out, discoveryparity.Known{GroupVersion: gv, Resource: r, Field: field, Reason: reason})
+	}
+	return out
+}
+
+// TestDiscoveryParity starts a Concord server at the emulation version of each
+// recording in testdata and holds its discovery to what kube-apiserver listed there:
+// every resource and version kube lists, and nothing else but Concord's own.
+func TestDiscoveryParity(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join("testdata", "kube-*-emulating-*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recordings in testdata (%v): CONCORD_KUBEPEER=1 go test ./test/kubepeer -run TestRecordDiscovery -args -rewrite", err)
+	}
+	for _, file := range files {
+		kube, err := discoveryparity.Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel()
+			c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
+				o.Compatibility.EmulationVersion = []string{kube.EmulationVersion}
+			}))
+			cfg := c.Servers[0].Config()
+			waitReady(t, cfg)
+			// The migration controllers install StorageStates' definition at start,
+			// after readiness: wait for it, or the comparison depends on timing.
+			waitServed(t, cfg, "migration.k8s.io/v1alpha1", "storagestates")
+			info, err := discovery.NewDiscoveryClientForConfigOrDie(cfg).ServerVersion()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := discoveryparity.Read(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Server, got.EmulationVersion = "Concord "+info.GitVersion, kube.EmulationVersion
+			rep := discoveryparity.Compare(kube, got, own, known)
+			if rep.Empty() {
+				t.Logf("%s", rep)
+			} else {
+				t.Errorf("Concord's discovery differs from kube-apiserver's:\n%s", rep)
+			}
+		})
+	}
+}
+
+// waitReady waits until the server's /readyz answers ok: every post-start hook done
+// (the CRD controller serving what is stored, local APIServices registered).
+func waitReady(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	dc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		body, err := dc.RESTClient().Get().AbsPath("/readyz").DoRaw(t.Context())
+		if err == nil && string(body) == "ok" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready after a minute: %v %s", err, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitServed waits until discovery lists resource in group version gv.
+func waitServed(t *testing.T, cfg *rest.Config, gv, resource string) {
+	t.Helper()
+	dc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		list, err := dc.ServerResourcesForGroupVersion(gv)
+		if err == nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == resource }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s not served after a minute: %v", gv, resource, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
