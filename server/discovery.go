@@ -191,14 +191,16 @@ func groups(resources []*registry.Resource) []metav1.APIGroup {
 // apiResources lists a resource and its subresources as served at version.
 func apiResources(res *registry.Resource, version string) []metav1.APIResource {
 	main := metav1.APIResource{
-		Name:               res.Names.Plural,
-		SingularName:       res.Names.Singular,
-		Namespaced:         res.Namespaced,
-		Kind:               res.Names.Kind,
-		Verbs:              verbs(res, ""),
-		ShortNames:         res.Names.ShortNames,
-		Categories:         res.Names.Categories,
-		StorageVersionHash: res.StorageVersionHash(),
+		Name:         res.Names.Plural,
+		SingularName: res.Names.Singular,
+		Namespaced:   res.Namespaced,
+		Kind:         res.Names.Kind,
+		Verbs:        verbs(res, ""),
+		ShortNames:   res.Names.ShortNames,
+		Categories:   res.Names.Categories,
+	}
+	if res.Persisted() { // a review is answered, never stored: it has no storage version
+		main.StorageVersionHash = res.StorageVersionHash()
 	}
 	out := []metav1.APIResource{main}
 	for _, sub := range subresources(res, version) {

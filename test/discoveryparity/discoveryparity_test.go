@@ -55,13 +55,7 @@ var known = slices.Concat(
 		{GroupVersion: "v1", Resource: "componentstatuses", Field: "storageVersionHash",
 			Reason: "kube-apiserver computes ComponentStatuses from its health checks and stores none; Concord lists stored ones, so they have a storage version"},
 	},
-	each("authentication.k8s.io/v1", "storageVersionHash", unstoredReason, "selfsubjectreviews", "tokenreviews"),
-	each("authorization.k8s.io/v1", "storageVersionHash", unstoredReason,
-		"localsubjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews", "subjectaccessreviews"),
 )
-
-// unstoredReason is why reviews differ in their storage version hash.
-const unstoredReason = "kube-apiserver gives reviews, answered and never stored, no storage version hash; Concord's discovery gives every resource one (server/discovery.go: only persisted resources should)"
 
 // each is the same known difference of several resources of one group version.
 func each(gv, field, reason string, resources ...string) []discoveryparity.Known {
