@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,23 +37,27 @@ func fieldsDeployment(name string, extra map[string]interface{}) *unstructured.U
 
 // The rows of KEP-4330's test plan about API fields and validation, with real fields
 // of apps/v1 Deployments (their pod template: PodSpec.evictionResponders, new in 1.37,
-// and the toleration operator Gt, valid since 1.35), on one server restarted with
-// other compatibility versions:
+// and the toleration operator Gt, valid since 1.35; both alpha, their gates on where
+// the server may enable alpha features), on one server restarted with other
+// compatibility versions:
 //
 //   - "we only allow data into new API fields once they existed in the previous
 //     release": a 1.37 field is refused (422 Forbidden) while the minimum compatibility
 //     version is 1.36, and accepted at 1.37; back at 1.36, an object that has it stays
 //     updatable while the field is left as it is, and changing it is refused;
 //   - "this needs to account for emulation version": emulating 1.35 (minimum
-//     compatibility 1.34), the operator Gt is refused as 1.34 refuses it ("we only relax
-//     validation after the previous release tolerates it"), accepted from min 1.35;
+//     compatibility 1.34, no alpha gate), the operator Gt is refused in kube's words,
+//     and an update that leaves a stored Gt as it is passes (kube's ratcheting);
 //   - a build of release 1.36 (--binary-version) does not know the 1.37 field at all.
 func TestVersionedFieldsAndValidation(t *testing.T) {
 	t.Parallel()
 	older, newer := releases(t) // 1.36, 1.37
-	c := harness.Start(t, 1)
+	// Both features are alpha in 1.37: kube drops evictionResponders and refuses Gt
+	// unless their gates are on (and no alpha gate may be on while emulating).
+	alphaGates := []string{"EvictionRequestAPI=true,TaintTolerationComparisonOperators=true"}
+	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Compatibility.FeatureGates = alphaGates }))
 	s := c.Servers[0]
-	responders := map[string]interface{}{"evictionResponders": []interface{}{map[string]interface{}{"name": "drain", "priority": int64(10)}}}
+	responders := map[string]interface{}{"evictionResponders": []interface{}{map[string]interface{}{"name": "example.com/drain", "priority": int64(1000)}}}
 	gt := map[string]interface{}{"tolerations": []interface{}{map[string]interface{}{"key": "size", "operator": "Gt", "value": "3"}}}
 
 	// Default: binary 1.37, minimum compatibility 1.36.
@@ -75,10 +80,12 @@ func TestVersionedFieldsAndValidation(t *testing.T) {
 
 	// Emulating 1.35: minimum compatibility 1.34, which refuses Gt.
 	s.Options.Compatibility.EmulationVersion = []string{"1.35"}
+	s.Options.Compatibility.FeatureGates = nil
 	s.Restart(t)
 	dyn = s.Dynamic(t)
 	_, err = createDeployment(t, dyn, fieldsDeployment("gt-old", gt))
-	wantInvalidCause(t, err, "Unsupported value", "spec.template.spec.tolerations[0].operator", `supported values: "", "Equal", "Exists"`)
+	// kube's words: the gate refuses Gt, the message lists every operator there is.
+	wantInvalidCause(t, err, "Unsupported value", "spec.template.spec.tolerations[0].operator", `Unsupported value: "Gt"`)
 	cur, err := dyn.Resource(deploymentsGVR).Namespace("default").Get(t.Context(), "gt", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +99,7 @@ func TestVersionedFieldsAndValidation(t *testing.T) {
 
 	// Minimum compatibility 1.37: the new field is writable.
 	s.Options.Compatibility.EmulationVersion = nil
+	s.Options.Compatibility.FeatureGates = alphaGates
 	s.Options.Compatibility.MinCompatibilityVersion = []string{newer}
 	s.Restart(t)
 	dyn = s.Dynamic(t)
@@ -116,7 +124,7 @@ func TestVersionedFieldsAndValidation(t *testing.T) {
 	if cur, err = res.Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("an update leaving the %s field as it is: %v", newer, err)
 	}
-	_ = unstructured.SetNestedSlice(cur.Object, []interface{}{map[string]interface{}{"name": "drain", "priority": int64(20)}},
+	_ = unstructured.SetNestedSlice(cur.Object, []interface{}{map[string]interface{}{"name": "example.com/drain", "priority": int64(2000)}},
 		"spec", "template", "spec", "evictionResponders")
 	_, err = res.Update(t.Context(), cur, metav1.UpdateOptions{})
 	wantInvalidCause(t, err, "Forbidden", "spec.template.spec.evictionResponders", "introduced in release 1.37")
@@ -127,6 +135,7 @@ func TestVersionedFieldsAndValidation(t *testing.T) {
 
 	// A build of 1.36 does not know the field.
 	s.Options.Compatibility.BinaryVersion = older
+	s.Options.Compatibility.FeatureGates = nil
 	s.Restart(t)
 	dyn = s.Dynamic(t)
 	_, err = dyn.Resource(deploymentsGVR).Namespace("default").Create(t.Context(), fieldsDeployment("old-build", responders),
