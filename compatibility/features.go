@@ -52,7 +52,7 @@ const (
 var ownFeatures = []featuregate.Feature{APIServerIdentity, StorageVersionAPI}
 
 // addKubeGates adds to gates those of kube that gates lacks and that are honoured,
-// and returns their dependencies among gates.
+// and returns their dependencies among those it added.
 func addKubeGates(gates map[featuregate.Feature]featuregate.VersionedSpecs, kube featuregate.FeatureGate, honoured func(featuregate.Feature) bool) map[featuregate.Feature][]featuregate.Feature {
 	if kube == nil {
 		return nil
@@ -66,7 +66,9 @@ func addKubeGates(gates map[featuregate.Feature]featuregate.VersionedSpecs, kube
 	deps := map[featuregate.Feature][]featuregate.Feature{}
 	for f, d := range kube.Dependencies() {
 		if added[f] {
-			deps[f] = slices.DeleteFunc(slices.Clone(d), func(g featuregate.Feature) bool { _, ok := gates[g]; return !ok })
+			// Only among kube's own: the catalog's gates have Concord's histories (its
+			// APIServerIdentity was alpha before kube's gates that need it were beta).
+			deps[f] = slices.DeleteFunc(slices.Clone(d), func(g featuregate.Feature) bool { return !added[g] })
 		}
 	}
 	return deps
