@@ -33,7 +33,8 @@ func hpaResource(t *testing.T, release string) *registry.Resource {
 // (off at 1.34); kube's errors, minReplicas 0 with HPAScaleToZero (on at 1.37, off at
 // 1.36, but for an autoscaler that already has it).
 func TestHorizontalPodAutoscalers(t *testing.T) {
-	r := hpaResource(t, "1.37")
+	// The catalog's resource keeps v2beta1 and v2beta2, unserved, which kube no longer knows.
+	r := catalogResource(t, semanticsAt(t, "1.37"), "autoscaling", "horizontalpodautoscalers")
 	h := mustCreate(t, r, "v2", hpaManifest)
 	wantField(t, h, "metadata.generation", 1)
 	wantField(t, h, "status", map[string]any{"currentMetrics": nil, "desiredReplicas": 0})
