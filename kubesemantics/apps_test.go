@@ -220,7 +220,7 @@ status: {replicas: 3}
 // bad service name, a selector that misses the template and negative replicas; the
 // generation of a spec change; what an update and a status update may change.
 func TestStatefulSets(t *testing.T) {
-	r := handResource(t, semanticsAt(t, "1.37"), "apps", "StatefulSet", "statefulsets", "v1")
+	r := catalogResource(t, semanticsAt(t, "1.37"), "apps", "statefulsets")
 	ss := mustCreate(t, r, "v1", statefulSet)
 	wantField(t, ss, "metadata.generation", 1)
 	wantField(t, ss, "status", map[string]any{"replicas": 0, "availableReplicas": 0})
@@ -233,7 +233,7 @@ func TestStatefulSets(t *testing.T) {
 		"terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
 	}})
 
-	old := handResource(t, semanticsAt(t, "1.36"), "apps", "StatefulSet", "statefulsets", "v1")
+	old := catalogResource(t, semanticsAt(t, "1.36"), "apps", "statefulsets")
 	wantField(t, mustCreate(t, old, "v1", statefulSet), "spec.updateStrategy.rollingUpdate", map[string]any{"partition": 0})
 
 	for _, tc := range []struct {
@@ -323,7 +323,7 @@ spec:
 // annotation, which only the server sets.
 func TestDaemonSets(t *testing.T) {
 	const templateGeneration = "deprecated.daemonset.template.generation"
-	r := handResource(t, semanticsAt(t, "1.37"), "apps", "DaemonSet", "daemonsets", "v1")
+	r := catalogResource(t, semanticsAt(t, "1.37"), "apps", "daemonsets")
 	ds := mustCreate(t, r, "v1", daemonSet)
 	wantField(t, ds, "metadata.generation", 1)
 	wantField(t, ds, "metadata.annotations", map[string]any{templateGeneration: "1"})
@@ -373,7 +373,7 @@ func TestDaemonSets(t *testing.T) {
 // ControllerRevisions: validation alone; the generation stays the client's; data and
 // revision number never change.
 func TestControllerRevisions(t *testing.T) {
-	r := handResource(t, semanticsAt(t, "1.37"), "apps", "ControllerRevision", "controllerrevisions", "v1")
+	r := catalogResource(t, semanticsAt(t, "1.37"), "apps", "controllerrevisions")
 	const revision = `
 apiVersion: apps/v1
 kind: ControllerRevision
