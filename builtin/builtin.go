@@ -98,6 +98,7 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 var conditionalUpdatesOnly = map[schema.GroupResource]bool{
 	leasesGR: true,
 	{Group: "coordination.k8s.io", Resource: "leasecandidates"}: true,
+	{Group: "policy", Resource: "poddisruptionbudgets"}:         true,
 	admission.ValidatingPoliciesGR:                              true,
 	admission.ValidatingPolicyBindingsGR:                        true,
 	admission.MutatingPoliciesGR:                                true,

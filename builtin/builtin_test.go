@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -186,42 +185,5 @@ func TestOwnStorageVersionMigrations(t *testing.T) {
 	}
 	if defs[0] != defs[1] || defs[1] != defs[2] || defs[0] != "storage v1, versions v1(served=true) v1beta1(served=true)" {
 		t.Errorf("definitions by release: %q", defs)
-	}
-}
-
-// The affinity of a suspended Job that never started: node affinity may come, change
-// and go (with the affinity, if it held nothing else); pod affinity may not.
-func TestJobSchedulingAffinity(t *testing.T) {
-	nodeAffinity := func(zone string) map[string]interface{} {
-		return map[string]interface{}{"requiredDuringSchedulingIgnoredDuringExecution": map[string]interface{}{"zone": zone}}
-	}
-	podAffinity := map[string]interface{}{"preferredDuringSchedulingIgnoredDuringExecution": []interface{}{}}
-	job := func(affinity map[string]interface{}) map[string]interface{} {
-		podSpec := map[string]interface{}{"containers": []interface{}{map[string]interface{}{"name": "c"}}}
-		if affinity != nil {
-			podSpec["affinity"] = affinity
-		}
-		return map[string]interface{}{"spec": map[string]interface{}{"suspend": true,
-			"template": map[string]interface{}{"metadata": map[string]interface{}{}, "spec": podSpec}}}
-	}
-	for _, tc := range []struct {
-		name     string
-		old, new map[string]interface{}
-		ok       bool
-	}{
-		{"node affinity added", nil, map[string]interface{}{"nodeAffinity": nodeAffinity("a")}, true},
-		{"node affinity changed", map[string]interface{}{"nodeAffinity": nodeAffinity("a")}, map[string]interface{}{"nodeAffinity": nodeAffinity("b")}, true},
-		{"affinity of node affinity alone cleared", map[string]interface{}{"nodeAffinity": nodeAffinity("a")}, nil, true},
-		{"affinity with pod affinity cleared", map[string]interface{}{"nodeAffinity": nodeAffinity("a"), "podAffinity": podAffinity}, nil, false},
-		{"pod affinity added", nil, map[string]interface{}{"podAffinity": podAffinity}, false},
-	} {
-		old, updated := job(tc.old), job(tc.new)
-		errs := validateJobSpecUpdate(updated, old)
-		if ok := len(errs) == 0; ok != tc.ok {
-			t.Errorf("%s: %v, want allowed %v", tc.name, errs, tc.ok)
-		}
-		if !reflect.DeepEqual(old, job(tc.old)) || !reflect.DeepEqual(updated, job(tc.new)) {
-			t.Errorf("%s: the check changed the objects", tc.name)
-		}
 	}
 }

@@ -12,11 +12,10 @@
 // stores and decodes it alike.
 // The few that no other package owns live here, one file per resource: Events (their
 // expiry, the field selectors of core Events, kubectl's columns), Leases (created by
-// PUT), Deployments (the defaults, selector rules and READY column of Kubernetes'
-// API server; no controller acts on them), PodTemplates (the pod-spec defaults),
-// CronJobs (the legacy garbage collection default of batch/v1beta1), Jobs (defaults,
-// the generated selector, the spec's update rules, batch/v1's legacy orphaning
-// default; no controller runs them) and CertificateSigningRequests (the requester
+// PUT), Deployments (kubectl's READY column; no controller acts on them), CronJobs
+// (the legacy garbage collection default of batch/v1beta1), Jobs (kubectl's columns,
+// batch/v1's legacy orphaning default; no controller runs them) and
+// CertificateSigningRequests (the requester
 // recorded, a spec that never changes; nothing approves or signs them). Events'
 // deletions never involve the garbage collector, as in Kubernetes.
 //

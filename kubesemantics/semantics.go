@@ -47,15 +47,18 @@ var strategies = sync.OnceValue(func() map[schema.GroupResource]*strategy {
 
 // Configure gives r Kubernetes' defaults, preparation and validation
 // (registry.Semantics), kube's conversion between its versions and kube's Table
-// columns, if this package has a strategy for it and kube's scheme knows
-// every version of it, and reports whether it did.
+// columns, if this package has a strategy for it and kube's scheme knows every
+// version of it that is served or stored, and reports whether it did.
 func (s *Semantics) Configure(r *registry.Resource) bool {
 	st, ok := strategies()[r.GroupResource()]
 	if !ok {
 		return false
 	}
 	for _, v := range r.Versions {
-		if !legacyscheme.Scheme.Recognizes(r.GroupVersion(v.Name).WithKind(r.Names.Kind)) {
+		// A version kube has removed (HorizontalPodAutoscalers' v2beta1 and v2beta2)
+		// may stay in the catalog, unserved and not stored: no request reads or
+		// writes it, and converting to or from it fails.
+		if (v.Served || v.Name == r.StorageVersion) && !legacyscheme.Scheme.Recognizes(r.GroupVersion(v.Name).WithKind(r.Names.Kind)) {
 			return false
 		}
 	}

@@ -10,12 +10,15 @@ import (
 	"github.com/concordproject/concord/harness"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 )
 
 func configMap(name string, data map[string]string) *corev1.ConfigMap {
@@ -260,7 +263,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 
 // An update without metadata.resourceVersion overwrites a ConfigMap, as Kubernetes
 // allows for most built-in resources, and is refused as invalid for a custom resource,
-// a CRD and a Lease, whose Kubernetes strategies require it.
+// a CRD, a Lease and a PodDisruptionBudget, whose Kubernetes strategies require it.
 func TestUnconditionalUpdate(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 1)
@@ -291,6 +294,14 @@ func TestUnconditionalUpdate(t *testing.T) {
 	}
 	_, err = cs.CoordinationV1().Leases("default").Update(ctx, lease, metav1.UpdateOptions{})
 	refused("a Lease", err)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "blind"}, Spec: policyv1.PodDisruptionBudgetSpec{
+		MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
+	}}
+	if _, err := cs.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cs.PolicyV1().PodDisruptionBudgets("default").Update(ctx, pdb, metav1.UpdateOptions{})
+	refused("a PodDisruptionBudget", err)
 
 	crds := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions()
 	crd, err := crds.Create(ctx, cronTabCRD("blind.example.com"), metav1.CreateOptions{})

@@ -14,6 +14,7 @@ import (
 	batchv1client "k8s.io/client-go/kubernetes/typed/batch/v1"
 
 	"github.com/concordproject/concord/harness"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -118,7 +119,8 @@ func TestJobs(t *testing.T) {
 
 // checkJobUpdates checks Kubernetes' rules for updates of a Job's spec: a typed
 // client's read-modify-write of a mutable field passes; the pod template is
-// immutable but for the scheduling directives of a suspended Job that never started;
+// immutable but for the scheduling directives and container resources of a suspended
+// Job that never started;
 // completions changes only with parallelism, and only for an Indexed Job.
 func checkJobUpdates(t *testing.T, jobs batchv1client.JobInterface, app map[string]string) {
 	t.Helper()
@@ -142,7 +144,9 @@ func checkJobUpdates(t *testing.T, jobs batchv1client.JobInterface, app map[stri
 		t.Errorf("a typed client changing backoffLimit and suspend: %v", err)
 	}
 	err := update("running", func(j *batchv1.Job) { j.Spec.Template.Spec.Containers[0].Image = "busybox:1.37" })
-	wantImmutable("changing the image", err, "spec.template", "field is immutable")
+	// Suspended with no active Pods, the Job may change its containers' resources
+	// only: kube checks the rest of the Pod spec.
+	wantImmutable("changing the image", err, "spec.template.spec", "field is immutable")
 	err = update("running", func(j *batchv1.Job) { j.Spec.Completions = ptr.To[int32](3) })
 	wantImmutable("changing completions of a NonIndexed Job", err, "spec.completions", "field is immutable")
 	err = update("running", func(j *batchv1.Job) { j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion) })
@@ -168,7 +172,7 @@ func checkJobUpdates(t *testing.T, jobs batchv1client.JobInterface, app map[stri
 		t.Errorf("scheduling directives of a suspended Job that never started: %v", err)
 	}
 	err = update("suspended", func(j *batchv1.Job) { j.Spec.Template.Spec.Containers[0].Image = "busybox:1.37" })
-	wantImmutable("the image of a suspended Job", err, "spec.template", "field is immutable")
+	wantImmutable("the image of a suspended Job", err, "spec.template.spec", "field is immutable")
 	j, err := jobs.Get(ctx, "suspended", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +214,9 @@ func certificateRequest(t *testing.T, cn string) []byte {
 
 // CertificateSigningRequests record who asked, whatever the client wrote, keep their
 // spec, and must hold a certificate request; PodDisruptionBudgets, CSINodes,
-// RuntimeClasses and Ingresses are stored as written. Nothing acts on any of them.
+// RuntimeClasses and Ingresses are stored as written; HorizontalPodAutoscalers,
+// PodDisruptionBudgets and CronJobs get Kubernetes' defaults and validation
+// (checkKubeValidation). Nothing acts on any of them.
 func TestDataResources(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 1)
@@ -251,6 +257,7 @@ func TestDataResources(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Errorf("pod disruption budget: %v", err)
 	}
+	checkKubeValidation(t, cs)
 	if _, err := cs.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{
 		ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
 		Spec:       storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "csi.example.com", NodeID: "n1"}}},
@@ -271,5 +278,35 @@ func TestDataResources(t *testing.T) {
 	}, metav1.CreateOptions{})
 	if err != nil || ing.Spec.Rules[0].Host != "example.com" {
 		t.Errorf("ingress: %v", err)
+	}
+}
+
+// checkKubeValidation checks that HorizontalPodAutoscalers, PodDisruptionBudgets and
+// CronJobs get Kubernetes' defaults, generation and errors through the API.
+func checkKubeValidation(t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	ctx := t.Context()
+	hpas := cs.AutoscalingV2().HorizontalPodAutoscalers("default")
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, MaxReplicas: 3,
+	}}
+	got, err := hpas.Create(ctx, hpa, metav1.CreateOptions{})
+	if err != nil || ptr.Deref(got.Spec.MinReplicas, 0) != 1 || got.Generation != 1 || len(got.Spec.Metrics) != 1 {
+		t.Errorf("an autoscaler: %v, minReplicas %v, generation %d, metrics %+v", err, got.Spec.MinReplicas, got.Generation, got.Spec.Metrics)
+	}
+	hpa.Name, hpa.Spec.MaxReplicas = "none", 0
+	if _, err := hpas.Create(ctx, hpa, metav1.CreateOptions{}); !apierrors.IsInvalid(err) || !hasCause(err, "spec.maxReplicas", "") {
+		t.Errorf("an autoscaler of no replicas: %v %q, want 422 at spec.maxReplicas", err, statusCauses(err))
+	}
+	one := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "both"}, Spec: policyv1.PodDisruptionBudgetSpec{
+		MinAvailable: &one, MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+	}}
+	if _, err := cs.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); !apierrors.IsInvalid(err) || !hasCause(err, "spec", "minAvailable and maxUnavailable cannot be both set") {
+		t.Errorf("a budget of both minAvailable and maxUnavailable: %v %q, want 422 at spec", err, statusCauses(err))
+	}
+	cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: batchv1.CronJobSpec{Schedule: "every day", JobTemplate: batchv1.JobTemplateSpec{Spec: job("x", nil).Spec}}}
+	if _, err := cs.BatchV1().CronJobs("default").Create(ctx, cj, metav1.CreateOptions{}); !apierrors.IsInvalid(err) || !hasCause(err, "spec.schedule", "expected exactly 5 fields") {
+		t.Errorf("a CronJob of a bad schedule: %v %q, want 422 at spec.schedule", err, statusCauses(err))
 	}
 }
