@@ -48,24 +48,33 @@ var strategies = sync.OnceValue(func() map[schema.GroupResource]*strategy {
 // Configure gives r Kubernetes' defaults, preparation and validation
 // (registry.Semantics), kube's conversion between its versions and kube's Table
 // columns, if this package has a strategy for it and kube's scheme knows every
-// version of it that is served or stored, and reports whether it did.
+// version of it that is served or stored, and reports whether it did. A version kube
+// has removed (networking.k8s.io/v1alpha1, HorizontalPodAutoscalers' v2beta1 and
+// v2beta2) may stay in the catalog for old releases, unserved and not stored: no
+// request reads or writes it, and objects of it keep the resource's former
+// conversion (the catalog's).
 func (s *Semantics) Configure(r *registry.Resource) bool {
 	st, ok := strategies()[r.GroupResource()]
 	if !ok {
 		return false
 	}
+	k := &typedResource{sem: s, res: r, s: st}
+	kubeKnowsAll := true
 	for _, v := range r.Versions {
-		// A version kube has removed (HorizontalPodAutoscalers' v2beta1 and v2beta2)
-		// may stay in the catalog, unserved and not stored: no request reads or
-		// writes it, and converting to or from it fails.
-		if (v.Served || v.Name == r.StorageVersion) && !legacyscheme.Scheme.Recognizes(r.GroupVersion(v.Name).WithKind(r.Names.Kind)) {
-			return false
+		if !k.knows(v.Name) {
+			if v.Served || v.Name == r.StorageVersion {
+				return false
+			}
+			kubeKnowsAll = false
 		}
 	}
-	k := &typedResource{sem: s, res: r, s: st}
 	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update}
 	if len(r.Versions) > 1 {
-		r.Converter = converter{k: k}
+		c := converter{k: k}
+		if !kubeKnowsAll {
+			c.others = r.Converter
+		}
+		r.Converter = c
 	}
 	if _, err := k.columns(); err == nil {
 		r.Semantics.Table = k.table
