@@ -32,11 +32,23 @@ type rig struct {
 // set.
 func rigGates(t *testing.T, set map[string]bool) *Gates {
 	t.Helper()
+	return rigGatesAt(t, "1.37", set)
+}
+
+// rigGatesAt are kube's gates at emulation version release (minimum compatibility
+// the release before) with set's gates set: a gate locked on at 1.37 may still be
+// turned off at an earlier release.
+func rigGatesAt(t *testing.T, release string, set map[string]bool) *Gates {
+	t.Helper()
 	var concord = utilfeature.DefaultMutableFeatureGate.DeepCopyAndReset()
+	if err := concord.SetEmulationVersion(version.MustParse(release)); err != nil {
+		t.Fatal(err)
+	}
 	if err := concord.SetFromMap(set); err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGates(version.MustParse("1.37"), version.MustParse("1.36"), concord)
+	emulation := version.MustParse(release)
+	g, err := NewGates(emulation, emulation.SubtractMinor(1), concord)
 	if err != nil {
 		t.Fatal(err)
 	}
