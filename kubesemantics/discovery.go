@@ -16,6 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/discovery"
 	discoveryvalidation "k8s.io/kubernetes/pkg/apis/discovery/validation"
 	"k8s.io/kubernetes/pkg/features"
+	netutils "k8s.io/utils/net"
 
 	_ "k8s.io/kubernetes/pkg/apis/discovery/install" // discovery's types, defaults and conversions
 )
@@ -45,7 +46,7 @@ func endpointSliceKind() kind[*discovery.EndpointSlice] {
 			dropDeprecatedTopology(ctx, s, nil)
 		},
 		validate: func(_ context.Context, s *discovery.EndpointSlice) field.ErrorList {
-			return discoveryvalidation.ValidateEndpointSliceCreate(s)
+			return allowLoopback(s, discoveryvalidation.ValidateEndpointSliceCreate(s))
 		},
 		warnCreate: func(_ context.Context, s *discovery.EndpointSlice) []string {
 			var out []string
@@ -62,10 +63,38 @@ func endpointSliceKind() kind[*discovery.EndpointSlice] {
 			dropDeprecatedTopology(ctx, s, old)
 		},
 		validateUpdate: func(_ context.Context, s, old *discovery.EndpointSlice) field.ErrorList {
-			return discoveryvalidation.ValidateEndpointSliceUpdate(s, old)
+			return allowLoopback(s, discoveryvalidation.ValidateEndpointSliceUpdate(s, old))
 		},
 		warnUpdate: func(_ context.Context, s, _ *discovery.EndpointSlice) []string { return endpointAddressWarnings(s) },
 	}
+}
+
+// loopbackDetail is the detail of kube's refusal of a loopback endpoint address.
+const loopbackDetail = "may not be in the loopback range (127.0.0.0/8, ::1/128)"
+
+// allowLoopback returns errs but for kube's refusal of loopback endpoint addresses.
+// This is Concord's one departure from kube's EndpointSlice validation: Concord's
+// servers advertise their --bind-address, 127.0.0.1 by default, in the kubernetes
+// Service's EndpointSlices, and the in-process harness runs aggregated API servers
+// and webhooks on loopback, reached through hand-made EndpointSlices. Every other
+// refusal of an address (unspecified, link-local) stands.
+func allowLoopback(s *discovery.EndpointSlice, errs field.ErrorList) field.ErrorList {
+	if s.AddressType == discovery.AddressTypeFQDN {
+		return errs
+	}
+	out := errs[:0:0]
+	for _, e := range errs {
+		if ip, ok := e.BadValue.(string); !ok || e.Type != field.ErrorTypeInvalid || e.Detail != loopbackDetail || !isLoopback(ip) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// isLoopback reports whether s is an IP address in a loopback range.
+func isLoopback(s string) bool {
+	ip := netutils.ParseIPSloppy(s)
+	return ip != nil && ip.IsLoopback()
 }
 
 // endpointSliceChanged reports whether an update changes a slice's generation:

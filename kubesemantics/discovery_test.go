@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/kubernetes/pkg/apis/discovery"
+	discoveryvalidation "k8s.io/kubernetes/pkg/apis/discovery/validation"
 	"k8s.io/utils/ptr"
 )
 
@@ -37,6 +38,16 @@ endpoints: [{addresses: [not-an-ip]}]
 ports: [{name: "Not_A_Name", port: 80}]
 `)
 	rigWantErrs(t, "invalid", errs, "endpoints[0].addresses[0]: Invalid value", "ports[0].name: Invalid value")
+
+	// Loopback addresses are Concord's exception; the other special ranges stay refused.
+	_, errs, _ = g.create("v1", `
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-1, namespace: default}
+addressType: IPv4
+endpoints: [{addresses: [127.0.0.1]}, {addresses: [169.254.0.1]}, {addresses: [0.0.0.0]}]
+`)
+	rigWantErrs(t, "special addresses", errs, "endpoints[1].addresses[0]: Invalid value", "endpoints[2].addresses[0]: Invalid value")
 
 	_, errs, warnings = g.create("v1", `
 apiVersion: discovery.k8s.io/v1
@@ -138,4 +149,15 @@ func TestEndpointSliceWarningsAndGeneration(t *testing.T) {
 	if endpointSliceChanged(s, old) {
 		t.Error("annotations alone: changed")
 	}
+}
+
+// TestAllowLoopback: only kube's loopback refusal is dropped, for IPv4 and IPv6.
+func TestAllowLoopback(t *testing.T) {
+	s := &discovery.EndpointSlice{AddressType: discovery.AddressTypeIPv6, Endpoints: []discovery.Endpoint{{Addresses: []string{"::1", "fe80::1"}}}}
+	s.Name, s.Namespace = "s", "default"
+	errs := discoveryvalidation.ValidateEndpointSliceCreate(s)
+	if len(errs) != 2 {
+		t.Fatalf("kube's validation: %v, want two errors", errs)
+	}
+	rigWantErrs(t, "IPv6", allowLoopback(s, errs), "endpoints[0].addresses[1]: Invalid value")
 }
