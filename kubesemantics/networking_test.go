@@ -120,9 +120,9 @@ spec: {controller: "not a controller"}
 	rigWantErrs(t, "invalid controller", errs, "spec.controller: Invalid value")
 
 	stored := g.mustCreate("v1", manifest)
-	up, errs, _ := g.update("v1", "", stored, func(o map[string]any) { rigSet(o, "spec.controller", "example.com/other") })
+	_, errs, _ = g.update("v1", "", stored, func(o map[string]any) { rigSet(o, "spec.controller", "example.com/other") })
 	rigWantErrs(t, "controller change", errs, "spec.controller: Invalid value")
-	up, errs, _ = g.update("v1", "", stored, func(o map[string]any) { rigSet(o, "spec.parameters.name", "q") })
+	up, errs, _ := g.update("v1", "", stored, func(o map[string]any) { rigSet(o, "spec.parameters.name", "q") })
 	rigWantErrs(t, "parameters change", errs)
 	rigWant(t, up, "metadata.generation", 2)
 }
