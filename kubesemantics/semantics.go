@@ -181,13 +181,37 @@ func (k *typedResource) external(version string, obj *registry.Object) (runtime.
 	return out, nil
 }
 
-// storeInternal writes internal, converted to version, into obj.
+// storeInternal writes internal, converted to version, into obj. kube's types write
+// a status they do not have as {}: where the status is a field the minimum
+// compatibility release lacks (a CSINode's, new in 1.37), an empty one is left out,
+// as it holds nothing that release would lose and the store writes none.
 func (k *typedResource) storeInternal(internal runtime.Object, version string, obj *registry.Object) error {
 	ext, err := legacyscheme.Scheme.ConvertToVersion(internal, k.res.GroupVersion(version))
 	if err != nil {
 		return fmt.Errorf("converting %s from kube's internal version to %s: %w", k.res.GroupResource(), version, err)
 	}
-	return k.store(ext, obj)
+	if err := k.store(ext, obj); err != nil {
+		return err
+	}
+	if status, ok := obj.Object["status"].(map[string]any); ok && len(status) == 0 && k.newStatus(version) {
+		delete(obj.Object, "status")
+	}
+	return nil
+}
+
+// newStatus reports whether version's status is a field the minimum compatibility
+// release lacks.
+func (k *typedResource) newStatus(version string) bool {
+	v := k.res.Version(version)
+	if v == nil {
+		return false
+	}
+	for _, f := range v.NewFields {
+		if len(f.Path) == 1 && f.Path[0] == "status" {
+			return true
+		}
+	}
+	return false
 }
 
 // store writes ext into obj.
