@@ -59,6 +59,13 @@ func rigGatesAt(t *testing.T, release string, set map[string]bool) *Gates {
 // the semantics of gates (nil: 1.37's defaults).
 func rigCatalog(t *testing.T, gates *Gates, group, plural string) *rig {
 	t.Helper()
+	return rigCatalogAt(t, gates, group, plural, nil)
+}
+
+// rigCatalogAt is rigCatalog for a server whose minimum compatibility version is
+// minCompatibility (nil: none, every field writable).
+func rigCatalogAt(t *testing.T, gates *Gates, group, plural string, minCompatibility *version.Version) *rig {
+	t.Helper()
 	c, err := catalog.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +77,7 @@ func rigCatalog(t *testing.T, gates *Gates, group, plural string) *rig {
 	at := version.MustParse("1.37")
 	r, err := cr.RegistryResource(catalog.Selection{
 		Served: func(v *catalog.Version) bool { return v.AvailableAt(at) }, StorageVersion: cr.Versions[0].Name, At: at,
+		MinCompatibility: minCompatibility,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,11 @@
 package kubesemantics
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/kubernetes/pkg/apis/storage"
 	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/utils/ptr"
@@ -131,6 +133,34 @@ func TestCSINodes(t *testing.T) {
 	up, errs, _ := g.update("v1", "status", stored, func(o map[string]any) { rigSet(o, "metadata.labels", map[string]any{"a": "b"}) })
 	rigWantErrs(t, "status update", errs)
 	rigWant(t, up, "metadata.labels", nil)
+}
+
+// TestCSINodeStatusNewIn137: at minimum compatibility 1.36, where a CSINode has no
+// status, creates and updates write none (kube's type would write an empty one).
+func TestCSINodeStatusNewIn137(t *testing.T) {
+	// CSIVolumeHealth on, so that a status may hold something.
+	g := rigCatalogAt(t, rigGates(t, map[string]bool{string(features.CSIVolumeHealth): true}), "storage.k8s.io", "csinodes", version.MustParse("1.36"))
+	n := g.object(csiNodeManifest)
+	if err := g.r.Default("v1", n); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.r.ValidateCreate(t.Context(), "v1", n); err != nil {
+		t.Fatalf("creating a CSINode at minimum compatibility 1.36: %v", err)
+	}
+	rigWant(t, n, "status", nil)
+	n.SetResourceVersion("1")
+	up := n.DeepCopy()
+	up.SetLabels(map[string]string{"a": "b"})
+	if err := g.r.ValidateUpdate(t.Context(), "v1", "", up, n); err != nil {
+		t.Fatalf("updating it: %v", err)
+	}
+	rigWant(t, up, "status", nil)
+	st := g.object(csiNodeManifest + "status: {storageHealth: [{driverName: d}]}\n")
+	st.SetResourceVersion("1")
+	st.SetUID(n.GetUID())
+	if err := g.r.ValidateUpdate(t.Context(), "v1", "status", st, n); err == nil || !strings.Contains(err.Error(), "status: Forbidden: storage.k8s.io/v1 field introduced in release 1.37") {
+		t.Errorf("writing a status at minimum compatibility 1.36: %v, want it refused", err)
+	}
 }
 
 func TestCSINodeStorageHealth(t *testing.T) {
