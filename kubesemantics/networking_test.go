@@ -1,7 +1,11 @@
 package kubesemantics
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/concordproject/concord/catalog"
+	"github.com/concordproject/concord/registry"
 
 	"k8s.io/kubernetes/pkg/apis/networking"
 	"k8s.io/utils/ptr"
@@ -288,4 +292,43 @@ func TestNetworkingOldVersions(t *testing.T) {
 			t.Errorf("%s: the catalog no longer has v1alpha1; this test is moot", plural)
 		}
 	}
+}
+
+// TestNetworkingOldVersionConversion: an IPAddress stored in v1alpha1, a version kube
+// no longer has, still converts (by the catalog's conversion), and v1beta1 by kube's.
+func TestNetworkingOldVersionConversion(t *testing.T) {
+	g := rigCatalog(t, nil, "networking.k8s.io", "ipaddresses")
+	for _, v := range []string{"v1alpha1", "v1beta1"} {
+		obj := g.object(strings.Replace(ipAddressManifest, "networking.k8s.io/v1", "networking.k8s.io/"+v, 1))
+		if err := g.r.Converter.Convert(t.Context(), []*registry.Object{obj}, "v1"); err != nil {
+			t.Fatalf("converting %s to v1: %v", v, err)
+		}
+		rigWant(t, obj, "apiVersion", "networking.k8s.io/v1")
+		rigWant(t, obj, "spec.parentRef.name", "web")
+	}
+}
+
+// TestCatalogResourcesConfigured: every resource of the networking, discovery,
+// storage, node, scheduling and resource groups the catalog serves at 1.37 gets its
+// strategy.
+func TestCatalogResourcesConfigured(t *testing.T) {
+	c, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := map[string]bool{"networking.k8s.io": true, "discovery.k8s.io": true, "storage.k8s.io": true,
+		"node.k8s.io": true, "scheduling.k8s.io": true, "resource.k8s.io": true}
+	n := 0
+	for _, cr := range c.Resources() {
+		if !groups[cr.Group] {
+			continue
+		}
+		if _, ok := strategies()[cr.GroupResource()]; !ok {
+			t.Errorf("%s is in the catalog but has no strategy", cr.GroupResource())
+			continue
+		}
+		rigCatalog(t, nil, cr.Group, cr.Names.Plural)
+		n++
+	}
+	t.Logf("%d resources configured", n)
 }
