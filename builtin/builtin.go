@@ -108,6 +108,17 @@ var conditionalUpdatesOnly = map[schema.GroupResource]bool{
 	storageversion.GroupResource:                                true,
 	storageVersionMigrationsGR:                                  true,
 	aggregator.GroupResource:                                    true,
+	// Their strategies in kube (see package kubesemantics) refuse unconditional updates
+	// too.
+	{Group: "node.k8s.io", Resource: "runtimeclasses"}:                 true,
+	{Group: "storage.k8s.io", Resource: "csidrivers"}:                  true,
+	{Group: "storage.k8s.io", Resource: "csinodes"}:                    true,
+	{Group: "storage.k8s.io", Resource: "csistoragecapacities"}:        true,
+	{Group: "storage.k8s.io", Resource: "volumeattachments"}:           true,
+	{Group: "scheduling.k8s.io", Resource: "workloads"}:                true,
+	{Group: "scheduling.k8s.io", Resource: "podgroups"}:                true,
+	{Group: "scheduling.k8s.io", Resource: "compositepodgroups"}:       true,
+	{Group: "resource.k8s.io", Resource: "resourcepoolstatusrequests"}: true,
 }
 
 // Configure returns the built-in resources of a server: resources (the catalog's, not

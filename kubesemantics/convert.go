@@ -15,10 +15,14 @@ import (
 // CPU metric and back). It implements registry.Converter.
 type converter struct {
 	k *typedResource
+	// others, if set, converts what kube's scheme cannot: objects of a version it no
+	// longer has (one the catalog keeps for old releases) or into one. It is the
+	// resource's converter before kube's.
+	others registry.Converter
 }
 
 // Convert rewrites every object of objs into toVersion, in place.
-func (c converter) Convert(_ context.Context, objs []*registry.Object, toVersion string) error {
+func (c converter) Convert(ctx context.Context, objs []*registry.Object, toVersion string) error {
 	target := c.k.res.GroupVersion(toVersion)
 	for _, obj := range objs {
 		if obj.GetAPIVersion() == target.String() {
@@ -27,6 +31,12 @@ func (c converter) Convert(_ context.Context, objs []*registry.Object, toVersion
 		from := obj.GroupVersionKind()
 		if from.GroupKind() != c.k.res.GroupKind() || c.k.res.Version(from.Version) == nil {
 			return fmt.Errorf("%w: %s is not a version of %s", registry.ErrNotConvertible, obj.GetAPIVersion(), c.k.res.GroupResource())
+		}
+		if c.others != nil && (!c.k.knows(from.Version) || !c.k.knows(toVersion)) {
+			if err := c.others.Convert(ctx, []*registry.Object{obj}, toVersion); err != nil {
+				return err
+			}
+			continue
 		}
 		ext, err := c.k.external(from.Version, obj)
 		if err != nil {
@@ -42,4 +52,9 @@ func (c converter) Convert(_ context.Context, objs []*registry.Object, toVersion
 		}
 	}
 	return nil
+}
+
+// knows reports whether kube's scheme has the resource's kind in version.
+func (k *typedResource) knows(version string) bool {
+	return legacyscheme.Scheme.Recognizes(k.res.GroupVersion(version).WithKind(k.res.Names.Kind))
 }

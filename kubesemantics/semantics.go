@@ -48,24 +48,33 @@ var strategies = sync.OnceValue(func() map[schema.GroupResource]*strategy {
 // Configure gives r Kubernetes' defaults, preparation and validation
 // (registry.Semantics), kube's conversion between its versions and kube's Table
 // columns, if this package has a strategy for it and kube's scheme knows every
-// version of it that is served or stored, and reports whether it did.
+// version of it that is served or stored, and reports whether it did. A version kube
+// has removed (networking.k8s.io/v1alpha1, HorizontalPodAutoscalers' v2beta1 and
+// v2beta2) may stay in the catalog for old releases, unserved and not stored: no
+// request reads or writes it, and objects of it keep the resource's former
+// conversion (the catalog's).
 func (s *Semantics) Configure(r *registry.Resource) bool {
 	st, ok := strategies()[r.GroupResource()]
 	if !ok {
 		return false
 	}
+	k := &typedResource{sem: s, res: r, s: st}
+	kubeKnowsAll := true
 	for _, v := range r.Versions {
-		// A version kube has removed (HorizontalPodAutoscalers' v2beta1 and v2beta2)
-		// may stay in the catalog, unserved and not stored: no request reads or
-		// writes it, and converting to or from it fails.
-		if (v.Served || v.Name == r.StorageVersion) && !legacyscheme.Scheme.Recognizes(r.GroupVersion(v.Name).WithKind(r.Names.Kind)) {
-			return false
+		if !k.knows(v.Name) {
+			if v.Served || v.Name == r.StorageVersion {
+				return false
+			}
+			kubeKnowsAll = false
 		}
 	}
-	k := &typedResource{sem: s, res: r, s: st}
 	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update}
 	if len(r.Versions) > 1 {
-		r.Converter = converter{k: k}
+		c := converter{k: k}
+		if !kubeKnowsAll {
+			c.others = r.Converter
+		}
+		r.Converter = c
 	}
 	if _, err := k.columns(); err == nil {
 		r.Semantics.Table = k.table
@@ -172,13 +181,37 @@ func (k *typedResource) external(version string, obj *registry.Object) (runtime.
 	return out, nil
 }
 
-// storeInternal writes internal, converted to version, into obj.
+// storeInternal writes internal, converted to version, into obj. kube's types write
+// a status they do not have as {}: where the status is a field the minimum
+// compatibility release lacks (a CSINode's, new in 1.37), an empty one is left out,
+// as it holds nothing that release would lose and the store writes none.
 func (k *typedResource) storeInternal(internal runtime.Object, version string, obj *registry.Object) error {
 	ext, err := legacyscheme.Scheme.ConvertToVersion(internal, k.res.GroupVersion(version))
 	if err != nil {
 		return fmt.Errorf("converting %s from kube's internal version to %s: %w", k.res.GroupResource(), version, err)
 	}
-	return k.store(ext, obj)
+	if err := k.store(ext, obj); err != nil {
+		return err
+	}
+	if status, ok := obj.Object["status"].(map[string]any); ok && len(status) == 0 && k.newStatus(version) {
+		delete(obj.Object, "status")
+	}
+	return nil
+}
+
+// newStatus reports whether version's status is a field the minimum compatibility
+// release lacks.
+func (k *typedResource) newStatus(version string) bool {
+	v := k.res.Version(version)
+	if v == nil {
+		return false
+	}
+	for _, f := range v.NewFields {
+		if len(f.Path) == 1 && f.Path[0] == "status" {
+			return true
+		}
+	}
+	return false
 }
 
 // store writes ext into obj.

@@ -27,9 +27,11 @@ type kind[T runtime.Object] struct {
 	prepareUpdate  func(ctx context.Context, obj, old T)
 	validateUpdate func(ctx context.Context, obj, old T) field.ErrorList
 	warnUpdate     func(ctx context.Context, obj, old T) []string
-	// prepareStatus and validateStatus are the status subresource's update.
+	// prepareStatus, validateStatus and warnStatus are the status subresource's
+	// update.
 	prepareStatus  func(ctx context.Context, obj, old T)
 	validateStatus func(ctx context.Context, obj, old T) field.ErrorList
+	warnStatus     func(ctx context.Context, obj, old T) []string
 	// canonicalize puts a valid object in its canonical form.
 	canonicalize func(obj T)
 	// declarative gives declarative validation, which every kube strategy runs, its
@@ -45,7 +47,7 @@ type strategy struct {
 	warnCreate                     func(ctx context.Context, obj runtime.Object) []string
 	prepareUpdate, prepareStatus   func(ctx context.Context, obj, old runtime.Object)
 	validateUpdate, validateStatus func(ctx context.Context, obj, old runtime.Object) field.ErrorList
-	warnUpdate                     func(ctx context.Context, obj, old runtime.Object) []string
+	warnUpdate, warnStatus         func(ctx context.Context, obj, old runtime.Object) []string
 	declarative                    func(ctx context.Context, obj, old runtime.Object) rest.DeclarativeValidationConfig
 }
 
@@ -65,6 +67,7 @@ func (k kind[T]) erase() strategy {
 		validateUpdate: errs2(k.validateUpdate),
 		validateStatus: errs2(k.validateStatus),
 		warnUpdate:     warn2(k.warnUpdate),
+		warnStatus:     warn2(k.warnStatus),
 		declarative: func(ctx context.Context, obj, old runtime.Object) rest.DeclarativeValidationConfig {
 			if k.declarative == nil {
 				return rest.DeclarativeValidationConfig{}
@@ -181,7 +184,7 @@ func (a *adapter) ValidateUpdate(ctx context.Context, obj, old runtime.Object) f
 
 func (a *adapter) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
 	if a.status {
-		return nil
+		return a.s.warnStatus(ctx, obj, old)
 	}
 	return a.s.warnUpdate(ctx, obj, old)
 }

@@ -4,10 +4,10 @@
 //
 // # What it owns
 //
-//   - Configure: PriorityClasses' validation (kube-apiserver's): a value of at most
-//     1000000000 for user classes, the "system-" prefix reserved to the two system
-//     classes with their values, preemptionPolicy PreemptLowerPriority or Never, value
-//     and preemptionPolicy immutable; and the 403 that refuses to delete a system class.
+//   - Configure: the 403 that refuses to delete a system class (kube-apiserver's
+//     storage of PriorityClasses). Their validation (values, the "system-" prefix,
+//     preemptionPolicy, immutability) is kube's PriorityClass strategy's, in package
+//     kubesemantics.
 //   - Admission: at most one class with globalDefault true (kube-apiserver's Priority
 //     admission plugin, for PriorityClasses): a second one is refused 403 on creation
 //     and update, as Kubernetes refuses it.

@@ -20,8 +20,9 @@
 //     if absent, holding the Service's namespace, name and UID.
 //   - The ranges: --service-cluster-ip-range (one CIDR, or one per IP family) is the
 //     default ServiceCIDR "kubernetes", created and kept Ready by every server;
-//     --service-node-port-range the node ports. ServiceCIDRs and IPAddresses get
-//     Kubernetes' validation.
+//     --service-node-port-range the node ports. ServiceCIDRs' and IPAddresses'
+//     validation is Kubernetes' own (package kubesemantics); this package gives them
+//     their table cells.
 //   - The repair controllers (leader-elected): an IPAddress or node port record whose
 //     Service is gone (or no longer holds it) is removed after a grace period; a
 //     Service whose IPAddress or node port record is missing gets it back; a cluster
