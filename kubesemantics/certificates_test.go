@@ -163,31 +163,31 @@ func TestClusterTrustBundles(t *testing.T) {
 func TestPodCertificateRequests(t *testing.T) {
 	r := cpHandResource(t, "certificates.k8s.io", "podcertificaterequests", "PodCertificateRequest", true, true, "v1beta1")
 	ctx := t.Context()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkixKey, err := x509.MarshalPKIXPublicKey(pub)
+	stub, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := func(podUID string) *certificatesv1beta1.PodCertificateRequest {
+	req := func(stub []byte) *certificatesv1beta1.PodCertificateRequest {
 		return &certificatesv1beta1.PodCertificateRequest{ObjectMeta: metav1.ObjectMeta{Name: "req", Namespace: "ns", ResourceVersion: "1"},
 			Spec: certificatesv1beta1.PodCertificateRequestSpec{SignerName: "example.com/signer", PodName: "p", PodUID: "pod-1",
 				ServiceAccountName: "sa", ServiceAccountUID: "sa-1", NodeName: "n", NodeUID: "n-1", MaxExpirationSeconds: ptr.To[int32](86400),
-				PKIXPublicKey: pkixKey, ProofOfPossession: ed25519.Sign(priv, []byte(podUID))},
+				StubPKCS10Request: stub},
 			Status: certificatesv1beta1.PodCertificateRequestStatus{CertificateChain: "sent"}}
 	}
-	created, errs := cpCreate(ctx, t, r, "v1beta1", req("pod-1"))
+	created, errs := cpCreate(ctx, t, r, "v1beta1", req(stub))
 	cpWant(t, "a valid PodCertificateRequest", errs)
 	var got certificatesv1beta1.PodCertificateRequest
 	cpInto(t, created, &got)
 	if got.Status.CertificateChain != "" {
 		t.Errorf("created with the status sent: %+v", got.Status)
 	}
-	_, errs = cpCreate(ctx, t, r, "v1beta1", req("another pod"))
-	cpWant(t, "a proof of another pod", errs, "spec.proofOfPossession: Invalid value")
-	_, errs = cpUpdate(ctx, t, r, "v1beta1", "status", req("pod-1"), created)
+	_, errs = cpCreate(ctx, t, r, "v1beta1", req([]byte("not DER")))
+	cpWant(t, "a stub request that is none", errs, "spec.stubPKCS10Request: Invalid value")
+	_, errs = cpUpdate(ctx, t, r, "v1beta1", "status", req(stub), created)
 	cpWant(t, "a status with a chain but no condition", errs, "status: Invalid value")
 }
 

@@ -145,14 +145,3 @@ func cpWant(t *testing.T, what string, errs field.ErrorList, want ...string) {
 		t.Errorf("%s: errors %q, want %q\n%v", what, got, w, errs.ToAggregate())
 	}
 }
-
-// cpDetail checks that errs has an error at path whose detail has text.
-func cpDetail(t *testing.T, what string, errs field.ErrorList, path, text string) {
-	t.Helper()
-	for _, e := range errs {
-		if e.Field == path && strings.Contains(e.Error(), text) {
-			return
-		}
-	}
-	t.Errorf("%s: no error at %s saying %q in %v", what, path, text, errs.ToAggregate())
-}
