@@ -64,8 +64,6 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 	table := map[schema.GroupResource]func(*registry.Resource) error{
 		namespace.GroupResource:      namespace.Configure,
 		quota.GroupResource:          quota.Configure,
-		rbac.RolesGR:                 rbac.ConfigureRoles,
-		rbac.ClusterRolesGR:          rbac.ConfigureClusterRoles,
 		rbac.RoleBindingsGR:          rbac.ConfigureRoleBindings,
 		rbac.ClusterRoleBindingsGR:   rbac.ConfigureClusterRoleBindings,
 		storageversion.GroupResource: storageversion.ConfigureWith(opts.StorageVersions),
