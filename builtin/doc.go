@@ -16,9 +16,8 @@
 // API server; no controller acts on them), PodTemplates (the pod-spec defaults),
 // CronJobs (the legacy garbage collection default of batch/v1beta1), Jobs (defaults,
 // the generated selector, the spec's update rules, batch/v1's legacy orphaning
-// default; no controller runs them) and CertificateSigningRequests (the requester
-// recorded, a spec that never changes; nothing approves or signs them). Events'
-// deletions never involve the garbage collector, as in Kubernetes.
+// default; no controller runs them). Events' deletions never involve the garbage
+// collector, as in Kubernetes.
 //
 // It changes definitions before they go into a registry; it serves and stores
 // nothing.
