@@ -19,8 +19,9 @@ import (
 func init() { groups = append(groups, admissionregistrationKinds) }
 
 // admissionregistrationKinds are the strategies of group admissionregistration.k8s.io.
-// (kube's strategies of policies and bindings also check that a user who names a
-// paramKind or paramRef may read it: Concord does not, see the package admission.)
+// Their CEL expressions compile at the server's minimum compatibility version
+// (celCheck). (kube's strategies of policies and bindings also check that a user who
+// names a paramKind or paramRef may read it: these do not.)
 func admissionregistrationKinds() map[schema.GroupResource]strategy {
 	const group = "admissionregistration.k8s.io"
 	return map[schema.GroupResource]strategy{
@@ -36,7 +37,8 @@ func admissionregistrationKinds() map[schema.GroupResource]strategy {
 var validatingWebhooksKind = kind[*admissionregistration.ValidatingWebhookConfiguration]{
 	prepareCreate: func(_ context.Context, c *admissionregistration.ValidatingWebhookConfiguration) { c.Generation = 1 },
 	validate: func(_ context.Context, c *admissionregistration.ValidatingWebhookConfiguration) field.ErrorList {
-		return append(admissionvalidation.ValidateValidatingWebhookConfiguration(c), staticSuffixErrors(c.Name)...)
+		errs := append(admissionvalidation.ValidateValidatingWebhookConfiguration(c), staticSuffixErrors(c.Name)...)
+		return celCheck(errs, webhookExprs(validatingWebhookConditions(c), nil))
 	},
 	warnCreate: func(_ context.Context, c *admissionregistration.ValidatingWebhookConfiguration) []string {
 		return append(staticSuffixCreateWarnings(c.Name), virtualResourceWarnings(c.Webhooks, admissionvalidation.WarningsForValidatingWebhookRules)...)
@@ -45,7 +47,8 @@ var validatingWebhooksKind = kind[*admissionregistration.ValidatingWebhookConfig
 		c.Generation = nextGeneration(old.Generation, reflect.DeepEqual(c.Webhooks, old.Webhooks))
 	},
 	validateUpdate: func(_ context.Context, c, old *admissionregistration.ValidatingWebhookConfiguration) field.ErrorList {
-		return admissionvalidation.ValidateValidatingWebhookConfigurationUpdate(c, old)
+		errs := admissionvalidation.ValidateValidatingWebhookConfigurationUpdate(c, old)
+		return celCheck(errs, webhookExprs(validatingWebhookConditions(c), validatingWebhookConditions(old)))
 	},
 	warnUpdate: func(_ context.Context, c, _ *admissionregistration.ValidatingWebhookConfiguration) []string {
 		return append(admissionvalidation.WarningsForStaticSuffix(c.Name), virtualResourceWarnings(c.Webhooks, admissionvalidation.WarningsForValidatingWebhookRules)...)
@@ -55,7 +58,8 @@ var validatingWebhooksKind = kind[*admissionregistration.ValidatingWebhookConfig
 var mutatingWebhooksKind = kind[*admissionregistration.MutatingWebhookConfiguration]{
 	prepareCreate: func(_ context.Context, c *admissionregistration.MutatingWebhookConfiguration) { c.Generation = 1 },
 	validate: func(_ context.Context, c *admissionregistration.MutatingWebhookConfiguration) field.ErrorList {
-		return append(admissionvalidation.ValidateMutatingWebhookConfiguration(c), staticSuffixErrors(c.Name)...)
+		errs := append(admissionvalidation.ValidateMutatingWebhookConfiguration(c), staticSuffixErrors(c.Name)...)
+		return celCheck(errs, webhookExprs(mutatingWebhookConditions(c), nil))
 	},
 	warnCreate: func(_ context.Context, c *admissionregistration.MutatingWebhookConfiguration) []string {
 		return append(staticSuffixCreateWarnings(c.Name), virtualResourceWarnings(c.Webhooks, admissionvalidation.WarningsForMutatingWebhookRules)...)
@@ -64,7 +68,8 @@ var mutatingWebhooksKind = kind[*admissionregistration.MutatingWebhookConfigurat
 		c.Generation = nextGeneration(old.Generation, reflect.DeepEqual(c.Webhooks, old.Webhooks))
 	},
 	validateUpdate: func(_ context.Context, c, old *admissionregistration.MutatingWebhookConfiguration) field.ErrorList {
-		return admissionvalidation.ValidateMutatingWebhookConfigurationUpdate(c, old)
+		errs := admissionvalidation.ValidateMutatingWebhookConfigurationUpdate(c, old)
+		return celCheck(errs, webhookExprs(mutatingWebhookConditions(c), mutatingWebhookConditions(old)))
 	},
 	warnUpdate: func(_ context.Context, c, _ *admissionregistration.MutatingWebhookConfiguration) []string {
 		return append(admissionvalidation.WarningsForStaticSuffix(c.Name), virtualResourceWarnings(c.Webhooks, admissionvalidation.WarningsForMutatingWebhookRules)...)
@@ -76,7 +81,8 @@ var validatingPolicyKind = kind[*admissionregistration.ValidatingAdmissionPolicy
 		p.Status, p.Generation = admissionregistration.ValidatingAdmissionPolicyStatus{}, 1
 	},
 	validate: func(_ context.Context, p *admissionregistration.ValidatingAdmissionPolicy) field.ErrorList {
-		return append(admissionvalidation.ValidateValidatingAdmissionPolicy(p), staticSuffixErrors(p.Name)...)
+		errs := append(admissionvalidation.ValidateValidatingAdmissionPolicy(p), staticSuffixErrors(p.Name)...)
+		return celCheck(errs, validatingPolicyExprs(p, nil))
 	},
 	warnCreate: func(_ context.Context, p *admissionregistration.ValidatingAdmissionPolicy) []string {
 		return staticSuffixCreateWarnings(p.Name)
@@ -86,7 +92,7 @@ var validatingPolicyKind = kind[*admissionregistration.ValidatingAdmissionPolicy
 		p.Generation = nextGeneration(old.Generation, apiequality.Semantic.DeepEqual(p.Spec, old.Spec))
 	},
 	validateUpdate: func(_ context.Context, p, old *admissionregistration.ValidatingAdmissionPolicy) field.ErrorList {
-		return admissionvalidation.ValidateValidatingAdmissionPolicyUpdate(p, old)
+		return celCheck(admissionvalidation.ValidateValidatingAdmissionPolicyUpdate(p, old), validatingPolicyExprs(p, old))
 	},
 	warnUpdate: func(_ context.Context, p, _ *admissionregistration.ValidatingAdmissionPolicy) []string {
 		return admissionvalidation.WarningsForStaticSuffix(p.Name)
@@ -122,7 +128,8 @@ var validatingBindingKind = kind[*admissionregistration.ValidatingAdmissionPolic
 var mutatingPolicyKind = kind[*admissionregistration.MutatingAdmissionPolicy]{
 	prepareCreate: func(_ context.Context, p *admissionregistration.MutatingAdmissionPolicy) { p.Generation = 1 },
 	validate: func(_ context.Context, p *admissionregistration.MutatingAdmissionPolicy) field.ErrorList {
-		return append(admissionvalidation.ValidateMutatingAdmissionPolicy(p), staticSuffixErrors(p.Name)...)
+		errs := append(admissionvalidation.ValidateMutatingAdmissionPolicy(p), staticSuffixErrors(p.Name)...)
+		return celCheck(errs, mutatingPolicyExprs(p, nil))
 	},
 	warnCreate: func(_ context.Context, p *admissionregistration.MutatingAdmissionPolicy) []string {
 		return staticSuffixCreateWarnings(p.Name)
@@ -131,7 +138,7 @@ var mutatingPolicyKind = kind[*admissionregistration.MutatingAdmissionPolicy]{
 		p.Generation = nextGeneration(old.Generation, apiequality.Semantic.DeepEqual(p.Spec, old.Spec))
 	},
 	validateUpdate: func(_ context.Context, p, old *admissionregistration.MutatingAdmissionPolicy) field.ErrorList {
-		return admissionvalidation.ValidateMutatingAdmissionPolicyUpdate(p, old)
+		return celCheck(admissionvalidation.ValidateMutatingAdmissionPolicyUpdate(p, old), mutatingPolicyExprs(p, old))
 	},
 	warnUpdate: func(_ context.Context, p, _ *admissionregistration.MutatingAdmissionPolicy) []string {
 		return admissionvalidation.WarningsForStaticSuffix(p.Name)

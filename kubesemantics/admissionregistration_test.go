@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/concordproject/concord/registry"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -223,4 +224,44 @@ func TestAdmissionConfigurationWarnings(t *testing.T) {
 			t.Errorf("warnings %q, want one on selfsubjectaccessreviews", w)
 		}
 	})
+}
+
+// includes is of the CEL environment of 1.37: a new expression may use it only at a
+// minimum compatibility version of 1.37, whatever version kube's validation
+// compiles at in this process; a stored one may keep it.
+func TestAdmissionCELAtMinCompatibility(t *testing.T) {
+	const includes = "[1, 2].includes(size(object.data))"
+	at := func(emulation, minCompat string) *registry.Resource {
+		r := cpResourceUnconfigured(t, arGroup, "validatingadmissionpolicies")
+		if !cpSemanticsAt(t, emulation, minCompat).Configure(r) {
+			t.Fatal("not configured")
+		}
+		return r
+	}
+	ctx := t.Context()
+	stored, errs := cpCreate(ctx, t, at("1.37", "1.37"), "v1", sizePolicy(includes))
+	cpWant(t, "includes at minimum compatibility 1.37", errs)
+	for _, v := range [][2]string{{"1.37", "1.36"}, {"1.36", "1.35"}} {
+		r := at(v[0], v[1])
+		_, errs = cpCreate(ctx, t, r, "v1", sizePolicy(includes))
+		cpWant(t, "includes at "+v[1], errs, "spec.validations[0].expression: Invalid value")
+		cpDetail(t, "includes at "+v[1], errs, "spec.validations[0].expression", "minimum compatibility version "+v[1])
+		relabelled := sizePolicy(includes)
+		relabelled.Labels = map[string]string{"at": v[1]}
+		_, errs = cpUpdate(ctx, t, r, "v1", "", relabelled, stored)
+		cpWant(t, "an unrelated update of the stored policy at "+v[1], errs)
+		_, errs = cpCreate(ctx, t, r, "v1", sizePolicy("object.data.size() >"))
+		cpWant(t, "a syntax error at "+v[1], errs, "spec.validations[0].expression: Invalid value")
+		cpDetail(t, "a syntax error at "+v[1], errs, "spec.validations[0].expression", "Syntax error")
+	}
+
+	hooks := cpResourceUnconfigured(t, arGroup, "validatingwebhookconfigurations")
+	if !cpSemanticsAt(t, "1.36", "1.35").Configure(hooks) {
+		t.Fatal("not configured")
+	}
+	w := webhook("a.example.com")
+	w.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "c", Expression: "!" + includes}}
+	_, errs = cpCreate(ctx, t, hooks, "v1", &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "h"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{w}})
+	cpDetail(t, "a match condition using includes at 1.35", errs, "webhooks[0].matchConditions[0].expression", "minimum compatibility version 1.35")
 }

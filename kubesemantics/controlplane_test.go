@@ -21,9 +21,12 @@ import (
 // configured with Semantics at 1.37, objects run through its create and update.
 
 // cpSemantics are the semantics of a server at 1.37 (minimum compatibility 1.36).
-func cpSemantics(t *testing.T) *Semantics {
+func cpSemantics(t *testing.T) *Semantics { return cpSemanticsAt(t, "1.37", "1.36") }
+
+// cpSemanticsAt are the semantics of a server at emulation and minCompatibility.
+func cpSemanticsAt(t *testing.T, emulation, minCompatibility string) *Semantics {
 	t.Helper()
-	gates, err := NewGates(version.MustParse("1.37"), version.MustParse("1.36"), nil)
+	gates, err := NewGates(version.MustParse(emulation), version.MustParse(minCompatibility), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,4 +147,15 @@ func cpWant(t *testing.T, what string, errs field.ErrorList, want ...string) {
 	if !slices.Equal(got, w) {
 		t.Errorf("%s: errors %q, want %q\n%v", what, got, w, errs.ToAggregate())
 	}
+}
+
+// cpDetail checks that errs has an error at path whose text has want.
+func cpDetail(t *testing.T, what string, errs field.ErrorList, path, want string) {
+	t.Helper()
+	for _, e := range errs {
+		if e.Field == path && strings.Contains(e.Error(), want) {
+			return
+		}
+	}
+	t.Errorf("%s: no error at %s saying %q in %v", what, path, want, errs.ToAggregate())
 }
