@@ -20,7 +20,6 @@ import (
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/versionskew"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // Options tune the behaviour of built-in resources.
@@ -46,10 +45,6 @@ type Options struct {
 	// preparation and validation (nil: tools that serve nothing; their resources are
 	// validated by their schemas alone).
 	Semantics *kubesemantics.Semantics
-	// CELVersion is the minimum compatibility version, whose CEL environment new
-	// expressions of webhook configurations and admission policies compile in (nil:
-	// the CEL library's default).
-	CELVersion *version.Version
 }
 
 // ErrMissing means the API catalog lacks a resource every server needs.
@@ -85,7 +80,7 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		table[service.GroupResource] = opts.Services.Configure
 	}
 	maps.Copy(table, reviewConfigurers(opts))
-	maps.Copy(table, admission.Configurers(opts.CELVersion))
+	maps.Copy(table, admission.Configurers())
 	return table
 }
 
