@@ -189,7 +189,9 @@ func (k *typedResource) requestContext(ctx context.Context, version, verb, subre
 		APIGroup: k.res.Group, APIVersion: version, Resource: k.res.Names.Plural,
 		Subresource: subresource, Namespace: namespace, Name: name,
 	}
-	if ri, ok := request.InfoFrom(ctx); ok && ri.IsResourceRequest && ri.Resource == k.res.Names.Plural && ri.APIGroup == k.res.Group {
+	// A storage-migration rewrite names the resource but no version: its objects are
+	// validated in version.
+	if ri, ok := request.InfoFrom(ctx); ok && ri.IsResourceRequest && ri.Resource == k.res.Names.Plural && ri.APIGroup == k.res.Group && ri.APIVersion != "" {
 		info.Verb, info.APIVersion, info.Path = ri.Verb, ri.APIVersion, ri.Path
 	}
 	ctx = genericapirequest.WithRequestInfo(genericapirequest.WithNamespace(ctx, namespace), info)
