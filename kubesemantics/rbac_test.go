@@ -3,6 +3,7 @@ package kubesemantics
 import (
 	"testing"
 
+	"github.com/concordproject/concord/server/request"
 	rbacv1 "k8s.io/api/rbac/v1"
 	rbacv1beta1 "k8s.io/api/rbac/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,4 +118,18 @@ func TestClusterRoleBindings(t *testing.T) {
 	cpWant(t, "a Role bound cluster-wide", errs, "roleRef.kind: Unsupported value")
 	_, errs = cpCreate(ctx, t, r, "v1", binding("ClusterRole", rbacv1.Subject{Kind: "ServiceAccount", Name: "robot"}))
 	cpWant(t, "a service account without a namespace", errs, "subjects[0].namespace: Required value")
+}
+
+// A storage-migration rewrite's request names the resource but no version: the
+// object is validated, declaratively too, in the version it is given.
+func TestRewriteValidatesInItsVersion(t *testing.T) {
+	r := cpResource(t, "rbac.authorization.k8s.io", "rolebindings")
+	ctx := request.WithInfo(t.Context(), &request.Info{IsResourceRequest: true, Verb: "create",
+		APIGroup: "rbac.authorization.k8s.io", Resource: "rolebindings"})
+	b := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", ResourceVersion: "1"},
+		RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "view"}, Subjects: []rbacv1.Subject{{Kind: "User", Name: "u"}}}
+	stored, errs := cpCreate(t.Context(), t, r, "v1", b)
+	cpWant(t, "a RoleBinding", errs)
+	_, errs = cpUpdate(ctx, t, r, "v1", "", b, stored)
+	cpWant(t, "a rewrite of a RoleBinding", errs)
 }
