@@ -204,10 +204,10 @@ func TestStorageVersionObjects(t *testing.T) {
 			"should be nil if servers do not agree on the same encoding version, or if there is no server reporting the supported versions yet"},
 		{apiserverinternalv1alpha1.StorageVersionStatus{Conditions: []apiserverinternalv1alpha1.StorageVersionCondition{
 			{Type: "AllEncodingVersionsEqual", Status: "False", Message: "m"}}},
-			"reason cannot be empty"},
+			"status[0].reason: Required value"}, // Kubernetes' path, without "conditions"
 		{apiserverinternalv1alpha1.StorageVersionStatus{Conditions: []apiserverinternalv1alpha1.StorageVersionCondition{
 			{Type: "AllEncodingVersionsEqual", Status: "False", Reason: "r"}}},
-			"message cannot be empty"},
+			"status[0].message: Required value"},
 	} {
 		next := created.DeepCopy()
 		next.Status = tc.status
