@@ -337,8 +337,8 @@ func TestStorageVersionBarrier(t *testing.T) {
 		code, st, hdr, body := svHTTP(t, cfg, tc.method, tc.path, tc.body)
 		prefix := "wait for storage version registration to complete for resource: " + tc.resource + ", last seen error: "
 		if code != http.StatusServiceUnavailable || st == nil || st.Reason != metav1.StatusReasonServiceUnavailable || st.Status != metav1.StatusFailure ||
-			!strings.HasPrefix(st.Message, prefix) || !strings.Contains(st.Message, "reason cannot be empty") || hdr.Get("Retry-After") != "1" {
-			t.Errorf("%s %s: %d Retry-After=%q %s; want 503 %q", tc.method, tc.path, code, hdr.Get("Retry-After"), body, prefix+"...reason cannot be empty")
+			!strings.HasPrefix(st.Message, prefix) || !strings.Contains(st.Message, "reason: Required value") || hdr.Get("Retry-After") != "1" {
+			t.Errorf("%s %s: %d Retry-After=%q %s; want 503 %q", tc.method, tc.path, code, hdr.Get("Retry-After"), body, prefix+"...reason: Required value")
 		}
 	}
 	for _, tc := range []struct {
