@@ -22,12 +22,13 @@
 // Services are resolved by the resolver the server gives (the aggregator's, through
 // EndpointSlices).
 //
-// It also owns what the admission configurations are (Configurers): Kubernetes'
-// validation of webhook configurations, policies and bindings, their CEL expressions
-// compiled when written in the environments of the server's minimum compatibility
-// version (KEP-4330: new expressions with its libraries only, stored ones with
-// every library), and the ValidatingAdmissionPolicy status controller (TypeChecking),
-// elected among the servers, that writes status.typeChecking.
+// It also owns kubectl's WEBHOOKS column of webhook configurations (Configurers) and
+// the ValidatingAdmissionPolicy status controller (TypeChecking), elected among the
+// servers, that writes status.typeChecking. The validation of webhook
+// configurations, policies and bindings, their CEL expressions compiled at the
+// server's minimum compatibility version (KEP-4330: new expressions with its
+// libraries only, stored ones with every library), is Kubernetes' (package
+// kubesemantics).
 //
 // # What it must not touch
 //

@@ -20,7 +20,6 @@ import (
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/versionskew"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // Options tune the behaviour of built-in resources.
@@ -46,10 +45,6 @@ type Options struct {
 	// preparation and validation (nil: tools that serve nothing; their resources are
 	// validated by their schemas alone).
 	Semantics *kubesemantics.Semantics
-	// CELVersion is the minimum compatibility version, whose CEL environment new
-	// expressions of webhook configurations and admission policies compile in (nil:
-	// the CEL library's default).
-	CELVersion *version.Version
 }
 
 // ErrMissing means the API catalog lacks a resource every server needs.
@@ -64,8 +59,6 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 	table := map[schema.GroupResource]func(*registry.Resource) error{
 		namespace.GroupResource:      namespace.Configure,
 		quota.GroupResource:          quota.Configure,
-		rbac.RolesGR:                 rbac.ConfigureRoles,
-		rbac.ClusterRolesGR:          rbac.ConfigureClusterRoles,
 		rbac.RoleBindingsGR:          rbac.ConfigureRoleBindings,
 		rbac.ClusterRoleBindingsGR:   rbac.ConfigureClusterRoleBindings,
 		storageversion.GroupResource: storageversion.ConfigureWith(opts.StorageVersions),
@@ -78,7 +71,6 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		deploymentsGR:                configureDeployments,
 		cronJobsGR:                   configureCronJobs,
 		jobsGR:                       configureJobs,
-		csrsGR:                       configureCSRs,
 		secretsGR:                    configureSecrets,
 		serviceAccountsGR:            configureServiceAccounts(opts.ServiceAccountTokens),
 		coreEventsGR:                 func(r *registry.Resource) error { return configureEvents(r, coreEventFields, opts.EventTTL) },
@@ -88,7 +80,7 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		table[service.GroupResource] = opts.Services.Configure
 	}
 	maps.Copy(table, reviewConfigurers(opts))
-	maps.Copy(table, admission.Configurers(opts.CELVersion))
+	maps.Copy(table, admission.Configurers())
 	return table
 }
 

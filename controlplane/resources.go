@@ -80,7 +80,6 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 		EventTTL: o.EventTTL, Authorization: i.parts.authz, Authentication: i.parts.serving.authn, ServiceAccountTokens: tokens,
 		StorageVersions: storageversion.APIOptions{Publishers: i.storageVersionPublishers,
 			Unmaintained: !compat.Enabled(compatibility.StorageVersionAPI)},
-		CELVersion: compat.Versions.MinCompatibility,
 	})
 	if err != nil {
 		return ctx, err

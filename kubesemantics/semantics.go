@@ -111,7 +111,7 @@ func (k *typedResource) create(ctx context.Context, version string, obj *registr
 	if err != nil {
 		return nil, fmt.Errorf("converting %s to kube's internal version: %w", k.res.GroupResource(), err)
 	}
-	strat := newAdapter(k.s, k.res.Namespaced, false)
+	strat := newAdapter(k.s, k.res.Namespaced, "")
 	ctx = k.requestContext(ctx, version, "create", "", obj.GetNamespace(), obj.GetName())
 	var errs field.ErrorList
 	k.sem.gates.Do(func() {
@@ -129,9 +129,9 @@ func (k *typedResource) create(ctx context.Context, version string, obj *registr
 	return errs, nil
 }
 
-// update prepares and validates obj, an update of old or of its status, as
-// kube-apiserver's update handler does (rest.BeforeUpdate, but for the metadata
-// Concord's store carries over itself).
+// update prepares and validates obj, an update of old or of its status or approval
+// subresource, as kube-apiserver's update handler does (rest.BeforeUpdate, but for
+// the metadata Concord's store carries over itself).
 func (k *typedResource) update(ctx context.Context, version, subresource string, obj, old *registry.Object) (field.ErrorList, error) {
 	ext, err := k.external(version, obj)
 	if err != nil {
@@ -149,7 +149,7 @@ func (k *typedResource) update(ctx context.Context, version, subresource string,
 	if err != nil {
 		return nil, fmt.Errorf("converting the stored %s to kube's internal version: %w", k.res.GroupResource(), err)
 	}
-	strat := newAdapter(k.s, k.res.Namespaced, subresource == "status")
+	strat := newAdapter(k.s, k.res.Namespaced, subresource)
 	ctx = k.requestContext(ctx, version, "update", subresource, obj.GetNamespace(), obj.GetName())
 	var errs field.ErrorList
 	k.sem.gates.Do(func() {
@@ -232,6 +232,8 @@ func (k *typedResource) requestContext(ctx context.Context, version, verb, subre
 		APIGroup: k.res.Group, APIVersion: version, Resource: k.res.Names.Plural,
 		Subresource: subresource, Namespace: namespace, Name: name,
 	}
+	// A storage-migration rewrite names the resource but no version: its objects are
+	// validated in version.
 	if ri, ok := request.InfoFrom(ctx); ok && ri.IsResourceRequest && ri.Resource == k.res.Names.Plural && ri.APIGroup == k.res.Group && ri.APIVersion != "" {
 		info.Verb, info.APIVersion, info.Path = ri.Verb, ri.APIVersion, ri.Path
 	}

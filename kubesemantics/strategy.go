@@ -32,6 +32,10 @@ type kind[T runtime.Object] struct {
 	prepareStatus  func(ctx context.Context, obj, old T)
 	validateStatus func(ctx context.Context, obj, old T) field.ErrorList
 	warnStatus     func(ctx context.Context, obj, old T) []string
+	// prepareApproval and validateApproval are the approval subresource's update
+	// (CertificateSigningRequests').
+	prepareApproval  func(ctx context.Context, obj, old T)
+	validateApproval func(ctx context.Context, obj, old T) field.ErrorList
 	// canonicalize puts a valid object in its canonical form.
 	canonicalize func(obj T)
 	// declarative gives declarative validation, which every kube strategy runs, its
@@ -47,6 +51,8 @@ type strategy struct {
 	warnCreate                     func(ctx context.Context, obj runtime.Object) []string
 	prepareUpdate, prepareStatus   func(ctx context.Context, obj, old runtime.Object)
 	validateUpdate, validateStatus func(ctx context.Context, obj, old runtime.Object) field.ErrorList
+	prepareApproval                func(ctx context.Context, obj, old runtime.Object)
+	validateApproval               func(ctx context.Context, obj, old runtime.Object) field.ErrorList
 	warnUpdate, warnStatus         func(ctx context.Context, obj, old runtime.Object) []string
 	declarative                    func(ctx context.Context, obj, old runtime.Object) rest.DeclarativeValidationConfig
 }
@@ -60,14 +66,16 @@ func (k kind[T]) erase() strategy {
 				k.canonicalize(obj.(T))
 			}
 		},
-		validate:       errs1(k.validate),
-		warnCreate:     warn1(k.warnCreate),
-		prepareUpdate:  with2(k.prepareUpdate),
-		prepareStatus:  with2(k.prepareStatus),
-		validateUpdate: errs2(k.validateUpdate),
-		validateStatus: errs2(k.validateStatus),
-		warnUpdate:     warn2(k.warnUpdate),
-		warnStatus:     warn2(k.warnStatus),
+		validate:         errs1(k.validate),
+		warnCreate:       warn1(k.warnCreate),
+		prepareUpdate:    with2(k.prepareUpdate),
+		prepareStatus:    with2(k.prepareStatus),
+		validateUpdate:   errs2(k.validateUpdate),
+		validateStatus:   errs2(k.validateStatus),
+		prepareApproval:  with2(k.prepareApproval),
+		validateApproval: errs2(k.validateApproval),
+		warnUpdate:       warn2(k.warnUpdate),
+		warnStatus:       warn2(k.warnStatus),
 		declarative: func(ctx context.Context, obj, old runtime.Object) rest.DeclarativeValidationConfig {
 			if k.declarative == nil {
 				return rest.DeclarativeValidationConfig{}
@@ -137,16 +145,16 @@ func warn2[T runtime.Object](f func(context.Context, T, T) []string) func(contex
 type adapter struct {
 	rest.DeclarativeValidation // the scheme: an ObjectTyper, and declarative validation
 	names.NameGenerator
-	s          *strategy
-	namespaced bool
-	status     bool // an update of the status subresource
+	s           *strategy
+	namespaced  bool
+	subresource string // of an update: "", "status" or "approval"
 }
 
-func newAdapter(s *strategy, namespaced, status bool) *adapter {
+func newAdapter(s *strategy, namespaced bool, subresource string) *adapter {
 	return &adapter{
 		DeclarativeValidation: rest.DeclarativeValidation{Scheme: legacyscheme.Scheme},
 		NameGenerator:         names.SimpleNameGenerator,
-		s:                     s, namespaced: namespaced, status: status,
+		s:                     s, namespaced: namespaced, subresource: subresource,
 	}
 }
 
@@ -168,23 +176,33 @@ func (a *adapter) WarningsOnCreate(ctx context.Context, obj runtime.Object) []st
 }
 
 func (a *adapter) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
-	if a.status {
+	switch a.subresource {
+	case "status":
 		a.s.prepareStatus(ctx, obj, old)
-		return
+	case "approval":
+		a.s.prepareApproval(ctx, obj, old)
+	default:
+		a.s.prepareUpdate(ctx, obj, old)
 	}
-	a.s.prepareUpdate(ctx, obj, old)
 }
 
 func (a *adapter) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	if a.status {
+	switch a.subresource {
+	case "status":
 		return a.s.validateStatus(ctx, obj, old)
+	case "approval":
+		return a.s.validateApproval(ctx, obj, old)
+	default:
+		return a.s.validateUpdate(ctx, obj, old)
 	}
-	return a.s.validateUpdate(ctx, obj, old)
 }
 
 func (a *adapter) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
-	if a.status {
+	switch a.subresource {
+	case "status":
 		return a.s.warnStatus(ctx, obj, old)
+	case "approval":
+		return nil
 	}
 	return a.s.warnUpdate(ctx, obj, old)
 }

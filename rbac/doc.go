@@ -1,9 +1,9 @@
 // Package rbac owns Role-Based Access Control (rbac.authorization.k8s.io/v1) with
 // Kubernetes' semantics: the authorizer that decides requests from Roles,
-// ClusterRoles and their bindings, the API-server behaviour of those four resources
-// (validation, defaults, kubectl's columns), and the admission that keeps users from
-// granting permissions they do not hold. The default roles and bindings every
-// cluster starts with are package bootstrap's.
+// ClusterRoles and their bindings, kubectl's columns of bindings, and the admission
+// that keeps users from granting permissions they do not hold. The four resources'
+// defaults and validation are Kubernetes' own (package kubesemantics); the default
+// roles and bindings every cluster starts with are package bootstrap's.
 //
 // # Authorizer
 //
@@ -28,12 +28,8 @@
 //
 // # Resources
 //
-// ConfigureRoles, ConfigureClusterRoles, ConfigureRoleBindings and
-// ConfigureClusterRoleBindings give the registry's resources (RolesGR, ...)
-// Kubernetes' validation (names are path segments, so "system:basic-user" is one;
-// a binding's roleRef cannot change), the defaults of a binding's apiGroups, and
-// kubectl's columns of bindings. The Validate functions check typed objects the same
-// way.
+// ConfigureRoleBindings and ConfigureClusterRoleBindings give the bindings
+// kubectl's columns.
 //
 // # Escalation check
 //

@@ -146,7 +146,8 @@ type Semantics struct {
 	// its generation) and validates it. A non-nil error is not the object's fault.
 	Create func(ctx context.Context, version string, obj *Object) (field.ErrorList, error)
 	// Update prepares and validates obj, an update of old ("" subresource) or of its
-	// status ("status"), in place, as Create does.
+	// status ("status") or approval ("approval": a CertificateSigningRequest's), in
+	// place, as Create does.
 	Update func(ctx context.Context, version, subresource string, obj, old *Object) (field.ErrorList, error)
 	// Table, if set, prints objs (of version) as Table rows: the columns, and each
 	// object's cells. It replaces the version's printer columns.

@@ -5,11 +5,12 @@
 // # What it owns
 //
 //   - The internal.apiserver.k8s.io/v1alpha1 storageversions resource's behaviour
-//     (Configure): Kubernetes' validation messages, names "<group>.<resource>" ("core"
-//     for the legacy group), updates only with a resourceVersion, Table columns, and
-//     writes reserved to the servers' loopback identity and, for the StorageVersions of
-//     their groups, to the aggregated servers an APIService names (ConfigureWith; 403
-//     for everyone else).
+//     (Configure): Table columns, the servers' encryption keys as a status annotation,
+//     and writes reserved to the servers' loopback identity and, for the
+//     StorageVersions of their groups, to the aggregated servers an APIService names
+//     (ConfigureWith; 403 for everyone else). Its validation (names
+//     "<group>.<resource>", "core" for the legacy group; the entries) is Kubernetes'
+//     own (package kubesemantics).
 //   - The Manager, one per server: it writes the server's entry (apiServerID,
 //     encodingVersion, decodableVersions, servedVersions) in the StorageVersion of each
 //     resource, with commonEncodingVersion and the AllEncodingVersionsEqual condition

@@ -414,7 +414,7 @@ var resources = append([]resourceSpec{
 			{name: "v1beta1", obj: &networkingv1beta1.Ingress{}},
 		},
 	},
-	// Certificate signing requests: builtin records who asked (spec.username, uid,
+	// Certificate signing requests: kubesemantics records who asked (spec.username, uid,
 	// groups, extra) as Kubernetes does. Nothing approves or signs them: Concord runs
 	// no signer, and does not serve the approval subresource.
 	{

@@ -12,6 +12,7 @@ import (
 	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // UpdateFunc computes the new state of an object from its current state (in the
@@ -179,6 +180,12 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 // it may not change carried over from current, prepared and validated.
 func (s *Store) prepareUpdate(ctx context.Context, ref Ref, obj, current *registry.Object, opts UpdateOptions) error {
 	res, version, ns, name := ref.Resource, ref.Version, ref.Namespace, ref.Name
+	if obj.GetResourceVersion() == "" && !res.UnconditionalUpdate {
+		// Kubernetes' registry refuses it so before anything else, its resourceVersion
+		// read as the number 0.
+		return apierrors.NewInvalid(res.GroupKind(), name, field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
+	}
 	if rv := obj.GetResourceVersion(); rv == "" && res.UnconditionalUpdate {
 		obj.SetResourceVersion(current.GetResourceVersion())
 	} else if rv != "" && rv != current.GetResourceVersion() {

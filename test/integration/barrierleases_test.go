@@ -73,7 +73,7 @@ func TestStorageVersionBarrierLeases(t *testing.T) {
 	} {
 		code, st, hdr, body := svHTTP(t, tc.cfg, tc.method, tc.path, tc.body)
 		if code != http.StatusServiceUnavailable || st == nil || st.Reason != metav1.StatusReasonServiceUnavailable ||
-			!strings.HasPrefix(st.Message, prefix) || !strings.Contains(st.Message, "reason cannot be empty") || hdr.Get("Retry-After") != "1" {
+			!strings.HasPrefix(st.Message, prefix) || !strings.Contains(st.Message, "reason: Required value") || hdr.Get("Retry-After") != "1" {
 			t.Errorf("%s a lease in kube-system: %d Retry-After=%q %s; want the barrier's 503 %q", tc.who, code, hdr.Get("Retry-After"), body, prefix+"...")
 		}
 	}

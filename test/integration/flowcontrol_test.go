@@ -15,6 +15,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
@@ -135,8 +136,9 @@ func TestPriorityAndFairness(t *testing.T) {
 }
 
 // testRejection gives user holder a priority level of no seats of its own that
-// rejects rather than queues (a FlowSchema at precedence 1, ahead of "exempt" by
-// name, so that holder may be a member of system:masters and write). A create that
+// rejects rather than queues (a FlowSchema at precedence 2: only "exempt" may have
+// precedence 1, and it takes system:masters, so holder is bound to cluster-admin
+// instead). A create that
 // waits on an admission webhook holds the one seat the level may use while idle
 // (/metrics shows it executing); holder's next request is answered 429 until it
 // completes. (A create whose body has not arrived holds no seat: the handler chain
@@ -144,12 +146,19 @@ func TestPriorityAndFairness(t *testing.T) {
 func testRejection(t *testing.T, s *harness.Server) {
 	fc := s.Clientset(t).FlowcontrolV1()
 	level := createLevel(t, fc.PriorityLevelConfigurations(), "held", 0, flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject})
-	flow := createFlow(t, fc.FlowSchemas(), "a-held", 1, "held", "holder")
-	holder := asUser(s.Config(), "holder", "system:masters")
-	waitFor(t, "holder classified by a-held", func() (bool, error) {
-		resp, _ := do(t, holder, http.MethodGet, "/version", nil)
+	flow := createFlow(t, fc.FlowSchemas(), "a-held", 2, "held", "holder")
+	if _, err := s.Clientset(t).RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "apf-holder"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "holder"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	holder := asUser(s.Config(), "holder", "system:authenticated")
+	waitFor(t, "holder classified by a-held, and allowed", func() (bool, error) {
+		resp, _ := do(t, holder, http.MethodGet, "/api/v1/namespaces/default/configmaps", nil)
 		gotFS, _ := classifiedAs(resp)
-		return gotFS == string(flow.UID), nil
+		return gotFS == string(flow.UID) && resp.StatusCode == http.StatusOK, nil
 	})
 	release := holdCreates(t, s, "apf-held")
 
@@ -234,10 +243,10 @@ func holdCreates(t *testing.T, s *harness.Server, ns string) (release func()) {
 	return release
 }
 
-// Mandatory configuration is kept at its bootstrap spec and recreated when deleted; a
-// suggested object a user
-// changed and marked apf.kubernetes.io/autoupdate-spec=false keeps the user's spec
-// across a restart, and a deleted one comes back.
+// Mandatory configuration keeps its bootstrap spec (Kubernetes' validation refuses a
+// change) and is recreated when deleted; a suggested object a user changed and marked
+// apf.kubernetes.io/autoupdate-spec=false keeps the user's spec across a restart, and
+// a deleted one comes back.
 func TestPriorityAndFairnessBootstrap(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 1)
@@ -253,14 +262,17 @@ func TestPriorityAndFairnessBootstrap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	updatePL(flowcontrolv1.PriorityLevelConfigurationNameCatchAll, func(pl *flowcontrolv1.PriorityLevelConfiguration) {
+	// Kubernetes refuses a change of a mandatory priority level's spec.
+	_, err := updateRetrying(ctx, pls.Get, pls.Update, flowcontrolv1.PriorityLevelConfigurationNameCatchAll, func(pl *flowcontrolv1.PriorityLevelConfiguration) {
 		pl.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](77)
 	})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec of 'catch-all' must equal the fixed value") {
+		t.Errorf("a change of catch-all's shares: %v, want 422 Invalid", err)
+	}
 	want := *bootstrap.MandatoryPriorityLevelConfigurationCatchAll.Spec.Limited.NominalConcurrencyShares
-	waitFor(t, "catch-all's shares restored", func() (bool, error) {
-		got, err := pls.Get(ctx, flowcontrolv1.PriorityLevelConfigurationNameCatchAll, metav1.GetOptions{})
-		return err == nil && *got.Spec.Limited.NominalConcurrencyShares == want, err
-	})
+	if got, err := pls.Get(ctx, flowcontrolv1.PriorityLevelConfigurationNameCatchAll, metav1.GetOptions{}); err != nil || *got.Spec.Limited.NominalConcurrencyShares != want {
+		t.Errorf("catch-all: %v, want its shares %d", err, want)
+	}
 
 	exempt, err := fc.FlowSchemas().Get(ctx, flowcontrolv1.FlowSchemaNameExempt, metav1.GetOptions{})
 	if err != nil {

@@ -204,10 +204,10 @@ func TestStorageVersionObjects(t *testing.T) {
 			"should be nil if servers do not agree on the same encoding version, or if there is no server reporting the supported versions yet"},
 		{apiserverinternalv1alpha1.StorageVersionStatus{Conditions: []apiserverinternalv1alpha1.StorageVersionCondition{
 			{Type: "AllEncodingVersionsEqual", Status: "False", Message: "m"}}},
-			"reason cannot be empty"},
+			"status[0].reason: Required value"}, // Kubernetes' path, without "conditions"
 		{apiserverinternalv1alpha1.StorageVersionStatus{Conditions: []apiserverinternalv1alpha1.StorageVersionCondition{
 			{Type: "AllEncodingVersionsEqual", Status: "False", Reason: "r"}}},
-			"message cannot be empty"},
+			"status[0].message: Required value"},
 	} {
 		next := created.DeepCopy()
 		next.Status = tc.status
@@ -337,8 +337,8 @@ func TestStorageVersionBarrier(t *testing.T) {
 		code, st, hdr, body := svHTTP(t, cfg, tc.method, tc.path, tc.body)
 		prefix := "wait for storage version registration to complete for resource: " + tc.resource + ", last seen error: "
 		if code != http.StatusServiceUnavailable || st == nil || st.Reason != metav1.StatusReasonServiceUnavailable || st.Status != metav1.StatusFailure ||
-			!strings.HasPrefix(st.Message, prefix) || !strings.Contains(st.Message, "reason cannot be empty") || hdr.Get("Retry-After") != "1" {
-			t.Errorf("%s %s: %d Retry-After=%q %s; want 503 %q", tc.method, tc.path, code, hdr.Get("Retry-After"), body, prefix+"...reason cannot be empty")
+			!strings.HasPrefix(st.Message, prefix) || !strings.Contains(st.Message, "reason: Required value") || hdr.Get("Retry-After") != "1" {
+			t.Errorf("%s %s: %d Retry-After=%q %s; want 503 %q", tc.method, tc.path, code, hdr.Get("Retry-After"), body, prefix+"...reason: Required value")
 		}
 	}
 	for _, tc := range []struct {
