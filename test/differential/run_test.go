@@ -1,0 +1,193 @@
+package differential
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// workers is how many cases run at once (those that are not global).
+const workers = 8
+
+// answer is what is recorded of one response.
+type answer struct {
+	Code   int    `json:"code"`
+	Reason string `json:"reason,omitempty"`
+	// Causes are a Status's causes, "reason field", sorted.
+	Causes []string `json:"causes,omitempty"`
+	// Object is the object a successful request answered, normalized.
+	Object map[string]any `json:"object,omitempty"`
+	// Same, instead of Object, is the 1-based index of an earlier step of the case
+	// that answered the same object.
+	Same int `json:"same,omitempty"`
+	// Message is kept for the reader; it is not compared.
+	Message string `json:"message,omitempty"`
+}
+
+// setupNamespaces creates the namespace of every namespaced resource's cases and its
+// default ServiceAccount (no controller makes it on kube-apiserver without a
+// controller manager; a server that made it already answers 409).
+func setupNamespaces(t *testing.T, tg *target) {
+	t.Helper()
+	for _, r := range resources {
+		ns := r.namespace()
+		if ns == "" {
+			continue
+		}
+		for _, s := range []step{
+			{method: http.MethodPost, path: "/api/v1/namespaces", ctype: jsonType,
+				body: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}},
+			{method: http.MethodPost, path: "/api/v1/namespaces/" + ns + "/serviceaccounts", ctype: jsonType,
+				body: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default"}}},
+		} {
+			a, _ := send(t.Context(), tg, s, nil)
+			if a.Code >= 300 && a.Code != http.StatusConflict {
+				t.Fatalf("setup %s %s: %d %s", s.method, s.path, a.Code, a.Message)
+			}
+		}
+	}
+}
+
+// runAll runs every case against tg: those that are not global by workers at once,
+// then the global ones one at a time. It returns each case's answers by id.
+func runAll(t *testing.T, tg *target, cases []tcase) map[string][]answer {
+	t.Helper()
+	got := make(map[string][]answer, len(cases))
+	var mu sync.Mutex
+	work := make(chan tcase)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range work {
+				answers := runCase(t.Context(), tg, c)
+				mu.Lock()
+				got[c.id] = answers
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, c := range cases {
+		if !c.global {
+			work <- c
+		}
+	}
+	close(work)
+	wg.Wait()
+	for _, c := range cases {
+		if c.global {
+			got[c.id] = runCase(t.Context(), tg, c)
+		}
+	}
+	return got
+}
+
+// runCase sends a case's steps in order, then its cleanup.
+func runCase(ctx context.Context, tg *target, c tcase) []answer {
+	var out []answer
+	var prev map[string]any
+	for _, s := range c.steps {
+		a, obj := send(ctx, tg, s, prev)
+		for i, earlier := range out {
+			if a.Object != nil && reflect.DeepEqual(a.Object, earlier.Object) {
+				a.Object, a.Same = nil, i+1
+				break
+			}
+		}
+		out = append(out, a)
+		prev = obj
+	}
+	for _, s := range c.cleanup {
+		_, _ = send(ctx, tg, s, nil)
+	}
+	return out
+}
+
+// send sends a step (its body made from prev when it edits) and returns what is
+// recorded of the answer and the object answered (nil when none).
+func send(ctx context.Context, tg *target, s step, prev map[string]any) (answer, map[string]any) {
+	body := s.body
+	if s.edit != nil {
+		if prev == nil {
+			return answer{Message: "not sent: the step before answered no object"}, nil
+		}
+		body = s.edit(deepCopy(prev))
+	}
+	var data []byte
+	if body != nil {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
+			return answer{Message: "not sent: " + err.Error()}, nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	resp, err := tg.do(ctx, s.method, s.path, s.ctype, data)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return answer{Message: "no answer: " + err.Error()}, nil
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return answer{Code: resp.StatusCode, Message: "reading the answer: " + err.Error()}, nil
+	}
+	return summarize(resp.StatusCode, raw)
+}
+
+// summarize reads what is recorded from a response body.
+func summarize(code int, data []byte) (answer, map[string]any) {
+	a := answer{Code: code}
+	var obj map[string]any
+	if json.Unmarshal(data, &obj) != nil {
+		if code >= 300 {
+			a.Message = shorten(strings.TrimSpace(string(data)))
+		}
+		return a, nil
+	}
+	if kind, _ := obj["kind"].(string); kind == "Status" {
+		a.Reason, _ = obj["reason"].(string)
+		msg, _ := obj["message"].(string)
+		a.Message = shorten(msg)
+		a.Causes = causes(obj)
+		return a, nil
+	}
+	if code >= 300 {
+		return a, nil
+	}
+	a.Object = normalize(deepCopy(obj))
+	return a, obj
+}
+
+func shorten(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
+
+func causes(status map[string]any) []string {
+	details, _ := status["details"].(map[string]any)
+	list, _ := details["causes"].([]any)
+	var out []string
+	for _, c := range list {
+		m, _ := c.(map[string]any)
+		out = append(out, fmt.Sprintf("%v %v", m["reason"], m["field"]))
+	}
+	slices.Sort(out)
+	return out
+}
