@@ -35,7 +35,7 @@ type tcase struct {
 	// invalid says the case was generated to be refused (an invalid variant or a
 	// forbidden change); kube-apiserver's answer decides what is right.
 	invalid bool
-	// global cases run one at a time after the others (globalKinds).
+	// global cases run after the others, one kind at a time (globalKinds).
 	global bool
 	steps  []step
 	// cleanup is sent after the steps, not recorded.
@@ -84,14 +84,26 @@ func prepare(s seed, caseID string) (map[string]any, string) {
 		ns = "default"
 	}
 	replaceStrings(obj, "NAMESPACE", ns)
-	n := objName(caseID)
-	meta["name"] = rename(obj, n)
-	return obj, meta["name"].(string)
+	n := rename(obj, objName(caseID))
+	if n == "" {
+		delete(meta, "name")
+	} else {
+		meta["name"] = n
+	}
+	return obj, n
 }
 
-// rename gives the kinds whose names are made of their fields a name of n.
+// reviews are the kinds that are answered, never stored: their metadata stays empty.
+var reviews = map[string]bool{"SubjectAccessReview": true, "LocalSubjectAccessReview": true, "SelfSubjectAccessReview": true,
+	"SelfSubjectRulesReview": true, "TokenReview": true, "SelfSubjectReview": true}
+
+// rename gives the kinds whose names are made of their fields a name of n; reviews
+// none.
 func rename(obj map[string]any, n string) string {
 	spec, _ := obj["spec"].(map[string]any)
+	if reviews[fmt.Sprint(obj["kind"])] {
+		return ""
+	}
 	switch obj["kind"] {
 	case "CustomResourceDefinition":
 		names, _ := spec["names"].(map[string]any)
@@ -163,10 +175,17 @@ func patch(res resource, v, name, ctype string, body any, query string) step {
 	return step{method: http.MethodPatch, path: objPath(res, v, name) + query, ctype: ctype, body: body}
 }
 
-// update is a put of the object the step before answered, changed by change.
+// update is a put of the object the step before answered, changed by change. It is
+// unconditional for the kinds whose status a controller writes meanwhile.
 func update(res resource, v, name string, change func(obj map[string]any)) step {
 	return step{method: http.MethodPut, path: objPath(res, v, name), ctype: jsonType,
-		edit: func(prev map[string]any) any { change(prev); return prev }}
+		edit: func(prev map[string]any) any {
+			change(prev)
+			if meta, ok := prev["metadata"].(map[string]any); ok && asyncStatus[res.kind] {
+				delete(meta, "resourceVersion")
+			}
+			return prev
+		}}
 }
 
 func deleteStep(res resource, name string) step {

@@ -1,7 +1,9 @@
 package differential
 
 import (
+	"encoding/json"
 	"regexp"
+	"sort"
 )
 
 // Placeholders of what varies from run to run.
@@ -29,7 +31,10 @@ var asyncStatus = map[string]bool{
 // normalize replaces, in place, what varies from run to run in an answered object by
 // placeholders: its uid and resourceVersion, every timestamp and UUID, Services'
 // allocated cluster IPs and node ports, generated names, and the status a
-// controller writes on its own time.
+// controller writes on its own time. It drops the managedFields entries of the
+// status subresource (the cases never write it: a controller of the server did,
+// on its own time), sorts a SelfSubjectRulesReview's rules (in no order) and a
+// list's items by name.
 func normalize(obj map[string]any) map[string]any {
 	if meta, ok := obj["metadata"].(map[string]any); ok {
 		for _, k := range []string{"resourceVersion", "uid"} {
@@ -38,7 +43,11 @@ func normalize(obj map[string]any) map[string]any {
 			}
 		}
 	}
+	dropStatusManagers(obj)
 	kind, _ := obj["kind"].(string)
+	if kind == "SelfSubjectRulesReview" {
+		sortRules(obj)
+	}
 	if asyncStatus[kind] {
 		if _, ok := obj["status"]; ok {
 			obj["status"] = asyncPlaceholder
@@ -53,6 +62,7 @@ func normalize(obj map[string]any) map[string]any {
 				normalize(m)
 			}
 		}
+		sort.SliceStable(items, func(i, j int) bool { return itemName(items[i]) < itemName(items[j]) })
 	}
 	scrub(obj)
 	return obj
@@ -104,4 +114,38 @@ func scrub(v any) any {
 		return generated.ReplaceAllString(v, "kube-api-access-<generated>")
 	}
 	return v
+}
+
+func itemName(item any) string {
+	m, _ := item.(map[string]any)
+	meta, _ := m["metadata"].(map[string]any)
+	n, _ := meta["name"].(string)
+	return n
+}
+
+func dropStatusManagers(obj map[string]any) {
+	meta, _ := obj["metadata"].(map[string]any)
+	entries, ok := meta["managedFields"].([]any)
+	if !ok {
+		return
+	}
+	kept := []any{}
+	for _, e := range entries {
+		if m, _ := e.(map[string]any); m["subresource"] != "status" {
+			kept = append(kept, e)
+		}
+	}
+	meta["managedFields"] = kept
+}
+
+func sortRules(obj map[string]any) {
+	status, _ := obj["status"].(map[string]any)
+	for _, k := range []string{"resourceRules", "nonResourceRules"} {
+		rules, _ := status[k].([]any)
+		sort.Slice(rules, func(i, j int) bool {
+			a, _ := json.Marshal(rules[i])
+			b, _ := json.Marshal(rules[j])
+			return string(a) < string(b)
+		})
+	}
 }

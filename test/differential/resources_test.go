@@ -103,7 +103,8 @@ var resources = []resource{
 
 // globalKinds are the kinds whose objects act on requests of every namespace (admission,
 // flow control, defaults picked by admission, aggregation, new resources, quota): their
-// cases run one at a time after all others, and delete what they created.
+// cases run after all others, those of one kind one at a time, and delete what they
+// created.
 var globalKinds = map[string]bool{
 	"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
 	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,

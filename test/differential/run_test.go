@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -58,39 +59,82 @@ func setupNamespaces(t *testing.T, tg *target) {
 	}
 }
 
-// runAll runs every case against tg: those that are not global by workers at once,
-// then the global ones one at a time. It returns each case's answers by id.
+// runAll runs every case against tg, workers at once: first those that are not
+// global, then the global ones, those of one kind one at a time (the cases of
+// different global kinds do not act on one another's requests). It returns each
+// case's answers by id, and logs the slowest cases.
 func runAll(t *testing.T, tg *target, cases []tcase) map[string][]answer {
 	t.Helper()
 	got := make(map[string][]answer, len(cases))
+	took := map[string]time.Duration{}
+	defer func() { logSlowest(t, tg, took) }()
+	var isolated [][]tcase
+	global := map[string][]tcase{}
+	var kinds []string
+	for _, c := range cases {
+		switch {
+		case !c.global:
+			isolated = append(isolated, []tcase{c})
+		case global[c.res.kind] == nil:
+			kinds = append(kinds, c.res.kind)
+			fallthrough
+		default:
+			global[c.res.kind] = append(global[c.res.kind], c)
+		}
+	}
 	var mu sync.Mutex
-	work := make(chan tcase)
+	run := func(unit []tcase) {
+		for _, c := range unit {
+			start := time.Now()
+			answers := runCase(t.Context(), tg, c)
+			mu.Lock()
+			got[c.id], took[c.id] = answers, time.Since(start)
+			mu.Unlock()
+		}
+	}
+	inParallel(isolated, run)
+	var units [][]tcase
+	for _, k := range kinds {
+		units = append(units, global[k])
+	}
+	inParallel(units, run)
+	return got
+}
+
+// inParallel runs run on every unit, workers at once, and returns when all are done.
+func inParallel(units [][]tcase, run func([]tcase)) {
+	work := make(chan []tcase)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for c := range work {
-				answers := runCase(t.Context(), tg, c)
-				mu.Lock()
-				got[c.id] = answers
-				mu.Unlock()
+			for u := range work {
+				run(u)
 			}
 		}()
 	}
-	for _, c := range cases {
-		if !c.global {
-			work <- c
-		}
+	for _, u := range units {
+		work <- u
 	}
 	close(work)
 	wg.Wait()
-	for _, c := range cases {
-		if c.global {
-			got[c.id] = runCase(t.Context(), tg, c)
-		}
+}
+
+func logSlowest(t *testing.T, tg *target, took map[string]time.Duration) {
+	t.Helper()
+	ids := make([]string, 0, len(took))
+	var global time.Duration
+	for id, d := range took {
+		ids = append(ids, id)
+		global += d
 	}
-	return got
+	sort.Slice(ids, func(i, j int) bool { return took[ids[i]] > took[ids[j]] })
+	var b strings.Builder
+	for _, id := range ids[:min(5, len(ids))] {
+		fmt.Fprintf(&b, "\n  %v %s", took[id].Round(time.Millisecond), id)
+	}
+	t.Logf("%s: the cases took %v in all; the slowest:%s", tg.name, global.Round(time.Millisecond), b.String())
 }
 
 // runCase sends a case's steps in order, then its cleanup.

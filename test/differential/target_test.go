@@ -112,7 +112,12 @@ func startPeer(t *testing.T, args ...string) *target {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs.tail(50))
 	}
-	t.Cleanup(p.Stop)
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			t.Logf("kube-apiserver's log:\n%s", logs.tail(60))
+		}
+	})
 	tg := newTarget(t, "kube-apiserver", p.Kubeconfig)
 	tg.waitReady(t)
 	return tg
