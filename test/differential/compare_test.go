@@ -16,17 +16,17 @@ var differencesPath = filepath.Join("testdata", "differences.json")
 
 // Categories of differences (the stored-object one names the first differing path).
 const (
-	notServed      = "not served by Concord"
-	acceptedByUs   = "accepted by Concord, refused by kube"
-	refusedByUs    = "refused by Concord, accepted by kube"
-	otherCode      = "different error code"
-	otherReason    = "different reason"
-	otherCauses    = "different causes"
-	otherObject    = "different stored object at "
-	notRecorded    = "no recorded answer (re-record)"
+	notServed    = "not served by Concord"
+	acceptedByUs = "accepted by Concord, refused by kube"
+	refusedByUs  = "refused by Concord, accepted by kube"
+	otherCode    = "different error code"
+	otherReason  = "different reason"
+	otherCauses  = "different causes"
+	otherObject  = "different stored object at "
+	notRecorded  = "no recorded answer (re-record)"
 	// crashes starts the category of a case that makes Concord exit: such a case is
 	// listed by hand and not sent while it is listed.
-	crashes = "crashes Concord"
+	crashes        = "crashes Concord"
 	otherStepCount = "different number of steps (re-record)"
 )
 

@@ -139,11 +139,17 @@ func metaMutations() []mutation {
 		}
 		return l
 	}
+	named := func(m map[string]any) string {
+		if n, ok := m["name"].(string); ok {
+			return n
+		}
+		return "review"
+	}
 	return []mutation{
-		meta("name=Upper", func(m map[string]any) { m["name"] = "Upper-" + fmt.Sprint(m["name"]) }),
-		meta("name=underscore", func(m map[string]any) { m["name"] = "under_" + fmt.Sprint(m["name"]) }),
+		meta("name=Upper", func(m map[string]any) { m["name"] = "Upper-" + named(m) }),
+		meta("name=underscore", func(m map[string]any) { m["name"] = "under_" + named(m) }),
 		meta("name=too-long", func(m map[string]any) { m["name"] = strings.Repeat("a", 254) }),
-		meta("name=leading-dash", func(m map[string]any) { m["name"] = "-" + fmt.Sprint(m["name"]) }),
+		meta("name=leading-dash", func(m map[string]any) { m["name"] = "-" + named(m) }),
 		meta("name=missing", func(m map[string]any) { delete(m, "name") }),
 		meta("labels=bad-key", func(m map[string]any) { labels(m)["bad key/x/y"] = "v" }),
 		meta("labels=long-value", func(m map[string]any) { labels(m)["long"] = strings.Repeat("v", 64) }),

@@ -206,7 +206,7 @@ func summarize(code int, data []byte) (answer, map[string]any) {
 	if kind, _ := obj["kind"].(string); kind == "Status" {
 		a.Reason, _ = obj["reason"].(string)
 		msg, _ := obj["message"].(string)
-		a.Message = shorten(msg)
+		a.Message = shorten(scrubMessage(msg))
 		a.Causes = causes(obj)
 		return a, nil
 	}
