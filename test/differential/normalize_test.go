@@ -23,8 +23,10 @@ var (
 )
 
 // asyncStatus are the kinds whose status a controller of the server writes soon
-// after a write: what a read finds there depends on timing.
-var asyncStatus = map[string]bool{
+// after a write (a ResourceQuota's usage: Concord's own controller, kube's
+// controller manager, which does not run here): what a read finds there depends on
+// timing.
+var asyncStatus = map[string]bool{"ResourceQuota": true,
 	"CustomResourceDefinition": true, "APIService": true, "FlowSchema": true, "PriorityLevelConfiguration": true,
 	"ServiceCIDR": true, "ValidatingAdmissionPolicy": true, "MutatingAdmissionPolicy": true,
 }

@@ -103,8 +103,8 @@ var resources = []resource{
 
 // globalKinds are the kinds whose objects act on requests of every namespace (admission,
 // flow control, defaults picked by admission, aggregation, new resources, quota): their
-// cases run after all others, those of one kind one at a time, and delete what they
-// created.
+// cases run after all others and delete what they created; those of the kinds
+// serialKinds names one at a time.
 var globalKinds = map[string]bool{
 	"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
 	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
@@ -112,6 +112,12 @@ var globalKinds = map[string]bool{
 	"FlowSchema": true, "PriorityLevelConfiguration": true, "APIService": true,
 	"CustomResourceDefinition": true, "PriorityClass": true, "StorageClass": true,
 	"IngressClass": true, "ServiceCIDR": true, "ResourceQuota": true,
+}
+
+// serialKinds are the global kinds whose objects act on one another: a single
+// default class, overlapping ranges, quotas of one namespace.
+var serialKinds = map[string]bool{
+	"PriorityClass": true, "StorageClass": true, "IngressClass": true, "ServiceCIDR": true, "ResourceQuota": true,
 }
 
 // gv is the resource's group-version path prefix for version v.

@@ -60,7 +60,7 @@ func setupNamespaces(t *testing.T, tg *target) {
 }
 
 // runAll runs every case against tg, workers at once: first those that are not
-// global, then the global ones, those of one kind one at a time (the cases of
+// global, then the global ones, those of a serial kind one at a time (the cases of
 // different global kinds do not act on one another's requests). It returns each
 // case's answers by id, and logs the slowest cases.
 func runAll(t *testing.T, tg *target, cases []tcase) map[string][]answer {
@@ -68,7 +68,7 @@ func runAll(t *testing.T, tg *target, cases []tcase) map[string][]answer {
 	got := make(map[string][]answer, len(cases))
 	took := map[string]time.Duration{}
 	defer func() { logSlowest(t, tg, took) }()
-	var isolated [][]tcase
+	var isolated, units [][]tcase
 	global := map[string][]tcase{}
 	var kinds []string
 	for _, c := range cases {
@@ -82,6 +82,15 @@ func runAll(t *testing.T, tg *target, cases []tcase) map[string][]answer {
 			global[c.res.kind] = append(global[c.res.kind], c)
 		}
 	}
+	for _, k := range kinds {
+		if serialKinds[k] {
+			units = append(units, global[k])
+			continue
+		}
+		for _, c := range global[k] {
+			units = append(units, []tcase{c})
+		}
+	}
 	var mu sync.Mutex
 	run := func(unit []tcase) {
 		for _, c := range unit {
@@ -92,12 +101,20 @@ func runAll(t *testing.T, tg *target, cases []tcase) map[string][]answer {
 			mu.Unlock()
 		}
 	}
+	start := time.Now()
 	inParallel(isolated, run)
-	var units [][]tcase
-	for _, k := range kinds {
-		units = append(units, global[k])
-	}
+	second := time.Now()
 	inParallel(units, run)
+	perKind := map[string]time.Duration{}
+	for _, k := range kinds {
+		for _, c := range global[k] {
+			perKind[k] += took[c.id]
+		}
+	}
+	slowest := sortedByDuration(perKind)[0]
+	t.Logf("%s: %d isolated cases in %v, then %d global kinds in %v (%s the longest in all: %v)", tg.name, len(isolated),
+		second.Sub(start).Round(time.Millisecond), len(kinds), time.Since(second).Round(time.Millisecond), slowest,
+		perKind[slowest].Round(time.Millisecond))
 	return got
 }
 
@@ -123,18 +140,26 @@ func inParallel(units [][]tcase, run func([]tcase)) {
 
 func logSlowest(t *testing.T, tg *target, took map[string]time.Duration) {
 	t.Helper()
-	ids := make([]string, 0, len(took))
 	var global time.Duration
-	for id, d := range took {
-		ids = append(ids, id)
+	for _, d := range took {
 		global += d
 	}
-	sort.Slice(ids, func(i, j int) bool { return took[ids[i]] > took[ids[j]] })
+	ids := sortedByDuration(took)
 	var b strings.Builder
 	for _, id := range ids[:min(5, len(ids))] {
 		fmt.Fprintf(&b, "\n  %v %s", took[id].Round(time.Millisecond), id)
 	}
 	t.Logf("%s: the cases took %v in all; the slowest:%s", tg.name, global.Round(time.Millisecond), b.String())
+}
+
+// sortedByDuration are the keys of m, longest first.
+func sortedByDuration(m map[string]time.Duration) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || m[keys[i]] == m[keys[j]] && keys[i] < keys[j] })
+	return keys
 }
 
 // runCase sends a case's steps in order, then its cleanup.
