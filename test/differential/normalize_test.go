@@ -19,6 +19,7 @@ var (
 	timestamp = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$`)
 	uuid      = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	uuidIn    = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	timeIn    = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 	generated = regexp.MustCompile(`kube-api-access-[a-z0-9]{5}`)
 )
 
@@ -152,6 +153,8 @@ func sortRules(obj map[string]any) {
 	}
 }
 
-// scrubMessage replaces the UUIDs in a Status's message, so that a recording
-// changes only where an answer does.
-func scrubMessage(msg string) string { return uuidIn.ReplaceAllString(msg, uidPlaceholder) }
+// scrubMessage replaces the UUIDs and timestamps in a Status's message, so that a
+// recording changes only where an answer does.
+func scrubMessage(msg string) string {
+	return timeIn.ReplaceAllString(uuidIn.ReplaceAllString(msg, uidPlaceholder), timePlaceholder)
+}
