@@ -115,7 +115,7 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 		return nil, false, true, err
 	}
 	var alloc registry.Allocation
-	if opts.Subresource == "" { // a subresource's write keeps the spec: nothing to allocate
+	if opts.Subresource == "" { // a subresource's write keeps what is allocated: nothing to allocate
 		if alloc, err = allocate(ctx, res, obj, current, opts.DryRun); err != nil {
 			return nil, false, true, err
 		}
