@@ -190,7 +190,10 @@ func (k *typedResource) requestContext(ctx context.Context, version, verb, subre
 		Subresource: subresource, Namespace: namespace, Name: name,
 	}
 	if ri, ok := request.InfoFrom(ctx); ok && ri.IsResourceRequest && ri.Resource == k.res.Names.Plural && ri.APIGroup == k.res.Group {
-		info.Verb, info.APIVersion, info.Path = ri.Verb, ri.APIVersion, ri.Path
+		info.Verb, info.Path = ri.Verb, ri.Path
+		if ri.APIVersion != "" { // a storage migration's rewrite names no version
+			info.APIVersion = ri.APIVersion
+		}
 	}
 	ctx = genericapirequest.WithRequestInfo(genericapirequest.WithNamespace(ctx, namespace), info)
 	if u, ok := auth.UserFrom(ctx); ok {
