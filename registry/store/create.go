@@ -106,6 +106,14 @@ func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts 
 	if res.Hooks != nil && res.Hooks.PrepareForCreate != nil {
 		res.Hooks.PrepareForCreate(ctx, obj)
 	}
+	// As Kubernetes' registry does, the allocation comes before validation, which
+	// sees what was allocated (a Service's cluster IPs and node ports).
+	alloc, err := allocate(ctx, res, obj, nil, opts.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	written := false
+	defer func() { alloc.Finish(context.WithoutCancel(ctx), written) }()
 	if err := res.ValidateCreate(ctx, version, obj); err != nil {
 		return nil, err
 	}
@@ -114,12 +122,6 @@ func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts 
 			return nil, err
 		}
 	}
-	alloc, err := allocate(ctx, res, obj, nil, opts.DryRun)
-	if err != nil {
-		return nil, err
-	}
-	written := false
-	defer func() { alloc.Finish(context.WithoutCancel(ctx), written) }()
 	if opts.Admit != nil {
 		if err := opts.Admit(ctx, obj, nil); err != nil {
 			return nil, err
