@@ -352,7 +352,10 @@ func (s *Services) reservePort(ctx context.Context, t *txn, svc *corev1.Service,
 func nodePortsOf(svc *corev1.Service) []int {
 	var out []int
 	for _, p := range svc.Spec.Ports {
-		if p.NodePort != 0 && !slices.Contains(out, int(p.NodePort)) {
+		// A Service whose type has none holds none, whatever its ports still say: an
+		// update that changes its type loses them after the allocation (its strategy
+		// clears them).
+		if needsNodePorts(svc) && p.NodePort != 0 && !slices.Contains(out, int(p.NodePort)) {
 			out = append(out, int(p.NodePort))
 		}
 	}
