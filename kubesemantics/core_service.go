@@ -2,11 +2,14 @@ package kubesemantics
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	serviceapi "k8s.io/kubernetes/pkg/api/service"
 	"k8s.io/kubernetes/pkg/apis/core"
 	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
@@ -120,4 +123,33 @@ func noNewNodePorts(s, old *core.Service) bool {
 		}
 	}
 	return true
+}
+
+// ServiceIPFieldErrors returns kube's errors of the cluster IP, IP family and family
+// policy fields of svc, an update of old (nil on creation), under this server's gates:
+// what kube-apiserver's Service storage checks before it allocates, and answers alone
+// when they are wrong. A non-nil error is not the Service's fault.
+func (s *Semantics) ServiceIPFieldErrors(svc, old *corev1.Service) (field.ErrorList, error) {
+	n, err := internalService(svc)
+	if err != nil {
+		return nil, err
+	}
+	var o *core.Service
+	if old != nil {
+		if o, err = internalService(old); err != nil {
+			return nil, err
+		}
+	}
+	var errs field.ErrorList
+	s.gates.Do(func() { errs = corevalidation.ValidateServiceClusterIPsRelatedFields(n, o) })
+	return errs, nil
+}
+
+// internalService is svc as kube's internal type.
+func internalService(svc *corev1.Service) (*core.Service, error) {
+	out := &core.Service{}
+	if err := legacyscheme.Scheme.Convert(svc, out, nil); err != nil {
+		return nil, fmt.Errorf("converting Service %s to kube's internal version: %w", svc.Name, err)
+	}
+	return out, nil
 }

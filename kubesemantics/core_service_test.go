@@ -3,6 +3,7 @@ package kubesemantics
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kubernetes/pkg/apis/core"
@@ -107,4 +108,26 @@ func TestDropReleasedServiceFields(t *testing.T) {
 	if s.Spec.ClusterIP != "" || s.Spec.ClusterIPs != nil || s.Spec.IPFamilyPolicy != nil || len(s.Spec.IPFamilies) != 1 {
 		t.Errorf("LoadBalancer to ExternalName: %+v", s.Spec)
 	}
+}
+
+// What kube's Service storage checks before it allocates: the cluster IP fields.
+func TestServiceIPFieldErrors(t *testing.T) {
+	sem, err := testSemantics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "300.0.0.1", ClusterIPs: []string{"300.0.0.1"}}}
+	errs, err := sem.ServiceIPFieldErrors(svc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErrs(t, errs, fieldErr{invalid, "spec.clusterIPs[0]"})
+	svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "10.0.0.1", []string{"10.0.0.1", "10.0.0.2"}
+	old := svc.DeepCopy()
+	old.Spec.ClusterIPs = old.Spec.ClusterIPs[:1]
+	errs, err = sem.ServiceIPFieldErrors(svc, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErrs(t, errs, fieldErr{invalid, "spec.clusterIPs"})
 }

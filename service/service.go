@@ -54,7 +54,20 @@ type Services struct {
 	ips    *ipAllocator
 	ports  *portAllocator
 	synced []cache.InformerSynced
+	// ipFields, if set, are Kubernetes' errors of a Service's cluster IP fields,
+	// which the allocation checks first (see CheckIPFieldsWith).
+	ipFields IPFieldErrors
 }
+
+// IPFieldErrors returns Kubernetes' errors of the cluster IP, IP family and family
+// policy fields of svc, an update of old (nil on creation); a non-nil error is not the
+// Service's fault.
+type IPFieldErrors func(svc, old *corev1.Service) (field.ErrorList, error)
+
+// CheckIPFieldsWith makes the allocation refuse, with their errors alone, Services
+// whose cluster IP fields check finds wrong, before it looks at them, as
+// kube-apiserver's Service storage does. It must be called before the Services serve.
+func (s *Services) CheckIPFieldsWith(check IPFieldErrors) { s.ipFields = check }
 
 // New returns the Services behaviour of cfg.
 func New(cfg Config) *Services {
