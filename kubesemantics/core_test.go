@@ -313,3 +313,24 @@ func TestEvents(t *testing.T) {
 		t.Errorf("apiVersion %q after the round trip, want events.k8s.io/v1", e)
 	}
 }
+
+func TestPodTemplates(t *testing.T) {
+	r := served(t, schema.GroupResource{Resource: "podtemplates"})
+	template := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "one"}}}}
+	pt := mustCreate(t, r, "v1", map[string]any{"metadata": meta("pt", "ns"), "template": template})
+	if pt.GetGeneration() != 1 || str(pt, "template", "spec", "restartPolicy") != "Always" {
+		t.Errorf("a new PodTemplate: generation %d, %v", pt.GetGeneration(), pt.Object["template"])
+	}
+	res := create(t, r, "v1", map[string]any{"metadata": meta("pt", "ns"), "template": map[string]any{}})
+	wantErrs(t, res.errs, fieldErr{required, "template.spec.containers"})
+	res = update(t, r, "v1", "", edit(pt, func(o map[string]any) { o["metadata"].(map[string]any)["labels"] = map[string]any{"a": "b"} }), pt)
+	if len(res.errs) > 0 || res.obj.GetGeneration() != 1 {
+		t.Errorf("a metadata update: %v, generation %d", res.errs, res.obj.GetGeneration())
+	}
+	res = update(t, r, "v1", "", edit(pt, func(o map[string]any) {
+		o["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"] = "two"
+	}), pt)
+	if len(res.errs) > 0 || res.obj.GetGeneration() != 2 {
+		t.Errorf("a template update: %v, generation %d", res.errs, res.obj.GetGeneration())
+	}
+}
