@@ -33,9 +33,9 @@ type Options struct {
 	Authentication *auth.Authentication
 	// ServiceAccountTokens issues the tokens of TokenRequests (nil: as above).
 	ServiceAccountTokens *ServiceAccountTokens
-	// Services gives Services their defaults, validation and allocation of cluster IPs
-	// and node ports (nil: Services are served as data, where IPAddresses and
-	// ServiceCIDRs are not served in v1).
+	// Services gives Services the allocation of cluster IPs and node ports, and what
+	// kube's Service storage does around it (nil: Services are served with their
+	// strategy alone, where IPAddresses and ServiceCIDRs are not served in v1).
 	Services *service.Services
 	// StorageVersions says who writes StorageVersions besides the servers themselves:
 	// the aggregated servers of their groups; anyone allowed may delete them while
@@ -122,6 +122,9 @@ func Configure(resources []*registry.Resource, opts Options) ([]*registry.Resour
 	for _, own := range ownResources() {
 		out = slices.DeleteFunc(out, func(r *registry.Resource) bool { return r.GroupResource() == own.GroupResource() })
 		out = append(out, own)
+	}
+	if opts.Services != nil && opts.Semantics != nil {
+		opts.Services.CheckIPFieldsWith(opts.Semantics.ServiceIPFieldErrors)
 	}
 	table := configurers(opts)
 	have := map[schema.GroupResource]bool{}

@@ -98,7 +98,7 @@ func (c *Controller) finalize(ctx context.Context, name string) error {
 			return nil, err
 		}
 		return cur, nil
-	}, store.UpdateOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(ns.GetUID())}})
+	}, store.UpdateOptions{WriteOptions: store.WriteOptions{Subresource: Finalize}, Preconditions: &metav1.Preconditions{UID: ptr.To(ns.GetUID())}})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -1,8 +1,10 @@
-// Package namespace gives core/v1 namespaces their Kubernetes behaviour: the hooks
-// of their registry.Resource (names are DNS labels; a new namespace is Active with the
-// "kubernetes" finalizer in spec.finalizers; a deleted one turns Terminating and stays
-// until that finalizer is removed) and the lifecycle controller that empties a
-// terminating namespace and then removes the finalizer so that the deletion completes.
+// Package namespace gives core/v1 namespaces what Kubernetes' namespace storage and
+// controllers do beyond its strategy (which package kubesemantics runs: a new
+// namespace is Active with the "kubernetes" finalizer in spec.finalizers, which only
+// the finalize subresource changes): the hooks of their registry.Resource (a deleted
+// namespace turns Terminating and stays until its spec.finalizers are gone) and the
+// lifecycle controller that empties a terminating namespace and then removes the
+// finalizer through the finalize subresource, so that the deletion completes.
 //
 // It also keeps the system namespaces (default, kube-system, kube-public,
 // kube-node-lease) existing, as kube-apiserver's system namespaces controller does

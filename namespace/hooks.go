@@ -6,7 +6,6 @@ import (
 
 	"github.com/concordproject/concord/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -14,6 +13,10 @@ import (
 // FinalizerKubernetes is the spec.finalizers entry that holds a namespace back while
 // its content is deleted.
 const FinalizerKubernetes = "kubernetes"
+
+// Finalize is the subresource that writes a namespace's spec.finalizers (an update of
+// the main resource keeps them).
+const Finalize = "finalize"
 
 // Phases of a namespace (status.phase).
 const (
@@ -31,28 +34,12 @@ func Configure(res *registry.Resource) error {
 	return nil
 }
 
-// hooks returns the registry hooks of core/v1 namespaces.
+// hooks returns the registry hooks of core/v1 namespaces: what Kubernetes'
+// namespace storage does beyond the strategy (package kubesemantics gives them their
+// phase and finalizer on creation, their validation, and the rules of updates and of
+// the finalize subresource).
 func hooks() *registry.Hooks {
 	return &registry.Hooks{
-		ValidateName: apimachineryvalidation.ValidateNamespaceName,
-		PrepareForCreate: func(_ context.Context, obj *unstructured.Unstructured) {
-			_ = unstructured.SetNestedField(obj.Object, PhaseActive, "status", "phase")
-			fins := specFinalizers(obj)
-			if !slices.Contains(fins, FinalizerKubernetes) {
-				fins = append(fins, FinalizerKubernetes)
-			}
-			_ = unstructured.SetNestedStringSlice(obj.Object, fins, "spec", "finalizers")
-		},
-		PrepareForUpdate: func(_ context.Context, obj, old *unstructured.Unstructured) {
-			// The phase is the server's to set.
-			phase, _, _ := unstructured.NestedString(old.Object, "status", "phase")
-			_ = unstructured.SetNestedField(obj.Object, phase, "status", "phase")
-			// spec.finalizers may only shrink, and only through /finalize or while
-			// terminating; otherwise they are kept.
-			if old.GetDeletionTimestamp() == nil {
-				_ = unstructured.SetNestedStringSlice(obj.Object, specFinalizers(old), "spec", "finalizers")
-			}
-		},
 		PrepareForDelete: func(_ context.Context, obj *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(obj.Object, PhaseTerminating, "status", "phase")
 		},

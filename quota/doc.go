@@ -1,6 +1,7 @@
 // Package quota owns ResourceQuotas (core/v1 resourcequotas): what Kubernetes' API
-// server gives them (validation, canonical quantities, kubectl's columns), their
-// enforcement by admission, and the usage controller that keeps their status.
+// server gives them beyond their strategy (package kubesemantics validates them):
+// kubectl's columns, their enforcement by admission, and the usage controller that
+// keeps their status.
 //
 // # Admission
 //

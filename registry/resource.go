@@ -213,10 +213,11 @@ type Hooks struct {
 	AdmitDelete func(ctx context.Context, obj *unstructured.Unstructured) error
 	// Allocate reserves what a new object (old nil) or an update holds beyond its own
 	// key, a Service's cluster IPs and node ports, and fills it into obj. It runs after
-	// validation, before validating admission and the write; the store then calls the
-	// Allocation's Commit once the write succeeded, its Revert otherwise (each at most
-	// once). With dryRun it checks and fills but reserves nothing. An error, a
-	// StatusError, goes to the client as is.
+	// PrepareForCreate or PrepareForUpdate and before validation (which sees what it
+	// filled in, as in Kubernetes, whose registry allocates first), validating
+	// admission and the write; the store then calls the Allocation's Commit once the
+	// write succeeded, its Revert otherwise (each at most once). With dryRun it checks
+	// and fills but reserves nothing. An error, a StatusError, goes to the client as is.
 	Allocate func(ctx context.Context, obj, old *unstructured.Unstructured, dryRun bool) (Allocation, error)
 	// Release frees what Allocate reserved for obj once obj is gone from storage.
 	Release func(ctx context.Context, obj *unstructured.Unstructured)

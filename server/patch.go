@@ -54,9 +54,6 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, q *apiReques
 		respond.Error(w, r, err)
 		return
 	}
-	if sub == "finalize" {
-		sub = ""
-	}
 	var warnings []string
 	// An apply creates a missing object; through a subresource it never does (it
 	// would be a creation that skips the main resource's checks, and would bring

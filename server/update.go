@@ -46,9 +46,6 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, q *apiReque
 		return
 	}
 	manager := wr.manager
-	if sub == "finalize" {
-		sub = "" // namespaces' /finalize writes spec.finalizers through the main path
-	}
 	result, created, err := s.cfg.Store.Update(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, func(_ context.Context, current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		next := obj.DeepCopy()
 		if current == nil && next.GetResourceVersion() != "" {

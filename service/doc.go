@@ -4,10 +4,12 @@
 //
 // # What it owns
 //
-//   - Services' behaviour (Configure): Kubernetes' defaults (type, session affinity,
-//     protocols, target ports, traffic policies, IP families), the validation of what
-//     the allocation depends on (type, ports, cluster IPs, IP families, external
-//     name), and the allocation itself, a registry Allocate hook in the store's write:
+//   - Services' behaviour (Configure): what kube-apiserver's Service storage does
+//     around the strategy (whose defaults, preparation and validation are package
+//     kubesemantics'): clusterIP and clusterIPs kept in step, allocated values an
+//     update leaves out kept, the IP families and policy a Service gets from what it
+//     asks and what the cluster has, and the allocation itself, a registry Allocate
+//     hook in the store's write:
 //     spec.clusterIP(s) on creation (ClusterIP, NodePort and LoadBalancer; none for
 //     headless "None" or ExternalName), a requested IP honoured or refused with
 //     Kubernetes' 422, node ports for NodePort and LoadBalancer (and the health check

@@ -31,6 +31,15 @@ func (s *Services) initIPFamilies(svc, was *corev1.Service) error {
 			spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicySingleStack)
 		}
 	}
+	if s.ipFields != nil {
+		el, err := s.ipFields(svc, was)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		if len(el) > 0 {
+			return apierrors.NewInvalid(serviceKind, svc.Name, el)
+		}
+	}
 	el := s.familyErrors(svc, was)
 	for i, ip := range spec.ClusterIPs {
 		if ip == corev1.ClusterIPNone {

@@ -11,7 +11,6 @@ import (
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,7 +21,6 @@ import (
 	networkingv1listers "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 )
 
 // serviceKind names Services in 422s, as Kubernetes does ("Service \"x\" is invalid").
@@ -56,7 +54,20 @@ type Services struct {
 	ips    *ipAllocator
 	ports  *portAllocator
 	synced []cache.InformerSynced
+	// ipFields, if set, are Kubernetes' errors of a Service's cluster IP fields,
+	// which the allocation checks first (see CheckIPFieldsWith).
+	ipFields IPFieldErrors
 }
+
+// IPFieldErrors returns Kubernetes' errors of the cluster IP, IP family and family
+// policy fields of svc, an update of old (nil on creation); a non-nil error is not the
+// Service's fault.
+type IPFieldErrors func(svc, old *corev1.Service) (field.ErrorList, error)
+
+// CheckIPFieldsWith makes the allocation refuse, with their errors alone, Services
+// whose cluster IP fields check finds wrong, before it looks at them, as
+// kube-apiserver's Service storage does. It must be called before the Services serve.
+func (s *Services) CheckIPFieldsWith(check IPFieldErrors) { s.ipFields = check }
 
 // New returns the Services behaviour of cfg.
 func New(cfg Config) *Services {
@@ -73,17 +84,18 @@ func New(cfg Config) *Services {
 	}
 }
 
-// Configure gives res, the services resource (stored in v1), its hooks.
+// Configure gives res, the services resource (stored in v1), its hooks: what
+// kube-apiserver's Service storage does around the strategy, whose defaults,
+// preparation and validation package kubesemantics gives: clusterIP and clusterIPs
+// kept in step, the values an update leaves out that were allocated kept, and the
+// allocation itself.
 func (s *Services) Configure(res *registry.Resource) error {
 	if res.StorageVersion != "v1" {
 		return fmt.Errorf("services must be stored in v1, not %s", res.StorageVersion)
 	}
 	res.Hooks = &registry.Hooks{
 		PrepareForCreate: func(_ context.Context, obj *unstructured.Unstructured) {
-			s.edit(obj, func(svc *corev1.Service) {
-				setDefaults(svc)
-				normalizeClusterIPs(svc, nil)
-			})
+			s.edit(obj, func(svc *corev1.Service) { normalizeClusterIPs(svc, nil) })
 		},
 		PrepareForUpdate: func(_ context.Context, obj, old *unstructured.Unstructured) {
 			was, err := typed(old)
@@ -91,31 +103,9 @@ func (s *Services) Configure(res *registry.Resource) error {
 				return
 			}
 			s.edit(obj, func(svc *corev1.Service) {
-				setDefaults(svc)
-				setDefaults(was)
-				dropTypeDependentFields(svc, was)
 				patchAllocatedValues(svc, was)
 				normalizeClusterIPs(svc, was)
 			})
-		},
-		Validate: func(_ context.Context, obj *unstructured.Unstructured) field.ErrorList {
-			svc, err := typed(obj)
-			if err != nil {
-				return field.ErrorList{field.Invalid(specPath, nil, err.Error())}
-			}
-			return validate(svc, nil)
-		},
-		ValidateUpdate: func(_ context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
-			svc, err := typed(obj)
-			if err != nil {
-				return field.ErrorList{field.Invalid(specPath, nil, err.Error())}
-			}
-			was, err := typed(old)
-			if err != nil {
-				return field.ErrorList{field.Invalid(specPath, nil, err.Error())}
-			}
-			setDefaults(was)
-			return validate(svc, was)
 		},
 		Allocate: s.allocate,
 		Release:  s.release,
@@ -167,7 +157,6 @@ func (s *Services) allocate(ctx context.Context, obj, old *unstructured.Unstruct
 		if was, err = typed(old); err != nil {
 			return registry.Allocation{}, apierrors.NewInternalError(err)
 		}
-		setDefaults(was)
 	}
 	if err := s.waitSynced(ctx); err != nil {
 		return registry.Allocation{}, err
@@ -376,7 +365,10 @@ func (s *Services) reservePort(ctx context.Context, t *txn, svc *corev1.Service,
 func nodePortsOf(svc *corev1.Service) []int {
 	var out []int
 	for _, p := range svc.Spec.Ports {
-		if p.NodePort != 0 && !slices.Contains(out, int(p.NodePort)) {
+		// A Service whose type has none holds none, whatever its ports still say: an
+		// update that changes its type loses them after the allocation (its strategy
+		// clears them).
+		if needsNodePorts(svc) && p.NodePort != 0 && !slices.Contains(out, int(p.NodePort)) {
 			out = append(out, int(p.NodePort))
 		}
 	}
@@ -396,43 +388,6 @@ func allocatesNodePorts(svc *corev1.Service) bool {
 		return svc.Spec.AllocateLoadBalancerNodePorts == nil || *svc.Spec.AllocateLoadBalancerNodePorts
 	}
 	return false
-}
-
-// setDefaults is Kubernetes' SetDefaults_Service.
-func setDefaults(svc *corev1.Service) {
-	spec := &svc.Spec
-	if spec.SessionAffinity == "" {
-		spec.SessionAffinity = corev1.ServiceAffinityNone
-	}
-	if spec.SessionAffinity == corev1.ServiceAffinityNone {
-		spec.SessionAffinityConfig = nil
-	}
-	if spec.SessionAffinity == corev1.ServiceAffinityClientIP && (spec.SessionAffinityConfig == nil ||
-		spec.SessionAffinityConfig.ClientIP == nil || spec.SessionAffinityConfig.ClientIP.TimeoutSeconds == nil) {
-		spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{
-			TimeoutSeconds: ptr.To(corev1.DefaultClientIPServiceAffinitySeconds)}}
-	}
-	if spec.Type == "" {
-		spec.Type = corev1.ServiceTypeClusterIP
-	}
-	for i := range spec.Ports {
-		p := &spec.Ports[i]
-		if p.Protocol == "" {
-			p.Protocol = corev1.ProtocolTCP
-		}
-		if (p.TargetPort.Type == 0 && p.TargetPort.IntVal == 0) || (p.TargetPort.Type == 1 && p.TargetPort.StrVal == "") {
-			p.TargetPort.Type, p.TargetPort.IntVal, p.TargetPort.StrVal = 0, p.Port, ""
-		}
-	}
-	if externallyAccessible(svc) && spec.ExternalTrafficPolicy == "" {
-		spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
-	}
-	if spec.InternalTrafficPolicy == nil && spec.Type != corev1.ServiceTypeExternalName {
-		spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyCluster)
-	}
-	if spec.Type == corev1.ServiceTypeLoadBalancer && spec.AllocateLoadBalancerNodePorts == nil {
-		spec.AllocateLoadBalancerNodePorts = ptr.To(true)
-	}
 }
 
 // normalizeClusterIPs keeps clusterIP and clusterIPs in step, as Kubernetes does
@@ -485,44 +440,4 @@ func patchAllocatedValues(svc, was *corev1.Service) {
 	if needsHealthCheck(was) && needsHealthCheck(svc) && svc.Spec.HealthCheckNodePort == 0 {
 		svc.Spec.HealthCheckNodePort = was.Spec.HealthCheckNodePort
 	}
-}
-
-// dropTypeDependentFields clears, when an update changes the type, what the old type
-// had allocated and the client did not change (it is released then), as Kubernetes
-// does.
-func dropTypeDependentFields(svc, was *corev1.Service) {
-	if needsClusterIP(was) && !needsClusterIP(svc) {
-		if slices.Equal(was.Spec.ClusterIPs, svc.Spec.ClusterIPs) {
-			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
-		}
-		if slices.Equal(was.Spec.IPFamilies, svc.Spec.IPFamilies) {
-			svc.Spec.IPFamilies = nil
-		}
-		if apiequality.Semantic.DeepEqual(was.Spec.IPFamilyPolicy, svc.Spec.IPFamilyPolicy) {
-			svc.Spec.IPFamilyPolicy = nil
-		}
-	}
-	if needsNodePorts(was) && !needsNodePorts(svc) && sameNodePorts(was, svc) {
-		for i := range svc.Spec.Ports {
-			svc.Spec.Ports[i].NodePort = 0
-		}
-	}
-	if needsHealthCheck(was) && !needsHealthCheck(svc) && was.Spec.HealthCheckNodePort == svc.Spec.HealthCheckNodePort {
-		svc.Spec.HealthCheckNodePort = 0
-	}
-	if was.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.Type != corev1.ServiceTypeLoadBalancer &&
-		apiequality.Semantic.DeepEqual(was.Spec.AllocateLoadBalancerNodePorts, svc.Spec.AllocateLoadBalancerNodePorts) {
-		svc.Spec.AllocateLoadBalancerNodePorts = nil
-	}
-	if externallyAccessible(was) && !externallyAccessible(svc) && was.Spec.ExternalTrafficPolicy == svc.Spec.ExternalTrafficPolicy {
-		svc.Spec.ExternalTrafficPolicy = ""
-	}
-	if svc.Spec.Type == corev1.ServiceTypeExternalName && apiequality.Semantic.DeepEqual(was.Spec.InternalTrafficPolicy, svc.Spec.InternalTrafficPolicy) {
-		svc.Spec.InternalTrafficPolicy = nil
-	}
-}
-
-// sameNodePorts reports whether two Services' ports have the same node ports.
-func sameNodePorts(a, b *corev1.Service) bool {
-	return slices.EqualFunc(a.Spec.Ports, b.Spec.Ports, func(x, y corev1.ServicePort) bool { return x.NodePort == y.NodePort })
 }

@@ -19,7 +19,10 @@ import (
 type WriteOptions struct {
 	// DryRun runs every step but the write to storage.
 	DryRun bool
-	// Subresource is "" for the main resource or "status".
+	// Subresource is "" for the main resource, "status", or another subresource that
+	// writes part of the object (a namespace's "finalize"): the store treats such an
+	// update as one of the main resource but for allocation, and its Semantics apply
+	// the subresource's rules.
 	Subresource string
 	// Mutate, if set, is mutating admission for Create and Update: it runs on the
 	// object as the client sent it (an update's as computed from the current object),
@@ -90,7 +93,9 @@ func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts 
 	obj.SetDeletionTimestamp(nil)
 	obj.SetDeletionGracePeriodSeconds(nil)
 	obj.SetSelfLink("")
-	if v := res.Version(version); v != nil && v.Subresources != nil && v.Subresources.Status != nil {
+	if v := res.Version(version); res.Semantics == nil && v != nil && v.Subresources != nil && v.Subresources.Status != nil {
+		// With Semantics, the status is theirs to reset, as Kubernetes' strategies do
+		// (a Node, say, is created with its status).
 		unstructured.RemoveNestedField(obj.Object, "status")
 	}
 	if res.Hooks != nil && res.Hooks.AdmitCreate != nil {
@@ -101,6 +106,14 @@ func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts 
 	if res.Hooks != nil && res.Hooks.PrepareForCreate != nil {
 		res.Hooks.PrepareForCreate(ctx, obj)
 	}
+	// As Kubernetes' registry does, the allocation comes before validation, which
+	// sees what was allocated (a Service's cluster IPs and node ports).
+	alloc, err := allocate(ctx, res, obj, nil, opts.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	written := false
+	defer func() { alloc.Finish(context.WithoutCancel(ctx), written) }()
 	if err := res.ValidateCreate(ctx, version, obj); err != nil {
 		return nil, err
 	}
@@ -109,12 +122,6 @@ func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts 
 			return nil, err
 		}
 	}
-	alloc, err := allocate(ctx, res, obj, nil, opts.DryRun)
-	if err != nil {
-		return nil, err
-	}
-	written := false
-	defer func() { alloc.Finish(context.WithoutCancel(ctx), written) }()
 	if opts.Admit != nil {
 		if err := opts.Admit(ctx, obj, nil); err != nil {
 			return nil, err

@@ -115,13 +115,18 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 	if err := s.prepareUpdate(ctx, ref, obj, current, opts); err != nil {
 		return nil, false, true, err
 	}
+	// As Kubernetes' registry does, the allocation comes before validation, which
+	// sees what was allocated.
 	var alloc registry.Allocation
-	if opts.Subresource == "" { // a subresource's write keeps the spec: nothing to allocate
+	if opts.Subresource == "" { // a subresource's write keeps what is allocated: nothing to allocate
 		if alloc, err = allocate(ctx, res, obj, current, opts.DryRun); err != nil {
 			return nil, false, true, err
 		}
 	}
 	defer func() { alloc.Finish(context.WithoutCancel(ctx), written) }()
+	if err := res.ValidateUpdate(ctx, version, opts.Subresource, obj, current); err != nil {
+		return nil, false, true, err
+	}
 	if opts.Admit != nil {
 		if err := opts.Admit(ctx, obj, current); err != nil {
 			return nil, false, true, err
@@ -177,7 +182,8 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 // prepareUpdate makes obj, fn's answer to current, the object an update writes: its
 // resourceVersion checked (or taken from current where unconditional updates are
 // allowed), its name and namespace those of ref, admission's mutations applied, what
-// it may not change carried over from current, prepared and validated.
+// it may not change carried over from current, prepared (tryUpdate validates it once
+// what it needs is allocated).
 func (s *Store) prepareUpdate(ctx context.Context, ref Ref, obj, current *registry.Object, opts UpdateOptions) error {
 	res, version, ns, name := ref.Resource, ref.Version, ref.Namespace, ref.Name
 	if obj.GetResourceVersion() == "" && !res.UnconditionalUpdate {
@@ -207,7 +213,7 @@ func (s *Store) prepareUpdate(ctx context.Context, ref Ref, obj, current *regist
 	if res.Hooks != nil && res.Hooks.PrepareForUpdate != nil {
 		res.Hooks.PrepareForUpdate(ctx, obj, current)
 	}
-	return res.ValidateUpdate(ctx, version, opts.Subresource, obj, current)
+	return nil
 }
 
 // getFresh reads key from etcd and remembers what it read.

@@ -85,7 +85,8 @@ func (e *quotaEnv) waitEnforced(s *harness.Server) {
 	e.t.Helper()
 	client := s.Clientset(e.t)
 	waitFor(e.t, fmt.Sprintf("server %d to enforce quota %s/%s", s.Index, e.ns, e.name), func() (bool, error) {
-		pt := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}
+		pt := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Template: corev1.PodTemplateSpec{
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "probe"}}}}}
 		_, err := client.CoreV1().PodTemplates(e.ns).Create(e.t.Context(), pt, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err == nil || !apierrors.IsForbidden(err) {
 			return false, nil
@@ -209,8 +210,9 @@ func checkInvalidQuota(t *testing.T, e *quotaEnv) {
 		ScopeSelector: &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{{ScopeName: "Sometimes", Operator: corev1.ScopeSelectorOpIn}}},
 	}}
 	_, err := e.client.CoreV1().ResourceQuotas(e.ns).Create(t.Context(), rq, metav1.CreateOptions{})
-	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.scopeSelector.matchExpressions[0].scopeName: Unsupported value") ||
-		!strings.Contains(err.Error(), "spec.scopeSelector.matchExpressions[0].values: Required value") {
+	// Kubernetes' messages, which name the requirement without its index.
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `spec.scopeSelector.matchExpressions.scopeName: Invalid value: "Sometimes": unsupported scope`) ||
+		!strings.Contains(err.Error(), "spec.scopeSelector.matchExpressions.values: Required value") {
 		t.Errorf("quota with a bad scope selector: got %v", err)
 	}
 }

@@ -138,14 +138,17 @@ func TestGenerationAndOwnerReferences(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 1)
 	ctx := t.Context()
-	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
-	owner, err := cms.Create(ctx, configMap("owner", nil), metav1.CreateOptions{})
+	cs := c.Servers[0].Clientset(t)
+	owner, err := cs.CoreV1().ConfigMaps("default").Create(ctx, configMap("owner", nil), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm := configMap("owned", map[string]string{"a": "1"})
-	cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner.UID, Controller: ptr.To(true)}}
-	got, err := cms.Create(ctx, cm, metav1.CreateOptions{})
+	// A PodTemplate has a generation, as kube's strategy gives it (a ConfigMap has none).
+	pts := cs.CoreV1().PodTemplates("default")
+	pt := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "owned"}, Template: corev1.PodTemplateSpec{
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "one"}}}}}
+	pt.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner.UID, Controller: ptr.To(true)}}
+	got, err := pts.Create(ctx, pt, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,19 +156,19 @@ func TestGenerationAndOwnerReferences(t *testing.T) {
 		t.Fatalf("created: generation %d, owners %+v", got.Generation, got.OwnerReferences)
 	}
 	got.Labels = map[string]string{"only": "metadata"}
-	got, err = cms.Update(ctx, got, metav1.UpdateOptions{})
+	got, err = pts.Update(ctx, got, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Generation != 1 {
 		t.Fatalf("a metadata change bumped generation to %d", got.Generation)
 	}
-	got.Data["a"] = "2"
-	got, err = cms.Update(ctx, got, metav1.UpdateOptions{})
+	got.Template.Spec.Containers[0].Image = "two"
+	got, err = pts.Update(ctx, got, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Generation != 2 {
-		t.Fatalf("a data change left generation at %d", got.Generation)
+		t.Fatalf("a template change left generation at %d", got.Generation)
 	}
 }

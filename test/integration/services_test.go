@@ -127,6 +127,10 @@ func TestServiceClusterIPs(t *testing.T) {
 		svc.Name, svc.Spec.ClusterIP = "six", "fd00::1"
 		_, err = svcs0.Create(ctx, svc, metav1.CreateOptions{})
 		wantInvalid(t, err, `Service "six" is invalid: spec.clusterIPs[0]: Invalid value: ["fd00::1"]: IPv6 is not configured on this cluster`)
+		// What is no IP is refused before anything is allocated, with kube's message alone.
+		svc.Name, svc.Spec.ClusterIP = "malformed", "300.0.0.1"
+		_, err = svcs0.Create(ctx, svc, metav1.CreateOptions{})
+		wantInvalid(t, err, `Service "malformed" is invalid: spec.clusterIPs[0]: Invalid value: "300.0.0.1": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)`)
 		for _, ip := range []string{"10.97.0.1", "fd00::1"} {
 			if ipAddressOf(t, cs0, ip) != nil {
 				t.Fatalf("a refused Service left IPAddress %s", ip)
