@@ -68,7 +68,7 @@ func (s *Semantics) Configure(r *registry.Resource) bool {
 			kubeKnowsAll = false
 		}
 	}
-	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update}
+	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update, New: k.empty, TypeConverter: typeConverter}
 	if len(r.Versions) > 1 {
 		c := converter{k: k}
 		if !kubeKnowsAll {
@@ -165,6 +165,19 @@ func (k *typedResource) update(ctx context.Context, version, subresource string,
 		return nil, err
 	}
 	return errs, nil
+}
+
+// empty returns the empty object of version as kube's Go type writes it: its struct
+// fields present, each {}.
+func (k *typedResource) empty(version string) (*registry.Object, error) {
+	gvk := k.res.GroupVersion(version).WithKind(k.res.Names.Kind)
+	out, err := legacyscheme.Scheme.New(gvk)
+	if err != nil {
+		return nil, fmt.Errorf("kube's type of %s: %w", gvk, err)
+	}
+	out.GetObjectKind().SetGroupVersionKind(gvk)
+	obj := &registry.Object{}
+	return obj, k.store(out, obj)
 }
 
 // external returns obj as kube's Go type of version.

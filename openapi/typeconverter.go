@@ -26,9 +26,17 @@ type typeConverterKey struct{}
 // merged item by item; fields under x-kubernetes-preserve-unknown-fields, and whole
 // versions without a schema, are tracked as deduced from the objects.
 //
-// The converter is built once per Resource (a Resource is immutable) and cached on it.
+// A resource whose Semantics give its types (Kubernetes' own, for built-in resources)
+// has theirs. The converter is built once per Resource (a Resource is immutable) and cached on it.
 // An error matches ErrTypeConverter.
 func TypeConverter(res *registry.Resource) (managedfields.TypeConverter, error) {
+	if res.Semantics != nil && res.Semantics.TypeConverter != nil {
+		tc, err := res.Semantics.TypeConverter()
+		if err != nil {
+			return nil, fmt.Errorf("%w for %s: %w", ErrTypeConverter, res.GroupResource(), err)
+		}
+		return tc, nil
+	}
 	tc, err := res.Cached(typeConverterKey{}, func() (any, error) { return buildTypeConverter(res) })
 	if err != nil {
 		return nil, err

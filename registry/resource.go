@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/version"
 )
@@ -149,6 +150,12 @@ type Semantics struct {
 	// status ("status") or approval ("approval": a CertificateSigningRequest's), in
 	// place, as Create does.
 	Update func(ctx context.Context, version, subresource string, obj, old *Object) (field.ErrorList, error)
+	// New, if set, returns the empty object of version as the resource's types write
+	// it (what server-side apply compares a creation with).
+	New func(version string) (*Object, error)
+	// TypeConverter, if set, gives server-side apply its types of the resource's
+	// versions, in place of those built from its schemas.
+	TypeConverter func() (managedfields.TypeConverter, error)
 	// Table, if set, prints objs (of version) as Table rows: the columns, and each
 	// object's cells. It replaces the version's printer columns.
 	Table func(ctx context.Context, version string, objs []Object) ([]metav1.TableColumnDefinition, [][]interface{}, error)

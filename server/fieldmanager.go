@@ -106,6 +106,17 @@ func (c *objectConvertor) Default(in runtime.Object) {
 }
 
 func (c *objectConvertor) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	return emptyObject(c.res, gvk)
+}
+
+// emptyObject is the object of kind gvk before anything is set: as the resource's
+// Semantics write it (a built-in kind's Go type has its struct fields, {} each, so a
+// create owns the fields in them but not the structs themselves, as in Kubernetes),
+// else with apiVersion and kind alone.
+func emptyObject(res *registry.Resource, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	if sem := res.Semantics; sem != nil && sem.New != nil && gvk.Version != hubVersion {
+		return sem.New(gvk.Version)
+	}
 	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
 	u.SetGroupVersionKind(gvk)
 	return u, nil
@@ -144,8 +155,10 @@ func (s *Server) fieldManager(res *registry.Resource, version, subresource strin
 		if err != nil {
 			return nil, err
 		}
-		empty := &unstructured.Unstructured{Object: map[string]interface{}{}}
-		empty.SetGroupVersionKind(gvk)
+		empty, err := emptyObject(res, gvk)
+		if err != nil {
+			return nil, err
+		}
 		emptyLive, err := tc.ObjectToTyped(empty, smdtyped.AllowDuplicates)
 		if err != nil {
 			emptyLive = nil // trackCreate then leaves creates to the field manager

@@ -1,0 +1,45 @@
+package kubesemantics
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	"k8s.io/kube-openapi/pkg/builder3"
+	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
+)
+
+// typeConverter is server-side apply's type converter of every built-in kind, built
+// from kube's generated OpenAPI definitions (pkg/generated/openapi), as kube-apiserver
+// builds its own: the list-map keys, the atomic and granular structs and maps, and so
+// the managed fields kube records. Built once, on first use.
+var typeConverter = sync.OnceValues(func() (managedfields.TypeConverter, error) {
+	defs := generatedopenapi.GetOpenAPIDefinitions(func(path string) spec.Ref { return spec.MustCreateRef("#/components/schemas/" + path) })
+	var names []string
+	for gvk, t := range legacyscheme.Scheme.AllKnownTypes() {
+		if gvk.Version == runtime.APIVersionInternal || t.Kind() != reflect.Struct {
+			continue
+		}
+		named, ok := reflect.New(t).Interface().(interface{ OpenAPIModelName() string })
+		if !ok {
+			continue
+		}
+		if _, ok := defs[named.OpenAPIModelName()]; ok {
+			names = append(names, named.OpenAPIModelName())
+		}
+	}
+	schemas, err := builder3.BuildOpenAPIDefinitionsForResources(&common.OpenAPIV3Config{
+		GetDefinitionName: openapinamer.NewDefinitionNamer(legacyscheme.Scheme).GetDefinitionName,
+		GetDefinitions:    generatedopenapi.GetOpenAPIDefinitions,
+	}, names...)
+	if err != nil {
+		return nil, fmt.Errorf("kube's OpenAPI definitions: %w", err)
+	}
+	return managedfields.NewTypeConverter(schemas, false)
+})
