@@ -13,12 +13,19 @@
 //   - Semantics.Configure, which gives a registry.Resource its registry.Semantics: the
 //     typed round trip of an unstructured object (external version, internal version,
 //     back) that the store runs on writes; reads never pay it;
+//   - kube's conversion between a resource's versions (converter), kube's table
+//     columns (printers.go, pkg/printers/internalversion), and server-side apply's
+//     types and empty objects from kube's generated OpenAPI (models.go,
+//     pkg/generated/openapi);
 //   - Gates: a server's Kubernetes feature gates at its emulation and minimum
 //     compatibility versions. kube's code reads the process-wide
 //     utilfeature.DefaultFeatureGate; this package installs a gate there that
 //     answers with the gates of the server whose call is in progress (Gates.Do), so
 //     that servers of different releases in one process (the in-process harness)
 //     each get their own release's behaviour.
+//
+// FeatureGates gives package compatibility every gate of kube's code, so that
+// --feature-gates takes them.
 //
 // It must not own the registry, the store or the server's handlers (which call it
 // through registry.Semantics), nor the release history of APIs (package catalog).
