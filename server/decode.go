@@ -258,6 +258,14 @@ func report(problems []string, fv fieldValidation) ([]string, error) {
 // metav1.ObjectMeta (a protobuf body), so it cannot hold what ObjectMeta lacks and
 // needs no normalizing.
 func admit(obj *unstructured.Unstructured, strictErrs []error, typedMeta bool, res *registry.Resource, version string) (admitted, error) {
+	return admitWith(obj, strictErrs, typedMeta, res, version, true)
+}
+
+// admitWith is admit, applying defaults only where defaults says: an apply
+// configuration of a built-in kind is the applier's intent, not an object, and
+// Kubernetes defaults only what applying it makes (the field manager's defaulter), so
+// that the defaults are owned by no applier.
+func admitWith(obj *unstructured.Unstructured, strictErrs []error, typedMeta bool, res *registry.Resource, version string, defaults bool) (admitted, error) {
 	wantAV := res.GroupVersion(version).String()
 	if typedScheme.Recognizes(res.GroupVersion(version).WithKind(res.Names.Kind)) {
 		// Kubernetes decodes a built-in kind's body into the endpoint's type, so
@@ -294,6 +302,9 @@ func admit(obj *unstructured.Unstructured, strictErrs []error, typedMeta bool, r
 	}
 	for _, f := range res.Schema(version).Prune(obj.Object) {
 		a.unknown = append(a.unknown, strings.TrimPrefix(f, "."))
+	}
+	if !defaults {
+		return a, nil
 	}
 	if err := res.Default(version, obj); err != nil {
 		return admitted{}, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", res.Names.Kind, version, res.Names.Kind, err))
