@@ -53,7 +53,9 @@ func TestRollbackKeepsFields(t *testing.T) {
 	dataA, portA := filepath.Join(dir, "a"), fmt.Sprint(harness.FreePort(t))
 	serverA := func(extra ...string) (*kubectl, func()) {
 		logs, stop := stoppable(t, bin, append([]string{"server", "--etcd-servers", endpoints, "--data-dir", dataA,
-			"--secure-port", portA, "--server-id", "server-a"}, extra...)...)
+			"--secure-port", portA, "--server-id", "server-a",
+			// schedulingGroup's gate, alpha in 1.37: without it the server drops the field, as kube does.
+			"--feature-gates", "GenericWorkload=true"}, extra...)...)
 		k := newKubectl(t, filepath.Join(dataA, "admin.kubeconfig"))
 		waitForFile(t, filepath.Join(dataA, "admin.kubeconfig"), logs)
 		kubectlUntil(t, k, logs, "server a ready", func(out string) bool { return out == "ok" }, "get", "--raw", "/readyz")

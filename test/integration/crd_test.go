@@ -180,8 +180,15 @@ func getTable(t *testing.T, s *harness.Server, path string) *metav1.Table {
 // tableCells returns the cells of the named row by column name.
 func tableCells(t *testing.T, table *metav1.Table, name string) map[string]interface{} {
 	t.Helper()
+	at := 0 // the Name column: first, but for a few of kube's printers (Events': last)
+	for i, col := range table.ColumnDefinitions {
+		if col.Name == "Name" {
+			at = i
+			break
+		}
+	}
 	for _, row := range table.Rows {
-		if row.Cells[0] == name {
+		if row.Cells[at] == name {
 			out := map[string]interface{}{}
 			for i, col := range table.ColumnDefinitions {
 				out[col.Name] = row.Cells[i]

@@ -35,7 +35,8 @@ func TestEvents(t *testing.T) {
 	cs := s.Clientset(t)
 	ctx := t.Context()
 	now := time.Now().Truncate(time.Second) // what the API keeps of a time
-	wantColumns := []string{"Name", "Last Seen", "Type", "Reason", "Object", "Message"}
+	// kube's printer's columns (Subobject, Source, First Seen, Count and Name are wide).
+	wantColumns := []string{"Last Seen", "Type", "Reason", "Object", "Subobject", "Source", "Message", "First Seen", "Count", "Name"}
 	checkTable := func(t *testing.T, path, name string, want map[string]interface{}) {
 		t.Helper()
 		table := getTable(t, s, path)
