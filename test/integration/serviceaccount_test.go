@@ -115,7 +115,7 @@ func TestServiceAccountTokens(t *testing.T) {
 		})
 	}
 	out, err = kubectl("get", "serviceaccounts")
-	if err != nil || !strings.Contains(out, "SECRETS") || !strings.Contains(out, "bot") {
+	if err != nil || !strings.Contains(out, "AGE") || !strings.Contains(out, "bot") { // kube's printer: NAME and AGE
 		t.Errorf("kubectl get serviceaccounts:\n%s%v", out, err)
 	}
 }
