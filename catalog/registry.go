@@ -54,21 +54,22 @@ func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
 	copies := map[*apiextensionsv1.JSONSchemaProps]*apiextensionsv1.JSONSchemaProps{}
 	for i := range r.Versions {
 		v := &r.Versions[i]
-		schema, newFields := v.writable(sel.MinCompatibility, r.apiVersion(v.Name))
-		if schema == v.Schema {
-			shared, ok := copies[v.Schema]
-			if !ok {
-				shared = v.Schema.DeepCopy()
-				copies[v.Schema] = shared
-			}
-			schema = shared
+		w, err := v.writableCompiled(sel.MinCompatibility, r.apiVersion(v.Name))
+		if err != nil {
+			return nil, fmt.Errorf("resource %s version %s: %w", r.GroupResource(), v.Name, err)
+		}
+		schema, ok := copies[w.schema]
+		if !ok && w.schema != nil {
+			schema = w.schema.DeepCopy()
+			copies[w.schema] = schema
 		}
 		rv := registry.Version{
 			Name:         v.Name,
 			Served:       sel.Served != nil && sel.Served(v),
 			Schema:       schema,
+			Compiled:     w.compiled,
 			Subresources: r.Subresources.DeepCopy(),
-			NewFields:    newFields,
+			NewFields:    slices.Clone(w.newFields),
 		}
 		for _, c := range r.PrinterColumns {
 			rv.PrinterColumns = append(rv.PrinterColumns, *c.DeepCopy())

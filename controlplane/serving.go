@@ -104,9 +104,9 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if err := i.installIssuerDiscovery(i.Server.Mux()); err != nil {
 		return ctx, err
 	}
-	docs := i.installOpenAPI(ctx)
+	i.installOpenAPI()
 	listening := make(chan struct{})
-	if err := i.start(ctx, lifecycle.Component{Name: "http-server",
+	return ctx, i.start(ctx, lifecycle.Component{Name: "http-server",
 		Run: func(ctx context.Context) error { return i.Server.Run(ctx, listening) },
 		Ready: func() error {
 			select {
@@ -116,10 +116,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 				return errNotListening
 			}
 		},
-	}); err != nil {
-		return ctx, err
-	}
-	return ctx, i.start(ctx, lifecycle.Component{Name: "openapi", Run: docs.Run})
+	})
 }
 
 // writesWhenReadyWait bounds how long a write waits for a starting server to be
@@ -251,14 +248,13 @@ func (i *Instance) barrier() func(http.Handler) http.Handler {
 
 // installOpenAPI serves the OpenAPI documents of the registry, and of the aggregated
 // APIs as the aggregator reads them.
-func (i *Instance) installOpenAPI(ctx context.Context) *openapi.Service {
-	docs := openapi.New(ctx, i.Registry)
+func (i *Instance) installOpenAPI() {
+	docs := openapi.New(i.Registry)
 	if ag := i.parts.aggregation; ag != nil {
 		ag.agg.SetOpenAPISink(docs.SetAggregated)
 	}
 	docs.InstallV2(i.Server.Mux())
 	docs.InstallV3(i.Server.Mux())
-	return docs
 }
 
 // flowControlParts are the handler chain's priority-and-fairness filter (nil without

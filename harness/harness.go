@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/ktesting"
 )
 
 // Option changes how a cluster is started.
@@ -43,8 +42,9 @@ type Cluster struct {
 	// Servers are the API servers, in start order.
 	Servers []*Server
 
-	cfg config
-	dir string
+	cfg  config
+	dir  string
+	logs *logs
 }
 
 // Server is one API server of a Cluster.
@@ -54,6 +54,8 @@ type Server struct {
 	Options *controlplane.Options
 	Index   int
 
+	logs *logs
+
 	mu     sync.Mutex
 	cancel context.CancelFunc
 }
@@ -62,7 +64,7 @@ type Server struct {
 // It fails the test if anything does not start.
 func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
-	c := &Cluster{dir: t.TempDir()}
+	c := &Cluster{dir: t.TempDir(), logs: newLogs(t)}
 	for _, o := range opts {
 		o(&c.cfg)
 	}
@@ -94,7 +96,7 @@ func (c *Cluster) AddServer(t testing.TB) *Server {
 	for _, f := range c.cfg.serverOpts {
 		f(i, o)
 	}
-	s := &Server{Options: o, Index: i}
+	s := &Server{Options: o, Index: i, logs: c.logs}
 	s.start(t)
 	c.Servers = append(c.Servers, s)
 	return s
@@ -102,8 +104,7 @@ func (c *Cluster) AddServer(t testing.TB) *Server {
 
 func (s *Server) start(t testing.TB) {
 	t.Helper()
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
-	ctx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(t.Context()), logger))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(t.Context()), s.logs.logger(s.Index)))
 	inst, err := controlplane.Start(ctx, s.Options)
 	if err != nil {
 		cancel()

@@ -20,8 +20,9 @@ type remote struct {
 // SetAggregated serves the OpenAPI of group-version gv, which another server serves
 // (an aggregated API): v3, its document, at /openapi/v3/apis/<group>/<version>; v2, the
 // backend's v2 document, filtered to gv's group, merged into /openapi/v2 (definitions
-// that clash with other documents' renamed). Both nil stop serving them.
-func (s *Service) SetAggregated(ctx context.Context, gv schema.GroupVersion, v2 *spec.Swagger, v3 *spec3.OpenAPI) {
+// that clash with other documents' renamed). Both nil stop serving them. The next
+// request for a document sees the change.
+func (s *Service) SetAggregated(_ context.Context, gv schema.GroupVersion, v2 *spec.Swagger, v3 *spec3.OpenAPI) {
 	if v2 != nil {
 		v2 = aggregator.FilterSpecByPathsWithoutSideEffects(v2, []string{"/apis/" + gv.Group + "/"})
 	}
@@ -32,8 +33,8 @@ func (s *Service) SetAggregated(ctx context.Context, gv schema.GroupVersion, v2 
 		s.remotes[gv] = remote{v2: v2, v3: v3}
 	}
 	s.v2Stale = true // merge again
+	s.aggregated.Add(1)
 	s.mu.Unlock()
-	s.rebuild(ctx)
 }
 
 // mergeRemotes adds the aggregated group-versions' v2 documents to doc. Called with

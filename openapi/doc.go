@@ -12,9 +12,11 @@
 //   - Service: the OpenAPI v2 document (/openapi/v2, JSON or the protobuf kubectl fetches)
 //     and one OpenAPI v3 document per served group-version (/openapi/v3/apis/<group>/<version>,
 //     /openapi/v3/api/v1), indexed with content hashes at /openapi/v3. Documents are built
-//     from the registry off the request path, and rebuilt shortly after it changes; handlers
-//     always answer from the last built documents, with ETags (k8s.io/kube-openapi handler
-//     and handler3).
+//     when first asked for, and a request after a registry change first rebuilds what
+//     changed, so that an answer is never older than the registry at the request; they
+//     are served with ETags (k8s.io/kube-openapi handler and handler3). A server whose
+//     documents nobody reads builds none: with 71 built-in resources a build is the
+//     larger part of a server's start-up CPU.
 //   - The document contents, modelled on kube-apiserver's for custom resources (the kube-openapi
 //     builders do the assembly): per served version of a resource, a model named after its
 //     Go type for built-in kinds (io.k8s.api.coordination.v1.Lease) and after the reversed
@@ -39,8 +41,7 @@
 //
 // # Usage
 //
-//	svc := openapi.New(ctx, reg) // documents of reg as it is now
-//	go svc.Run(ctx)         // follow registry changes until ctx is done
+//	svc := openapi.New(reg) // documents of reg, built on request
 //	svc.InstallV2(mux)
 //	svc.InstallV3(mux)
 //

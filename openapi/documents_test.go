@@ -54,7 +54,7 @@ func gvkOf(t *testing.T, ext spec.Extensions) []schema.GroupVersionKind {
 }
 
 func TestV2JSON(t *testing.T) {
-	srv := serve(t, New(t.Context(), testRegistry(t)))
+	srv := serve(t, New(testRegistry(t)))
 	resp, body := get(t, srv, V2Path, "application/json")
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("ETag") == "" {
 		t.Fatalf("GET %s: %d, Content-Type %q, ETag %q", V2Path, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("ETag"))
@@ -197,7 +197,7 @@ func TestV2JSON(t *testing.T) {
 }
 
 func TestV2Protobuf(t *testing.T) {
-	srv := serve(t, New(t.Context(), testRegistry(t)))
+	srv := serve(t, New(testRegistry(t)))
 	resp, body := get(t, srv, V2Path, mediaProtoV2)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" {
 		t.Fatalf("GET %s as protobuf: %d, Content-Type %q", V2Path, resp.StatusCode, resp.Header.Get("Content-Type"))
@@ -299,7 +299,7 @@ func supportsQueryParam(doc *spec3.OpenAPI, gvk schema.GroupVersionKind, name st
 }
 
 func TestV3(t *testing.T) {
-	srv := serve(t, New(t.Context(), testRegistry(t)))
+	srv := serve(t, New(testRegistry(t)))
 	fetch := func(path string) (*http.Response, []byte) { return get(t, srv, path, "application/json") }
 	idx := index(t, fetch)
 	var paths []string

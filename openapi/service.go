@@ -28,16 +28,21 @@ const (
 	V3Path = "/openapi/v3"
 )
 
-// debounce is how long Run lets registry changes accumulate before rebuilding, so that a
-// burst of CRD changes costs one build.
-const debounce = 150 * time.Millisecond
-
 // Service builds the OpenAPI documents of a Registry's served group-versions and serves
-// them. It is safe for concurrent use.
+// them. Documents are built when they are asked for: a request finds them current with
+// the registry (and the aggregated APIs), rebuilding what changed since the last request
+// first. A server that nobody asks for its documents, most of them, builds none. It is
+// safe for concurrent use.
 type Service struct {
 	reg *registry.Registry
 	v2  *handler.OpenAPIService
 	v3  *handler3.OpenAPIService
+
+	// aggregated counts the changes of the aggregated APIs' documents (SetAggregated).
+	aggregated atomic.Uint64
+	// current is what the served documents were built from; a build is due when the
+	// registry or the aggregated documents moved past it.
+	current atomic.Pointer[sources]
 
 	// mu serializes builds; built is what the served documents were built from.
 	mu    sync.Mutex
@@ -53,15 +58,20 @@ type Service struct {
 	served atomic.Pointer[map[string]bool]
 }
 
+// sources are the generations of what the documents are built from.
+type sources struct {
+	registry, aggregated uint64
+}
+
 // endpoint is one served version of one resource, the unit documents are built from.
 type endpoint struct {
 	res    *registry.Resource
 	models *models
 }
 
-// New returns a Service whose documents describe reg as it is now. Call Run to keep them
-// current, and InstallV2 and InstallV3 to serve them.
-func New(ctx context.Context, reg *registry.Registry) *Service {
+// New returns a Service that describes reg. Call InstallV2 and InstallV3 to serve its
+// documents.
+func New(reg *registry.Registry) *Service {
 	s := &Service{
 		reg:   reg,
 		v2:    handler.NewOpenAPIService(emptySwagger()),
@@ -71,47 +81,16 @@ func New(ctx context.Context, reg *registry.Registry) *Service {
 		remotes: map[schema.GroupVersion]remote{},
 	}
 	s.served.Store(&map[string]bool{})
-	s.rebuild(ctx)
 	return s
-}
-
-// Run keeps the documents current until ctx is done: after registry changes, coalesced
-// for a short while, it rebuilds the documents of the group-versions that changed (and the
-// v2 document), so that a change is served within a few hundred milliseconds. Requests keep
-// being answered from the previous documents while a build runs. Run must be called once;
-// it returns nil when ctx is done.
-func (s *Service) Run(ctx context.Context) error {
-	logger := klog.FromContext(ctx)
-	changes, unsubscribe := s.reg.Subscribe()
-	defer unsubscribe()
-	// Changes between New and Subscribe did not notify us.
-	s.rebuild(ctx)
-	logger.V(2).Info("Keeping OpenAPI documents current")
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-changes:
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(debounce):
-		}
-		// Changes during the wait are covered by this build; later ones notify again.
-		select {
-		case <-changes:
-		default:
-		}
-		s.rebuild(ctx)
-	}
 }
 
 // InstallV2 serves the OpenAPI v2 document at /openapi/v2 on mux, as JSON or protobuf
 // (application/com.github.proto-openapi.spec.v2@v1.0+protobuf, the form kubectl asks for)
 // as the Accept header says, with an ETag.
 func (s *Service) InstallV2(mux *http.ServeMux) {
-	s.v2.RegisterOpenAPIVersionedService(V2Path, mux)
+	own := http.NewServeMux()
+	s.v2.RegisterOpenAPIVersionedService(V2Path, own)
+	mux.Handle(V2Path, s.fresh(own))
 }
 
 // InstallV3 serves on mux the OpenAPI v3 index at /openapi/v3 (every group-version's
@@ -120,24 +99,49 @@ func (s *Service) InstallV2(mux *http.ServeMux) {
 // ETags; requested with the hash the index gives, a document is cacheable for good.
 // A group-version that is not served is answered 404.
 func (s *Service) InstallV3(mux *http.ServeMux) {
-	mux.HandleFunc(V3Path, s.v3.HandleDiscovery)
-	mux.HandleFunc(V3Path+"/", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle(V3Path, s.fresh(http.HandlerFunc(s.v3.HandleDiscovery)))
+	mux.Handle(V3Path+"/", s.fresh(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !(*s.served.Load())[strings.TrimPrefix(r.URL.Path, V3Path+"/")] {
 			http.NotFound(w, r)
 			return
 		}
 		s.v3.HandleGroupVersion(w, r)
+	})))
+}
+
+// fresh brings the documents up to date before next answers.
+func (s *Service) fresh(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.refresh(r.Context())
+		next.ServeHTTP(w, r)
 	})
+}
+
+// refresh rebuilds the documents if the registry or the aggregated documents changed
+// since they were built. Concurrent callers wait for one build.
+func (s *Service) refresh(ctx context.Context) {
+	want := sources{registry: s.reg.Generation(), aggregated: s.aggregated.Load()}
+	if cur := s.current.Load(); cur != nil && *cur == want {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Read again under the lock: a build that finished meanwhile may have covered it.
+	want = sources{registry: s.reg.Generation(), aggregated: s.aggregated.Load()}
+	if cur := s.current.Load(); cur != nil && *cur == want {
+		return
+	}
+	s.rebuild(ctx)
+	s.current.Store(&want)
 }
 
 // rebuild brings the served documents in line with the registry. A group-version whose
 // resources are the same objects as at the last build keeps its document. A document that
 // fails to build is logged and the previous one kept. The v2 document is published before
-// the v3 ones: a client that sees a change in v3 finds it in v2 too.
+// the v3 ones: a client that sees a change in v3 finds it in v2 too. Called with s.mu
+// held.
 func (s *Service) rebuild(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	start := time.Now()
 
 	groups, err := s.snapshot(ctx)

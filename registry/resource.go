@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	objectschema "github.com/concordproject/concord/schema"
 	"github.com/concordproject/concord/wire"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -123,6 +124,10 @@ type Version struct {
 	// Schema is the structural OpenAPI v3 schema of the whole object. Nil accepts any
 	// object (every unknown field is preserved).
 	Schema *apiextensionsv1.JSONSchemaProps
+	// Compiled, if set, is Schema compiled (schema.Compile) already: Prepare takes it
+	// rather than compiling again. Whoever sets it vouches that it is Schema's; the
+	// catalog shares one between the servers of a process that agree on it.
+	Compiled *objectschema.Schema
 	// Subresources enables /status and /scale.
 	Subresources *apiextensionsv1.CustomResourceSubresources
 	// PrinterColumns are the extra Table columns (NAME is always first, AGE added if

@@ -52,6 +52,10 @@ func (r *Resource) Prepare(ctx context.Context) error {
 	}
 	p := &prepared{schemas: map[string]*schema.Schema{}}
 	for _, v := range r.Versions {
+		if v.Compiled != nil {
+			p.schemas[v.Name] = v.Compiled
+			continue
+		}
 		if v.Schema == nil {
 			continue
 		}
