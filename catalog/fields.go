@@ -294,7 +294,10 @@ func (v *Version) writableCompiled(minCompat *version.Version, gv string) (writa
 	o.once.Do(func() {
 		o.w.schema, o.w.newFields = v.writable(minCompat, gv)
 		if o.w.schema != nil {
-			o.w.compiled, o.err = objectschema.Compile(context.Background(), o.w.schema, field.NewPath("schema", "openAPIV3Schema"))
+			// Shared by every server of the process, the compilation belongs to no
+			// caller: none may cancel it.
+			ctx := context.Background() //nolint:forbidigo // see above
+			o.w.compiled, o.err = objectschema.Compile(ctx, o.w.schema, field.NewPath("schema", "openAPIV3Schema"))
 		}
 	})
 	return o.w, o.err

@@ -13,6 +13,7 @@ import (
 	"github.com/concordproject/concord/flowcontrol"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
@@ -93,6 +94,9 @@ type parts struct {
 	quota *quota.Admission
 	// admission is the admission chain: serving → controllers.
 	admission *admission.Chain
+	// semantics are Kubernetes' rules for built-in resources, at the server's gates:
+	// resources → serving (kube's certificate admission).
+	semantics *kubesemantics.Semantics
 	// authz is the server's authorizer, rbac its RBAC parts: resources → serving.
 	authz *auth.Authorization
 	rbac  rbacParts

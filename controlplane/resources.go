@@ -76,7 +76,8 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	if err != nil {
 		return ctx, err
 	}
-	builtins, err = builtin.Configure(builtins, builtin.Options{Services: svcs, Semantics: kubesemantics.New(gates),
+	i.parts.semantics = kubesemantics.New(gates)
+	builtins, err = builtin.Configure(builtins, builtin.Options{Services: svcs, Semantics: i.parts.semantics,
 		EventTTL: o.EventTTL, Authorization: i.parts.authz, Authentication: i.parts.serving.authn, ServiceAccountTokens: tokens,
 		StorageVersions: storageversion.APIOptions{Publishers: i.storageVersionPublishers,
 			Unmaintained: !compat.Enabled(compatibility.StorageVersionAPI)},

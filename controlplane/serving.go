@@ -193,6 +193,13 @@ func (i *Instance) newAdmission() (*admission.Chain, error) {
 		// Kubernetes checks escalation in RBAC's storage, before any validating admission.
 		first = append(first, rbac.NewEscalationCheck(i.parts.authz, a))
 	}
+	// Then kube's certificate plugins, before the policies and webhooks, as in
+	// kube-apiserver's order.
+	certificates, err := i.parts.semantics.CertificateAdmission(i.parts.authz)
+	if err != nil {
+		return nil, err
+	}
+	first = append(first, certificates...)
 	var resolver webhookutil.ServiceResolver
 	if ag := i.parts.aggregation; ag != nil {
 		resolver = ag.agg

@@ -69,6 +69,9 @@ func (s *Semantics) Configure(r *registry.Resource) bool {
 		}
 	}
 	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update, New: k.empty, TypeConverter: typeConverter}
+	if st.approval {
+		r.Semantics.Subresources = []string{"approval"}
+	}
 	if len(r.Versions) > 1 {
 		c := converter{k: k}
 		if !kubeKnowsAll {
@@ -182,12 +185,16 @@ func (k *typedResource) empty(version string) (*registry.Object, error) {
 
 // external returns obj as kube's Go type of version.
 func (k *typedResource) external(version string, obj *registry.Object) (runtime.Object, error) {
-	gvk := k.res.GroupVersion(version).WithKind(k.res.Names.Kind)
+	return typed(k.res.GroupVersion(version).WithKind(k.res.Names.Kind), obj.Object)
+}
+
+// typed returns content, an object of gvk, as kube's Go type of gvk.
+func typed(gvk schema.GroupVersionKind, content map[string]any) (runtime.Object, error) {
 	out, err := legacyscheme.Scheme.New(gvk)
 	if err != nil {
 		return nil, fmt.Errorf("kube's type of %s: %w", gvk, err)
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, out); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, out); err != nil {
 		return nil, fmt.Errorf("%s as kube's type: %w", gvk, err)
 	}
 	out.GetObjectKind().SetGroupVersionKind(gvk)

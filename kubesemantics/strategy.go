@@ -53,8 +53,11 @@ type strategy struct {
 	validateUpdate, validateStatus func(ctx context.Context, obj, old runtime.Object) field.ErrorList
 	prepareApproval                func(ctx context.Context, obj, old runtime.Object)
 	validateApproval               func(ctx context.Context, obj, old runtime.Object) field.ErrorList
-	warnUpdate, warnStatus         func(ctx context.Context, obj, old runtime.Object) []string
-	declarative                    func(ctx context.Context, obj, old runtime.Object) rest.DeclarativeValidationConfig
+	// approval is set when the kind has an approval subresource (its
+	// prepareApproval).
+	approval               bool
+	warnUpdate, warnStatus func(ctx context.Context, obj, old runtime.Object) []string
+	declarative            func(ctx context.Context, obj, old runtime.Object) rest.DeclarativeValidationConfig
 }
 
 // erase returns k as a strategy.
@@ -74,6 +77,7 @@ func (k kind[T]) erase() strategy {
 		validateStatus:   errs2(k.validateStatus),
 		prepareApproval:  with2(k.prepareApproval),
 		validateApproval: errs2(k.validateApproval),
+		approval:         k.prepareApproval != nil,
 		warnUpdate:       warn2(k.warnUpdate),
 		warnStatus:       warn2(k.warnStatus),
 		declarative: func(ctx context.Context, obj, old runtime.Object) rest.DeclarativeValidationConfig {

@@ -155,6 +155,11 @@ type Semantics struct {
 	// status ("status") or approval ("approval": a CertificateSigningRequest's), in
 	// place, as Create does.
 	Update func(ctx context.Context, version, subresource string, obj, old *Object) (field.ErrorList, error)
+	// Subresources are the subresources Update writes besides status, each
+	// served with get, patch and update of the whole object (a
+	// CertificateSigningRequest's "approval"): the store keeps nothing of the stored
+	// object for them but its system metadata; Update decides the rest.
+	Subresources []string
 	// New, if set, returns the empty object of version as the resource's types write
 	// it (what server-side apply compares a creation with).
 	New func(version string) (*Object, error)
@@ -320,6 +325,12 @@ func (r *Resource) ServedVerbs(subresource string) []string {
 		return []string{"update"}
 	}
 	return []string{"get", "patch", "update"}
+}
+
+// SemanticSubresource reports whether name is one of the subresources the resource's
+// Semantics write (Semantics.Subresources).
+func (r *Resource) SemanticSubresource(name string) bool {
+	return r.Semantics != nil && slices.Contains(r.Semantics.Subresources, name)
 }
 
 // GroupResource returns the resource's group and plural.

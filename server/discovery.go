@@ -45,6 +45,11 @@ func subresources(res *registry.Resource, version string) []subresource {
 	if v.Subresources != nil && v.Subresources.Scale != nil {
 		out = append(out, subresource{name: "scale", kind: metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}})
 	}
+	if res.Semantics != nil {
+		for _, name := range res.Semantics.Subresources {
+			out = append(out, subresource{name: name, kind: own})
+		}
+	}
 	for _, name := range actionNames(res) {
 		a, _ := res.Action(name)
 		out = append(out, subresource{name: name, kind: metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind}})

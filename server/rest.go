@@ -129,7 +129,7 @@ func (s *Server) route(r *http.Request, info *request.Info) (*apiRequest, error)
 		}
 		q.subresource = "finalize"
 	default:
-		if _, ok := res.Action(info.Subresource); !ok {
+		if _, ok := res.Action(info.Subresource); !ok && !res.SemanticSubresource(info.Subresource) {
 			return nil, notFoundPath(info)
 		}
 		q.subresource = info.Subresource

@@ -227,7 +227,8 @@ func (s *Store) getFresh(ctx context.Context, key string) (*storage.KeyValue, er
 
 // carryOver keeps what an update may not change: system metadata from current, the
 // status (main resource with a status subresource) or everything but the status
-// (status subresource), and computes the generation (the resource's Semantics
+// (status subresource), nothing more for a subresource the Semantics write (they
+// keep what it may not change), and computes the generation (the resource's Semantics
 // compute it from current's, where it has them).
 func (s *Store) carryOver(res *registry.Resource, version string, obj, current *registry.Object, subresource string) {
 	hasStatus := false
@@ -248,7 +249,7 @@ func (s *Store) carryOver(res *registry.Resource, version string, obj, current *
 		fresh.SetResourceVersion(obj.GetResourceVersion())
 		copyAnnotations(fresh, obj, res.StatusAnnotations)
 		*obj = *fresh
-	case hasStatus:
+	case hasStatus && !res.SemanticSubresource(subresource):
 		if status, ok := current.Object["status"]; ok {
 			obj.Object["status"] = status
 		} else {

@@ -41,8 +41,6 @@ var known = slices.Concat(
 		"pods/proxy", "nodes/proxy", "services/proxy"),
 	each("v1", "subresources", "changes a pod by kube's rules (binding sets spec.nodeName; eviction checks PodDisruptionBudgets, then deletes; the others update parts of the spec): server work beyond the catalog, with kubesemantics' pod strategies",
 		"pods/binding", "pods/eviction", "pods/ephemeralcontainers", "pods/resize"),
-	each("certificates.k8s.io/v1", "subresources", "writes the Approved or Denied condition, authorized by the approve verb on the signer: Concord runs no signer and does not serve it (builtin)",
-		"certificatesigningrequests/approval"),
 	[]discoveryparity.Known{
 		{GroupVersion: "apiextensions.k8s.io/v1", Resource: "customresourcedefinitions", Field: "storageVersionHash",
 			Reason: "kube-apiserver still stores CustomResourceDefinitions as apiextensions.k8s.io/v1beta1; Concord stores them as v1 (package apiextensions)"},

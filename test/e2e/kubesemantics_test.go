@@ -1,6 +1,13 @@
 package e2e
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
 	"strings"
 	"testing"
 
@@ -119,7 +126,34 @@ spec:
 `, "apply", "-f", "-")
 	contains(t, k.must(t, "", "get", "horizontalpodautoscalers.v1.autoscaling", "v2cpu", "-o", "jsonpath={.spec.targetCPUUtilizationPercentage}"), "55")
 
+	// kubectl certificate approve writes the Approved condition through the approval
+	// subresource; the CONDITION column shows it.
+	k.must(t, `apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {name: demo}
+spec:
+  signerName: example.com/signer
+  usages: [client auth]
+  request: `+base64.StdEncoding.EncodeToString(certificateRequestPEM(t))+`
+`, "apply", "-f", "-")
+	contains(t, k.must(t, "", "certificate", "approve", "demo"), "certificatesigningrequest.certificates.k8s.io/demo approved")
+	contains(t, k.must(t, "", "get", "csr", "demo"), "SIGNERNAME", "example.com/signer", "Approved")
+
 	// kube's columns.
 	contains(t, k.must(t, "", "get", "hpa"), "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "Deployment/web", "cpu: <unknown>/70%")
 	contains(t, k.must(t, "", "get", "deployment", "web", "-o", "wide"), "READY", "UP-TO-DATE", "CONTAINERS", "IMAGES", "SELECTOR", "app=web")
+}
+
+// certificateRequestPEM is a PEM certificate request for CN demo.
+func certificateRequestPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "demo"}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 }

@@ -1,12 +1,7 @@
 package integration
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"slices"
 	"strings"
 	"testing"
@@ -198,20 +193,6 @@ func checkJobUpdates(t *testing.T, jobs batchv1client.JobInterface, app map[stri
 	wantImmutable("completions alone of an Indexed Job", err, "spec.completions", "can only be modified in tandem with spec.parallelism")
 }
 
-// certificateRequest is a PEM-encoded PKCS#10 request for cn.
-func certificateRequest(t *testing.T, cn string) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn}}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
-}
-
 // CertificateSigningRequests record who asked, whatever the client wrote, keep their
 // spec, and must hold a certificate request; PodDisruptionBudgets, CSINodes,
 // RuntimeClasses and Ingresses are stored as written; HorizontalPodAutoscalers,
@@ -228,7 +209,7 @@ func TestDataResources(t *testing.T) {
 	csr := &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: "alice"},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request: certificateRequest(t, "alice"), SignerName: "example.com/signer",
+			Request: certificateRequest(t, pkix.Name{CommonName: "alice"}), SignerName: "example.com/signer",
 			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}, Username: "mallory",
 		},
 	}
