@@ -5,8 +5,6 @@ import (
 	"maps"
 	"slices"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/concordproject/concord/registry"
@@ -36,9 +34,12 @@ type Selection struct {
 // version, with its schema (less the enum values sel's minimum compatibility release
 // lacks) and the fields that release lacks as NewFields, the resource's subresources
 // and printer columns, the Served flags and deprecation warnings sel gives, sel's
-// storage version, and a Converter for r. The result shares nothing with the catalog (versions that share a schema in the
-// catalog share one copy of it) and has no Hooks: the caller adds the resource's
-// behaviour, if any. An unknown storage version wraps ErrUnknownVersion.
+// storage version, and a Converter for r. The versions' schemas, and their compiled
+// forms, are shared with every other result for the same minimum compatibility
+// release (a server of a release does not pay for copying or compiling them again):
+// they must not be changed. Nothing else is shared with the catalog, and the result
+// has no Hooks: the caller adds the resource's behaviour, if any. An unknown storage
+// version wraps ErrUnknownVersion.
 func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
 	if r.Version(sel.StorageVersion) == nil {
 		return nil, fmt.Errorf("%w: resource %s has no version %q to store objects in", ErrUnknownVersion, r.GroupResource(), sel.StorageVersion)
@@ -50,23 +51,16 @@ func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
 		StorageVersion: sel.StorageVersion,
 		Converter:      NewConverter(r),
 	}
-	// Versions that share a schema in the catalog, and write all of it, share its copy.
-	copies := map[*apiextensionsv1.JSONSchemaProps]*apiextensionsv1.JSONSchemaProps{}
 	for i := range r.Versions {
 		v := &r.Versions[i]
 		w, err := v.writableCompiled(sel.MinCompatibility, r.apiVersion(v.Name))
 		if err != nil {
 			return nil, fmt.Errorf("resource %s version %s: %w", r.GroupResource(), v.Name, err)
 		}
-		schema, ok := copies[w.schema]
-		if !ok && w.schema != nil {
-			schema = w.schema.DeepCopy()
-			copies[w.schema] = schema
-		}
 		rv := registry.Version{
 			Name:         v.Name,
 			Served:       sel.Served != nil && sel.Served(v),
-			Schema:       schema,
+			Schema:       w.schema,
 			Compiled:     w.compiled,
 			Subresources: r.Subresources.DeepCopy(),
 			NewFields:    slices.Clone(w.newFields),

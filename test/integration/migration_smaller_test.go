@@ -275,7 +275,7 @@ func TestAbortedMigrationIsKept(t *testing.T) {
 	e.flip("v2")
 	gate := &writeGate{}
 	gate.hold(10)
-	cfg := fastConfig(gate.wrap(s.Config()), nil)
+	cfg := only(fastConfig(gate.wrap(s.Config()), nil), s, e.gr)
 	cfg.Migrator = migrator.Options{Mode: migrator.ModeClient, PageSize: 10, Concurrency: 1}
 	runControllers(t, cfg)
 	first := waitMigration(t, dyn, e.gr, 1, "to run", migrated(10))

@@ -253,6 +253,18 @@ func runControllers(t *testing.T, cfg migration.Config) (stop func()) {
 	return stop
 }
 
+// only makes cfg's controllers leave every resource server s serves alone but gr:
+// gr's migrations then neither wait behind the controllers' first sweep of the
+// built-in resources nor share a write gate with it.
+func only(cfg migration.Config, s *harness.Server, gr schema.GroupResource) migration.Config {
+	for _, res := range s.Registry.Resources() {
+		if res.GroupResource() != gr {
+			cfg.IgnoredResources = append(cfg.IgnoredResources, res.GroupResource())
+		}
+	}
+	return cfg
+}
+
 // fastConfig are controller settings for tests: short polls and leases.
 func fastConfig(rc *rest.Config, reg prometheus.Registerer) migration.Config {
 	return migration.Config{
@@ -566,7 +578,7 @@ func TestStorageMigrationCrashResumes(t *testing.T) {
 	// Half the rewrites go through, the rest wait for the crash.
 	gate := &writeGate{}
 	gate.hold(n / 2)
-	cfg := fastConfig(gate.wrap(s.Config()), nil)
+	cfg := only(fastConfig(gate.wrap(s.Config()), nil), s, e.gr)
 	cfg.Migrator = migrator.Options{Mode: migrator.ModeClient, PageSize: page, Concurrency: 2}
 	stop := runControllers(t, cfg)
 	dyn := s.Dynamic(t)
@@ -811,7 +823,7 @@ func TestStorageMigrationHA(t *testing.T) {
 	// The migrator's rewrites go through a gate that holds them, so that the test acts
 	// while a migration runs however fast or slow the machine is.
 	gate := &writeGate{}
-	cfg := fastConfig(gate.wrap(s.Config()), nil)
+	cfg := only(fastConfig(gate.wrap(s.Config()), nil), s, e.gr)
 	cfg.HistoryLimit = 10
 	cfg.Migrator = migrator.Options{Mode: migrator.ModeClient, PageSize: 10, Concurrency: 1}
 	runControllers(t, cfg)
@@ -1007,7 +1019,7 @@ func TestStorageMigrationServerKilled(t *testing.T) {
 	e.seed("w", "v1", n, 1)
 	e.flip("v2")
 	victim := c.Servers[1]
-	cfg := fastConfig(victim.Config(), nil)
+	cfg := only(fastConfig(victim.Config(), nil), victim, e.gr)
 	cfg.Migrator = migrator.Options{Mode: migrator.ModeClient, PageSize: 20, Concurrency: 2, QPS: 150, Burst: 1,
 		InitialBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, MaxAttempts: 3}
 	runControllers(t, cfg)

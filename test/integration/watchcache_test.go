@@ -231,6 +231,20 @@ func TestWatchCacheLimits(t *testing.T) {
 				}
 			}
 			start := time.Now()
+			evictions := func() float64 {
+				n := 0.0
+				for _, m := range scrape(t, s)["concord_watch_cache_evictions_total"].GetMetric() {
+					if l := labelsOf(m); l["resource"] == "core/configmaps" && l["reason"] == "memory" {
+						n += m.GetCounter().GetValue()
+					}
+				}
+				return n
+			}
+			if tc.evicts {
+				// The cache stops once it has taken in the writes past its limit; a
+				// list before that is answered from it, rightly.
+				waitFor(t, "the configmaps cache to stop at its memory limit", func() (bool, error) { return evictions() > 0, nil })
+			}
 			for range 3 {
 				l, err := cms.List(t.Context(), metav1.ListOptions{})
 				if err != nil {
@@ -244,14 +258,8 @@ func TestWatchCacheLimits(t *testing.T) {
 			if reads["core/configmaps list etcd"] < 3 || reads["core/configmaps list cache"] != 0 {
 				t.Fatalf("configmaps lists: %v from etcd, %v from the cache; want all 3 from etcd", reads["core/configmaps list etcd"], reads["core/configmaps list cache"])
 			}
-			evictions := 0.0
-			for _, m := range scrape(t, s)["concord_watch_cache_evictions_total"].GetMetric() {
-				if l := labelsOf(m); l["resource"] == "core/configmaps" && l["reason"] == "memory" {
-					evictions += m.GetCounter().GetValue()
-				}
-			}
-			if (evictions > 0) != tc.evicts {
-				t.Fatalf("%v evictions for memory of the configmaps cache (in %v)", evictions, time.Since(start))
+			if n := evictions(); (n > 0) != tc.evicts {
+				t.Fatalf("%v evictions for memory of the configmaps cache (in %v)", n, time.Since(start))
 			}
 		})
 	}
