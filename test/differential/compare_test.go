@@ -226,7 +226,7 @@ func compareConfig(t *testing.T, c config, cases []tcase, rec recording, got map
 		}
 		switch was := listed[tc.id]; {
 		case cat != "" && was == "":
-			unlisted = append(unlisted, fmt.Sprintf("%s: %s", tc.id, cat))
+			unlisted = append(unlisted, fmt.Sprintf("%s: %s%s", tc.id, cat, firstAnswers(rec.Cases[tc.id], got[tc.id])))
 		case cat == "" && was != "":
 			fixed = append(fixed, tc.id)
 		case cat != was:
@@ -247,6 +247,17 @@ func compareConfig(t *testing.T, c config, cases []tcase, rec recording, got map
 		}
 	}
 	return diffs
+}
+
+// firstAnswers names the first step whose codes differ, with both answers' messages,
+// for the reader of a new difference.
+func firstAnswers(kube, concord []answer) string {
+	for i := range min(len(kube), len(concord)) {
+		if k, c := kube[i], concord[i]; k.Code != c.Code {
+			return fmt.Sprintf(" (step %d: kube %d %q, Concord %d %q)", i+1, k.Code, k.Message, c.Code, c.Message)
+		}
+	}
+	return ""
 }
 
 func refusedAny(answers []answer) bool {
