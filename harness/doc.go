@@ -2,7 +2,8 @@
 // net/http/httptest starts real HTTP servers: one call gives a real etcd (embedded, on
 // free loopback ports, data in a temporary directory) and N real API servers sharing
 // it over TLS, each with its own data directory and admin kubeconfig. Everything is
-// stopped by t.Cleanup.
+// stopped by t.Cleanup. The servers' log (klog verbosity 2) is kept in memory, its
+// last MiB, and printed when the test fails.
 //
 //	c := harness.Start(t, 3)
 //	cs := c.Servers[0].Clientset(t)         // client-go, admin credentials

@@ -237,18 +237,22 @@ func TestHandMadeMigrationUnblocks(t *testing.T) {
 	})
 	waitPersisted(t, dyn, e.gr, h2, h2)
 
-	// The controller may end it before the trigger adopts it: read it again.
-	u, err := dyn.Resource(migrationapi.StorageVersionMigrations).Get(t.Context(), created.GetName(), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// The controller may end it before the trigger adopts it, and the trigger's
+	// adoption and its StorageState write are two writes: wait for the adoption.
+	adopted := func(a map[string]string) bool {
+		return a[migrationapi.AnnotationStorageVersionHash] == h2 && a[migrationapi.AnnotationSequence] == "2" &&
+			a[migrationapi.AnnotationStorageVersionResourceVersion] != ""
 	}
-	if byHand, err = migrationapi.MigrationFrom(u); err != nil {
-		t.Fatal(err)
-	}
-	if a := byHand.Annotations; a[migrationapi.AnnotationStorageVersionHash] != h2 || a[migrationapi.AnnotationSequence] != "2" ||
-		a[migrationapi.AnnotationStorageVersionResourceVersion] == "" {
-		t.Errorf("the migration by hand was not adopted as the trigger's second: annotations %v", a)
-	}
+	waitFor(t, "the migration by hand to be adopted as the trigger's second", func() (bool, error) {
+		u, err := dyn.Resource(migrationapi.StorageVersionMigrations).Get(t.Context(), created.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if byHand, err = migrationapi.MigrationFrom(u); err != nil {
+			return false, err
+		}
+		return adopted(byHand.Annotations), nil
+	})
 	if migs := migrationsOf(t, dyn, e.gr); len(migs) != 2 {
 		names := make([]string, len(migs))
 		for i, m := range migs {
