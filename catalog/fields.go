@@ -257,8 +257,8 @@ func ParentField(path string) string {
 }
 
 // writableVersion is a version's writable schema at one minimum compatibility release
-// (Version.writable), compiled. It is shared, never changed: callers copy what they
-// hand out.
+// (Version.writable), compiled. It is shared by every registry.Resource built for that
+// release, and never changed; its newFields are copied where they are handed out.
 type writableVersion struct {
 	schema    *apiextensionsv1.JSONSchemaProps
 	newFields []registry.NewField
