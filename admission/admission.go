@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/component-base/featuregate"
 )
 
 // ErrNotSynced means the admission has not read its policies yet.
@@ -53,6 +55,17 @@ type Config struct {
 	// ValidatingFirst are validating plugins run before the policies and webhooks
 	// (RBAC's escalation check, which Kubernetes makes in RBAC's storage).
 	ValidatingFirst []admission.ValidationInterface
+	// Builtin, if set, returns the admission of built-in resources, built with the
+	// chain's initializer (its clients, informers, authorizer and gates): mutating
+	// before the policies and webhooks, validating after ValidatingFirst and before
+	// them, as kube-apiserver orders its own plugins (kubesemantics.Admission).
+	Builtin func(admission.PluginInitializer) (admission.MutationInterface, admission.ValidationInterface, error)
+	// FeatureGate is the server's gate, as the plugins read it; nil: the process's
+	// (utilfeature.DefaultFeatureGate).
+	FeatureGate featuregate.FeatureGate
+	// Versions are the server's binary, emulation and minimum compatibility
+	// versions, as the plugins read them (PodSecurity's default policy version).
+	Versions basecompatibility.EffectiveVersion
 	// Validating are further validating plugins, run after the policies and webhooks
 	// in order (ResourceQuota).
 	Validating []admission.ValidationInterface
@@ -96,9 +109,18 @@ func New(cfg Config) (*Chain, error) {
 	}
 	c.validating = append(c.validating, cfg.ValidatingFirst...)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
-	// The only gate the plugins read is whether webhooks see reviews, which Concord
-	// answers without admission: the library's process-wide gate serves.
-	init := initializer.New(client, dyn, c.factory, cfg.Authorizer, utilfeature.DefaultFeatureGate, nil, c.drained, mapper)
+	gate := cfg.FeatureGate
+	if gate == nil {
+		gate = utilfeature.DefaultFeatureGate
+	}
+	init := initializer.New(client, dyn, c.factory, cfg.Authorizer, gate, cfg.Versions, c.drained, mapper)
+	if cfg.Builtin != nil {
+		m, v, err := cfg.Builtin(init)
+		if err != nil {
+			return nil, err
+		}
+		c.mutating, c.validating = append(c.mutating, m), append(c.validating, v)
+	}
 	if cfg.MutatingPolicies && served(cfg.Registry, "mutatingadmissionpolicies", "mutatingadmissionpolicybindings") {
 		p := newMutatingPolicies(cfg.Registry, cfg.CELVersion)
 		p.SetAPIServerID(cfg.ServerID)

@@ -10,8 +10,8 @@
 //
 //   - Resource: the registry.Resource of customresourcedefinitions, whose hooks default
 //     and validate definitions with k8s.io/apiextensions-apiserver's API-type packages
-//     (defaults, validation, helpers), keep status.storedVersions, and add the
-//     customresourcecleanup.apiextensions.k8s.io finalizer. New x-kubernetes-validations
+//     (defaults, validation, helpers), keep status.storedVersions, and whose deletion adds
+//     the customresourcecleanup.apiextensions.k8s.io finalizer. New x-kubernetes-validations
 //     rules compile in the CEL environment of the server's minimum compatibility
 //     version, rules the stored definition has in that of every library (KEP-4330;
 //     cel.go).

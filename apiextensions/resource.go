@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/concordproject/concord/registry"
@@ -24,8 +23,8 @@ import (
 // GroupName is the API group of CustomResourceDefinitions.
 const GroupName = "apiextensions.k8s.io"
 
-// FinalizerCleanup is the finalizer every CustomResourceDefinition gets on creation. It
-// holds a deleted definition back until all its custom resources are deleted.
+// FinalizerCleanup is the finalizer a CustomResourceDefinition gets when its deletion
+// starts. It holds the definition back until all its custom resources are deleted.
 const FinalizerCleanup = "customresourcecleanup.apiextensions.k8s.io"
 
 // KnownVersions are every version Kubernetes has had of CustomResourceDefinitions,
@@ -46,8 +45,9 @@ var ErrUndecodable = errors.New("not a valid apiextensions.k8s.io/v1 CustomResou
 //
 //   - on every write, the v1 defaults (singular, list kind, conversion strategy None,
 //     service port 443) and a normal form: fields the v1 types do not have are dropped;
-//   - on create, the status is reset to storedVersions = [the storage version] and the
-//     finalizer customresourcecleanup.apiextensions.k8s.io is added;
+//   - on create, the status is reset to storedVersions = [the storage version];
+//   - the deletion adds the finalizer customresourcecleanup.apiextensions.k8s.io, which
+//     holds the definition until its custom resources are deleted;
 //   - on an update that changes the storage version, the new one is appended to
 //     status.storedVersions; no other write adds to it, and the main resource cannot
 //     change the status at all, so only a status update may remove entries (never the
@@ -86,11 +86,14 @@ func Resource(opts ...Option) *registry.Resource {
 			}},
 		}},
 		StorageVersion: "v1",
+		TypeConverter:  typeConverter,
 		Hooks: &registry.Hooks{
 			PrepareForCreate: prepareForCreate,
 			PrepareForUpdate: prepareForUpdate,
 			Validate:         rules.validateCreate,
 			ValidateUpdate:   rules.validateUpdate,
+			// As in kube's apiextensions-apiserver, the first deletion adds it.
+			DeletionFinalizers: []string{FinalizerCleanup},
 		},
 	}
 }
@@ -151,9 +154,6 @@ func prepareForCreate(_ context.Context, obj *unstructured.Unstructured) {
 		crd.Status.StoredVersions = []string{v}
 	}
 	writeSpecAndStatus(obj, crd)
-	if fins := obj.GetFinalizers(); !slices.Contains(fins, FinalizerCleanup) {
-		obj.SetFinalizers(append(fins, FinalizerCleanup))
-	}
 }
 
 func prepareForUpdate(_ context.Context, obj, old *unstructured.Unstructured) {

@@ -13,7 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-func TestCreateDefaultsStatusAndFinalizer(t *testing.T) {
+// TestCreateDefaultsStatusAndDeletionFinalizer: a definition is created with its
+// defaults, a reset status and no finalizer; its deletion adds the cleanup finalizer
+// (as kube's apiextensions-apiserver does), which keeps it.
+func TestCreateDefaultsStatusAndDeletionFinalizer(t *testing.T) {
 	reg, st := newRegistry(t, newStorage(t))
 	res := reg.Get(GroupResource)
 	in := toUnstructured(t, widgetsCRD())
@@ -33,8 +36,15 @@ func TestCreateDefaultsStatusAndFinalizer(t *testing.T) {
 	if !slices.Equal(crd.Status.StoredVersions, []string{"v1"}) || len(crd.Status.Conditions) != 0 {
 		t.Errorf("status = %+v, want storedVersions [v1] and nothing else", crd.Status)
 	}
-	if !slices.Equal(crd.Finalizers, []string{FinalizerCleanup}) {
-		t.Errorf("finalizers = %v", crd.Finalizers)
+	if len(crd.Finalizers) != 0 {
+		t.Errorf("finalizers at creation = %v, want none", crd.Finalizers)
+	}
+	deleting, deleted, err := st.Delete(t.Context(), store.Ref{Resource: res, Version: "v1", Name: crd.Name}, store.DeleteOptions{})
+	if err != nil || deleted {
+		t.Fatalf("delete: deleted %v, %v; want kept by its finalizer", deleted, err)
+	}
+	if !slices.Equal(deleting.GetFinalizers(), []string{FinalizerCleanup}) || deleting.GetDeletionTimestamp() == nil {
+		t.Errorf("deleting: finalizers %v, deletionTimestamp %v; want the cleanup finalizer and a timestamp", deleting.GetFinalizers(), deleting.GetDeletionTimestamp())
 	}
 }
 

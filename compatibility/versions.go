@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/version"
+	basecompatibility "k8s.io/component-base/compatibility"
 
 	"github.com/concordproject/concord/catalog"
 )
@@ -172,4 +173,14 @@ func subtractMinor(v *version.Version, n uint) *version.Version {
 		return version.MajorMinor(v.Major(), 0)
 	}
 	return version.MajorMinor(v.Major(), v.Minor()-n)
+}
+
+// Effective returns v as component-base's EffectiveVersion, the form in which
+// libraries of k8s.io/apiserver and kube's admission plugins read a server's
+// versions.
+func (v Versions) Effective() basecompatibility.EffectiveVersion {
+	e := basecompatibility.NewEffectiveVersion(v.Binary, false, version.MajorMinor(0, 0), version.MajorMinor(0, 0))
+	e.SetEmulationVersion(v.Emulation)
+	e.SetMinCompatibilityVersion(v.MinCompatibility)
+	return e
 }

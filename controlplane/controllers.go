@@ -173,25 +173,26 @@ func (i *Instance) startCRDs(ctx context.Context) error {
 	return nil
 }
 
-// startAdmission starts the admission chain and the PriorityClass admission; ready
-// once they have read the policies and classes.
+// startAdmission starts the admission chain; ready once it has read what its
+// plugins read (policies, webhooks, and the objects kube's plugins look up).
 func (i *Instance) startAdmission(ctx context.Context) error {
 	if err := i.start(ctx, lifecycle.Component{Name: "admission", Run: i.parts.admission.Run, Ready: i.parts.admission.Ready}); err != nil {
 		return fmt.Errorf("starting admission: %w", err)
 	}
 	i.parts.informerChecks = append(i.parts.informerChecks, i.parts.admission.Ready)
-	if pc := i.parts.priorityClasses; pc != nil {
-		if err := i.startInformers(ctx, "priorityclass-admission", priorityclass.ErrNotSynced, pc.Informer()); err != nil {
-			return err
-		}
-	}
 	i.finish(hookAdmission)
 	return nil
 }
 
+// servesPriorityClasses reports whether the server serves PriorityClasses in v1.
+func (i *Instance) servesPriorityClasses() bool {
+	res := i.Registry.Get(priorityclass.GroupResource)
+	return res != nil && res.ServedVersion("v1") != nil
+}
+
 // bootstrapPriorityClasses creates the system PriorityClasses that are missing.
 func (i *Instance) bootstrapPriorityClasses(ctx context.Context) error {
-	if i.parts.priorityClasses == nil {
+	if !i.servesPriorityClasses() {
 		return nil
 	}
 	client, err := kubernetes.NewForConfig(i.unlimitedLoopback())

@@ -15,7 +15,6 @@ import (
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/lifecycle"
-	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
@@ -124,9 +123,6 @@ type parts struct {
 	// services allocates Services' cluster IPs and node ports (nil when Services,
 	// IPAddresses and ServiceCIDRs are not all served in v1): resources → controllers.
 	services *service.Services
-	// priorityClasses is the PriorityClass admission (nil when PriorityClasses are
-	// not served): serving → controllers.
-	priorityClasses *priorityclass.Admission
 	// migration is the outcome of the last attempt to install the storage-migration
 	// definitions (readyz only).
 	migration migrationState

@@ -136,7 +136,7 @@ func (i *Instance) optionalHooks() []string {
 	if i.servesServices() {
 		names = append(names, hookServiceIPRepair)
 	}
-	if i.parts.priorityClasses != nil {
+	if i.servesPriorityClasses() {
 		names = append(names, priorityclass.BootstrapHook)
 	}
 	if i.servesServices() {

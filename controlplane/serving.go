@@ -16,10 +16,8 @@ import (
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/openapi"
-	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/rbac"
-	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server"
 	"github.com/concordproject/concord/server/filters"
 	"github.com/concordproject/concord/storageversion"
@@ -169,10 +167,10 @@ func (i *Instance) newFlowControl() (*flowcontrol.Controller, error) {
 	return fc, nil
 }
 
-// newAdmission builds the admission chain: the admission policies and webhooks whose
-// APIs are served (webhooks' Services resolved by the aggregator, if the server is
-// one), then ResourceQuota admission if quotas are served; startControllers starts
-// them.
+// newAdmission builds the admission chain: RBAC's escalation check, kube-apiserver's
+// own plugins of built-in resources, the admission policies and webhooks whose APIs
+// are served (webhooks' Services resolved by the aggregator, if the server is one),
+// then ResourceQuota admission if quotas are served; startControllers starts them.
 func (i *Instance) newAdmission() (*admission.Chain, error) {
 	var validating []k8sadmission.ValidationInterface
 	if res := i.Registry.Get(quota.GroupResource); res != nil && res.ServedVersion("v1") != nil {
@@ -183,23 +181,11 @@ func (i *Instance) newAdmission() (*admission.Chain, error) {
 		i.parts.quota = a
 		validating = append(validating, a)
 	}
-	if res := i.Registry.Get(priorityclass.GroupResource); res != nil && res.ServedVersion("v1") != nil {
-		inf := i.Store.NewInformer(store.Source{Registry: i.Registry, Resource: priorityclass.GroupResource, Version: "v1"}, nil)
-		i.parts.priorityClasses = priorityclass.NewAdmission(inf)
-		validating = append(validating, i.parts.priorityClasses)
-	}
 	var first []k8sadmission.ValidationInterface
 	if a := i.parts.rbac.authorizer; a != nil {
 		// Kubernetes checks escalation in RBAC's storage, before any validating admission.
 		first = append(first, rbac.NewEscalationCheck(i.parts.authz, a))
 	}
-	// Then kube's certificate plugins, before the policies and webhooks, as in
-	// kube-apiserver's order.
-	certificates, err := i.parts.semantics.CertificateAdmission(i.parts.authz)
-	if err != nil {
-		return nil, err
-	}
-	first = append(first, certificates...)
 	var resolver webhookutil.ServiceResolver
 	if ag := i.parts.aggregation; ag != nil {
 		resolver = ag.agg
@@ -208,6 +194,8 @@ func (i *Instance) newAdmission() (*admission.Chain, error) {
 		Registry: i.Registry, RESTConfig: i.LoopbackConfig(), ServerID: i.ServerID, ServiceResolver: resolver,
 		CELVersion: i.Compatibility.Versions.MinCompatibility, Authorizer: i.parts.authz, ValidatingFirst: first, Validating: validating,
 		MutatingPolicies: i.Compatibility.Enabled(compatibility.MutatingAdmissionPolicy),
+		Builtin:          i.parts.semantics.Admission, FeatureGate: i.parts.semantics.FeatureGate(),
+		Versions: i.Compatibility.Versions.Effective(),
 	})
 	if err != nil {
 		return nil, err

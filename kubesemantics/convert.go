@@ -47,7 +47,7 @@ func (c converter) Convert(ctx context.Context, objs []*registry.Object, toVersi
 		if err != nil {
 			return fmt.Errorf("converting %s/%s to kube's internal version: %w", obj.GetNamespace(), obj.GetName(), err)
 		}
-		if err := c.k.storeInternal(internal, toVersion, obj); err != nil {
+		if err := c.k.storeInternal(internal, toVersion, obj, false); err != nil {
 			return err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 )
 
@@ -68,7 +69,8 @@ func (s *Semantics) Configure(r *registry.Resource) bool {
 			kubeKnowsAll = false
 		}
 	}
-	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update, New: k.empty, TypeConverter: typeConverter}
+	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update, New: k.empty}
+	r.TypeConverter = typeConverter
 	if st.approval {
 		r.Semantics.Subresources = []string{"approval"}
 	}
@@ -92,14 +94,25 @@ type typedResource struct {
 	s   *strategy
 }
 
-// defaults applies kube's defaults of version to obj.
+// defaults applies kube's defaults of version to obj and gives it as kube-apiserver
+// decodes a request's object: through kube's internal version and back, whose
+// conversion has its own say (a Secret's stringData joins its data; a DaemonSet
+// carries its template generation as an annotation). What server-side apply records
+// of a write is then what kube records.
 func (k *typedResource) defaults(version string, obj *registry.Object) error {
 	ext, err := k.external(version, obj)
 	if err != nil {
 		return err
 	}
-	k.sem.gates.Do(func() { legacyscheme.Scheme.Default(ext) })
-	return k.store(ext, obj)
+	var internal runtime.Object
+	k.sem.gates.Do(func() {
+		legacyscheme.Scheme.Default(ext)
+		internal, err = legacyscheme.Scheme.ConvertToVersion(ext, runtime.InternalGroupVersioner)
+	})
+	if err != nil {
+		return fmt.Errorf("converting %s to kube's internal version: %w", k.res.GroupResource(), err)
+	}
+	return k.storeInternal(internal, version, obj, false)
 }
 
 // create prepares and validates a new object as kube-apiserver's create handler
@@ -126,7 +139,7 @@ func (k *typedResource) create(ctx context.Context, version string, obj *registr
 			strat.Canonicalize(internal)
 		}
 	})
-	if err := k.storeInternal(internal, version, obj); err != nil {
+	if err := k.storeInternal(internal, version, obj, true); err != nil {
 		return nil, err
 	}
 	return errs, nil
@@ -164,7 +177,7 @@ func (k *typedResource) update(ctx context.Context, version, subresource string,
 			strat.Canonicalize(internal)
 		}
 	})
-	if err := k.storeInternal(internal, version, obj); err != nil {
+	if err := k.storeInternal(internal, version, obj, true); err != nil {
 		return nil, err
 	}
 	return errs, nil
@@ -205,10 +218,19 @@ func typed(gvk schema.GroupVersionKind, content map[string]any) (runtime.Object,
 // a status they do not have as {}: where the status is a field the minimum
 // compatibility release lacks (a CSINode's, new in 1.37), an empty one is left out,
 // as it holds nothing that release would lose and the store writes none.
-func (k *typedResource) storeInternal(internal runtime.Object, version string, obj *registry.Object) error {
+//
+// With defaulted, kube's defaults of version are applied once more, as to an object
+// prepared for a write: kube-apiserver answers a write with the object as it reads
+// it back from etcd, defaulted when decoded, so what its strategy reset (a claim's
+// status) shows its defaults (phase Pending). Concord reads stored objects as they
+// are, so it stores them defaulted.
+func (k *typedResource) storeInternal(internal runtime.Object, version string, obj *registry.Object, defaulted bool) error {
 	ext, err := legacyscheme.Scheme.ConvertToVersion(internal, k.res.GroupVersion(version))
 	if err != nil {
 		return fmt.Errorf("converting %s from kube's internal version to %s: %w", k.res.GroupResource(), version, err)
+	}
+	if defaulted {
+		k.sem.gates.Do(func() { legacyscheme.Scheme.Default(ext) })
 	}
 	if err := k.store(ext, obj); err != nil {
 		return err
@@ -263,3 +285,7 @@ func (k *typedResource) requestContext(ctx context.Context, version, verb, subre
 	}
 	return ctx
 }
+
+// FeatureGate returns the server's Kubernetes feature gates (for code that takes a
+// gate, as admission plugins do: kube's own code reads them within Gates.Do).
+func (s *Semantics) FeatureGate() featuregate.FeatureGate { return s.gates.gate }

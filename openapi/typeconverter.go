@@ -30,8 +30,8 @@ type typeConverterKey struct{}
 // has theirs. The converter is built once per Resource (a Resource is immutable) and cached on it.
 // An error matches ErrTypeConverter.
 func TypeConverter(res *registry.Resource) (managedfields.TypeConverter, error) {
-	if res.Semantics != nil && res.Semantics.TypeConverter != nil {
-		tc, err := res.Semantics.TypeConverter()
+	if res.TypeConverter != nil {
+		tc, err := res.TypeConverter()
 		if err != nil {
 			return nil, fmt.Errorf("%w for %s: %w", ErrTypeConverter, res.GroupResource(), err)
 		}

@@ -8,9 +8,6 @@
 //     storage of PriorityClasses). Their validation (values, the "system-" prefix,
 //     preemptionPolicy, immutability) is kube's PriorityClass strategy's, in package
 //     kubesemantics.
-//   - Admission: at most one class with globalDefault true (kube-apiserver's Priority
-//     admission plugin, for PriorityClasses): a second one is refused 403 on creation
-//     and update, as Kubernetes refuses it.
 //   - Bootstrap: the system classes system-node-critical (2000001000) and
 //     system-cluster-critical (2000000000), created at start when missing (the
 //     scheduling/bootstrap-system-priority-classes post-start hook).
@@ -18,6 +15,7 @@
 // # What it must not touch
 //
 // It stores nothing itself: PriorityClasses travel the object store like every
-// resource, the bootstrap writes through the API. It does not act on Pods (Concord
-// serves none).
+// resource, the bootstrap writes through the API. The rule of at most one class
+// marked globalDefault, and Pods' priorities, are kube-apiserver's Priority admission
+// plugin's (kubesemantics.Admission).
 package priorityclass

@@ -45,6 +45,10 @@ type Resource struct {
 	Converter Converter
 	// Hooks add behaviour for the few resources that need it. Nil means none.
 	Hooks *Hooks
+	// TypeConverter, if set, gives server-side apply the resource's types, as kube's
+	// generated OpenAPI definitions describe them (list-map keys, atomic structs), in
+	// place of those built from its schemas.
+	TypeConverter func() (managedfields.TypeConverter, error)
 	// Semantics, if set, are the resource's defaults, preparation and validation as
 	// Kubernetes' own packages define them (built-in resources, package
 	// kubesemantics), in place of its schema's defaults and validation and of
@@ -163,9 +167,6 @@ type Semantics struct {
 	// New, if set, returns the empty object of version as the resource's types write
 	// it (what server-side apply compares a creation with).
 	New func(version string) (*Object, error)
-	// TypeConverter, if set, gives server-side apply its types of the resource's
-	// versions, in place of those built from its schemas.
-	TypeConverter func() (managedfields.TypeConverter, error)
 	// Table, if set, prints objs (of version) as Table rows: the columns, and each
 	// object's cells. It replaces the version's printer columns.
 	Table func(ctx context.Context, version string, objs []Object) ([]metav1.TableColumnDefinition, [][]interface{}, error)
@@ -198,6 +199,10 @@ type Hooks struct {
 	// PrepareForDelete may change an object whose deletion starts but must wait
 	// (it has finalizers, or PendingDeletion says so), e.g. set a Terminating phase.
 	PrepareForDelete func(ctx context.Context, obj *unstructured.Unstructured)
+	// DeletionFinalizers are finalizers a deletion adds when it starts: work the
+	// server itself finishes before the object goes (a CustomResourceDefinition's
+	// custom resources are deleted first). Objects do not carry them before.
+	DeletionFinalizers []string
 	// PendingDeletion reports resource-specific reasons, beyond metadata.finalizers,
 	// that keep a deleted object in storage (namespaces' spec.finalizers).
 	PendingDeletion func(obj *unstructured.Unstructured) bool

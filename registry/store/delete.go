@@ -12,8 +12,8 @@ import (
 )
 
 // Delete deletes ns/name of res and returns the object as it was last stored, in
-// version, and whether it is gone. An object with finalizers (or one its resource's
-// hooks hold back) is not removed: its deletionTimestamp is set (once) and it stays
+// version, and whether it is gone. An object with finalizers (its own, or those its
+// resource's hooks add when its deletion starts, or one they hold back) is not removed: its deletionTimestamp is set (once) and it stays
 // until the finalizers are removed by updates. Preconditions on uid and
 // resourceVersion are a 409 Conflict when they fail; then admission (opts.Admit) may
 // refuse the deletion.
@@ -52,6 +52,13 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 		var rev int64
 		var werr error
 		deleted := false
+		if current.GetDeletionTimestamp() == nil && res.Hooks != nil {
+			for _, f := range res.Hooks.DeletionFinalizers {
+				if !slices.Contains(current.GetFinalizers(), f) {
+					current.SetFinalizers(append(current.GetFinalizers(), f))
+				}
+			}
+		}
 		finalizers, changed := deletionFinalizers(res, version, current, opts.Propagation)
 		current.SetFinalizers(finalizers)
 		if len(finalizers) > 0 || pendingByHook(res, current) {
