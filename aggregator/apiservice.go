@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+
+	"github.com/concordproject/concord/openapi"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	generatedopenapi "k8s.io/kube-aggregator/pkg/generated/openapi"
 
 	"github.com/concordproject/concord/registry"
 	metatable "k8s.io/apimachinery/pkg/api/meta/table"
@@ -32,14 +37,18 @@ var scheme = func() *runtime.Scheme {
 	return s
 }()
 
-// Configure gives APIServices kube-aggregator's validation of the object, its updates
-// and its status. (The store drops the status of a new one: the availability
+// Configure gives APIServices kube-aggregator's defaults, and its validation of the
+// object, its updates and its status. (The store drops the status of a new one: the availability
 // controller writes it.)
 func Configure(res *registry.Resource) error {
 	if res.StorageVersion != apiregistrationv1.SchemeGroupVersion.Version {
 		return fmt.Errorf("%w: stored in %s", ErrStorageVersion, res.StorageVersion)
 	}
+	res.TypeConverter = typeConverter
 	res.Hooks = &registry.Hooks{
+		// As kube-aggregator's: its defaults (a Service's port 443), and no generation.
+		Default:      defaults,
+		NoGeneration: true,
 		Validate: func(ctx context.Context, obj *unstructured.Unstructured) field.ErrorList {
 			in, errs := internal(obj)
 			if errs != nil {
@@ -68,6 +77,27 @@ func Configure(res *registry.Resource) error {
 		res.Hooks.TableCells = tableCells
 	}
 	return nil
+}
+
+// typeConverter is server-side apply's type converter of APIServices, from
+// kube-aggregator's generated OpenAPI definitions, as kube-apiserver builds it.
+var typeConverter = sync.OnceValues(func() (managedfields.TypeConverter, error) {
+	return openapi.GoTypeConverter(scheme, generatedopenapi.GetOpenAPIDefinitions, apiregistrationv1.APIService{}.OpenAPIModelName())
+})
+
+// defaults applies kube-aggregator's defaults of v1 to obj. An object that does not
+// fit the v1 type is left as it is: validation refuses it.
+func defaults(_ string, obj *unstructured.Unstructured) {
+	typed := &apiregistrationv1.APIService{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, typed); err != nil {
+		return
+	}
+	scheme.Default(typed)
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return
+	}
+	obj.Object["spec"] = out["spec"]
 }
 
 // printerColumns are the columns kubectl shows; tableCells fills them.

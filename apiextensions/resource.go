@@ -2,6 +2,7 @@ package apiextensions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/version"
 )
@@ -43,8 +45,9 @@ var ErrUndecodable = errors.New("not a valid apiextensions.k8s.io/v1 CustomResou
 // cluster-scoped, short names crd and crds, category api-extensions, with a status
 // subresource and no schema. Its Hooks give definitions Kubernetes' behaviour:
 //
-//   - on every write, the v1 defaults (singular, list kind, conversion strategy None,
-//     service port 443) and a normal form: fields the v1 types do not have are dropped;
+//   - as it is decoded, and on every write, the v1 defaults (singular, list kind,
+//     conversion strategy None, service port 443) and a normal form: fields the v1
+//     types do not have are dropped;
 //   - on create, the status is reset to storedVersions = [the storage version];
 //   - the deletion adds the finalizer customresourcecleanup.apiextensions.k8s.io, which
 //     holds the definition until its custom resources are deleted;
@@ -88,6 +91,7 @@ func Resource(opts ...Option) *registry.Resource {
 		StorageVersion: "v1",
 		TypeConverter:  typeConverter,
 		Hooks: &registry.Hooks{
+			Default:          defaults,
 			PrepareForCreate: prepareForCreate,
 			PrepareForUpdate: prepareForUpdate,
 			Validate:         rules.validateCreate,
@@ -127,11 +131,17 @@ func FromUnstructured(u *unstructured.Unstructured) (*apiextensionsv1.CustomReso
 
 // writeSpecAndStatus replaces the spec and status of obj with those of crd. Metadata
 // stays as the store keeps it.
+// The spec and status are written as JSON decodes them (whole numbers as int64, as
+// the store reads them back), so that an unchanged spec compares equal.
 func writeSpecAndStatus(obj *unstructured.Unstructured, crd *apiextensionsv1.CustomResourceDefinition) {
-	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	data, err := json.Marshal(crd)
 	if err != nil {
 		// The typed value was just decoded from JSON: it always encodes.
 		panic(fmt.Sprintf("encoding a CustomResourceDefinition: %v", err))
+	}
+	var out map[string]any
+	if err := utiljson.Unmarshal(data, &out); err != nil {
+		panic(fmt.Sprintf("decoding an encoded CustomResourceDefinition: %v", err))
 	}
 	obj.Object["spec"] = out["spec"]
 	obj.Object["status"] = out["status"]
@@ -141,6 +151,17 @@ func writeSpecAndStatus(obj *unstructured.Unstructured, crd *apiextensionsv1.Cus
 func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 	v, _ := apihelpers.GetCRDStorageVersion(crd)
 	return v
+}
+
+// defaults applies the v1 defaults as kube-apiserver decodes a definition, in a
+// normal form (fields the v1 types do not have are dropped).
+func defaults(_ string, obj *unstructured.Unstructured) {
+	crd, err := FromUnstructured(obj)
+	if err != nil {
+		return // validation reports it
+	}
+	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
+	writeSpecAndStatus(obj, crd)
 }
 
 func prepareForCreate(_ context.Context, obj *unstructured.Unstructured) {

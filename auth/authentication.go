@@ -18,8 +18,9 @@ type RequestAuthenticator interface {
 	AuthenticateRequest(r *http.Request) (User, bool)
 }
 
-// ErrNotAuthenticated means a token is not one this server knows, for TokenReview.
-var ErrNotAuthenticated = errors.New("the token is not valid for this server")
+// ErrNotAuthenticated means a token is not one this server knows, for TokenReview
+// (kube-apiserver's words).
+var ErrNotAuthenticated = errors.New("invalid bearer token")
 
 // Authentication authenticates requests: a front proxy's forwarded user first (if
 // configured), then an X.509 client certificate signed by the cluster CA, then bearer tokens: the static ones (admin, loopback,

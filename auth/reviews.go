@@ -6,53 +6,21 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/validation/field"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
-// The reviews' kinds, for their validation errors.
-var (
-	subjectAccessReviewKind      = authorizationv1.SchemeGroupVersion.WithKind("SubjectAccessReview").GroupKind()
-	selfSubjectAccessReviewKind  = authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectAccessReview").GroupKind()
-	localSubjectAccessReviewKind = authorizationv1.SchemeGroupVersion.WithKind("LocalSubjectAccessReview").GroupKind()
-	selfSubjectRulesReviewKind   = authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectRulesReview").GroupKind()
-)
-
 // ReviewSubjectAccess answers a SubjectAccessReview: whether the user its spec names
-// may do what it asks, as authz decides. An invalid spec is a 422 Invalid error.
-func ReviewSubjectAccess(ctx context.Context, authz authorizer.Authorizer, sar *authorizationv1.SubjectAccessReview) error {
-	if errs := validateSubjectAccessSpec(sar.Spec); len(errs) > 0 {
-		return apierrors.NewInvalid(subjectAccessReviewKind, sar.Name, errs)
-	}
+// may do what it asks, as authz decides. What it asks is kube's to validate before
+// (package kubesemantics).
+func ReviewSubjectAccess(ctx context.Context, authz authorizer.Authorizer, sar *authorizationv1.SubjectAccessReview) {
 	sar.Status = decideAccess(ctx, authz, subject(sar.Spec), sar.Spec.ResourceAttributes, sar.Spec.NonResourceAttributes)
-	return nil
 }
 
-// ReviewLocalSubjectAccess answers a LocalSubjectAccessReview made in namespace: a
-// SubjectAccessReview of resources in that namespace only.
-func ReviewLocalSubjectAccess(ctx context.Context, authz authorizer.Authorizer, namespace string, lsar *authorizationv1.LocalSubjectAccessReview) error {
-	errs := validateSubjectAccessSpec(lsar.Spec)
-	if ra := lsar.Spec.ResourceAttributes; ra != nil && ra.Namespace != namespace {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "resourceAttributes", "namespace"), ra.Namespace, "must match metadata.namespace"))
-	}
-	if lsar.Spec.NonResourceAttributes != nil {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "nonResourceAttributes"), lsar.Spec.NonResourceAttributes, "disallowed on this kind of request"))
-	}
-	if len(errs) > 0 {
-		return apierrors.NewInvalid(localSubjectAccessReviewKind, lsar.Name, errs)
-	}
+// ReviewLocalSubjectAccess answers a LocalSubjectAccessReview: a SubjectAccessReview
+// of resources in its namespace only (which kube's validation checks).
+func ReviewLocalSubjectAccess(ctx context.Context, authz authorizer.Authorizer, lsar *authorizationv1.LocalSubjectAccessReview) {
 	lsar.Status = decideAccess(ctx, authz, subject(lsar.Spec), lsar.Spec.ResourceAttributes, nil)
-	return nil
-}
-
-// validateSubjectAccessSpec checks the spec of a review about another user: what it
-// asks, and who (a user, groups, or both).
-func validateSubjectAccessSpec(spec authorizationv1.SubjectAccessReviewSpec) field.ErrorList {
-	errs := validateAccessSpec(spec)
-	if spec.User == "" && len(spec.Groups) == 0 {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "user"), spec.User, "at least one of user or group must be specified"))
-	}
-	return errs
 }
 
 // subject is the user a review's spec names.
@@ -69,23 +37,16 @@ func subject(spec authorizationv1.SubjectAccessReviewSpec) User {
 
 // ReviewSelfSubjectAccess answers a SelfSubjectAccessReview: whether u, the caller,
 // may do what it asks.
-func ReviewSelfSubjectAccess(ctx context.Context, authz authorizer.Authorizer, u User, ssar *authorizationv1.SelfSubjectAccessReview) error {
-	spec := authorizationv1.SubjectAccessReviewSpec{
-		ResourceAttributes: ssar.Spec.ResourceAttributes, NonResourceAttributes: ssar.Spec.NonResourceAttributes,
-	}
-	if errs := validateAccessSpec(spec); len(errs) > 0 {
-		return apierrors.NewInvalid(selfSubjectAccessReviewKind, ssar.Name, errs)
-	}
-	ssar.Status = decideAccess(ctx, authz, u, spec.ResourceAttributes, spec.NonResourceAttributes)
-	return nil
+func ReviewSelfSubjectAccess(ctx context.Context, authz authorizer.Authorizer, u User, ssar *authorizationv1.SelfSubjectAccessReview) {
+	ssar.Status = decideAccess(ctx, authz, u, ssar.Spec.ResourceAttributes, ssar.Spec.NonResourceAttributes)
 }
 
 // ReviewSelfSubjectRules answers a SelfSubjectRulesReview: what u, the caller, may do
-// in its spec's namespace, as rules lists it.
+// in its spec's namespace, as rules lists it. As kube-apiserver, it answers a new
+// review that holds the rules alone, and a request without a namespace 400.
 func ReviewSelfSubjectRules(ctx context.Context, rules authorizer.RuleResolver, u User, ssrr *authorizationv1.SelfSubjectRulesReview) error {
 	if ssrr.Spec.Namespace == "" {
-		errs := field.ErrorList{field.Required(field.NewPath("spec", "namespace"), "a namespace is required")}
-		return apierrors.NewInvalid(selfSubjectRulesReviewKind, ssrr.Name, errs)
+		return apierrors.NewBadRequest("no namespace on request")
 	}
 	resourceRules, nonResourceRules, incomplete, err := rules.RulesFor(ctx, u.Info(), ssrr.Spec.Namespace)
 	status := authorizationv1.SubjectRulesReviewStatus{Incomplete: incomplete, ResourceRules: []authorizationv1.ResourceRule{}, NonResourceRules: []authorizationv1.NonResourceRule{}}
@@ -100,13 +61,17 @@ func ReviewSelfSubjectRules(ctx context.Context, rules authorizer.RuleResolver, 
 	for _, r := range nonResourceRules {
 		status.NonResourceRules = append(status.NonResourceRules, authorizationv1.NonResourceRule{Verbs: r.GetVerbs(), NonResourceURLs: r.GetNonResourceURLs()})
 	}
-	ssrr.Status = status
+	*ssrr = authorizationv1.SelfSubjectRulesReview{Status: status}
 	return nil
 }
 
-// ReviewSelf answers a SelfSubjectReview: who u, the caller, is (kubectl auth whoami).
+// ReviewSelf answers a SelfSubjectReview: who u, the caller, is (kubectl auth whoami),
+// in a new review created now, as kube-apiserver answers.
 func ReviewSelf(u User, ssr *authenticationv1.SelfSubjectReview) {
-	ssr.Status.UserInfo = userInfo(u)
+	*ssr = authenticationv1.SelfSubjectReview{
+		ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.Now()},
+		Status:     authenticationv1.SelfSubjectReviewStatus{UserInfo: userInfo(u)},
+	}
 }
 
 // userInfo is u as authentication.k8s.io reports users.
@@ -119,16 +84,6 @@ func userInfo(u User) authenticationv1.UserInfo {
 		}
 	}
 	return info
-}
-
-// validateAccessSpec checks what every access review asks: resource or non-resource
-// attributes, exactly one of them.
-func validateAccessSpec(spec authorizationv1.SubjectAccessReviewSpec) field.ErrorList {
-	if (spec.ResourceAttributes == nil) == (spec.NonResourceAttributes == nil) {
-		return field.ErrorList{field.Invalid(field.NewPath("spec", "resourceAttributes"), spec.ResourceAttributes,
-			"exactly one of nonResourceAttributes or resourceAttributes must be specified")}
-	}
-	return nil
 }
 
 // decideAccess asks authz whether u may do what the attributes describe.

@@ -50,13 +50,16 @@ func reviewConfigurers(opts Options) map[schema.GroupResource]func(*registry.Res
 	}
 	return map[schema.GroupResource]func(*registry.Resource) error{
 		subjectAccessReviewsGR: withAuthz(typedReview(func(ctx context.Context, _ auth.User, sar *authorizationv1.SubjectAccessReview) error {
-			return auth.ReviewSubjectAccess(ctx, authz, sar)
+			auth.ReviewSubjectAccess(ctx, authz, sar)
+			return nil
 		})),
 		localSubjectAccessReviewsGR: withAuthz(typedReview(func(ctx context.Context, _ auth.User, lsar *authorizationv1.LocalSubjectAccessReview) error {
-			return auth.ReviewLocalSubjectAccess(ctx, authz, lsar.Namespace, lsar)
+			auth.ReviewLocalSubjectAccess(ctx, authz, lsar)
+			return nil
 		})),
 		selfSubjectAccessReviewsGR: withAuthz(typedReview(func(ctx context.Context, u auth.User, ssar *authorizationv1.SelfSubjectAccessReview) error {
-			return auth.ReviewSelfSubjectAccess(ctx, authz, u, ssar)
+			auth.ReviewSelfSubjectAccess(ctx, authz, u, ssar)
+			return nil
 		})),
 		selfSubjectRulesReviewsGR: withAuthz(typedReview(func(ctx context.Context, u auth.User, ssrr *authorizationv1.SelfSubjectRulesReview) error {
 			return auth.ReviewSelfSubjectRules(ctx, authz, u, ssrr)

@@ -1,15 +1,12 @@
 package kubesemantics
 
 import (
-	"fmt"
 	"reflect"
 	"sync"
 
+	"github.com/concordproject/concord/openapi"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
-	"k8s.io/kube-openapi/pkg/builder3"
-	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
@@ -34,12 +31,5 @@ var typeConverter = sync.OnceValues(func() (managedfields.TypeConverter, error) 
 			names = append(names, named.OpenAPIModelName())
 		}
 	}
-	schemas, err := builder3.BuildOpenAPIDefinitionsForResources(&common.OpenAPIV3Config{
-		GetDefinitionName: openapinamer.NewDefinitionNamer(legacyscheme.Scheme).GetDefinitionName,
-		GetDefinitions:    generatedopenapi.GetOpenAPIDefinitions,
-	}, names...)
-	if err != nil {
-		return nil, fmt.Errorf("kube's OpenAPI definitions: %w", err)
-	}
-	return managedfields.NewTypeConverter(schemas, false)
+	return openapi.GoTypeConverter(legacyscheme.Scheme, generatedopenapi.GetOpenAPIDefinitions, names...)
 })

@@ -8,6 +8,7 @@ import (
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/server/request"
+	"k8s.io/apimachinery/pkg/api/operation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -132,7 +133,7 @@ func (k *typedResource) create(ctx context.Context, version string, obj *registr
 	var errs field.ErrorList
 	k.sem.gates.Do(func() {
 		strat.PrepareForCreate(ctx, internal)
-		if errs = rest.ValidateCreate(ctx, internal, strat); len(errs) == 0 {
+		if errs = validateCreate(ctx, internal, strat); len(errs) == 0 {
 			for _, w := range strat.WarningsOnCreate(ctx, internal) {
 				warning.AddWarning(ctx, "", w)
 			}
@@ -143,6 +144,16 @@ func (k *typedResource) create(ctx context.Context, version string, obj *registr
 		return nil, err
 	}
 	return errs, nil
+}
+
+// validateCreate validates a new object as kube's create handler does, but a review
+// as its own handler does: by the review's rules alone.
+func validateCreate(ctx context.Context, obj runtime.Object, strat *adapter) field.ErrorList {
+	if !strat.s.review {
+		return rest.ValidateCreate(ctx, obj, strat)
+	}
+	errs := strat.Validate(ctx, obj)
+	return strat.ValidateDeclaratively(ctx, obj, nil, errs, operation.Create, strat.DeclarativeValidationConfig(ctx, obj, nil))
 }
 
 // update prepares and validates obj, an update of old or of its status or approval

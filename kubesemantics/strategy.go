@@ -41,6 +41,10 @@ type kind[T runtime.Object] struct {
 	// declarative gives declarative validation, which every kube strategy runs, its
 	// options for a request (old is the zero T on create); nil: none.
 	declarative func(ctx context.Context, obj, old T) rest.DeclarativeValidationConfig
+	// review marks a review (a SubjectAccessReview, ...): created, answered, never
+	// stored. kube checks its own rules only, not the metadata every stored object's
+	// creation checks (a review has no name).
+	review bool
 }
 
 // strategy is a kind with its type erased, as the registry's table holds it.
@@ -55,7 +59,9 @@ type strategy struct {
 	validateApproval               func(ctx context.Context, obj, old runtime.Object) field.ErrorList
 	// approval is set when the kind has an approval subresource (its
 	// prepareApproval).
-	approval               bool
+	approval bool
+	// review is the kind's review.
+	review                 bool
 	warnUpdate, warnStatus func(ctx context.Context, obj, old runtime.Object) []string
 	declarative            func(ctx context.Context, obj, old runtime.Object) rest.DeclarativeValidationConfig
 }
@@ -78,6 +84,7 @@ func (k kind[T]) erase() strategy {
 		prepareApproval:  with2(k.prepareApproval),
 		validateApproval: errs2(k.validateApproval),
 		approval:         k.prepareApproval != nil,
+		review:           k.review,
 		warnUpdate:       warn2(k.warnUpdate),
 		warnStatus:       warn2(k.warnStatus),
 		declarative: func(ctx context.Context, obj, old runtime.Object) rest.DeclarativeValidationConfig {

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+
 	"github.com/concordproject/concord/registry"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/builder3"
@@ -76,4 +79,20 @@ func buildTypeConverter(res *registry.Resource) (managedfields.TypeConverter, er
 		return nil, fmt.Errorf("%w for %s: %w", ErrTypeConverter, res.GroupResource(), err)
 	}
 	return tc, nil
+}
+
+// GoTypeConverter returns server-side apply's types of the Go types the models name,
+// built from generated OpenAPI definitions (defs) as kube-apiserver builds its own
+// (scheme names the models): list-map keys, atomic and granular structs and maps,
+// and so the managed fields kube records. For the resources of kube's own types,
+// whose schemas the catalog only approximates (registry.Resource.TypeConverter).
+func GoTypeConverter(scheme *runtime.Scheme, defs common.GetOpenAPIDefinitions, models ...string) (managedfields.TypeConverter, error) {
+	schemas, err := builder3.BuildOpenAPIDefinitionsForResources(&common.OpenAPIV3Config{
+		GetDefinitionName: openapinamer.NewDefinitionNamer(scheme).GetDefinitionName,
+		GetDefinitions:    defs,
+	}, models...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the generated OpenAPI definitions: %w", ErrTypeConverter, err)
+	}
+	return managedfields.NewTypeConverter(schemas, false)
 }

@@ -188,6 +188,13 @@ type Hooks struct {
 	Validate func(ctx context.Context, obj *unstructured.Unstructured) field.ErrorList
 	// ValidateUpdate checks an update beyond its schema.
 	ValidateUpdate func(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList
+	// NoGeneration: the resource's objects carry no metadata.generation, as its
+	// Kubernetes strategy sets none (APIServices).
+	NoGeneration bool
+	// Default, if set, applies the resource's defaults to an object of version as
+	// it is decoded, after its schema's (a CustomResourceDefinition's, kube's
+	// apiextensions-apiserver's): what server-side apply records sees them.
+	Default func(version string, obj *unstructured.Unstructured)
 	// PrepareForCreate may change a new object before validation (e.g. reset status).
 	PrepareForCreate func(ctx context.Context, obj *unstructured.Unstructured)
 	// PrepareForUpdate may change an updated object before validation, with the old

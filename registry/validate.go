@@ -79,13 +79,24 @@ func (r *Resource) Schema(v string) *schema.Schema {
 }
 
 // Default applies the defaults of version to obj: its Semantics' where it has them,
-// else its schema's.
+// else its schema's, then its hook's.
 func (r *Resource) Default(version string, obj *Object) error {
 	if r.Semantics != nil {
 		return r.Semantics.Default(version, obj)
 	}
 	r.Schema(version).Default(obj.Object)
+	if r.Hooks != nil && r.Hooks.Default != nil {
+		r.Hooks.Default(version, obj)
+	}
 	return nil
+}
+
+// TypedDefaults reports whether the resource's defaults are those of its Go types
+// (its Semantics', or its Default hook's) rather than its schema's. kube-apiserver
+// applies them to every object it decodes, but not to an apply configuration, which
+// server-side apply reads as sent.
+func (r *Resource) TypedDefaults() bool {
+	return r.Semantics != nil || (r.Hooks != nil && r.Hooks.Default != nil)
 }
 
 // GroupKind returns the resource's group and kind.

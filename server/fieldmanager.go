@@ -112,12 +112,24 @@ func (c *objectConvertor) New(gvk schema.GroupVersionKind) (runtime.Object, erro
 // emptyObject is the object of kind gvk before anything is set: as the resource's
 // Semantics write it (a built-in kind's Go type has its struct fields, {} each, so a
 // create owns the fields in them but not the structs themselves, as in Kubernetes),
-// else with apiVersion and kind alone.
+// as its Go type writes it where the resource has kube's types without Semantics
+// (CustomResourceDefinitions, APIServices), else with apiVersion and kind alone.
 func emptyObject(res *registry.Resource, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
 	if sem := res.Semantics; sem != nil && sem.New != nil && gvk.Version != hubVersion {
 		return sem.New(gvk.Version)
 	}
 	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	if res.TypeConverter != nil && typedScheme.Recognizes(gvk) {
+		// A kind of kube's Go types is created from their empty object, as
+		// kube-apiserver compares a creation with it: its structs are there.
+		typed, err := typedScheme.New(gvk)
+		if err != nil {
+			return nil, err
+		}
+		if u.Object, err = runtime.DefaultUnstructuredConverter.ToUnstructured(typed); err != nil {
+			return nil, err
+		}
+	}
 	u.SetGroupVersionKind(gvk)
 	return u, nil
 }

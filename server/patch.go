@@ -159,7 +159,7 @@ func (p *patch) applied(r *http.Request, q *apiRequest) (*unstructured.Unstructu
 	if gvk := obj.GroupVersionKind(); gvk != q.res.GroupVersion(q.version.Name).WithKind(q.res.Names.Kind) {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid object type: %v", gvk))
 	}
-	d, err := admitWith(obj, nil, false, q.res, q.version.Name, q.res.Semantics == nil)
+	d, err := admitWith(obj, nil, false, q.res, q.version.Name, !q.res.TypedDefaults())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -16,11 +16,12 @@ import (
 )
 
 // serveReview answers the creation of a review (TokenReview, SubjectAccessReview,
-// ...): the object is decoded and checked like any creation, admitted, converted to the
+// ...) as kube-apiserver does: the object is decoded like any creation, its managed
+// fields recorded, mutating admission, the review's validation (kube's: package
+// kubesemantics) and validating admission run, then it is converted to the
 // resource's storage version for its Review hook, and the answer goes back in the
-// request's version, 201 Created, as Kubernetes answers. Nothing is stored, so a dry
-// run is answered the same way. Asked for a Table or metadata alone, it answers 406,
-// as Kubernetes does.
+// request's version, 201 Created. Nothing is stored, so a dry run is answered the
+// same way. Asked for a Table or metadata alone, it answers 406, as Kubernetes does.
 func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *apiRequest) {
 	ctx := r.Context()
 	if q.out.Output != respond.OutputObject {
@@ -29,25 +30,8 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *apiReque
 			"a review is answered as the object itself: as=Table and as=PartialObjectMetadata are not served", 0, false))
 		return
 	}
-	wr, err := parseWrite(r, "create", "")
+	obj, warnings, err := s.admitReview(r, q)
 	if err != nil {
-		respond.Error(w, r, err)
-		return
-	}
-	obj, warnings, err := decodeRequestObject(r, wr.body, q.res, q.version.Name, wr.validation)
-	if err != nil {
-		respond.Error(w, r, err)
-		return
-	}
-	if q.res.Namespaced {
-		if ns := obj.GetNamespace(); ns != "" && ns != q.info.Namespace {
-			respond.Error(w, r, apierrors.NewBadRequest("namespace of the request object does not match the namespace of the URL"))
-			return
-		}
-		obj.SetNamespace(q.info.Namespace)
-	}
-	// Admitted as Kubernetes admits a review's creation, in the request's version.
-	if err := s.admitCreation(ctx, r, q, q.res.GroupVersion(q.version.Name).WithKind(q.res.Names.Kind), obj); err != nil {
 		respond.Error(w, r, err)
 		return
 	}
@@ -65,6 +49,46 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *apiReque
 		return
 	}
 	s.writeWritten(w, r, q, answer, true, warnings)
+}
+
+// admitReview decodes the review q's request creates, records its managed fields,
+// admits and validates it, and returns it, with the decoding's warnings.
+func (s *Server) admitReview(r *http.Request, q *apiRequest) (*unstructured.Unstructured, []string, error) {
+	ctx := r.Context()
+	wr, err := parseWrite(r, "create", "")
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, warnings, err := decodeRequestObject(r, wr.body, q.res, q.version.Name, wr.validation)
+	if err != nil {
+		return nil, nil, err
+	}
+	if q.res.Namespaced {
+		if ns := obj.GetNamespace(); ns != "" && ns != q.info.Namespace {
+			return nil, nil, apierrors.NewBadRequest("namespace of the request object does not match the namespace of the URL")
+		}
+		obj.SetNamespace(q.info.Namespace)
+	}
+	fm, err := s.fieldManager(q.res, q.version.Name, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	obj = fm.trackCreate(obj, wr.manager)
+	mutate, validate := s.writeAdmission(q, q.res.GroupVersion(q.version.Name).WithKind(q.res.Names.Kind), wr.dryRun)
+	if mutate != nil {
+		if err := mutate(ctx, obj, nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := q.res.ValidateCreate(ctx, q.version.Name, obj); err != nil {
+		return nil, nil, err
+	}
+	if validate != nil {
+		if err := validate(ctx, obj, nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	return obj, warnings, nil
 }
 
 // serveAction answers the creation of an action subresource (a ServiceAccount's

@@ -86,7 +86,7 @@ func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts 
 	}
 	obj.SetUID(uuid.NewUUID())
 	obj.SetCreationTimestamp(s.nowTime())
-	if res.Semantics == nil {
+	if res.Semantics == nil && (res.Hooks == nil || !res.Hooks.NoGeneration) {
 		// With Semantics, the generation is theirs to set, as Kubernetes' strategies do.
 		obj.SetGeneration(1)
 	}

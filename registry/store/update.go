@@ -213,7 +213,18 @@ func (s *Store) prepareUpdate(ctx context.Context, ref Ref, obj, current *regist
 	if res.Hooks != nil && res.Hooks.PrepareForUpdate != nil {
 		res.Hooks.PrepareForUpdate(ctx, obj, current)
 	}
+	// The generation follows the spec as the hooks prepared it (defaulted, as
+	// Kubernetes' strategies compare it); the resource's Semantics compute their own.
+	if res.Semantics == nil && (res.Hooks == nil || !res.Hooks.NoGeneration) && specChanged(obj, current, hasStatusSubresource(res, version)) {
+		obj.SetGeneration(current.GetGeneration() + 1)
+	}
 	return nil
+}
+
+// hasStatusSubresource reports whether version of res has a status subresource.
+func hasStatusSubresource(res *registry.Resource, version string) bool {
+	v := res.Version(version)
+	return v != nil && v.Subresources != nil && v.Subresources.Status != nil
 }
 
 // getFresh reads key from etcd and remembers what it read.
@@ -226,15 +237,11 @@ func (s *Store) getFresh(ctx context.Context, key string) (*storage.KeyValue, er
 }
 
 // carryOver keeps what an update may not change: system metadata from current, the
-// status (main resource with a status subresource) or everything but the status
-// (status subresource), nothing more for a subresource the Semantics write (they
-// keep what it may not change), and computes the generation (the resource's Semantics
-// compute it from current's, where it has them).
+// generation among them (prepare bumps it), the status (main resource with a status
+// subresource) or everything but the status (status subresource), nothing more for a
+// subresource the Semantics write (they keep what it may not change).
 func (s *Store) carryOver(res *registry.Resource, version string, obj, current *registry.Object, subresource string) {
-	hasStatus := false
-	if v := res.Version(version); v != nil && v.Subresources != nil && v.Subresources.Status != nil {
-		hasStatus = true
-	}
+	hasStatus := hasStatusSubresource(res, version)
 	switch {
 	case subresource == "status":
 		status, hadStatus := obj.Object["status"]
@@ -266,9 +273,6 @@ func (s *Store) carryOver(res *registry.Resource, version string, obj, current *
 	obj.SetNamespace(current.GetNamespace())
 	obj.SetSelfLink("")
 	obj.SetGeneration(current.GetGeneration())
-	if res.Semantics == nil && specChanged(obj, current, hasStatus) {
-		obj.SetGeneration(current.GetGeneration() + 1)
-	}
 }
 
 // copyAnnotations makes the annotations keys of dst what they are in src (absent
