@@ -17,6 +17,7 @@ import (
 	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/storageprotection"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/google/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -35,7 +36,8 @@ var errNotSynced = errors.New("the stored CustomResourceDefinitions are not all 
 // resource had one registration attempt), admission and the ValidatingAdmissionPolicy
 // status controller, priority and fairness, the bootstrap roles and the ClusterRole
 // aggregation controller, the system priority classes, quotas, the version skew
-// controller, the namespace controller, the garbage collector and storage migration.
+// controller, the namespace and storage protection controllers, the garbage collector and
+// storage migration.
 // The last component, started last and so stopped first, turns /readyz off when the
 // server begins to stop.
 func (i *Instance) startControllers(ctx context.Context) (context.Context, error) {
@@ -92,6 +94,13 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 		return ctx, err
 	}
 	if err := i.start(ctx, lifecycle.Component{Name: "namespace-controller", Run: namespaces.Run}); err != nil {
+		return ctx, err
+	}
+	protection, err := storageprotection.NewController(i.Registry, i.Store, i.runtime)
+	if err != nil {
+		return ctx, err
+	}
+	if err := i.start(ctx, lifecycle.Component{Name: "storage-protection-controller", Run: protection.Run}); err != nil {
 		return ctx, err
 	}
 	if err := i.startGarbageCollector(ctx); err != nil {

@@ -60,8 +60,14 @@ type target struct {
 func startConcord(t *testing.T, args ...string) *target {
 	t.Helper()
 	dir := t.TempDir()
+	// The requests go as the user the peer's token file names (kubepeer): admin, uid
+	// admin, in system:masters; the answers that name the caller then agree.
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(adminToken+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	args = append([]string{"server", "--data-dir", dir, "--secure-port", strconv.Itoa(freePort(t)),
-		"--etcd-unsafe-no-fsync", "--service-cluster-ip-range", serviceRange}, args...)
+		"--etcd-unsafe-no-fsync", "--service-cluster-ip-range", serviceRange, "--token-auth-file", tokens}, args...)
 	cmd := exec.Command(concordBinary, args...)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -93,9 +99,19 @@ func startConcord(t *testing.T, args ...string) *target {
 		return err == nil
 	})
 	tg := newTarget(t, "concord", kubeconfig)
+	tg.cfg.CertData, tg.cfg.KeyData, tg.cfg.CertFile, tg.cfg.KeyFile = nil, nil, "", ""
+	tg.cfg.BearerToken = adminToken
+	client, err := rest.HTTPClientFor(tg.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.client = client
 	tg.waitReady(t)
 	return tg
 }
+
+// adminToken is the bearer token of the admin on Concord.
+const adminToken = "differential-admin"
 
 // startPeer runs kube-apiserver of peerRelease on an etcd of its own, with more
 // flags, until the test ends; it skips the test when the peer is not built.

@@ -52,11 +52,7 @@ func TestKubeAdmissionPlugins(t *testing.T) {
 	if err != nil || len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != corev1.TaintNodeNotReady {
 		t.Errorf("TaintNodesByCondition: %v, taints %+v; want not-ready", err, node.Spec.Taints)
 	}
-	claim, err := admin.CoreV1().PersistentVolumeClaims("plugins").Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "data"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
-	}, metav1.CreateOptions{})
+	claim, err := admin.CoreV1().PersistentVolumeClaims("plugins").Create(ctx, newClaim("data"), metav1.CreateOptions{})
 	if err != nil || len(claim.Finalizers) != 1 || claim.Finalizers[0] != "kubernetes.io/pvc-protection" || claim.Status.Phase != corev1.ClaimPending {
 		t.Errorf("StorageObjectInUseProtection: %v, finalizers %v, phase %q; want pvc-protection, Pending", err, claim.Finalizers, claim.Status.Phase)
 	}
@@ -126,5 +122,92 @@ func newPod(name, priorityClass string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{PriorityClassName: priorityClass,
 			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+}
+
+// TestStorageProtection: the protection finalizers kube's admission gives claims and
+// volumes hold a deletion only while the object is in use, as with kube's
+// controller manager: an unused claim and an unbound volume go at once, a claim a
+// scheduled Pod mounts stays Terminating until the Pod goes, and a namespace with
+// claims is deleted.
+func TestStorageProtection(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	admin := c.Servers[0].Clientset(t)
+	namespace(t, admin, "claims", nil)
+	claims := admin.CoreV1().PersistentVolumeClaims("claims")
+	for _, name := range []string{"unused", "mounted", "left"} {
+		if _, err := claims.Create(ctx, newClaim(name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod := newPod("user", "")
+	pod.Spec.NodeName = "node-1" // scheduled
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "mounted"}}}}
+	if _, err := admin.CoreV1().Pods("claims").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pv, err := admin.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-unbound"},
+		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data"}}},
+	}, metav1.CreateOptions{})
+	if err != nil || len(pv.Finalizers) != 1 {
+		t.Fatalf("a volume: %v, finalizers %v; want pv-protection", err, pv)
+	}
+
+	for _, name := range []string{"unused", "mounted"} {
+		if err := claims.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := admin.CoreV1().PersistentVolumes().Delete(ctx, "pv-unbound", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, "the unused claim", func() error { _, err := claims.Get(ctx, "unused", metav1.GetOptions{}); return err })
+	gone(t, "the unbound volume", func() error {
+		_, err := admin.CoreV1().PersistentVolumes().Get(ctx, "pv-unbound", metav1.GetOptions{})
+		return err
+	})
+	if got, err := claims.Get(ctx, "mounted", metav1.GetOptions{}); err != nil || got.DeletionTimestamp == nil {
+		t.Fatalf("the mounted claim: %v, %+v; want it Terminating while the pod uses it", err, got)
+	}
+	if err := admin.CoreV1().Pods("claims").Delete(ctx, "user", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, "the claim the pod mounted, once the pod is gone", func() error {
+		_, err := claims.Get(ctx, "mounted", metav1.GetOptions{})
+		return err
+	})
+	if err := admin.CoreV1().Namespaces().Delete(ctx, "claims", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, "the namespace with a claim", func() error {
+		_, err := admin.CoreV1().Namespaces().Get(ctx, "claims", metav1.GetOptions{})
+		return err
+	})
+}
+
+// gone waits until get answers NotFound.
+func gone(t *testing.T, what string, get func() error) {
+	t.Helper()
+	waitFor(t, what+" to be gone", func() (bool, error) {
+		err := get()
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+// newClaim returns a claim of 1Gi.
+func newClaim(name string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 	}
 }
