@@ -12,6 +12,7 @@ import (
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/namespace"
+	"github.com/concordproject/concord/podbinding"
 	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/rbac"
@@ -45,6 +46,9 @@ type Options struct {
 	// preparation and validation (nil: tools that serve nothing; their resources are
 	// validated by their schemas alone).
 	Semantics *kubesemantics.Semantics
+	// Binder binds Pods: their binding subresource and the bindings resource (nil:
+	// tools that serve nothing; Bindings are then served as data).
+	Binder *podbinding.Binder
 }
 
 // ErrMissing means the API catalog lacks a resource every server needs.
@@ -78,6 +82,10 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 	}
 	if opts.Services != nil {
 		table[service.GroupResource] = opts.Services.Configure
+	}
+	if opts.Binder != nil {
+		table[podbinding.Pods] = opts.Binder.ConfigurePods
+		table[podbinding.Bindings] = opts.Binder.ConfigureBindings
 	}
 	maps.Copy(table, reviewConfigurers(opts))
 	maps.Copy(table, admission.Configurers())

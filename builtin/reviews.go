@@ -36,12 +36,12 @@ var (
 // reviewConfigurers give every review its answer.
 func reviewConfigurers(opts Options) map[schema.GroupResource]func(*registry.Resource) error {
 	authz := opts.Authorization
-	withAuthz := func(review func(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)) func(*registry.Resource) error {
+	withAuthz := func(review func(ctx context.Context, obj *unstructured.Unstructured, _ bool) (*unstructured.Unstructured, error)) func(*registry.Resource) error {
 		return func(r *registry.Resource) error {
 			if authz == nil {
 				// A tool that serves nothing (upgrade-check) still needs to know
 				// these resources are not persisted.
-				return setReview(r, func(context.Context, *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+				return setReview(r, func(context.Context, *unstructured.Unstructured, bool) (*unstructured.Unstructured, error) {
 					return nil, apierrors.NewInternalError(ErrNoAuthorization)
 				})
 			}
@@ -84,7 +84,7 @@ func reviewConfigurers(opts Options) map[schema.GroupResource]func(*registry.Res
 
 // setReview makes r a review answered by review. Its status is part of the answer,
 // not a subresource.
-func setReview(r *registry.Resource, review func(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)) error {
+func setReview(r *registry.Resource, review func(ctx context.Context, obj *unstructured.Unstructured, _ bool) (*unstructured.Unstructured, error)) error {
 	for i := range r.Versions {
 		r.Versions[i].Subresources = nil
 	}
@@ -97,8 +97,8 @@ func setReview(r *registry.Resource, review func(ctx context.Context, obj *unstr
 
 // typedReview adapts review, which answers a typed review T for the caller, to the
 // registry's hook over unstructured objects.
-func typedReview[T any](review func(ctx context.Context, u auth.User, obj *T) error) func(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return func(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func typedReview[T any](review func(ctx context.Context, u auth.User, obj *T) error) func(ctx context.Context, obj *unstructured.Unstructured, _ bool) (*unstructured.Unstructured, error) {
+	return func(ctx context.Context, obj *unstructured.Unstructured, _ bool) (*unstructured.Unstructured, error) {
 		u, ok := auth.UserFrom(ctx)
 		if !ok {
 			return nil, apierrors.NewInternalError(errors.New("no user in the request context"))

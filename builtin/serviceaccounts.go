@@ -53,7 +53,7 @@ var tokenRequestKind = authenticationv1.SchemeGroupVersion.WithKind("TokenReques
 func configureServiceAccounts(tokens *ServiceAccountTokens) func(*registry.Resource) error {
 	return func(res *registry.Resource) error {
 		res.Hooks = &registry.Hooks{Actions: map[string]registry.Action{
-			"token": {Kind: tokenRequestKind, Do: func(ctx context.Context, sa *unstructured.Unstructured, body []byte) (runtime.Object, error) {
+			"token": {Kind: tokenRequestKind, Do: func(ctx context.Context, sa *unstructured.Unstructured, body []byte, _ bool) (runtime.Object, error) {
 				if tokens == nil {
 					return nil, apierrors.NewInternalError(ErrNoTokens)
 				}

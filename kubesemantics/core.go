@@ -30,7 +30,7 @@ func init() { groups = append(groups, coreKinds) }
 func coreKinds() map[schema.GroupResource]strategy {
 	out := map[schema.GroupResource]strategy{}
 	for _, part := range []func() map[schema.GroupResource]strategy{
-		coreDataKinds, coreEventKinds, coreServiceKinds, coreNamespaceKinds, coreNodeKinds, coreVolumeKinds, corePodKinds,
+		coreDataKinds, coreEventKinds, coreServiceKinds, coreNamespaceKinds, coreNodeKinds, coreVolumeKinds, corePodKinds, bindingKinds,
 	} {
 		maps.Copy(out, part())
 	}

@@ -34,6 +34,7 @@ const (
 func corePodKinds() map[schema.GroupResource]strategy {
 	return map[schema.GroupResource]strategy{
 		{Resource: "pods"}: kind[*core.Pod]{
+			binding:       true,
 			prepareCreate: prepareNewPod,
 			validate: func(_ context.Context, p *core.Pod) field.ErrorList {
 				return corevalidation.ValidatePodCreate(p, podValidationOptions(p, nil))

@@ -73,7 +73,10 @@ func (s *Semantics) Configure(r *registry.Resource) bool {
 	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update, New: k.empty}
 	r.TypeConverter = typeConverter
 	if st.approval {
-		r.Semantics.Subresources = []string{"approval"}
+		r.Semantics.Subresources = append(r.Semantics.Subresources, "approval")
+	}
+	if st.binding {
+		r.Semantics.Writes = []string{"binding"}
 	}
 	if len(r.Versions) > 1 {
 		c := converter{k: k}
@@ -180,6 +183,9 @@ func (k *typedResource) update(ctx context.Context, version, subresource string,
 	ctx = k.requestContext(ctx, version, "update", subresource, obj.GetNamespace(), obj.GetName())
 	var errs field.ErrorList
 	k.sem.gates.Do(func() {
+		if subresource == "binding" {
+			return // kube's binding writes the Pod to storage as it is
+		}
 		strat.PrepareForUpdate(ctx, internal, oldInternal)
 		if errs = rest.ValidateUpdate(ctx, internal, oldInternal, strat); len(errs) == 0 {
 			for _, w := range strat.WarningsOnUpdate(ctx, internal, oldInternal) {

@@ -45,6 +45,10 @@ type kind[T runtime.Object] struct {
 	// stored. kube checks its own rules only, not the metadata every stored object's
 	// creation checks (a review has no name).
 	review bool
+	// binding marks a kind with a binding subresource (a Pod's), which writes the
+	// object as kube's binding writes it to storage: without preparation or validation
+	// (the Binding was validated).
+	binding bool
 }
 
 // strategy is a kind with its type erased, as the registry's table holds it.
@@ -60,8 +64,8 @@ type strategy struct {
 	// approval is set when the kind has an approval subresource (its
 	// prepareApproval).
 	approval bool
-	// review is the kind's review.
-	review                 bool
+	// review and binding are the kind's.
+	review, binding        bool
 	warnUpdate, warnStatus func(ctx context.Context, obj, old runtime.Object) []string
 	declarative            func(ctx context.Context, obj, old runtime.Object) rest.DeclarativeValidationConfig
 }
@@ -85,6 +89,7 @@ func (k kind[T]) erase() strategy {
 		validateApproval: errs2(k.validateApproval),
 		approval:         k.prepareApproval != nil,
 		review:           k.review,
+		binding:          k.binding,
 		warnUpdate:       warn2(k.warnUpdate),
 		warnStatus:       warn2(k.warnStatus),
 		declarative: func(ctx context.Context, obj, old runtime.Object) rest.DeclarativeValidationConfig {

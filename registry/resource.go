@@ -164,6 +164,10 @@ type Semantics struct {
 	// CertificateSigningRequest's "approval"): the store keeps nothing of the stored
 	// object for them but its system metadata; Update decides the rest.
 	Subresources []string
+	// Writes are subresources whose updates Update decides as those of
+	// Subresources, but which the server serves otherwise (a Pod's binding, an
+	// action that writes the Pod): not as endpoints of the object.
+	Writes []string
 	// New, if set, returns the empty object of version as the resource's types write
 	// it (what server-side apply compares a creation with).
 	New func(version string) (*Object, error)
@@ -232,9 +236,12 @@ type Hooks struct {
 	// answer in that version (status filled in); an error, a StatusError, goes to
 	// the client as is. A review serves no other verb, and is not persisted: it has
 	// no StorageVersion entry, and the write barrier and migrations leave it alone.
-	Review func(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
-	// Actions are subresources that answer a creation from their object and store
-	// nothing (a ServiceAccount's token), by subresource name.
+	// A review may write other objects (a Binding binds its Pod), but not with
+	// dryRun.
+	Review func(ctx context.Context, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error)
+	// Actions are subresources that answer a creation from their object (a
+	// ServiceAccount's token; a Pod's binding, which writes the Pod), by subresource
+	// name.
 	Actions map[string]Action
 	// AdmitDelete may refuse the deletion of obj (as stored) before anything is
 	// written (a system namespace, a system PriorityClass); the error, a StatusError,
@@ -275,8 +282,9 @@ type Action struct {
 	// Kind is the kind of the request's body and of the answer.
 	Kind schema.GroupVersionKind
 	// Do answers body (JSON) for obj, the object as stored, read for the request;
-	// an error, a StatusError, goes to the client as is.
-	Do func(ctx context.Context, obj *unstructured.Unstructured, body []byte) (runtime.Object, error)
+	// an error, a StatusError, goes to the client as is. With dryRun it writes
+	// nothing.
+	Do func(ctx context.Context, obj *unstructured.Unstructured, body []byte, dryRun bool) (runtime.Object, error)
 }
 
 // Action returns the action subresource named name, and false if r has none.
@@ -340,9 +348,9 @@ func (r *Resource) ServedVerbs(subresource string) []string {
 }
 
 // SemanticSubresource reports whether name is one of the subresources the resource's
-// Semantics write (Semantics.Subresources).
+// Semantics write (Semantics.Subresources and Writes).
 func (r *Resource) SemanticSubresource(name string) bool {
-	return r.Semantics != nil && slices.Contains(r.Semantics.Subresources, name)
+	return r.Semantics != nil && (slices.Contains(r.Semantics.Subresources, name) || slices.Contains(r.Semantics.Writes, name))
 }
 
 // GroupResource returns the resource's group and plural.

@@ -30,7 +30,7 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *apiReque
 			"a review is answered as the object itself: as=Table and as=PartialObjectMetadata are not served", 0, false))
 		return
 	}
-	obj, warnings, err := s.admitReview(r, q)
+	obj, warnings, dry, err := s.admitReview(r, q)
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -39,7 +39,7 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *apiReque
 		respond.Error(w, r, err)
 		return
 	}
-	answer, err := q.res.Hooks.Review(ctx, obj)
+	answer, err := q.res.Hooks.Review(ctx, obj, dry)
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -52,48 +52,50 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *apiReque
 }
 
 // admitReview decodes the review q's request creates, records its managed fields,
-// admits and validates it, and returns it, with the decoding's warnings.
-func (s *Server) admitReview(r *http.Request, q *apiRequest) (*unstructured.Unstructured, []string, error) {
+// admits and validates it, and returns it, with the decoding's warnings and whether
+// the request is a dry run.
+func (s *Server) admitReview(r *http.Request, q *apiRequest) (*unstructured.Unstructured, []string, bool, error) {
 	ctx := r.Context()
 	wr, err := parseWrite(r, "create", "")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	obj, warnings, err := decodeRequestObject(r, wr.body, q.res, q.version.Name, wr.validation)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if q.res.Namespaced {
 		if ns := obj.GetNamespace(); ns != "" && ns != q.info.Namespace {
-			return nil, nil, apierrors.NewBadRequest("namespace of the request object does not match the namespace of the URL")
+			return nil, nil, false, apierrors.NewBadRequest("namespace of the request object does not match the namespace of the URL")
 		}
 		obj.SetNamespace(q.info.Namespace)
 	}
 	fm, err := s.fieldManager(q.res, q.version.Name, "")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	obj = fm.trackCreate(obj, wr.manager)
 	mutate, validate := s.writeAdmission(q, q.res.GroupVersion(q.version.Name).WithKind(q.res.Names.Kind), wr.dryRun)
 	if mutate != nil {
 		if err := mutate(ctx, obj, nil); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
 	if err := q.res.ValidateCreate(ctx, q.version.Name, obj); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if validate != nil {
 		if err := validate(ctx, obj, nil); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
-	return obj, warnings, nil
+	return obj, warnings, wr.dryRun, nil
 }
 
 // serveAction answers the creation of an action subresource (a ServiceAccount's
-// token): the object is read as it is stored, and the action answers the body from
-// it, 201 Created. Nothing is stored.
+// token, a Pod's binding): the object is read as it is stored, the body admitted, and
+// the action answers it from the object, 201 Created. The action writes what it
+// writes itself (a binding, the Pod), nothing with dryRun.
 func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, q *apiRequest, action registry.Action) {
 	ctx := r.Context()
 	body, err := readBody(r)
@@ -115,7 +117,12 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, q *apiReque
 		respond.Error(w, r, err)
 		return
 	}
-	answer, err := action.Do(ctx, obj, data)
+	dry, err := dryRun(r)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	answer, err := action.Do(ctx, obj, data, dry)
 	if err != nil {
 		respond.Error(w, r, err)
 		return

@@ -211,3 +211,61 @@ func newClaim(name string) *corev1.PersistentVolumeClaim {
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 	}
 }
+
+// TestPodBinding: a Pod is bound to a node through its binding subresource (what a
+// scheduler does) and through the bindings resource, as kube-apiserver binds it:
+// spec.nodeName, the Binding's annotations and the PodScheduled condition; a dry
+// run binds nothing, a bound Pod is not bound again (409), a target that is not a
+// node's name is refused as kube refuses it (500).
+func TestPodBinding(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	admin := c.Servers[0].Clientset(t)
+	namespace(t, admin, "binding", nil)
+	pods := admin.CoreV1().Pods("binding")
+	for _, name := range []string{"first", "second"} {
+		if _, err := pods.Create(ctx, newPod(name, ""), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bind := func(pod, node string) *corev1.Binding {
+		return &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod, Annotations: map[string]string{"scheduler": "test"}},
+			Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+	}
+	if err := pods.Bind(ctx, bind("first", "node-a"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := pods.Get(ctx, "first", metav1.GetOptions{}); p.Spec.NodeName != "" {
+		t.Fatalf("a dry run bound the pod to %q", p.Spec.NodeName)
+	}
+	if err := pods.Bind(ctx, bind("first", "node-a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The bindings resource, as older schedulers use it.
+	if err := admin.CoreV1().RESTClient().Post().Namespace("binding").Resource("bindings").
+		Body(bind("second", "node-b")).Do(ctx).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for pod, node := range map[string]string{"first": "node-a", "second": "node-b"} {
+		p, err := pods.Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		scheduled := len(p.Status.Conditions) == 1 && p.Status.Conditions[0].Type == corev1.PodScheduled && p.Status.Conditions[0].Status == corev1.ConditionTrue
+		if p.Spec.NodeName != node || p.Annotations["scheduler"] != "test" || !scheduled {
+			t.Errorf("%s: node %q, annotations %v, conditions %+v; want %s, the binding's annotation, PodScheduled", pod, p.Spec.NodeName, p.Annotations, p.Status.Conditions, node)
+		}
+	}
+	err := pods.Bind(ctx, bind("first", "node-b"), metav1.CreateOptions{})
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `pod first is already assigned to node "node-a"`) {
+		t.Errorf("binding a bound pod again: %v, want kube's 409", err)
+	}
+	err = pods.Bind(ctx, bind("first", "Bad_Name"), metav1.CreateOptions{})
+	if status, ok := err.(apierrors.APIStatus); !ok || status.Status().Code != 500 || !strings.Contains(err.Error(), "target.name: Invalid value") {
+		t.Errorf("a target that is no node's name: %v, want kube's 500", err)
+	}
+	if err := pods.Bind(ctx, bind("missing", "node-a"), metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("binding a missing pod: %v, want 404", err)
+	}
+}
