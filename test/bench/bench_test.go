@@ -101,6 +101,19 @@ var operations = []operation{
 			return err
 		})
 	}},
+	{name: "update", run: func(b *testing.B, cl *cluster, c int) (sample, error) {
+		cms := cl.clientset.CoreV1().ConfigMaps(nsUpdate)
+		if err := cl.seedUpdates(b.Context()); err != nil {
+			return sample{}, err
+		}
+		return runOps(b, cl, c, func(ctx context.Context, i int) error {
+			// Unconditional (no resourceVersion), with a label that changes every time.
+			cm := newConfigMap(objectName('u', int64(i%listSize)), cl.payload)
+			cm.Labels = map[string]string{"update": strconv.Itoa(i)}
+			_, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+			return err
+		})
+	}},
 	{name: "floor-create", floor: true, run: func(b *testing.B, cl *cluster, c int) (sample, error) {
 		cs, err := cl.floor()
 		if err != nil {

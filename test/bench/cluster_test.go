@@ -18,6 +18,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -39,6 +40,7 @@ const (
 	watchWriters = 4
 
 	nsRead, nsCreate, nsWatch = "bench-read", "bench-create", "bench-watch"
+	nsUpdate                  = "bench-update"
 	nsPut, nsTxn              = "bench-put", "bench-txn" // raw etcd only
 )
 
@@ -250,10 +252,22 @@ func (s *suite) startCluster() (*cluster, error) {
 	return cl, nil
 }
 
+// seedUpdates creates the objects update rewrites, once per cluster.
+func (cl *cluster) seedUpdates(ctx context.Context) error {
+	cms := cl.clientset.CoreV1().ConfigMaps(nsUpdate)
+	for i := int64(0); i < listSize; i++ {
+		_, err := cms.Create(ctx, newConfigMap(objectName('u', i), cl.payload), metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
 // setup creates the namespaces and the objects that get and list read, sizing the
 // payload so that a stored object is objectSize bytes.
 func (cl *cluster) setup(ctx context.Context) error {
-	for _, ns := range []string{nsRead, nsCreate, nsWatch} {
+	for _, ns := range []string{nsRead, nsCreate, nsWatch, nsUpdate} {
 		if _, err := cl.clientset.CoreV1().Namespaces().Create(ctx,
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return err

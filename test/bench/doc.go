@@ -15,6 +15,8 @@
 //     ConfigMaps with the content the server stores for them (1 KiB);
 //   - create, get: the same objects created and read through the server with a
 //     client-go clientset (no client-side rate limit);
+//   - update: an unconditional update of one of 100 such objects (a label that
+//     changes every time);
 //   - etcd-get, etcd-range, list: raw reads of one key and of a namespace of 100
 //     objects, and the server's list of that namespace;
 //   - etcd-watch, watch: c watchers, raw on etcd or through the server, receiving the

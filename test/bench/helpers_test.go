@@ -318,6 +318,7 @@ var ratios = []ratio{
 	{"create", "etcd-put", nil},
 	{"get", "etcd-txn", map[int]float64{1: 0.57, 8: 0.40, 32: 0.28}},
 	{"get", "etcd-get", nil},
+	{"update", "etcd-put", nil},
 	{"floor-create", "etcd-txn", nil},
 	{"floor-get", "etcd-txn", nil},
 	{"list", "etcd-range", nil},

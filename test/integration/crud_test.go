@@ -226,6 +226,14 @@ func TestNamespaceLifecycle(t *testing.T) {
 			t.Fatalf("create in new namespace through the other server: %v", err)
 		}
 	}
+	// An object whose finalizer the test holds keeps the namespace Terminating (the
+	// namespace controller empties the rest quickly) until the test lets it go.
+	const hold = "test.concord.io/hold"
+	held := configMap("held", nil)
+	held.Finalizers = []string{hold}
+	if _, err := cs.CoreV1().ConfigMaps("team").Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := cs.CoreV1().Namespaces().Delete(ctx, "team", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -248,6 +256,11 @@ func TestNamespaceLifecycle(t *testing.T) {
 		}
 		return err != nil, nil
 	})
+	if _, err := updateRetrying(ctx, cs.CoreV1().ConfigMaps("team").Get, cs.CoreV1().ConfigMaps("team").Update, "held", func(cm *corev1.ConfigMap) {
+		cm.Finalizers = nil
+	}); err != nil {
+		t.Fatalf("letting the held object go: %v", err)
+	}
 	waitFor(t, "namespace team to be gone", func() (bool, error) {
 		_, err := cs.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
