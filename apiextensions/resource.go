@@ -96,8 +96,10 @@ func Resource(opts ...Option) *registry.Resource {
 			PrepareForUpdate: prepareForUpdate,
 			Validate:         rules.validateCreate,
 			ValidateUpdate:   rules.validateUpdate,
-			// As in kube's apiextensions-apiserver, the first deletion adds it.
+			// As in kube's apiextensions-apiserver, the first deletion adds it, and
+			// the Terminating condition.
 			DeletionFinalizers: []string{FinalizerCleanup},
+			PrepareForDelete:   prepareForDelete,
 		},
 	}
 }
@@ -161,6 +163,17 @@ func defaults(_ string, obj *unstructured.Unstructured) {
 		return // validation reports it
 	}
 	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
+	writeSpecAndStatus(obj, crd)
+}
+
+// prepareForDelete sets the Terminating condition of a definition whose deletion
+// starts, in the deletion's write, as kube's apiextensions-apiserver does.
+func prepareForDelete(_ context.Context, obj *unstructured.Unstructured) {
+	crd, err := FromUnstructured(obj)
+	if err != nil {
+		return
+	}
+	apihelpers.SetCRDCondition(crd, terminatingCondition(reasonDeletionPending, messageDeletionPending))
 	writeSpecAndStatus(obj, crd)
 }
 

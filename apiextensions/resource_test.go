@@ -46,6 +46,14 @@ func TestCreateDefaultsStatusAndDeletionFinalizer(t *testing.T) {
 	if !slices.Equal(deleting.GetFinalizers(), []string{FinalizerCleanup}) || deleting.GetDeletionTimestamp() == nil {
 		t.Errorf("deleting: finalizers %v, deletionTimestamp %v; want the cleanup finalizer and a timestamp", deleting.GetFinalizers(), deleting.GetDeletionTimestamp())
 	}
+	// Written as kube's apiextensions-apiserver writes it: no grace period, the same
+	// generation, the Terminating condition.
+	gone := fromStore(t, deleting)
+	if deleting.GetDeletionGracePeriodSeconds() != nil || deleting.GetGeneration() != out.GetGeneration() ||
+		!isTerminating(gone, reasonDeletionPending) {
+		t.Errorf("deleting: grace %v, generation %d (was %d), conditions %+v", deleting.GetDeletionGracePeriodSeconds(),
+			deleting.GetGeneration(), out.GetGeneration(), gone.Status.Conditions)
+	}
 }
 
 func TestStoredVersions(t *testing.T) {

@@ -23,6 +23,7 @@ const (
 	reasonNotAccepted          = "NotAccepted"
 
 	reasonDeletionPending    = "InstanceDeletionPending"
+	messageDeletionPending   = "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"
 	reasonDeletionInProgress = "InstanceDeletionInProgress"
 	reasonDeletionFailed     = "InstanceDeletionFailed"
 	reasonDeletionCheck      = "InstanceDeletionCheck"
@@ -199,8 +200,7 @@ func desiredStatus(crd *apiextensionsv1.CustomResourceDefinition, c claimedNames
 		})
 	}
 	if crd.DeletionTimestamp != nil && !apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating) {
-		apihelpers.SetCRDCondition(out, terminatingCondition(reasonDeletionPending,
-			"CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"))
+		apihelpers.SetCRDCondition(out, terminatingCondition(reasonDeletionPending, messageDeletionPending))
 	}
 	return out
 }

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/plugin/pkg/admission/certificates/approval"
 	"k8s.io/kubernetes/plugin/pkg/admission/certificates/ctbattest"
@@ -33,7 +32,9 @@ import (
 // kubePlugins are the admission plugins kube-apiserver enables by default that act
 // on built-in resources, in kube-apiserver's order. Those Concord has its own of
 // are not here: NamespaceLifecycle (the store's namespace admission), the policies
-// and webhooks (package admission), ResourceQuota (package quota).
+// and webhooks (package admission), ResourceQuota (package quota); nor is
+// PodGroupProtection, whose finalizer nothing in Concord would remove (it acts only
+// under the alpha GenericWorkload gate).
 var kubePlugins = []struct {
 	name     string
 	register func(*admission.Plugins)
@@ -67,7 +68,7 @@ var admitted = func() map[schema.GroupResource]bool {
 		"podtemplates", "replicationcontrollers",
 		"deployments.apps", "replicasets.apps", "statefulsets.apps", "daemonsets.apps",
 		"jobs.batch", "cronjobs.batch",
-		"priorityclasses.scheduling.k8s.io", "podgroups.scheduling.k8s.io",
+		"priorityclasses.scheduling.k8s.io", "podgroups.scheduling.k8s.io", "compositepodgroups.scheduling.k8s.io",
 		"volumeattributesclasses.storage.k8s.io", "ingresses.networking.k8s.io",
 		"certificatesigningrequests.certificates.k8s.io", "clustertrustbundles.certificates.k8s.io",
 		"resourceslices.resource.k8s.io",
@@ -78,10 +79,10 @@ var admitted = func() map[schema.GroupResource]bool {
 }()
 
 // Admission returns kube-apiserver's own admission plugins of built-in resources
-// (kubePlugins), initialized by init (its clients, informers and authorizer) and
-// this server's gates, as one mutating and one validating plugin that run them in
-// kube's order. They read and change kube's internal types, which each pass
-// converts a request's objects to once and, after the mutating pass, back.
+// (kubePlugins), initialized by init (its clients, informers, authorizer, and the
+// server's gates, FeatureGate's), as one mutating and one validating plugin that
+// run them in kube's order. They read and change kube's internal types, which each
+// pass converts a request's objects to once and, after the mutating pass, back.
 //
 // Among them: a Pod gets its ServiceAccount's token volume, its priority and
 // the default not-ready and unreachable tolerations; a Node is created tainted
@@ -94,9 +95,8 @@ func (s *Semantics) Admission(init admission.PluginInitializer) (admission.Mutat
 		p.register(registered)
 	}
 	out := &kubeAdmission{sem: s}
-	gates := featureInitializer{s}
 	for _, p := range kubePlugins {
-		plugin, err := registered.InitPlugin(p.name, nil, admission.PluginInitializers{init, gates})
+		plugin, err := registered.InitPlugin(p.name, nil, init)
 		if err != nil {
 			return nil, nil, fmt.Errorf("kube's %s admission: %w", p.name, err)
 		}
@@ -108,16 +108,6 @@ func (s *Semantics) Admission(init admission.PluginInitializer) (admission.Mutat
 		}
 	}
 	return mutatingAdmission{out}, validatingAdmission{out}, nil
-}
-
-// featureInitializer gives the plugins this server's gates (after the generic
-// initializer gave them the process's).
-type featureInitializer struct{ sem *Semantics }
-
-func (f featureInitializer) Initialize(p admission.Interface) {
-	if w, ok := p.(initializer.WantsFeatures); ok {
-		w.InspectFeatureGates(f.sem.gates.gate)
-	}
 }
 
 // kubeAdmission runs kube's plugins on the writes of the resources they act on.

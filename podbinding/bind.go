@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	podutil "k8s.io/kubernetes/pkg/api/pod"
+	"k8s.io/kubernetes/pkg/features"
 )
 
 // The resources: Pods, and Bindings (core/v1).
@@ -70,6 +73,10 @@ func (b *Binder) ConfigureBindings(res *registry.Resource) error {
 		if binding.GetName() == "" {
 			return nil, apierrors.NewBadRequest("Name parameter required.")
 		}
+		// kube's create handler wipes a created object's system fields: no uid or
+		// resourceVersion precondition here (the subresource keeps them).
+		binding.SetUID("")
+		binding.SetResourceVersion("")
 		status, err := b.Bind(ctx, binding.GetNamespace(), binding, dryRun)
 		if err != nil {
 			return nil, err
@@ -98,7 +105,7 @@ func (b *Binder) Bind(ctx context.Context, namespace string, binding *unstructur
 	node, _, _ := unstructured.NestedString(binding.Object, "target", "name")
 	_, _, err := b.store.Update(ctx, store.Ref{Resource: res, Version: "v1", Namespace: namespace, Name: binding.GetName()},
 		func(_ context.Context, pod *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-			if err := assign(pod, binding, node); err != nil {
+			if err := b.assign(pod, binding, node); err != nil {
 				return nil, apierrors.NewConflict(podBinding, binding.GetName(), err)
 			}
 			return pod, nil
@@ -109,9 +116,10 @@ func (b *Binder) Bind(ctx context.Context, namespace string, binding *unstructur
 	return &metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusSuccess, Code: http.StatusCreated}, nil
 }
 
-// assign sets pod's node, binding's annotations and the PodScheduled condition, or
-// says why pod cannot be bound.
-func assign(pod, binding *unstructured.Unstructured, node string) error {
+// assign sets pod's node, binding's annotations (and labels) and the PodScheduled
+// condition, and clears its nominated node, as kube's binding does under the
+// server's gates, or says why pod cannot be bound.
+func (b *Binder) assign(pod, binding *unstructured.Unstructured, node string) error {
 	switch uid, rv := binding.GetUID(), binding.GetResourceVersion(); {
 	case pod.GetDeletionTimestamp() != nil:
 		return fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.GetName())
@@ -127,33 +135,48 @@ func assign(pod, binding *unstructured.Unstructured, node string) error {
 		return fmt.Errorf("pod %v has non-empty .spec.schedulingGates", pod.GetName())
 	}
 	_ = unstructured.SetNestedField(pod.Object, node, "spec", "nodeName")
-	if extra := binding.GetAnnotations(); len(extra) > 0 {
-		annotations := pod.GetAnnotations()
-		if annotations == nil {
-			annotations = map[string]string{}
+	gate := b.sem.FeatureGate()
+	if gate.Enabled(features.ClearingNominatedNodeNameAfterBinding) {
+		unstructured.RemoveNestedField(pod.Object, "status", "nominatedNodeName")
+	}
+	annotations := pod.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	maps.Copy(annotations, binding.GetAnnotations())
+	podutil.DropInitContainerAnnotations(annotations)
+	if len(annotations) == 0 {
+		annotations = nil // none, as kube's Pod writes an empty map
+	}
+	pod.SetAnnotations(annotations)
+	if gate.Enabled(features.PodTopologyLabelsAdmission) && len(binding.GetLabels()) > 0 {
+		labels := pod.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
 		}
-		for k, v := range extra {
-			annotations[k] = v
-		}
-		pod.SetAnnotations(annotations)
+		maps.Copy(labels, binding.GetLabels())
+		pod.SetLabels(labels)
 	}
 	return setScheduled(pod)
 }
 
-// setScheduled makes pod's PodScheduled condition True, since now if it was not.
+// setScheduled replaces pod's PodScheduled condition with a True one (no reason or
+// message), transitioned now unless it was True already, as kube's
+// UpdatePodCondition does.
 func setScheduled(pod *unstructured.Unstructured) error {
 	conditions, _, _ := unstructured.NestedSlice(pod.Object, "status", "conditions")
-	now := metav1.Now().UTC().Format(time.RFC3339)
-	for _, c := range conditions {
+	scheduled := map[string]any{"type": "PodScheduled", "status": "True",
+		"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339)}
+	for i, c := range conditions {
 		cond, _ := c.(map[string]any)
 		if cond["type"] != "PodScheduled" {
 			continue
 		}
-		if cond["status"] != "True" {
-			cond["status"], cond["lastTransitionTime"] = "True", now
+		if cond["status"] == "True" && cond["lastTransitionTime"] != nil {
+			scheduled["lastTransitionTime"] = cond["lastTransitionTime"]
 		}
+		conditions[i] = scheduled
 		return unstructured.SetNestedSlice(pod.Object, conditions, "status", "conditions")
 	}
-	conditions = append(conditions, map[string]any{"type": "PodScheduled", "status": "True", "lastTransitionTime": now})
-	return unstructured.SetNestedSlice(pod.Object, conditions, "status", "conditions")
+	return unstructured.SetNestedSlice(pod.Object, append(conditions, scheduled), "status", "conditions")
 }

@@ -7,10 +7,12 @@
 //
 //   - Binder.Bind: kube's binding of a Pod. The Binding's target must be a Node's name
 //     (kube's validation; kube answers its errors 500); the Pod gets spec.nodeName, the
-//     Binding's annotations and the PodScheduled condition, in one write that skips
-//     the Pod's update validation, as kube writes it to storage. A Pod being deleted,
-//     already assigned, held by scheduling gates, or not of the Binding's uid or
-//     resourceVersion, is a 409 Conflict; a missing Pod a 404. The answer is a
+//     Binding's annotations (and, under PodTopologyLabelsAdmission, its labels), a
+//     fresh PodScheduled condition, and loses its nominated node (under
+//     ClearingNominatedNodeNameAfterBinding), in one write that skips the Pod's update
+//     validation, as kube writes it to storage. A Pod being deleted,
+//     already assigned, held by scheduling gates, or (through the subresource) not of
+//     the Binding's uid or resourceVersion, is a 409 Conflict; a missing Pod a 404. The answer is a
 //     Status Success, 201.
 //   - ConfigurePods and ConfigureBindings: the binding subresource of Pods (an
 //     action) and the bindings resource (created and answered, never stored: a review

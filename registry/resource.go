@@ -212,7 +212,10 @@ type Hooks struct {
 	PrepareForDelete func(ctx context.Context, obj *unstructured.Unstructured)
 	// DeletionFinalizers are finalizers a deletion adds when it starts: work the
 	// server itself finishes before the object goes (a CustomResourceDefinition's
-	// custom resources are deleted first). Objects do not carry them before.
+	// custom resources are deleted first). Objects do not carry them before. Such a
+	// deletion is written as kube's storage of that resource writes it: the
+	// deletionTimestamp and the finalizers (and PrepareForDelete's changes), with no
+	// grace period and no generation bump.
 	DeletionFinalizers []string
 	// PendingDeletion reports resource-specific reasons, beyond metadata.finalizers,
 	// that keep a deleted object in storage (namespaces' spec.finalizers).

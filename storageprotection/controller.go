@@ -134,43 +134,51 @@ func (c *Controller) inUse(ctx context.Context, gr schema.GroupResource, obj *un
 	}
 }
 
-// claimUsed reports whether a scheduled Pod of claim's namespace that has not
-// finished names it, as kube's pvc-protection controller decides: the kubelet starts
-// no Pod whose claim is being deleted, so only those scheduled count.
+// claimUsed reports whether a scheduled Pod of claim's namespace names it, as kube's
+// pvc-protection controller decides (the kubelet starts no Pod whose claim is being
+// deleted, so only those scheduled count; a finished Pod still holds its claim): a
+// persistentVolumeClaim volume of the claim's name, or an ephemeral volume whose
+// claim (<pod>-<volume>) the Pod owns, unless the Pod is shut down (deleted with no
+// grace period left).
 func (c *Controller) claimUsed(ctx context.Context, claim *unstructured.Unstructured) (bool, error) {
 	items, err := c.list(ctx, pods, claim.GetNamespace())
 	if err != nil {
 		return false, err
 	}
 	for _, pod := range items {
-		node, _, _ := unstructured.NestedString(pod.Object, "spec", "nodeName")
-		phase, _, _ := unstructured.NestedString(pod.Object, "status", "phase")
-		if node == "" || phase == "Succeeded" || phase == "Failed" {
-			continue
-		}
-		if slices.Contains(claimNames(&pod), claim.GetName()) {
+		if node, _, _ := unstructured.NestedString(pod.Object, "spec", "nodeName"); node != "" && usesClaim(&pod, claim) {
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
-// claimNames returns the claims pod's volumes name: persistentVolumeClaim volumes'
-// claimName, and <pod>-<volume> for its ephemeral volumes.
-func claimNames(pod *unstructured.Unstructured) []string {
+// usesClaim reports whether pod's volumes name claim.
+func usesClaim(pod, claim *unstructured.Unstructured) bool {
 	volumes, _, _ := unstructured.NestedSlice(pod.Object, "spec", "volumes")
-	var out []string
 	for _, v := range volumes {
 		vol, _ := v.(map[string]any)
-		if name, ok, _ := unstructured.NestedString(vol, "persistentVolumeClaim", "claimName"); ok {
-			out = append(out, name)
+		if name, _, _ := unstructured.NestedString(vol, "persistentVolumeClaim", "claimName"); name == claim.GetName() {
+			return true
 		}
-		if _, ok := vol["ephemeral"]; ok {
-			name, _ := vol["name"].(string)
-			out = append(out, pod.GetName()+"-"+name)
+		name, _ := vol["name"].(string)
+		if _, ok := vol["ephemeral"]; ok && pod.GetName()+"-"+name == claim.GetName() && ownedBy(claim, pod) && !shutDown(pod) {
+			return true
 		}
 	}
-	return out
+	return false
+}
+
+// ownedBy reports whether pod is obj's controller.
+func ownedBy(obj, pod *unstructured.Unstructured) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.UID == pod.GetUID()
+}
+
+// shutDown reports whether pod is deleted with no grace period left.
+func shutDown(pod *unstructured.Unstructured) bool {
+	g := pod.GetDeletionGracePeriodSeconds()
+	return pod.GetDeletionTimestamp() != nil && g != nil && *g == 0
 }
 
 // classUsed reports whether a claim or a volume names the VolumeAttributesClass

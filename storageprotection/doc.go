@@ -5,8 +5,8 @@
 // kubesemantics) gives each of them its protection finalizer when it is created; this
 // package removes the finalizer once the object's deletion has started and:
 //
-//   - a claim: no scheduled Pod of its namespace that has not finished names it (a
-//     persistentVolumeClaim volume, or an ephemeral volume of the Pod's own);
+//   - a claim: no scheduled Pod of its namespace names it (a persistentVolumeClaim
+//     volume, or an ephemeral volume of the Pod's own while the Pod is not shut down);
 //   - a volume: it is not Bound;
 //   - a class: no claim and no volume names it (spec, current or target class).
 //

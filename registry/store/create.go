@@ -60,8 +60,9 @@ type DeleteOptions struct {
 
 // Create stores obj (in version of res) as a new object in namespace ns and returns it
 // as stored, in version. It fills uid, creationTimestamp, generation 1 (unless the
-// resource's Semantics set it) and a name from generateName; refuses a resourceVersion (400), a namespace that does not exist (404)
-// or is terminating (403), an invalid object (422) and an existing name (409).
+// resource's Semantics set it, or its hooks say it has none) and a name from
+// generateName; refuses a resourceVersion (400), a namespace that does not exist
+// (404) or is terminating (403), an invalid object (422) and an existing name (409).
 // obj is changed in place.
 func (s *Store) Create(ctx context.Context, ref Ref, obj *registry.Object, opts WriteOptions) (*registry.Object, error) {
 	res, version, ns := ref.Resource, ref.Version, ref.Namespace

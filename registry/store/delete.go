@@ -13,8 +13,9 @@ import (
 
 // Delete deletes ns/name of res and returns the object as it was last stored, in
 // version, and whether it is gone. An object with finalizers (its own, or those its
-// resource's hooks add when its deletion starts, or one they hold back) is not removed: its deletionTimestamp is set (once) and it stays
-// until the finalizers are removed by updates. Preconditions on uid and
+// resource's hooks add when its deletion starts), or one its hooks hold back, is not
+// removed: its deletionTimestamp is set (once) and it stays until the finalizers are
+// removed by updates. Preconditions on uid and
 // resourceVersion are a 409 Conflict when they fail; then admission (opts.Admit) may
 // refuse the deletion.
 //
@@ -104,19 +105,24 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 }
 
 // markDeleting starts the deletion of obj, once: its deletionTimestamp is now, its
-// grace period zero and its generation one more (Kubernetes' markAsDeleting; not for
-// resources whose deletion their hooks hold, namespaces, which Kubernetes deletes
-// its own way), and its resource's hook may prepare it.
+// grace period zero and its generation one more (Kubernetes' markAsDeleting; not the
+// generation of resources whose deletion their hooks hold, namespaces, which
+// Kubernetes deletes its own way; neither for resources whose deletion adds
+// finalizers, CustomResourceDefinitions), and its resource's hook may prepare it.
 func (s *Store) markDeleting(ctx context.Context, res *registry.Resource, obj *registry.Object) {
 	if obj.GetDeletionTimestamp() != nil {
 		return
 	}
 	now := s.nowTime()
-	var zero int64
 	obj.SetDeletionTimestamp(&now)
-	obj.SetDeletionGracePeriodSeconds(&zero)
-	if g := obj.GetGeneration(); g > 0 && (res.Hooks == nil || res.Hooks.PendingDeletion == nil) {
-		obj.SetGeneration(g + 1)
+	// A resource whose deletion adds finalizers of its own is written as its kube
+	// storage writes it: the timestamp alone (Hooks.DeletionFinalizers).
+	if h := res.Hooks; h == nil || len(h.DeletionFinalizers) == 0 {
+		var zero int64
+		obj.SetDeletionGracePeriodSeconds(&zero)
+		if g := obj.GetGeneration(); g > 0 && (h == nil || h.PendingDeletion == nil) {
+			obj.SetGeneration(g + 1)
+		}
 	}
 	if res.Hooks != nil && res.Hooks.PrepareForDelete != nil {
 		res.Hooks.PrepareForDelete(ctx, obj)
