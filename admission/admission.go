@@ -161,8 +161,7 @@ func New(cfg Config) (*Chain, error) {
 // in v1.
 func served(reg *registry.Registry, resources ...string) bool {
 	for _, r := range resources {
-		res := reg.Get(schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: r})
-		if res == nil || res.ServedVersion("v1") == nil {
+		if reg.Served(schema.GroupResource{Group: admissionregistrationv1.GroupName, Resource: r}, "v1") == nil {
 			return false
 		}
 	}

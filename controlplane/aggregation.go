@@ -67,7 +67,7 @@ type aggregation struct {
 // store; started by startAggregation.
 func (i *Instance) newAggregation() (*server.Aggregated, error) {
 	for _, gr := range []schema.GroupResource{aggregator.GroupResource, servicesGR, endpointSlicesGR} {
-		if res := i.Registry.Get(gr); res == nil || res.ServedVersion("v1") == nil {
+		if i.Registry.Served(gr, "v1") == nil {
 			klog.Background().V(2).Info("Not an aggregator: a resource it reads is not served in v1", "resource", gr)
 			return nil, nil
 		}

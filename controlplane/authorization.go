@@ -79,7 +79,7 @@ func (i *Instance) startRBAC(ctx context.Context) error {
 		return nil
 	}
 	for _, gr := range []schema.GroupResource{rbac.RolesGR, rbac.RoleBindingsGR, rbac.ClusterRolesGR, rbac.ClusterRoleBindingsGR} {
-		if res := i.Registry.Get(gr); res == nil || res.ServedVersion("v1") == nil {
+		if i.Registry.Served(gr, "v1") == nil {
 			return fmt.Errorf("--authorization-mode=%s needs %s served in v1 (see --runtime-config)", auth.ModeRBAC, gr)
 		}
 	}

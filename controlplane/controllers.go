@@ -195,8 +195,7 @@ func (i *Instance) startAdmission(ctx context.Context) error {
 
 // servesPriorityClasses reports whether the server serves PriorityClasses in v1.
 func (i *Instance) servesPriorityClasses() bool {
-	res := i.Registry.Get(priorityclass.GroupResource)
-	return res != nil && res.ServedVersion("v1") != nil
+	return i.Registry.Served(priorityclass.GroupResource, "v1") != nil
 }
 
 // bootstrapPriorityClasses creates the system PriorityClasses that are missing.
@@ -286,7 +285,7 @@ func (i *Instance) startIdentity(ctx context.Context) error {
 // startTypeChecking starts the ValidatingAdmissionPolicy status controller (their
 // status.typeChecking), elected among the servers, if the policies are served.
 func (i *Instance) startTypeChecking(ctx context.Context) error {
-	if res := i.Registry.Get(admission.ValidatingPoliciesGR); res == nil || res.ServedVersion("v1") == nil {
+	if i.Registry.Served(admission.ValidatingPoliciesGR, "v1") == nil {
 		return nil
 	}
 	tc, err := admission.NewTypeChecking(admission.TypeCheckingConfig{

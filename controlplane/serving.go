@@ -155,8 +155,7 @@ func (i *Instance) newFlowControl() (*flowcontrol.Controller, error) {
 	if !i.opts.EnablePriorityAndFairness {
 		return nil, nil
 	}
-	res := i.Registry.Get(flowSchemas)
-	if res == nil || res.ServedVersion("v1") == nil {
+	if i.Registry.Served(flowSchemas, "v1") == nil {
 		return nil, errNoFlowControlAPI
 	}
 	fc, err := flowcontrol.New(flowcontrol.Config{RESTConfig: i.LoopbackConfig(), ConcurrencyLimit: i.opts.concurrencyLimit(), ReconcileMetrics: i.runtime})
@@ -173,7 +172,7 @@ func (i *Instance) newFlowControl() (*flowcontrol.Controller, error) {
 // then ResourceQuota admission if quotas are served; startControllers starts them.
 func (i *Instance) newAdmission() (*admission.Chain, error) {
 	var validating []k8sadmission.ValidationInterface
-	if res := i.Registry.Get(quota.GroupResource); res != nil && res.ServedVersion("v1") != nil {
+	if i.Registry.Served(quota.GroupResource, "v1") != nil {
 		a, err := quota.NewAdmission(i.LoopbackConfig())
 		if err != nil {
 			return nil, err

@@ -98,8 +98,8 @@ func (b *Binder) Bind(ctx context.Context, namespace string, binding *unstructur
 		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
 			Code: http.StatusInternalServerError, Message: err.Error()}}
 	}
-	res := b.reg.Get(Pods)
-	if res == nil || res.ServedVersion("v1") == nil {
+	res := b.reg.Served(Pods, "v1")
+	if res == nil {
 		return nil, apierrors.NewNotFound(Pods, binding.GetName())
 	}
 	node, _, _ := unstructured.NestedString(binding.Object, "target", "name")

@@ -64,6 +64,14 @@ func (r *Registry) Get(gr schema.GroupResource) *Resource {
 	return r.resources[gr]
 }
 
+// Served returns the resource gr if it serves version, or nil.
+func (r *Registry) Served(gr schema.GroupResource, version string) *Resource {
+	if res := r.Get(gr); res != nil && res.ServedVersion(version) != nil {
+		return res
+	}
+	return nil
+}
+
 // Lookup finds the resource served at group/version/resource, accepting the plural
 // only. It returns the resource and the served version, or nils.
 func (r *Registry) Lookup(gvr schema.GroupVersionResource) (*Resource, *Version) {

@@ -84,11 +84,7 @@ func deleting(gr schema.GroupResource, obj *unstructured.Unstructured) bool {
 
 // resource returns gr if reg serves it in v1, else nil.
 func (c *Controller) resource(gr schema.GroupResource) *registry.Resource {
-	res := c.reg.Get(gr)
-	if res == nil || res.ServedVersion("v1") == nil {
-		return nil
-	}
-	return res
+	return c.reg.Served(gr, "v1")
 }
 
 // reconcile removes k's finalizer if k is being deleted and unused; if it is used,
