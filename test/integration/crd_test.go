@@ -23,6 +23,7 @@ import (
 	"github.com/concordproject/concord/registry/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -1454,4 +1455,41 @@ func TestValidationRatcheting(t *testing.T) {
 	if !apierrors.IsInvalid(err) || !hasCause(err, "spec.cronSpec", "should match") || !hasCause(err, "spec.image", "failed rule") {
 		t.Fatalf("an update that changes the invalid values: %v, want 422 for spec.cronSpec and spec.image", err)
 	}
+}
+
+// TestCRDDeletionStarts: a definition is created without finalizers, and the first
+// deletion is written as kube's apiextensions-apiserver writes it: the cleanup
+// finalizer, the Terminating condition (InstanceDeletionPending), no grace period and
+// the same generation; the definition then goes once its custom resources are gone.
+func TestCRDDeletionStarts(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	cs := crdClient(t, c.Servers[0])
+	created, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, cronTabCRD("deleting.example.com"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(created.Finalizers) != 0 {
+		t.Errorf("finalizers at creation: %v, want none", created.Finalizers)
+	}
+	raw, err := cs.ApiextensionsV1().RESTClient().Delete().Resource("customresourcedefinitions").Name(created.Name).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deleting apiextensionsv1.CustomResourceDefinition
+	if err := json.Unmarshal(raw, &deleting); err != nil {
+		t.Fatalf("the deletion's answer: %v: %s", err, raw)
+	}
+	terminating := apihelpers.FindCRDCondition(&deleting, apiextensionsv1.Terminating)
+	if !slices.Equal(deleting.Finalizers, []string{"customresourcecleanup.apiextensions.k8s.io"}) || deleting.DeletionTimestamp == nil ||
+		deleting.DeletionGracePeriodSeconds != nil || deleting.Generation != created.Generation ||
+		terminating == nil || terminating.Reason != "InstanceDeletionPending" {
+		t.Errorf("the deletion wrote finalizers %v, deletionTimestamp %v, grace %v, generation %d (was %d), Terminating %+v",
+			deleting.Finalizers, deleting.DeletionTimestamp, deleting.DeletionGracePeriodSeconds, deleting.Generation, created.Generation, terminating)
+	}
+	waitFor(t, "the definition to be gone", func() (bool, error) {
+		_, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, created.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
 }

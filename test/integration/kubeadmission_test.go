@@ -128,7 +128,7 @@ func newPod(name, priorityClass string) *corev1.Pod {
 // TestStorageProtection: the protection finalizers kube's admission gives claims and
 // volumes hold a deletion only while the object is in use, as with kube's
 // controller manager: an unused claim and an unbound volume go at once, a claim a
-// scheduled Pod mounts stays Terminating until the Pod goes, and a namespace with
+// scheduled Pod mounts stays Terminating until the Pod goes (finished or not), and a namespace with
 // claims is deleted.
 func TestStorageProtection(t *testing.T) {
 	t.Parallel()
@@ -159,6 +159,15 @@ func TestStorageProtection(t *testing.T) {
 		t.Fatalf("a volume: %v, finalizers %v; want pv-protection", err, pv)
 	}
 
+	// Finished, the pod still holds its claim (kube's pvc-protection).
+	user, err := admin.CoreV1().Pods("claims").Get(ctx, "user", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user.Status.Phase = corev1.PodSucceeded
+	if _, err := admin.CoreV1().Pods("claims").UpdateStatus(ctx, user, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"unused", "mounted"} {
 		if err := claims.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -172,8 +181,9 @@ func TestStorageProtection(t *testing.T) {
 		_, err := admin.CoreV1().PersistentVolumes().Get(ctx, "pv-unbound", metav1.GetOptions{})
 		return err
 	})
+	// Reconciled with the unused claim, which is gone.
 	if got, err := claims.Get(ctx, "mounted", metav1.GetOptions{}); err != nil || got.DeletionTimestamp == nil {
-		t.Fatalf("the mounted claim: %v, %+v; want it Terminating while the pod uses it", err, got)
+		t.Fatalf("the mounted claim: %v, %+v; want it Terminating while the (finished) pod uses it", err, got)
 	}
 	if err := admin.CoreV1().Pods("claims").Delete(ctx, "user", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -230,8 +240,18 @@ func TestPodBinding(t *testing.T) {
 		}
 	}
 	bind := func(pod, node string) *corev1.Binding {
-		return &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod, Annotations: map[string]string{"scheduler": "test"}},
+		return &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod, Annotations: map[string]string{"scheduler": "test"},
+			Labels: map[string]string{"topology.kubernetes.io/zone": "z1"}},
 			Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+	}
+	// A scheduler's nomination, which the binding clears (ClearingNominatedNodeNameAfterBinding).
+	first, err := pods.Get(ctx, "first", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Status.NominatedNodeName = "node-a"
+	if _, err := pods.UpdateStatus(ctx, first, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	if err := pods.Bind(ctx, bind("first", "node-a"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Fatal(err)
@@ -256,8 +276,12 @@ func TestPodBinding(t *testing.T) {
 		if p.Spec.NodeName != node || p.Annotations["scheduler"] != "test" || !scheduled {
 			t.Errorf("%s: node %q, annotations %v, conditions %+v; want %s, the binding's annotation, PodScheduled", pod, p.Spec.NodeName, p.Annotations, p.Status.Conditions, node)
 		}
+		// PodTopologyLabelsAdmission (on by default since 1.35): the Binding's labels.
+		if p.Labels["topology.kubernetes.io/zone"] != "z1" || p.Status.NominatedNodeName != "" {
+			t.Errorf("%s: labels %v, nominated node %q; want the binding's label and no nomination", pod, p.Labels, p.Status.NominatedNodeName)
+		}
 	}
-	err := pods.Bind(ctx, bind("first", "node-b"), metav1.CreateOptions{})
+	err = pods.Bind(ctx, bind("first", "node-b"), metav1.CreateOptions{})
 	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `pod first is already assigned to node "node-a"`) {
 		t.Errorf("binding a bound pod again: %v, want kube's 409", err)
 	}
