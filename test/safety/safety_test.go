@@ -77,15 +77,18 @@ func TestTorture(t *testing.T) {
 	fmt.Printf("safety report (seed %d, %v):\n%s", s, *durationFlag, rep)
 }
 
-// rollingUpgrade: three servers of N-1 rolled to N one at a time (graceful stops and
-// kill -9 at random), the widgets' storage version flipped after the first server is
-// upgraded, writers throughout.
+// rollingUpgrade: three servers of N-1, once settled, rolled to N one at a time
+// (graceful stops and kill -9 at random), the widgets' storage version flipped after
+// the first server is upgraded, writers throughout.
 func rollingUpgrade(t *testing.T, rep *report, seed uint64) {
 	v := versions(t)
 	f := newFleet(t, rep, "rolling-upgrade", seed, 1, release{binary: v[1]}, release{binary: v[1]}, release{binary: v[1]})
 	f.createWidgets()
 	tr := f.startTraffic(4)
-	time.Sleep(2 * time.Second)
+	// Asked before the new fleet's first migrations are done, upgrade-check rightly
+	// refuses (a StorageState still Unknown): the verdict that counts is the settled
+	// fleet's.
+	f.waitSettled("on " + v[1])
 	safe, out := f.roll(release{}, func(i int) {
 		if i == 0 {
 			f.storeWidgetsAs("v2")
