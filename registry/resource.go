@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/version"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // Resource describes one persisted resource: everything the server needs to store,
@@ -171,6 +172,12 @@ type Semantics struct {
 	// New, if set, returns the empty object of version as the resource's types write
 	// it (what server-side apply compares a creation with).
 	New func(version string) (*Object, error)
+	// ResetFields, if set, are the fields a write through each subresource ("" for
+	// the resource itself) may not set and so never owns in managed fields, the same
+	// in every version: those the preparation of the write resets. Without it a
+	// resource with a status subresource does not own status and its status owns
+	// neither spec nor metadata.
+	ResetFields map[string]*fieldpath.Set
 	// Table, if set, prints objs (of version) as Table rows: the columns, and each
 	// object's cells. It replaces the version's printer columns.
 	Table func(ctx context.Context, version string, objs []Object) ([]metav1.TableColumnDefinition, [][]interface{}, error)
