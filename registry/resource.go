@@ -174,9 +174,9 @@ type Semantics struct {
 	New func(version string) (*Object, error)
 	// ResetFields, if set, are the fields a write through each subresource ("" for
 	// the resource itself) may not set and so never owns in managed fields, the same
-	// in every version: those the preparation of the write resets. Without it a
-	// resource with a status subresource does not own status and its status owns
-	// neither spec nor metadata.
+	// in every version: those the preparation of the write resets. For a subresource
+	// it does not name, a resource with a status subresource does not own status and
+	// its status owns neither spec nor metadata.
 	ResetFields map[string]*fieldpath.Set
 	// Table, if set, prints objs (of version) as Table rows: the columns, and each
 	// object's cells. It replaces the version's printer columns.

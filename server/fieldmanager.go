@@ -24,15 +24,14 @@ import (
 )
 
 // resetFieldsFor says which fields a write through subresource may not set: those
-// the resource's semantics declare or, without, with a status subresource the main
-// resource does not own status, and /status owns only it.
+// the resource's semantics declare for it or, where they declare none, with a status
+// subresource the main resource does not own status, and /status owns only it.
 func resetFieldsFor(res *registry.Resource, version, subresource string) map[fieldpath.APIVersion]fieldpath.Filter {
 	apiVersion := fieldpath.APIVersion(res.GroupVersion(version).String())
 	if res.Semantics != nil && res.Semantics.ResetFields != nil {
 		if reset := res.Semantics.ResetFields[subresource]; reset != nil {
 			return map[fieldpath.APIVersion]fieldpath.Filter{apiVersion: fieldpath.NewExcludeSetFilter(reset)}
 		}
-		return nil
 	}
 	v := res.Version(version)
 	if v == nil || v.Subresources == nil || v.Subresources.Status == nil {
