@@ -10,6 +10,7 @@ import (
 	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/aggregator"
 	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/componentstatus"
 	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/podbinding"
@@ -49,6 +50,9 @@ type Options struct {
 	// Binder binds Pods: their binding subresource and the bindings resource (nil:
 	// tools that serve nothing; Bindings are then served as data).
 	Binder *podbinding.Binder
+	// ComponentStatuses probes the components ComponentStatuses report (nil: tools
+	// that serve nothing).
+	ComponentStatuses *componentstatus.Prober
 }
 
 // ErrMissing means the API catalog lacks a resource every server needs.
@@ -86,6 +90,9 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 	if opts.Binder != nil {
 		table[podbinding.Pods] = opts.Binder.ConfigurePods
 		table[podbinding.Bindings] = opts.Binder.ConfigureBindings
+	}
+	if opts.ComponentStatuses != nil {
+		table[componentstatus.GroupResource] = opts.ComponentStatuses.Configure
 	}
 	maps.Copy(table, reviewConfigurers(opts))
 	maps.Copy(table, admission.Configurers())

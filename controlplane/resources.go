@@ -8,6 +8,7 @@ import (
 	"github.com/concordproject/concord/apiextensions"
 	"github.com/concordproject/concord/builtin"
 	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/componentstatus"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/lifecycle"
@@ -79,8 +80,9 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	}
 	i.parts.semantics = kubesemantics.New(gates)
 	builtins, err = builtin.Configure(builtins, builtin.Options{Services: svcs, Semantics: i.parts.semantics,
-		Binder:   podbinding.New(i.Registry, i.Store, i.parts.semantics),
-		EventTTL: o.EventTTL, Authorization: i.parts.authz, Authentication: i.parts.serving.authn, ServiceAccountTokens: tokens,
+		Binder:            podbinding.New(i.Registry, i.Store, i.parts.semantics),
+		ComponentStatuses: componentstatus.New(i.client, o.EtcdPrefix),
+		EventTTL:          o.EventTTL, Authorization: i.parts.authz, Authentication: i.parts.serving.authn, ServiceAccountTokens: tokens,
 		StorageVersions: storageversion.APIOptions{Publishers: i.storageVersionPublishers,
 			Unmaintained: !compat.Enabled(compatibility.StorageVersionAPI)},
 	})

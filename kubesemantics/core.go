@@ -41,6 +41,9 @@ func coreKinds() map[schema.GroupResource]strategy {
 // ConfigMaps, Secrets, ServiceAccounts, Endpoints, PodTemplates.
 func coreDataKinds() map[schema.GroupResource]strategy {
 	return map[schema.GroupResource]strategy{
+		// Computed on every read (package componentstatus), never written: kube's
+		// types for its table and its reads only.
+		{Resource: "componentstatuses"}: kind[*core.ComponentStatus]{}.erase(),
 		{Resource: "configmaps"}: kind[*core.ConfigMap]{
 			validate: func(_ context.Context, c *core.ConfigMap) field.ErrorList { return corevalidation.ValidateConfigMap(c) },
 			validateUpdate: func(_ context.Context, c, old *core.ConfigMap) field.ErrorList {

@@ -216,7 +216,7 @@ func buildModels(res *registry.Resource, v string) (*models, error) {
 	}
 	m.kindName, m.listName = modelName(m.gvk), modelName(m.listGVK)
 	m.goType = clientgoscheme.Scheme.Recognizes(m.gvk)
-	m.review = !res.Persisted()
+	m.review = !res.Persisted() && !res.Computed()
 	if sub := ver.Subresources; sub != nil {
 		m.status = sub.Status != nil
 		m.scale = sub.Scale != nil

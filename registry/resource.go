@@ -249,6 +249,12 @@ type Hooks struct {
 	// A review may write other objects (a Binding binds its Pod), but not with
 	// dryRun.
 	Review func(ctx context.Context, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error)
+	// Compute makes the resource computed: its objects are made on every read and
+	// never stored (kube-apiserver's ComponentStatuses, probed). Compute returns the
+	// object named name, or, for name "", every object; a missing object is the
+	// hook's NotFound error, which goes to the client as is. A computed resource
+	// serves get and list only, and is not persisted.
+	Compute func(ctx context.Context, name string) ([]*unstructured.Unstructured, error)
 	// Actions are subresources that answer a creation from their object (a
 	// ServiceAccount's token; a Pod's binding, which writes the Pod), by subresource
 	// name.
@@ -327,12 +333,20 @@ func (r *Resource) HasPrinterColumns(names []string) bool {
 }
 
 // Persisted reports whether the resource's objects are stored: every resource but
-// the reviews (Hooks.Review).
-func (r *Resource) Persisted() bool { return r.Hooks == nil || r.Hooks.Review == nil }
+// the reviews (Hooks.Review) and the computed ones (Hooks.Compute).
+func (r *Resource) Persisted() bool {
+	return r.Hooks == nil || (r.Hooks.Review == nil && r.Hooks.Compute == nil)
+}
+
+// Computed reports whether r's objects are computed on read (Hooks.Compute).
+func (r *Resource) Computed() bool { return r.Hooks != nil && r.Hooks.Compute != nil }
 
 // persistedVerbs are the verbs of a resource kept in storage, when nothing says
 // otherwise: all of them, as for custom resources.
 var persistedVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// computedVerbs are the verbs of a computed resource.
+var computedVerbs = []string{"get", "list"}
 
 // ServedVerbs returns the verbs the resource (subresource "") or one of its
 // subresources serves, sorted. The caller must not modify them.
@@ -340,6 +354,8 @@ func (r *Resource) ServedVerbs(subresource string) []string {
 	switch {
 	case subresource == "" && r.Verbs != nil:
 		return r.Verbs
+	case subresource == "" && r.Computed():
+		return computedVerbs
 	case subresource == "" && !r.Persisted():
 		return []string{"create"}
 	case subresource == "":

@@ -66,6 +66,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case q.res.Computed():
+		s.serveComputed(w, r, q)
+		return
 	case !q.res.Persisted() && info.Verb == "create":
 		s.serveReview(w, r, q)
 		return

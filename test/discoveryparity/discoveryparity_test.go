@@ -48,8 +48,6 @@ var known = slices.Concat(
 			Reason: "kube-apiserver stores events.k8s.io Events with the core group's, as v1 Events; Concord stores each group's Events apart, in its own GA version"},
 		{GroupVersion: "storagemigration.k8s.io/v1", Resource: "storageversionmigrations", Field: "storageVersionHash", Emulation: "1.37",
 			Reason: "kube-apiserver 1.37 stores v1beta1 (v1 is new in 1.37); Concord stores v1 in every release (docs/compatibility.md, TestStorageVersionMigrationsStoredAsV1)"},
-		{GroupVersion: "v1", Resource: "componentstatuses", Field: "storageVersionHash",
-			Reason: "kube-apiserver computes ComponentStatuses from its health checks and stores none; Concord lists stored ones, so they have a storage version"},
 	},
 )
 

@@ -121,6 +121,16 @@ func TestKubectl(t *testing.T) {
 		contains(t, k2.must(t, "", "get", "ingresses"), "CLASS", "HOSTS", "ADDRESS", "web", "example.com")
 		contains(t, k.must(t, "", "api-resources", "--api-group=certificates.k8s.io"), "certificatesigningrequests", "csr")
 	})
+	t.Run("componentstatuses", func(t *testing.T) {
+		// Probed as kube-apiserver probes them: etcd answers, and no controller
+		// manager or scheduler listens on this machine's default ports.
+		out := k.must(t, "", "get", "componentstatuses")
+		contains(t, out, "NAME", "STATUS", "MESSAGE", "ERROR", "etcd-0", "Healthy", "ok", "controller-manager", "Unhealthy", "127.0.0.1:10257", "scheduler")
+		contains(t, k2.must(t, "", "get", "cs", "etcd-0", "-o", "jsonpath={.conditions[0].type}={.conditions[0].status}"), "Healthy=True")
+		if out, err := k.run(t, "", "get", "cs", "nosuch"); err == nil || !strings.Contains(out, `componentstatus "nosuch" not found`) {
+			t.Errorf("kubectl get cs nosuch: %v\n%s", err, out)
+		}
+	})
 	t.Run("watch", func(t *testing.T) {
 		k.must(t, "", "create", "configmap", "watched")
 		out, _ := k.run(t, "", "get", "configmaps", "--watch", "--request-timeout=3s")
