@@ -119,7 +119,7 @@ func (r *Resource) ValidateCreate(ctx context.Context, version string, obj *Obje
 	if r.Semantics != nil {
 		var err error
 		if schemaErrs, err = r.Semantics.Create(ctx, version, obj); err != nil {
-			return apierrors.NewInternalError(err)
+			return err // not the object's fault: kube's 500 without a reason
 		}
 	} else {
 		errs = apimachineryvalidation.ValidateObjectMetaAccessor(convertedOnce(obj), r.Namespaced, r.nameFunc(), field.NewPath("metadata"))
@@ -149,7 +149,7 @@ func (r *Resource) ValidateUpdate(ctx context.Context, version, subresource stri
 	case r.Semantics != nil:
 		var err error
 		if schemaErrs, err = r.Semantics.Update(ctx, version, subresource, obj, old); err != nil {
-			return apierrors.NewInternalError(err)
+			return err // not the object's fault: kube's 500 without a reason
 		}
 	default:
 		meta := convertedOnce(obj)

@@ -219,11 +219,14 @@ func encode(n Negotiation, v interface{}) (string, []byte, error) {
 	return "application/json", body, nil
 }
 
-// ErrorToStatus returns the Status for err, with kind and apiVersion set.
+// ErrorToStatus returns the Status for err, with kind and apiVersion set. An error
+// that is no Status is answered as kube-apiserver answers one: 500, its text as
+// the message, no reason.
 func ErrorToStatus(err error) *metav1.Status {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) {
-		st = apierrors.NewInternalError(err)
+		st = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+			Code: http.StatusInternalServerError, Reason: metav1.StatusReasonUnknown, Message: err.Error()}}
 	}
 	status := st.Status()
 	status.Kind, status.APIVersion = "Status", "v1"

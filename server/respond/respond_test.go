@@ -31,7 +31,7 @@ func TestError(t *testing.T) {
 		{"kubectl's Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json", apierrors.NewConflict(schemaGR, "x", errors.New("c")), 409, "application/json", metav1.StatusReasonConflict, ""},
 		{"protobuf", "application/vnd.kubernetes.protobuf", apierrors.NewBadRequest("b"), 400, "application/vnd.kubernetes.protobuf", metav1.StatusReasonBadRequest, ""},
 		{"unacceptable Accept: JSON anyway", "text/html", apierrors.NewBadRequest("b"), 400, "application/json", metav1.StatusReasonBadRequest, ""},
-		{"plain error", "", errors.New("disk on fire"), 500, "application/json", metav1.StatusReasonInternalError, ""},
+		{"plain error", "", errors.New("disk on fire"), 500, "application/json", metav1.StatusReasonUnknown, ""},
 		{"Retry-After", "", unavailable, 503, "application/json", metav1.StatusReasonServiceUnavailable, "3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
