@@ -73,6 +73,7 @@ func (s *Semantics) Configure(r *registry.Resource) bool {
 	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update, New: k.empty}
 	r.TypeConverter = typeConverter
 	r.Semantics.ResetFields = resetFields[r.GroupResource()]
+	r.Shared = k.shared()
 	if st.approval {
 		r.Semantics.Subresources = append(r.Semantics.Subresources, "approval")
 	}

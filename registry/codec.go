@@ -24,13 +24,13 @@ var ErrCorrupt = errors.New("stored object is not valid JSON")
 // keys sorted), so equal objects encode to equal bytes.
 func (r *Resource) Encode(ctx context.Context, obj *unstructured.Unstructured) ([]byte, error) {
 	out := obj
-	if obj.GetAPIVersion() != r.APIVersion(r.StorageVersion) || obj.GetResourceVersion() != "" || obj.GetKind() != r.Names.Kind {
+	if obj.GetAPIVersion() != r.storedAPIVersion() || obj.GetResourceVersion() != "" || obj.GetKind() != r.storedKind() {
 		out = obj.DeepCopy()
-		if err := r.Convert(ctx, []*unstructured.Unstructured{out}, r.StorageVersion); err != nil {
+		if err := r.toStored(ctx, out); err != nil {
 			return nil, err
 		}
 		unstructured.RemoveNestedField(out.Object, "metadata", "resourceVersion")
-		out.SetKind(r.Names.Kind)
+		out.SetKind(r.storedKind())
 	}
 	return objectjson.Marshal(out.Object)
 }
@@ -49,7 +49,7 @@ func (r *Resource) Decode(data []byte, rev int64) (*unstructured.Unstructured, e
 	}
 	apiVersion := obj.GetAPIVersion()
 	v, err := r.versionOf(apiVersion)
-	if err != nil || r.Version(v) == nil {
+	if (err != nil || r.Version(v) == nil) && (r.Shared == nil || apiVersion != r.storedAPIVersion()) {
 		return nil, fmt.Errorf("%w: %s %q is stored as %q; this server decodes %s",
 			ErrNotDecodable, r.GroupResource(), obj.GetName(), apiVersion, strings.Join(r.decodableAPIVersions(), ", "))
 	}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -40,7 +41,13 @@ func (r *Resource) Convert(ctx context.Context, objs []*unstructured.Unstructure
 	want := r.APIVersion(version)
 	var todo []*unstructured.Unstructured
 	for _, o := range objs {
-		if o.GetAPIVersion() != want {
+		switch av := o.GetAPIVersion(); {
+		case av == want:
+		case r.Shared != nil && av == r.Shared.Stored.GroupVersion().String():
+			if err := r.Shared.FromStored(ctx, o, version); err != nil {
+				return fmt.Errorf("%s from %s: %w", r.GroupResource(), r.Shared.Stored, err)
+			}
+		default:
 			todo = append(todo, o)
 		}
 	}

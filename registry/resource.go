@@ -62,6 +62,9 @@ type Resource struct {
 	// Owner, if set, is the object that defines the resource (a CRD); it is reported
 	// as owner of the resource's StorageVersion object.
 	Owner *OwnerRef
+	// Shared, if set, says the resource's objects are another resource's, kept in
+	// that resource's storage (events.k8s.io Events are core Events).
+	Shared *SharedStorage
 	// UnconditionalUpdate lets an update that carries no metadata.resourceVersion
 	// overwrite whatever is stored, as Kubernetes allows for most built-in resources
 	// (ConfigMaps, Namespaces, Deployments...). Without it, such an update is refused as
@@ -466,11 +469,14 @@ func (r *Resource) Key(namespace, name string) string {
 // Prefix returns the key prefix holding the resource's objects, in one namespace or
 // in all of them ("" namespace). It ends in "/".
 func (r *Resource) Prefix(namespace string) string {
-	g := r.Group
+	g, plural := r.Group, r.Names.Plural
+	if r.Shared != nil {
+		g, plural = r.Shared.Owner.Group, r.Shared.Owner.Resource
+	}
 	if g == "" {
 		g = "core"
 	}
-	p := g + "/" + r.Names.Plural + "/"
+	p := g + "/" + plural + "/"
 	if r.Namespaced && namespace != "" {
 		p += namespace + "/"
 	}
@@ -534,5 +540,8 @@ func (r *Resource) versionOf(apiVersion string) (string, error) {
 // kind that discovery publishes (the first 8 bytes of its SHA-256, base64). Clients
 // compare hashes for equality only: a change means objects may need migration.
 func (r *Resource) StorageVersionHash() string {
+	if r.Shared != nil {
+		return wire.StorageVersionHash(r.Shared.Stored.Group, r.Shared.Stored.Version, r.Shared.Stored.Kind)
+	}
 	return wire.StorageVersionHash(r.Group, r.StorageVersion, r.Names.Kind)
 }

@@ -55,6 +55,9 @@ func (m *Manager) Filter(next http.Handler) http.Handler {
 			return
 		}
 		gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
+		if res := m.cfg.Registry.Get(gr); res != nil && res.Shared != nil {
+			gr = res.Shared.Owner // its objects are the owner's, in the owner's encoding
+		}
 		t := m.lookup(gr)
 		if t == nil {
 			next.ServeHTTP(w, r)

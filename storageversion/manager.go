@@ -195,13 +195,14 @@ func (m *Manager) Run(ctx context.Context) error {
 
 // trackBuiltins tracks every persisted built-in resource of the registry and
 // queues it. Reviews store nothing: they have no entry, and the barrier lets them
-// pass (the KEP's "not persisted" exemption).
+// pass (the KEP's "not persisted" exemption). A resource sharing another's storage
+// has no entry either: the barrier holds its writes at the owner's gate.
 func (m *Manager) trackBuiltins(ctx context.Context) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, res := range m.cfg.Registry.Resources() {
-		if res.Owner != nil || !res.Persisted() {
-			continue
+		if res.Owner != nil || !res.Persisted() || res.Shared != nil {
+			continue // a shared resource's objects are its owner's, under its entry
 		}
 		t := m.trackLocked(res.GroupResource(), false)
 		e := EntryFor(m.cfg.ServerID, res)

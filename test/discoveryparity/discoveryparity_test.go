@@ -44,8 +44,6 @@ var known = slices.Concat(
 	[]discoveryparity.Known{
 		{GroupVersion: "apiextensions.k8s.io/v1", Resource: "customresourcedefinitions", Field: "storageVersionHash",
 			Reason: "kube-apiserver still stores CustomResourceDefinitions as apiextensions.k8s.io/v1beta1; Concord stores them as v1 (package apiextensions)"},
-		{GroupVersion: "events.k8s.io/v1", Resource: "events", Field: "storageVersionHash",
-			Reason: "kube-apiserver stores events.k8s.io Events with the core group's, as v1 Events; Concord stores each group's Events apart, in its own GA version"},
 		{GroupVersion: "storagemigration.k8s.io/v1", Resource: "storageversionmigrations", Field: "storageVersionHash", Emulation: "1.37",
 			Reason: "kube-apiserver 1.37 stores v1beta1 (v1 is new in 1.37); Concord stores v1 in every release (docs/compatibility.md, TestStorageVersionMigrationsStoredAsV1)"},
 	},

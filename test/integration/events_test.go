@@ -23,11 +23,13 @@ import (
 	"k8s.io/client-go/tools/record"
 )
 
-// Events are served in both groups, core v1 and events.k8s.io/v1, each resource with
-// its own storage (Kubernetes keeps both in one place with renamed fields; Concord does
-// not, yet): written and read with client-go's typed clients, printed as kubectl prints
-// them (LAST SEEN the newest of the timestamps, OBJECT kind/name), and written by
-// client-go's recorders of both APIs, repeats included (strategic merge patches).
+// Events are one resource served in both groups, core v1 and events.k8s.io/v1, as in
+// Kubernetes: stored as core v1 Events, so what is written through either group is
+// read, listed, watched and deleted through both, the same object (uid,
+// resourceVersion) with the fields of its group. Written and read with client-go's
+// typed clients, printed as kubectl prints them (LAST SEEN the newest of the
+// timestamps, OBJECT kind/name), and written by client-go's recorders of both APIs,
+// repeats included (strategic merge patches).
 func TestEvents(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 1)
@@ -128,8 +130,17 @@ func TestEvents(t *testing.T) {
 				t.Errorf("listed %+v, want what was written: %+v", e, recent)
 			}
 		}
-		if !slices.Contains(names, old.Name) || !slices.Contains(names, recent.Name) || slices.Contains(names, ev.Name) {
-			t.Errorf("listed %v, want %s and %s, not the events.k8s.io Event %s (stored apart)", names, old.Name, recent.Name, ev.Name)
+		if !slices.Contains(names, old.Name) || !slices.Contains(names, recent.Name) || !slices.Contains(names, ev.Name) {
+			t.Errorf("listed %v, want %s, %s and the events.k8s.io Event %s", names, old.Name, recent.Name, ev.Name)
+		}
+		// The Event written through events.k8s.io, in core's fields.
+		got, err = evs.Get(ctx, ev.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ResourceVersion != created[ev.Name] || got.InvolvedObject != ev.Regarding || got.Message != ev.Note ||
+			got.Series == nil || got.Series.Count != 4 || got.ReportingController != ev.ReportingController || got.Action != ev.Action {
+			t.Errorf("read %s through core v1: %+v, want the events.k8s.io Event written: %+v", ev.Name, got, ev)
 		}
 
 		checkTable(t, "/api/v1/namespaces/default/events", old.Name, map[string]interface{}{
@@ -159,8 +170,17 @@ func TestEvents(t *testing.T) {
 		for _, e := range list.Items {
 			names = append(names, e.Name)
 		}
-		if !slices.Contains(names, ev.Name) || slices.Contains(names, old.Name) || slices.Contains(names, recent.Name) {
-			t.Errorf("listed %v, want %s, not the core Events %s and %s (stored apart)", names, ev.Name, old.Name, recent.Name)
+		if !slices.Contains(names, ev.Name) || !slices.Contains(names, old.Name) || !slices.Contains(names, recent.Name) {
+			t.Errorf("listed %v, want %s and the core Events %s and %s", names, ev.Name, old.Name, recent.Name)
+		}
+		// The Event written through core v1, in events.k8s.io's fields.
+		got, err = evs.Get(ctx, old.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ResourceVersion != created[old.Name] || got.Regarding != old.InvolvedObject || got.Note != old.Message ||
+			got.DeprecatedCount != 3 || got.DeprecatedSource != old.Source || !got.DeprecatedLastTimestamp.Equal(&old.LastTimestamp) {
+			t.Errorf("read %s through events.k8s.io/v1: %+v, want the core Event written: %+v", old.Name, got, old)
 		}
 		checkTable(t, "/apis/events.k8s.io/v1/namespaces/default/events", ev.Name, map[string]interface{}{
 			"Last Seen": "15m", "Type": "Normal", "Reason": "Renewed", "Object": "lease/lease1", "Message": "renewed four times",
@@ -233,6 +253,43 @@ func TestEvents(t *testing.T) {
 		})
 	})
 
+	t.Run("one resource in both groups", func(t *testing.T) {
+		w, err := cs.EventsV1().Events("default").Watch(ctx, metav1.ListOptions{ResourceVersion: created[ev.Name]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		core := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "watched.core"}, Reason: "Watched", Message: "written through core",
+			InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: "default", Name: "cm3"}, Type: corev1.EventTypeNormal,
+			Source: corev1.EventSource{Component: "events-test"}}
+		written, err := cs.CoreV1().Events("default").Create(ctx, core, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the core Event in the events.k8s.io watch", func() (bool, error) {
+			select {
+			case e := <-w.ResultChan():
+				got, ok := e.Object.(*eventsv1.Event)
+				return ok && got.Name == core.Name && got.UID == written.UID && got.Note == core.Message, nil
+			default:
+				return false, nil
+			}
+		})
+		if err := cs.EventsV1().Events("default").Delete(ctx, core.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.CoreV1().Events("default").Get(ctx, core.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("get through core after a delete through events.k8s.io: %v, want NotFound", err)
+		}
+		// A name taken in one group is taken in the other.
+		again := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: old.Name}, EventTime: metav1.NewMicroTime(now),
+			ReportingController: "example.com/events-test", ReportingInstance: "events-test-1", Action: "Again", Reason: "Again",
+			Regarding: old.InvolvedObject, Type: corev1.EventTypeNormal}
+		if _, err := cs.EventsV1().Events("default").Create(ctx, again, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+			t.Errorf("create through events.k8s.io of a core Event's name: %v, want AlreadyExists", err)
+		}
+	})
+
 	t.Run("kubectl", func(t *testing.T) {
 		kubectl := kubectlOrSkip(t, s)
 		for _, tc := range []struct {
@@ -241,7 +298,8 @@ func TestEvents(t *testing.T) {
 		}{
 			{[]string{"get", "events", "-n", "default"}, []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE", "configmap/cm1", "the message", "30m"}},
 			{[]string{"get", "ev", "-n", "default"}, []string{"configmap/cm2", "seen twice"}},
-			{[]string{"get", "events.events.k8s.io", "-n", "default"}, []string{"lease/lease1", "renewed four times", "15m"}},
+			{[]string{"get", "events.events.k8s.io", "-n", "default"}, []string{"lease/lease1", "renewed four times", "15m", "configmap/cm1"}},
+			{[]string{"get", "events", "-n", "default", "--field-selector", "involvedObject.kind=Lease"}, []string{"lease/lease1", "renewed four times"}},
 			{[]string{"api-resources", "--api-group", "events.k8s.io"}, []string{"events", "ev", "events.k8s.io/v1", "Event"}},
 		} {
 			out, err := kubectl(tc.args...)
