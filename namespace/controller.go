@@ -80,7 +80,7 @@ func (c *Controller) finalize(ctx context.Context, name string) error {
 	}
 	remaining := 0
 	for _, res := range c.reg.Resources() {
-		if !res.Namespaced || !res.Persisted() || res.Shared != nil { // a shared resource's objects go with its owner's
+		if !res.Namespaced || !res.StoresOwn() { // a shared resource's objects go with its owner's
 			continue
 		}
 		n, err := c.deleteAll(ctx, res, name)

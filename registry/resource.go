@@ -341,6 +341,11 @@ func (r *Resource) Persisted() bool {
 	return r.Hooks == nil || (r.Hooks.Review == nil && r.Hooks.Compute == nil)
 }
 
+// StoresOwn reports whether r's objects are stored under its own keys: persisted,
+// and not another resource's (Shared). Such a resource has a StorageVersion entry and
+// storage migrations of its own.
+func (r *Resource) StoresOwn() bool { return r.Persisted() && r.Shared == nil }
+
 // Computed reports whether r's objects are computed on read (Hooks.Compute).
 func (r *Resource) Computed() bool { return r.Hooks != nil && r.Hooks.Compute != nil }
 

@@ -201,7 +201,7 @@ func (m *Manager) trackBuiltins(ctx context.Context) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, res := range m.cfg.Registry.Resources() {
-		if res.Owner != nil || !res.Persisted() || res.Shared != nil {
+		if res.Owner != nil || !res.StoresOwn() {
 			continue // a shared resource's objects are its owner's, under its entry
 		}
 		t := m.trackLocked(res.GroupResource(), false)

@@ -1363,7 +1363,7 @@ func svPath(name string) string {
 func svNames(s *harness.Server) map[schema.GroupResource]string {
 	out := map[schema.GroupResource]string{}
 	for _, res := range s.Registry.Resources() {
-		if res.Owner == nil && res.Persisted() {
+		if res.Owner == nil && res.StoresOwn() {
 			out[res.GroupResource()] = wire.StorageVersionName(res.GroupResource())
 		}
 	}
