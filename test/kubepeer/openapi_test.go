@@ -149,7 +149,6 @@ func runKubectl(t *testing.T, kubectl, kubeconfig string, args ...string) string
 	return string(out)
 }
 
-
 // kubectlVersion is the release of the kubectl at path, as it reports it.
 func kubectlVersion(t *testing.T, path string) string {
 	t.Helper()
