@@ -72,6 +72,7 @@ func (s *Semantics) Configure(r *registry.Resource) bool {
 	}
 	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update, New: k.empty}
 	r.TypeConverter = typeConverter
+	r.GoDefinitions = goDefinitions
 	if st.approval {
 		r.Semantics.Subresources = append(r.Semantics.Subresources, "approval")
 	}
