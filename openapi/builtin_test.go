@@ -11,9 +11,9 @@ import (
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"google.golang.org/protobuf/proto"
-	kubectlopenapi "k8s.io/kubectl/pkg/util/openapi"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/util/proto/validation"
+	kubectlopenapi "k8s.io/kubectl/pkg/util/openapi"
 	"sigs.k8s.io/yaml"
 
 	"github.com/concordproject/concord/openapi"
