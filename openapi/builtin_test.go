@@ -1,11 +1,13 @@
 package openapi_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -182,3 +184,75 @@ spec:
   - type: Resource
     resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}
 `
+
+// refs finds the references to models in a v3 document.
+var refs = regexp.MustCompile(`"\$ref":"#/components/schemas/([^"]+)"`)
+
+// Every group-version a default server serves has its v3 document, without unresolved
+// references, and the model of each of its kinds that kube's semantics configure is
+// kube's: described, as kube's generated models all are.
+func TestBuiltinDocuments(t *testing.T) {
+	reg := builtinRegistry(t)
+	srv := servedDocuments(t)
+	fetch := func(path string) []byte {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %v", path, resp.StatusCode, err)
+		}
+		return body
+	}
+	described, references := 0, 0
+	for _, res := range reg.Resources() {
+		for _, v := range res.ServedVersions() {
+			gv := res.GroupVersion(v)
+			path := openapi.V3Path + "/apis/" + gv.String()
+			if gv.Group == "" {
+				path = openapi.V3Path + "/api/" + gv.Version
+			}
+			body := fetch(path)
+			var doc struct {
+				Components struct {
+					Schemas map[string]struct {
+						Description string `json:"description"`
+						GVK         []any  `json:"x-kubernetes-group-version-kind"`
+					} `json:"schemas"`
+				} `json:"components"`
+			}
+			if err := json.Unmarshal(body, &doc); err != nil {
+				t.Fatal(err)
+			}
+			for _, ref := range refs.FindAllSubmatch(body, -1) {
+				references++
+				if _, ok := doc.Components.Schemas[strings.ReplaceAll(string(ref[1]), "~1", "/")]; !ok {
+					t.Errorf("%s: unresolved reference to %s", path, ref[1])
+				}
+			}
+			if res.GoDefinitions == nil {
+				continue
+			}
+			found := false
+			for _, m := range doc.Components.Schemas {
+				if len(m.GVK) == 1 && fmt.Sprint(m.GVK[0]) == fmt.Sprint(map[string]any{"group": gv.Group, "version": gv.Version, "kind": res.Names.Kind}) {
+					found = true
+					if m.Description == "" {
+						t.Errorf("%s %s: the model of its kind has no description", gv, res.Names.Kind)
+					}
+					described++
+				}
+			}
+			if !found {
+				t.Errorf("%s: no model of kind %s", path, res.Names.Kind)
+			}
+		}
+	}
+	if references == 0 {
+		t.Error("no reference found: is the pattern right?")
+	}
+	t.Logf("%d kinds described as kube describes them; %d references resolved", described, references)
+}
