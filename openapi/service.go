@@ -277,7 +277,8 @@ func buildV3(eps []*endpoint) (*spec3.OpenAPI, error) {
 	return doc, nil
 }
 
-// buildV2 builds the OpenAPI v2 document of every served group-version.
+// buildV2 builds the OpenAPI v2 document of every served group-version, without
+// defaults.
 func buildV2(groups map[string][]*endpoint) (*spec.Swagger, error) {
 	paths := make([]string, 0, len(groups))
 	for path := range groups {
@@ -311,5 +312,8 @@ func buildV2(groups map[string][]*endpoint) (*spec.Swagger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the OpenAPI v2 document: %w", err)
 	}
+	// As kube-apiserver's v2 document, of built-in and custom resources alike, it has
+	// no defaults (they are the v3 documents'); the shared models are copied, not changed.
+	doc.Definitions = handler.PruneDefaults(doc.Definitions)
 	return doc, nil
 }

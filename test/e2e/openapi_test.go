@@ -24,6 +24,7 @@ type openAPIRecording struct {
 	Server  string                       `json:"server"`
 	Kubectl string                       `json:"kubectl"`
 	Schemas map[string]map[string]string `json:"schemas"`
+	V2      map[string]string            `json:"v2"`
 	Explain []struct {
 		Args   []string `json:"args"`
 		Output string   `json:"output"`
@@ -47,9 +48,17 @@ var notPublished = map[string]bool{
 	"io.k8s.api.core.v1.ComponentStatusList":               true,
 }
 
+// Models whose v2 definitions differ from kube-apiserver's by design: kube's name every
+// group-version its scheme registers them in, Concord's those it serves.
+var v2GroupVersionKinds = map[string]bool{
+	"io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions": true,
+	"io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent":    true,
+}
+
 // The OpenAPI documents of a `concord server` describe built-in resources as
 // kube-apiserver's do: every model of the recorded group-versions' v3 documents is
-// kube's (descriptions, defaults, extensions, required lists, references), and
+// kube's (descriptions, defaults, extensions, required lists, references), and so is
+// its v2 definition (without defaults, as kube's v2 document has none), and
 // kubectl explain prints what it prints against kube-apiserver. kubectl's uses of the
 // documents still work on Deployments: client-side apply (strategic merge patches
 // from the v2 document's patch strategies keep a container's env set by another
@@ -79,6 +88,21 @@ func TestKubectlOpenAPIAsKube(t *testing.T) {
 				default:
 					t.Errorf("%s: model %s is not kube-apiserver's", path, name)
 				}
+			}
+		}
+	})
+	t.Run("v2 definitions", func(t *testing.T) {
+		got, err := definitionDigests([]byte(k.must(t, "", "get", "--raw", "/openapi/v2")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, digest := range rec.V2 {
+			switch {
+			case got[name] == digest, notPublished[name], v2GroupVersionKinds[name]:
+			case got[name] == "":
+				t.Errorf("v2: no definition %s", name)
+			default:
+				t.Errorf("v2: definition %s is not kube-apiserver's", name)
 			}
 		}
 	})
@@ -167,6 +191,27 @@ func modelDigests(doc []byte) (map[string]string, error) {
 	}
 	out := make(map[string]string, len(d.Components.Schemas))
 	for name, s := range d.Components.Schemas {
+		b, err := json.Marshal(s)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(b)
+		out[name] = hex.EncodeToString(sum[:])
+	}
+	return out, nil
+}
+
+// definitionDigests returns the digest of each definition of an OpenAPI v2 document,
+// as modelDigests those of a v3 document's models.
+func definitionDigests(doc []byte) (map[string]string, error) {
+	var d struct {
+		Definitions map[string]any `json:"definitions"`
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(d.Definitions))
+	for name, s := range d.Definitions {
 		b, err := json.Marshal(s)
 		if err != nil {
 			return nil, err

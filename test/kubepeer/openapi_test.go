@@ -28,7 +28,10 @@ type openAPIRecording struct {
 	// Schemas are the digests (sha256 of the model's JSON, keys sorted) of every model
 	// of a document, by document path ("apis/apps/v1", "api/v1") and model name.
 	Schemas map[string]map[string]string `json:"schemas"`
-	Explain []explained                  `json:"explain"`
+	// V2 are the digests of the same models in the OpenAPI v2 document (its
+	// definitions), by model name.
+	V2      map[string]string `json:"v2"`
+	Explain []explained       `json:"explain"`
 }
 
 // explained is the output of kubectl explain with args.
@@ -83,12 +86,13 @@ func TestRecordOpenAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := openAPIRecording{Server: "kube-apiserver " + info.GitVersion, Kubectl: kubectlVersion(t, kubectl), Schemas: map[string]map[string]string{}}
+	dump := os.Getenv("CONCORD_OPENAPI_DUMP")
 	for _, path := range openAPIDocuments {
 		body, err := dc.RESTClient().Get().AbsPath("/openapi/v3/" + path).Do(t.Context()).Raw()
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		if dump := os.Getenv("CONCORD_OPENAPI_DUMP"); dump != "" {
+		if dump != "" {
 			if err := os.WriteFile(filepath.Join(dump, strings.ReplaceAll(path, "/", "_")+".json"), body, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -96,6 +100,18 @@ func TestRecordOpenAPI(t *testing.T) {
 		if rec.Schemas[path], err = modelDigests(body); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
+	}
+	v2, err := dc.RESTClient().Get().AbsPath("/openapi/v2").SetHeader("Accept", "application/json").Do(t.Context()).Raw()
+	if err != nil {
+		t.Fatalf("/openapi/v2: %v", err)
+	}
+	if dump != "" {
+		if err := os.WriteFile(filepath.Join(dump, "v2.json"), v2, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rec.V2, err = v2Digests(v2, rec.Schemas); err != nil {
+		t.Fatal(err)
 	}
 	for _, args := range openAPIExplained {
 		rec.Explain = append(rec.Explain, explained{Args: args, Output: runKubectl(t, kubectl, p.Kubeconfig, append([]string{"explain"}, args...)...)})
@@ -131,6 +147,33 @@ func modelDigests(doc []byte) (map[string]string, error) {
 		}
 		sum := sha256.Sum256(b)
 		out[name] = hex.EncodeToString(sum[:])
+	}
+	return out, nil
+}
+
+// v2Digests returns the digests of the v2 document's definitions of the models the
+// v3 documents recorded have.
+func v2Digests(doc []byte, v3 map[string]map[string]string) (map[string]string, error) {
+	var d struct {
+		Definitions map[string]any `json:"definitions"`
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, models := range v3 {
+		for name := range models {
+			def, ok := d.Definitions[name]
+			if !ok {
+				continue
+			}
+			b, err := json.Marshal(def)
+			if err != nil {
+				return nil, err
+			}
+			sum := sha256.Sum256(b)
+			out[name] = hex.EncodeToString(sum[:])
+		}
 	}
 	return out, nil
 }
