@@ -40,7 +40,8 @@
 //
 // A version without a schema is an object preserving unknown fields (in v2, where kubectl
 // would flag every unlisted field, a bare object). OpenAPI v2 cannot say everything v3
-// can: nullable, anyOf, oneOf and not are dropped there as kube-apiserver drops them.
+// can: nullable, anyOf, oneOf and not are dropped there as kube-apiserver drops them,
+// and so are defaults, which kube-apiserver publishes in v3 only.
 //
 // # What it must not touch
 //
