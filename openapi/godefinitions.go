@@ -19,7 +19,6 @@ type goSource struct {
 	once       sync.Once
 	defsV2     map[string]common.OpenAPIDefinition
 	defsV3     map[string]common.OpenAPIDefinition
-	namer      *openapinamer.DefinitionNamer
 	extensions map[string]spec.Extensions // by model name, of the models the scheme knows
 }
 
@@ -34,10 +33,10 @@ func sourceOf(src *registry.GoDefinitions) *goSource {
 	g.once.Do(func() {
 		g.defsV2 = src.Definitions(refsV2.callback())
 		g.defsV3 = src.Definitions(refsV3.callback())
-		g.namer = openapinamer.NewDefinitionNamer(src.Scheme)
+		namer := openapinamer.NewDefinitionNamer(src.Scheme)
 		g.extensions = map[string]spec.Extensions{}
 		for name := range g.defsV3 {
-			if _, ext := g.namer.GetDefinitionName(name); ext != nil {
+			if _, ext := namer.GetDefinitionName(name); ext != nil {
 				g.extensions[name] = ext
 			}
 		}

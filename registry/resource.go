@@ -53,10 +53,10 @@ type Resource struct {
 	TypeConverter func() (managedfields.TypeConverter, error)
 	// GoDefinitions, if set, describe the resource's kinds as Go types (kube's generated
 	// OpenAPI definitions, for built-in resources): the published OpenAPI documents give
-	// a version whose kind and list kind they define those definitions, with their
-	// descriptions, defaults and extensions, in place of models derived from its schema.
-	// Resources share one GoDefinitions per origin: what is derived from it is cached
-	// per GoDefinitions.
+	// a version whose kind they define (and its list kind, if they define it) those
+	// definitions, with their descriptions, defaults and extensions, in place of models
+	// derived from its schema. Resources share one GoDefinitions per origin: what is
+	// derived from it is cached per GoDefinitions.
 	GoDefinitions *GoDefinitions
 	// Semantics, if set, are the resource's defaults, preparation and validation as
 	// Kubernetes' own packages define them (built-in resources, package
