@@ -45,6 +45,7 @@ func Configure(res *registry.Resource) error {
 		return fmt.Errorf("%w: stored in %s", ErrStorageVersion, res.StorageVersion)
 	}
 	res.TypeConverter = typeConverter
+	res.GoDefinitions = goDefinitions
 	res.Hooks = &registry.Hooks{
 		// As kube-aggregator's: its defaults (a Service's port 443), and no generation.
 		Default:      defaults,
@@ -84,6 +85,10 @@ func Configure(res *registry.Resource) error {
 var typeConverter = sync.OnceValues(func() (managedfields.TypeConverter, error) {
 	return openapi.GoTypeConverter(scheme, generatedopenapi.GetOpenAPIDefinitions, apiregistrationv1.APIService{}.OpenAPIModelName())
 })
+
+// goDefinitions describe APIServices as kube-apiserver publishes them in its OpenAPI
+// documents: kube-aggregator's generated definitions.
+var goDefinitions = &registry.GoDefinitions{Definitions: generatedopenapi.GetOpenAPIDefinitions, Scheme: scheme}
 
 // defaults applies kube-aggregator's defaults of v1 to obj. An object that does not
 // fit the v1 type is left as it is: validation refuses it.

@@ -90,6 +90,7 @@ func Resource(opts ...Option) *registry.Resource {
 		}},
 		StorageVersion: "v1",
 		TypeConverter:  typeConverter,
+		GoDefinitions:  goDefinitions,
 		Hooks: &registry.Hooks{
 			Default:          defaults,
 			PrepareForCreate: prepareForCreate,

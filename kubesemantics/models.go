@@ -5,12 +5,18 @@ import (
 	"sync"
 
 	"github.com/concordproject/concord/openapi"
+	"github.com/concordproject/concord/registry"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 )
+
+// goDefinitions describe every built-in kind as kube-apiserver publishes it in its
+// OpenAPI documents: kube's generated definitions, named after the Go types of kube's
+// scheme.
+var goDefinitions = &registry.GoDefinitions{Definitions: generatedopenapi.GetOpenAPIDefinitions, Scheme: legacyscheme.Scheme}
 
 // typeConverter is server-side apply's type converter of every built-in kind, built
 // from kube's generated OpenAPI definitions (pkg/generated/openapi), as kube-apiserver

@@ -74,6 +74,7 @@ func (s *Semantics) Configure(r *registry.Resource) bool {
 	r.TypeConverter = typeConverter
 	r.Semantics.ResetFields = resetFields[r.GroupResource()]
 	r.Shared = k.shared()
+	r.GoDefinitions = goDefinitions
 	if st.approval {
 		r.Semantics.Subresources = append(r.Semantics.Subresources, "approval")
 	}

@@ -85,10 +85,17 @@ func typeMetaProperty(p refPrefix, name string) spec.Schema {
 	return staticDefinitions(p)[typeMetaModel].Schema.Properties[name]
 }
 
-// definitionNamer returns the GetDefinitionName of a document serving gvs: model names are
-// used as they are, and the apimachinery kinds that travel in every group-version get the
-// group-version-kind extension clients index models by.
-func definitionNamer(gvs []schema.GroupVersion) func(string) (string, spec.Extensions) {
+// definitionNamer returns the GetDefinitionName of a document serving gvs from eps: model
+// names are used as they are, the apimachinery kinds that travel in every group-version
+// get the group-version-kind extension clients index models by, and the models of Go
+// types (registry.GoDefinitions) get theirs from their scheme, as kube-apiserver's do.
+func definitionNamer(gvs []schema.GroupVersion, eps []*endpoint) func(string) (string, spec.Extensions) {
+	var sources []*goSource
+	for _, ep := range eps {
+		if g := ep.models.source; g != nil && !slices.Contains(sources, g) {
+			sources = append(sources, g)
+		}
+	}
 	return func(name string) (string, spec.Extensions) {
 		var gvks []schema.GroupVersionKind
 		switch name {
@@ -102,10 +109,15 @@ func definitionNamer(gvs []schema.GroupVersion) func(string) (string, spec.Exten
 				gvks = append(gvks, gv.WithKind(kind))
 			}
 		}
-		if len(gvks) == 0 {
-			return name, nil
+		if len(gvks) > 0 {
+			return name, spec.Extensions{extGVK: gvkExtension(gvks...)}
 		}
-		return name, spec.Extensions{extGVK: gvkExtension(gvks...)}
+		for _, g := range sources {
+			if ext, ok := g.extensions[name]; ok {
+				return name, ext
+			}
+		}
+		return name, nil
 	}
 }
 
@@ -169,8 +181,12 @@ func (m modelSample) OpenAPIModelName() string { return string(m) }
 type models struct {
 	gvk, listGVK       schema.GroupVersionKind
 	kindName, listName string // model names
-	kindV2, listV2     spec.Schema
-	kindV3, listV3     spec.Schema
+	// source, if set, defines the kind model and, unless listV2 and listV3 are set,
+	// the list model (and those they refer to), as generated from Go types; kindV2
+	// and kindV3 are then unset.
+	source         *goSource
+	kindV2, listV2 spec.Schema
+	kindV3, listV3 spec.Schema
 
 	plural     string
 	namespaced bool
@@ -225,9 +241,23 @@ func buildModels(res *registry.Resource, v string) (*models, error) {
 		m.selectableFieldPaths = append(m.selectableFieldPaths, strings.TrimPrefix(f.JSONPath, "."))
 	}
 
-	compiled := res.Schema(v)
-	m.kindV2 = kindModel(m, compiled.OpenAPI(), refsV2)
-	m.kindV3 = kindModel(m, compiled.OpenAPI(), refsV3)
+	if res.GoDefinitions != nil {
+		g := sourceOf(res.GoDefinitions)
+		if kind, ok := g.modelOf(res.GoDefinitions, m.gvk); ok {
+			m.kindName, m.source = kind, g
+			if list, ok := g.modelOf(res.GoDefinitions, m.listGVK); ok {
+				m.listName = list
+				return m, nil
+			}
+		}
+	}
+	if m.source == nil {
+		compiled := res.Schema(v)
+		m.kindV2 = kindModel(m, compiled.OpenAPI(), refsV2)
+		m.kindV3 = kindModel(m, compiled.OpenAPI(), refsV3)
+	}
+	// A kind without a list kind of its own (core/v1 Binding) still has its list
+	// published, as Concord serves it.
 	m.listV2 = listModel(m, refsV2)
 	m.listV3 = listModel(m, refsV3)
 	return m, nil
@@ -382,9 +412,10 @@ func listModel(m *models, p refPrefix) spec.Schema {
 }
 
 // definitions returns the static definitions of style p plus the models of eps, for one
-// build. The kube-openapi builders write to the extensions of the definitions they use
-// (if only to delete from them): each definition gets its own extensions map, so that
-// builds may run concurrently over the shared models.
+// build: those derived from their schemas, or those of their Go types and what these
+// refer to, transitively. The kube-openapi builders write to the extensions of the
+// definitions they use (if only to delete from them): each definition gets its own
+// extensions map, so that builds may run concurrently over the shared models.
 func definitions(p refPrefix, eps []*endpoint) map[string]common.OpenAPIDefinition {
 	static := staticDefinitions(p)
 	defs := make(map[string]common.OpenAPIDefinition, len(static)+2*len(eps))
@@ -396,12 +427,22 @@ func definitions(p refPrefix, eps []*endpoint) map[string]common.OpenAPIDefiniti
 		add(name, def)
 	}
 	for _, ep := range eps {
-		kind, list := ep.models.kindV3, ep.models.listV3
+		m := ep.models
+		kind, list := m.kindV3, m.listV3
 		if p == refsV2 {
-			kind, list = ep.models.kindV2, ep.models.listV2
+			kind, list = m.kindV2, m.listV2
 		}
-		add(ep.models.kindName, common.OpenAPIDefinition{Schema: kind, Dependencies: []string{objectMetaModel}})
-		add(ep.models.listName, common.OpenAPIDefinition{Schema: list, Dependencies: []string{ep.models.kindName, listMetaModel}})
+		if m.source == nil {
+			add(m.kindName, common.OpenAPIDefinition{Schema: kind, Dependencies: []string{objectMetaModel}})
+		}
+		if list.Type != nil {
+			add(m.listName, common.OpenAPIDefinition{Schema: list, Dependencies: []string{m.kindName, listMetaModel}})
+		}
+	}
+	for _, ep := range eps {
+		if g := ep.models.source; g != nil {
+			addClosure(defs, g, p, ep.models.kindName, ep.models.listName)
+		}
 	}
 	return defs
 }

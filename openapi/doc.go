@@ -16,26 +16,39 @@
 //     changed, so that an answer is never older than the registry at the request; they
 //     are served with ETags (k8s.io/kube-openapi handler and handler3). A server whose
 //     documents nobody reads builds none: with 71 built-in resources a build is the
-//     larger part of a server's start-up CPU.
-//   - The document contents, modelled on kube-apiserver's for custom resources (the kube-openapi
-//     builders do the assembly): per served version of a resource, a model named after its
-//     Go type for built-in kinds (io.k8s.api.coordination.v1.Lease) and after the reversed
-//     group otherwise (com.example.stable.v1.CronTab), holding the version's schema with
-//     TypeMeta, a reference to ObjectMeta and x-kubernetes-group-version-kind; its list model;
-//     the apimachinery models they use (generated, from k8s.io/apiextensions-apiserver); and
+//     larger part of a server's start-up CPU (docs/benchmarks.md, "OpenAPI documents").
+//   - The document contents, modelled on kube-apiserver's (the kube-openapi builders do the
+//     assembly): per served version of a resource, its kind and list models; the
+//     apimachinery models they use (generated, from k8s.io/apiextensions-apiserver); and
 //     kube-apiserver's paths and operations for it (list, watch, create, update, patch,
 //     delete, deletecollection, status and scale), with their query parameters.
+//   - The models of a version whose kinds are Go types with generated definitions
+//     (registry.Resource.GoDefinitions: kube's, for the built-in resources configured by
+//     package kubesemantics, CustomResourceDefinitions and APIServices): those definitions
+//     and every model they refer to, transitively, once per document, named and given
+//     x-kubernetes-group-version-kind by the Go types' scheme, as kube-apiserver publishes
+//     them (descriptions, defaults, x-kubernetes-* extensions, required lists). In the
+//     v3 documents of their group-versions, DeleteOptions and WatchEvent name core/v1
+//     beside the document's group-version, as kube-apiserver's do.
+//   - The models of any other version, derived from its schema as kube-apiserver derives
+//     those of custom resources: a model named after its Go type for built-in kinds
+//     (io.k8s.api.coordination.v1.Lease) and after the reversed group otherwise
+//     (com.example.stable.v1.CronTab), holding the version's schema with TypeMeta, a
+//     reference to ObjectMeta and x-kubernetes-group-version-kind, and its list model.
 //   - TypeConverter: the structured-merge-diff types of a resource, over the same models, so
 //     that managed fields merge list-maps, sets and granular maps item by item.
 //
 // A version without a schema is an object preserving unknown fields (in v2, where kubectl
 // would flag every unlisted field, a bare object). OpenAPI v2 cannot say everything v3
-// can: nullable, anyOf, oneOf and not are dropped there as kube-apiserver drops them.
+// can: nullable, anyOf, oneOf and not are dropped there as kube-apiserver drops them,
+// and so are defaults, which kube-apiserver publishes in v3 only.
 //
 // # What it must not touch
 //
 // Resources are read, never changed; models and converters derived from a Resource are
-// cached on it (registry.Resource.Cached) and go with it. The package does not serve the
+// cached on it (registry.Resource.Cached) and go with it; what is derived from a
+// registry.GoDefinitions (its definitions, built once in each reference style) is
+// cached for the process, per GoDefinitions, and shared read-only by every build. The package does not serve the
 // REST API, validate objects (package schema does) or decide who may read the documents:
 // the caller mounts the handlers behind its authentication and authorization.
 //

@@ -254,6 +254,12 @@ func emptySwagger() *spec.Swagger {
 // buildV3 builds the OpenAPI v3 document of one group-version from its endpoints.
 func buildV3(eps []*endpoint) (*spec3.OpenAPI, error) {
 	gv := eps[0].models.gvk.GroupVersion()
+	gvs := []schema.GroupVersion{gv}
+	// As kube-apiserver's documents of built-in group-versions (those of Go types),
+	// DeleteOptions and WatchEvent name core/v1 beside the document's group-version.
+	if legacy := (schema.GroupVersion{Version: "v1"}); gv != legacy && slices.ContainsFunc(eps, func(ep *endpoint) bool { return ep.models.source != nil }) {
+		gvs = []schema.GroupVersion{legacy, gv}
+	}
 	containers := make([]common.RouteContainer, 0, len(eps))
 	for _, ep := range eps {
 		containers = append(containers, routes(ep.models))
@@ -262,7 +268,7 @@ func buildV3(eps []*endpoint) (*spec3.OpenAPI, error) {
 		Info:                           info,
 		CommonResponses:                map[int]*spec3.Response{http.StatusUnauthorized: {ResponseProps: spec3.ResponseProps{Description: "Unauthorized"}}},
 		GetOperationIDAndTagsFromRoute: operationIDAndTags,
-		GetDefinitionName:              definitionNamer([]schema.GroupVersion{gv}),
+		GetDefinitionName:              definitionNamer(gvs, eps),
 		Definitions:                    definitions(refsV3, eps),
 	})
 	if err != nil {
@@ -271,7 +277,8 @@ func buildV3(eps []*endpoint) (*spec3.OpenAPI, error) {
 	return doc, nil
 }
 
-// buildV2 builds the OpenAPI v2 document of every served group-version.
+// buildV2 builds the OpenAPI v2 document of every served group-version, without
+// defaults.
 func buildV2(groups map[string][]*endpoint) (*spec.Swagger, error) {
 	paths := make([]string, 0, len(groups))
 	for path := range groups {
@@ -299,11 +306,14 @@ func buildV2(groups map[string][]*endpoint) (*spec.Swagger, error) {
 		Info:                           info,
 		CommonResponses:                map[int]spec.Response{http.StatusUnauthorized: {ResponseProps: spec.ResponseProps{Description: "Unauthorized"}}},
 		GetOperationIDAndTagsFromRoute: operationIDAndTags,
-		GetDefinitionName:              definitionNamer(gvs),
+		GetDefinitionName:              definitionNamer(gvs, eps),
 		GetDefinitions:                 func(common.ReferenceCallback) map[string]common.OpenAPIDefinition { return defs },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the OpenAPI v2 document: %w", err)
 	}
+	// As kube-apiserver's v2 document, of built-in and custom resources alike, it has
+	// no defaults (they are the v3 documents'); the shared models are copied, not changed.
+	doc.Definitions = handler.PruneDefaults(doc.Definitions)
 	return doc, nil
 }

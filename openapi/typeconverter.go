@@ -68,7 +68,7 @@ func buildTypeConverter(res *registry.Resource) (managedfields.TypeConverter, er
 		names = append(names, scaleModel)
 	}
 	schemas, err := builder3.BuildOpenAPIDefinitionsForResources(&common.OpenAPIV3Config{
-		GetDefinitionName: definitionNamer(gvs),
+		GetDefinitionName: definitionNamer(gvs, eps),
 		Definitions:       definitions(refsV3, eps),
 	}, names...)
 	if err != nil {

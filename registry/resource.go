@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/kube-openapi/pkg/common"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -50,6 +51,13 @@ type Resource struct {
 	// generated OpenAPI definitions describe them (list-map keys, atomic structs), in
 	// place of those built from its schemas.
 	TypeConverter func() (managedfields.TypeConverter, error)
+	// GoDefinitions, if set, describe the resource's kinds as Go types (kube's generated
+	// OpenAPI definitions, for built-in resources): the published OpenAPI documents give
+	// a version whose kind they define (and its list kind, if they define it) those
+	// definitions, with their descriptions, defaults and extensions, in place of models
+	// derived from its schema. Resources share one GoDefinitions per origin: what is
+	// derived from it is cached per GoDefinitions.
+	GoDefinitions *GoDefinitions
 	// Semantics, if set, are the resource's defaults, preparation and validation as
 	// Kubernetes' own packages define them (built-in resources, package
 	// kubesemantics), in place of its schema's defaults and validation and of
@@ -113,6 +121,14 @@ type GarbageCollectionPolicy struct {
 	// the request asks otherwise (Kubernetes' legacy defaults, kept for the old
 	// clients of those versions).
 	OrphanByDefault []string
+}
+
+// GoDefinitions are the generated OpenAPI definitions of Go types (openapi-gen's
+// GetOpenAPIDefinitions) and the scheme that names their models after the Go types
+// (k8s.io/apiserver's definition namer) and gives their group-version-kinds.
+type GoDefinitions struct {
+	Definitions common.GetOpenAPIDefinitions
+	Scheme      *runtime.Scheme
 }
 
 // OwnerRef names the object that defines a resource.

@@ -138,6 +138,9 @@ func TestKubectl(t *testing.T) {
 	})
 	t.Run("explain", func(t *testing.T) {
 		contains(t, k.must(t, "", "explain", "leases.spec"), "holderIdentity")
+		// Built-in resources' fields are described as in kube's documents (all of
+		// kubectl explain's answers: TestKubectlOpenAPIAsKube).
+		contains(t, k.must(t, "", "explain", "deployments.spec.replicas"), "Number of desired pods.")
 	})
 	t.Run("cascade", func(t *testing.T) {
 		for _, cascade := range []string{"background", "foreground", "orphan"} {
