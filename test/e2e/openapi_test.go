@@ -33,8 +33,7 @@ type openAPIRecording struct {
 
 // Models the recorded documents have and Concord's need not: those only operations
 // Concord does not publish refer to (discovery's, serviceaccounts/token's,
-// pods/eviction's), and ComponentStatus (not one of kube's semantics' resources: its
-// models are derived from the catalog's schema).
+// pods/eviction's).
 var notPublished = map[string]bool{
 	"io.k8s.apimachinery.pkg.apis.meta.v1.APIResource":     true,
 	"io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList": true,
@@ -43,9 +42,6 @@ var notPublished = map[string]bool{
 	"io.k8s.api.authentication.v1.TokenRequestSpec":        true,
 	"io.k8s.api.authentication.v1.TokenRequestStatus":      true,
 	"io.k8s.api.policy.v1.Eviction":                        true,
-	"io.k8s.api.core.v1.ComponentCondition":                true,
-	"io.k8s.api.core.v1.ComponentStatus":                   true,
-	"io.k8s.api.core.v1.ComponentStatusList":               true,
 }
 
 // Models whose v2 definitions differ from kube-apiserver's by design: kube's name every
