@@ -139,6 +139,9 @@ func (s *Server) admitAction(ctx context.Context, r *http.Request, q *apiRequest
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a %s: %v", action.Kind.Kind, err))
 	}
 	obj.SetGroupVersionKind(action.Kind)
+	if action.NameMismatch != "" && obj.GetName() != q.info.Name {
+		return nil, apierrors.NewBadRequest(action.NameMismatch)
+	}
 	obj.SetName(q.info.Name)
 	obj.SetNamespace(q.info.Namespace)
 	if err := s.admitCreation(ctx, r, q, action.Kind, obj); err != nil {
