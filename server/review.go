@@ -108,6 +108,10 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, q *apiReque
 		respond.Error(w, r, err)
 		return
 	}
+	if err := checkActionName(q, action, data); err != nil {
+		respond.Error(w, r, err) // before the object is read, as kube checks it
+		return
+	}
 	obj, err := s.cfg.Store.Get(ctx, store.Ref{Resource: q.res, Version: q.res.StorageVersion, Namespace: q.info.Namespace, Name: q.info.Name}, metav1.GetOptions{})
 	if err != nil {
 		respond.Error(w, r, err)
@@ -130,6 +134,26 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, q *apiReque
 	respond.Object(w, r, http.StatusCreated, answer)
 }
 
+// checkActionName refuses, with the action's NameMismatch, a body (data, JSON) that
+// names another object than the URL.
+func checkActionName(q *apiRequest, action registry.Action, data []byte) error {
+	if action.NameMismatch == "" {
+		return nil
+	}
+	var body struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &body); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("the body is not a %s: %v", action.Kind.Kind, err))
+	}
+	if body.Metadata.Name != q.info.Name {
+		return apierrors.NewBadRequest(action.NameMismatch)
+	}
+	return nil
+}
+
 // admitAction runs admission on the creation of an action subresource's object
 // (data, JSON of the action's kind), as Kubernetes admits a TokenRequest: named and
 // namespaced as the URL says, then admitCreation. It returns the object as admitted.
@@ -139,9 +163,6 @@ func (s *Server) admitAction(ctx context.Context, r *http.Request, q *apiRequest
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a %s: %v", action.Kind.Kind, err))
 	}
 	obj.SetGroupVersionKind(action.Kind)
-	if action.NameMismatch != "" && obj.GetName() != q.info.Name {
-		return nil, apierrors.NewBadRequest(action.NameMismatch)
-	}
 	obj.SetName(q.info.Name)
 	obj.SetNamespace(q.info.Namespace)
 	if err := s.admitCreation(ctx, r, q, action.Kind, obj); err != nil {
