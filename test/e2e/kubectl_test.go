@@ -129,6 +129,27 @@ func TestKubectl(t *testing.T) {
 	t.Run("explain", func(t *testing.T) {
 		contains(t, k.must(t, "", "explain", "leases.spec"), "holderIdentity")
 	})
+	t.Run("logs and exec of a pending pod", func(t *testing.T) {
+		// No kubelet runs: kube-apiserver answers a Pod on no node with an empty log
+		// and refuses to stream to it; kubectl says what it said.
+		if out, err := k.run(t, "", "create", "serviceaccount", "default"); err != nil && !strings.Contains(out, "AlreadyExists") {
+			t.Fatalf("kubectl create serviceaccount default: %v\n%s", err, out)
+		}
+		k.must(t, "", "run", "pending", "--image=registry.k8s.io/pause:3.10")
+		if out := k2.must(t, "", "logs", "pending"); out != "" {
+			t.Errorf("kubectl logs of a pod on no node: %q, want nothing", out)
+		}
+		out, err := k2.run(t, "", "logs", "pending", "-c", "nope")
+		if err == nil || !strings.Contains(out, "container nope is not valid for pod pending") {
+			t.Errorf("kubectl logs of an unknown container: %v\n%s", err, out)
+		}
+		for _, args := range [][]string{{"exec", "pending", "--", "ls"}, {"exec", "-i", "pending", "--", "sh"}, {"attach", "pending"}} {
+			out, err := k.run(t, "", args...)
+			if err == nil || !strings.Contains(out, "Error from server (BadRequest): pod pending does not have a host assigned") {
+				t.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
+	})
 	t.Run("cascade", func(t *testing.T) {
 		for _, cascade := range []string{"background", "foreground", "orphan"} {
 			owner, dep := "owner-"+cascade, "dep-"+cascade
