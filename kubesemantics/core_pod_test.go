@@ -263,3 +263,21 @@ func TestNonConvertibleRCFields(t *testing.T) {
 	}
 	wantErrs(t, nonConvertible, fieldErr{invalid, "spec.selector"}, fieldErr{field.ErrorTypeNotFound, "spec.other"})
 }
+
+// Pods serve ephemeralcontainers and resize (under InPlacePodVerticalScaling, on at
+// 1.37), CertificateSigningRequests approval, through one mechanism: the resource's
+// Semantics list them for the server to route and discover.
+func TestSemanticSubresourcesListed(t *testing.T) {
+	for _, c := range []struct {
+		group, plural string
+		want          []string
+	}{
+		{"", "pods", []string{"ephemeralcontainers", "resize"}},
+		{"certificates.k8s.io", "certificatesigningrequests", []string{"approval"}},
+		{"", "configmaps", nil},
+	} {
+		if got := rigCatalog(t, nil, c.group, c.plural).r.Semantics.Subresources; !slices.Equal(got, c.want) {
+			t.Errorf("%s.%s: subresources %v, want %v", c.plural, c.group, got, c.want)
+		}
+	}
+}
