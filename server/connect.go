@@ -1,11 +1,13 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/server/respond"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // serveConnect answers a connect subresource's request (a Pod's log or exec): once
@@ -19,9 +21,9 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, q *apiRequ
 			Subresource: q.info.Subresource, Namespace: q.info.Namespace, Name: q.info.Name,
 			ResourceRequest: true, Path: r.URL.Path,
 		}
-		ok, reason := auth.Decide(r.Context(), s.cfg.Authorizer, attrs)
-		if !ok {
-			respond.Error(w, r, auth.Forbidden(attrs, reason))
+		if ok, reason := auth.Decide(r.Context(), s.cfg.Authorizer, attrs); !ok {
+			// kube words this check apart from its authorization filter's.
+			respond.Error(w, r, apierrors.NewForbidden(q.gr(), q.info.Name, errors.New(reason)))
 			return
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/concordproject/concord/harness"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,5 +174,53 @@ func TestPodEphemeralContainersAndResize(t *testing.T) {
 	if _, err := pods.Patch(ctx, "target", types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize"); !apierrors.IsInvalid(err) ||
 		!strings.Contains(err.Error(), "Pod QOS Class may not change as a result of resizing") {
 		t.Errorf("a resize that makes the pod BestEffort: %v, want kube's 422", err)
+	}
+}
+
+// TestPodExecNeedsCreate: exec through GET (kubectl's WebSocket) is authorized for
+// get on pods/exec by the server's filter, and then, as kube checks it, for create:
+// a user allowed only get is refused in kube's words, one allowed create reaches the
+// Pod (on no node: kube's 400).
+func TestPodExecNeedsCreate(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t, 1)
+	ctx := t.Context()
+	admin := c.Servers[0].Clientset(t)
+	namespace(t, admin, "exec", nil)
+	if _, err := admin.CoreV1().Pods("exec").Create(ctx, newPod("target", ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "exec"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"get"}}}}
+	if role, err := admin.RbacV1().Roles("exec").Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	} else if _, err := admin.RbacV1().RoleBindings("exec").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "exec"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "bob"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.Servers[0].Config()
+	cfg.Impersonate.UserName = "bob"
+	bob := kubernetes.NewForConfigOrDie(cfg)
+	exec := func() error {
+		return bob.CoreV1().RESTClient().Get().Namespace("exec").Resource("pods").Name("target").SubResource("exec").
+			Param("command", "ls").Param("stdout", "true").Do(ctx).Error()
+	}
+	// Until the role is seen, the filter refuses get; then kube's own check refuses
+	// create, with its bare reason.
+	waitFor(t, "bob's role", func() (bool, error) {
+		err := exec()
+		return err != nil && !strings.Contains(err.Error(), "cannot get"), nil
+	})
+	if err := exec(); !apierrors.IsForbidden(err) || err.Error() != `pods "target" is forbidden: ` {
+		t.Errorf("exec by a user allowed only get: %v, want kube's 403 for create", err)
+	}
+	role.Rules[0].Verbs = []string{"get", "create"}
+	if _, err := admin.RbacV1().Roles("exec").Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "bob's create", func() (bool, error) { return apierrors.IsBadRequest(exec()), nil })
+	if err := exec(); err == nil || !strings.Contains(err.Error(), "pod target does not have a host assigned") {
+		t.Errorf("exec by a user allowed create: %v, want kube's 400", err)
 	}
 }
