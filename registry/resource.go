@@ -158,12 +158,13 @@ type Semantics struct {
 	// its generation) and validates it. A non-nil error is not the object's fault.
 	Create func(ctx context.Context, version string, obj *Object) (field.ErrorList, error)
 	// Update prepares and validates obj, an update of old ("" subresource) or of its
-	// status ("status") or approval ("approval": a CertificateSigningRequest's), in
-	// place, as Create does.
+	// status ("status") or another of Subresources and Writes, in place, as Create
+	// does.
 	Update func(ctx context.Context, version, subresource string, obj, old *Object) (field.ErrorList, error)
 	// Subresources are the subresources Update writes besides status, each
 	// served with get, patch and update of the whole object (a
-	// CertificateSigningRequest's "approval"): the store keeps nothing of the stored
+	// CertificateSigningRequest's "approval", a Pod's "ephemeralcontainers" and
+	// "resize"): the store keeps nothing of the stored
 	// object for them but its system metadata; Update decides the rest.
 	Subresources []string
 	// Writes are subresources whose updates Update decides as those of
