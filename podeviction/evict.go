@@ -53,7 +53,7 @@ func (e *Evictor) ConfigurePods(res *registry.Resource) error {
 	if res.Hooks.Actions == nil {
 		res.Hooks.Actions = map[string]registry.Action{}
 	}
-	res.Hooks.Actions["eviction"] = registry.Action{Kind: evictionKind,
+	res.Hooks.Actions["eviction"] = registry.Action{Kind: evictionKind, Versions: []string{"v1beta1"},
 		NameMismatch: "name in URL does not match name in Eviction object",
 		Do: func(ctx context.Context, pod *unstructured.Unstructured, body []byte, dryRun bool) (runtime.Object, error) {
 			eviction := &policyv1.Eviction{}

@@ -296,6 +296,9 @@ func (a Allocation) Finish(ctx context.Context, written bool) {
 type Action struct {
 	// Kind is the kind of the request's body and of the answer.
 	Kind schema.GroupVersionKind
+	// Versions are other versions of Kind's group a body may be in (kube's
+	// Eviction: policy/v1beta1); a body of another kind or version is a 400.
+	Versions []string
 	// NameMismatch, if set, is the 400 answer to a body whose metadata.name is not
 	// the object's (kube's named subresources: an Eviction must name its Pod);
 	// otherwise the body is given the object's name.

@@ -126,6 +126,14 @@ func evictionCases(g podRig) []tcase {
 			return []step{g.create(n, ""), g.evict(n, n, "policy/v1beta1", "", nil), g.get(n, "")}
 		}},
 		{"missing-pod", true, func(n string) []step { return []step{g.evict(n, n, "policy/v1", "", nil)} }},
+		{"body-of-another-kind", true, func(n string) []step {
+			return []step{g.create(n, ""), {method: http.MethodPost, path: g.path(n, "eviction"), ctype: jsonType,
+				body: map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": n}}}, g.get(n, "")}
+		}},
+		{"body-without-kind", false, func(n string) []step {
+			return []step{g.create(n, ""), {method: http.MethodPost, path: g.path(n, "eviction"), ctype: jsonType,
+				body: map[string]any{"metadata": map[string]any{"name": n}}}, g.get(n, "")}
+		}},
 		{"name-mismatch", true, func(n string) []step {
 			return []step{g.create(n, ""), g.evict(n, "other", "policy/v1", "", nil), g.get(n, "")}
 		}},
