@@ -12,10 +12,13 @@
 //     read (404), its container chosen or checked (400: a name is needed among
 //     several, or names none of its containers), then its node: none assigned is an
 //     empty log (204) and a 400 for the streams; a node that does not exist, or has no
-//     address kube would use, is kube's 404 or 500; a stream that is no upgrade
-//     request is kube's 400. What remains is a connection to the node's kubelet:
-//     Concord dials it, and answers kube's 500 when it cannot be reached (the dial's
-//     error, as kube words it), else 503, for it proxies to no kubelet.
+//     address kube would use, is kube's 404 or 500. What remains is the node's
+//     kubelet: a WebSocket exec or attach (kubectl's) goes through kube's own
+//     translation to the kubelet's SPDY (k8s.io/apiserver's StreamTranslatorHandler),
+//     which answers an unreachable kubelet in the stream as kube does; any other
+//     stream must ask for an upgrade (kube's 400); a log or SPDY stream dials the
+//     kubelet and answers kube's 500 when it cannot be reached (the dial's error, as
+//     kube words it), else 503, for Concord proxies to no kubelet.
 //
 // # What it must not touch
 //

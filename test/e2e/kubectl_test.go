@@ -149,6 +149,21 @@ func TestKubectl(t *testing.T) {
 				t.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 			}
 		}
+		// A node whose kubelet does not listen: kube's answers, the WebSocket stream's
+		// from kube's own translation.
+		k.must(t, "apiVersion: v1\nkind: Node\nmetadata:\n  name: deaf\n", "apply", "-f", "-")
+		k.must(t, "", "patch", "node", "deaf", "--subresource=status", "--type=merge", "-p",
+			`{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"}],"daemonEndpoints":{"kubeletEndpoint":{"Port":1}}}}`)
+		k.must(t, "", "run", "placed", "--image=registry.k8s.io/pause:3.10", `--overrides={"spec":{"nodeName":"deaf"}}`)
+		refused := "dial tcp 127.0.0.1:1: connect: connection refused"
+		out, err = k2.run(t, "", "logs", "placed")
+		if err == nil || !strings.Contains(out, `Error from server: Get "https://127.0.0.1:1/containerLogs/default/placed/placed": `+refused) {
+			t.Errorf("kubectl logs of a pod on a deaf node: %v\n%s", err, out)
+		}
+		out, err = k.run(t, "", "exec", "placed", "--", "ls")
+		if err == nil || !strings.Contains(out, `error: Internal error occurred: error sending request: Post "https://127.0.0.1:1/exec/default/placed/placed?command=ls&error=1&output=1": `+refused) {
+			t.Errorf("kubectl exec into a pod on a deaf node: %v\n%s", err, out)
+		}
 	})
 	t.Run("cascade", func(t *testing.T) {
 		for _, cascade := range []string{"background", "foreground", "orphan"} {
