@@ -14,6 +14,8 @@ import (
 	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/podbinding"
+	"github.com/concordproject/concord/podconnect"
+	"github.com/concordproject/concord/podeviction"
 	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/rbac"
@@ -53,6 +55,10 @@ type Options struct {
 	// ComponentStatuses probes the components ComponentStatuses report (nil: tools
 	// that serve nothing).
 	ComponentStatuses *componentstatus.Prober
+	// Evictor evicts Pods through their eviction subresource, Connector answers
+	// their log, exec, attach and portforward subresources (nil: not served).
+	Evictor   *podeviction.Evictor
+	Connector *podconnect.Connector
 }
 
 // ErrMissing means the API catalog lacks a resource every server needs.
@@ -87,16 +93,38 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 	if opts.Services != nil {
 		table[service.GroupResource] = opts.Services.Configure
 	}
+	var pods []func(*registry.Resource) error
 	if opts.Binder != nil {
-		table[podbinding.Pods] = opts.Binder.ConfigurePods
+		pods = append(pods, opts.Binder.ConfigurePods)
 		table[podbinding.Bindings] = opts.Binder.ConfigureBindings
 	}
 	if opts.ComponentStatuses != nil {
 		table[componentstatus.GroupResource] = opts.ComponentStatuses.Configure
 	}
+	if opts.Evictor != nil {
+		pods = append(pods, opts.Evictor.ConfigurePods)
+	}
+	if opts.Connector != nil {
+		pods = append(pods, opts.Connector.ConfigurePods)
+	}
+	if len(pods) > 0 {
+		table[podbinding.Pods] = all(pods)
+	}
 	maps.Copy(table, reviewConfigurers(opts))
 	maps.Copy(table, admission.Configurers())
 	return table
+}
+
+// all configures a resource with each of configure in turn.
+func all(configure []func(*registry.Resource) error) func(*registry.Resource) error {
+	return func(res *registry.Resource) error {
+		for _, f := range configure {
+			if err := f(res); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // conditionalUpdatesOnly are the built-in resources whose updates must carry the

@@ -13,6 +13,8 @@ import (
 	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/podbinding"
+	"github.com/concordproject/concord/podconnect"
+	"github.com/concordproject/concord/podeviction"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
@@ -82,6 +84,8 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	builtins, err = builtin.Configure(builtins, builtin.Options{Services: svcs, Semantics: i.parts.semantics,
 		Binder:            podbinding.New(i.Registry, i.Store, i.parts.semantics),
 		ComponentStatuses: componentstatus.New(i.client, o.EtcdPrefix),
+		Evictor:           podeviction.New(i.Registry, i.Store),
+		Connector:         podconnect.New(i.Registry, i.Store, i.parts.semantics),
 		EventTTL:          o.EventTTL, Authorization: i.parts.authz, Authentication: i.parts.serving.authn, ServiceAccountTokens: tokens,
 		StorageVersions: storageversion.APIOptions{Publishers: i.storageVersionPublishers,
 			Unmaintained: !compat.Enabled(compatibility.StorageVersionAPI)},

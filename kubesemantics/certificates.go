@@ -82,15 +82,17 @@ var csrKind = kind[*certificates.CertificateSigningRequest]{
 	validateStatus: func(_ context.Context, csr, old *certificates.CertificateSigningRequest) field.ErrorList {
 		return certificatesvalidation.ValidateCertificateSigningRequestStatusUpdate(csr, old)
 	},
-	prepareApproval: func(_ context.Context, csr, old *certificates.CertificateSigningRequest) {
-		stampConditions(csr, old, metav1.NewTime(certificatesClock.Now()))
-		conditions := csr.Status.Conditions
-		csr.Spec, csr.Status = old.Spec, old.Status
-		csr.Status.Conditions = conditions
-	},
-	validateApproval: func(_ context.Context, csr, old *certificates.CertificateSigningRequest) field.ErrorList {
-		return certificatesvalidation.ValidateCertificateSigningRequestApprovalUpdate(csr, old)
-	},
+	subresources: map[string]subresource[*certificates.CertificateSigningRequest]{"approval": {
+		prepare: func(_ context.Context, csr, old *certificates.CertificateSigningRequest) {
+			stampConditions(csr, old, metav1.NewTime(certificatesClock.Now()))
+			conditions := csr.Status.Conditions
+			csr.Spec, csr.Status = old.Spec, old.Status
+			csr.Status.Conditions = conditions
+		},
+		validate: func(_ context.Context, csr, old *certificates.CertificateSigningRequest) field.ErrorList {
+			return certificatesvalidation.ValidateCertificateSigningRequestApprovalUpdate(csr, old)
+		},
+	}},
 }
 
 // recordRequester makes spec's username, uid, groups and extra those of the user

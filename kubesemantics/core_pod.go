@@ -21,16 +21,10 @@ import (
 	"k8s.io/kubernetes/pkg/features"
 )
 
-// The Pod subresources that write part of the spec: the ephemeral containers, and the
-// containers' resources (in-place resize).
-const (
-	ephemeralContainersSubresource = "ephemeralcontainers"
-	resizeSubresource              = "resize"
-)
-
-// corePodKinds are the strategies of Pods and ReplicationControllers. A Pod's update
-// through its ephemeralcontainers or resize subresource takes the main update's steps
-// with that subresource's rules (the steps read the subresource from the request).
+// corePodKinds are the strategies of Pods and ReplicationControllers. A Pod's
+// ephemeralcontainers and resize subresources (the latter under
+// InPlacePodVerticalScaling, as kube serves it) write its ephemeral containers and its
+// containers' resources.
 func corePodKinds() map[schema.GroupResource]strategy {
 	return map[schema.GroupResource]strategy{
 		{Resource: "pods"}: kind[*core.Pod]{
@@ -46,12 +40,24 @@ func corePodKinds() map[schema.GroupResource]strategy {
 				}
 				return append(out, pod.GetWarningsForPod(ctx, p, nil)...)
 			},
-			prepareUpdate:  preparePodUpdate,
-			validateUpdate: validatePodUpdate,
+			prepareUpdate: preparePodUpdate,
+			validateUpdate: func(_ context.Context, p, old *core.Pod) field.ErrorList {
+				return corevalidation.ValidatePodUpdate(p, old, podValidationOptions(p, old))
+			},
 			// No warnings on updates: Pods are written often, mostly by controllers.
 			prepareStatus: preparePodStatus,
 			validateStatus: func(_ context.Context, p, old *core.Pod) field.ErrorList {
 				return corevalidation.ValidatePodStatusUpdate(p, old, podValidationOptions(p, old))
+			},
+			subresources: map[string]subresource[*core.Pod]{
+				"ephemeralcontainers": {prepare: prepareEphemeralContainers,
+					validate: func(_ context.Context, p, old *core.Pod) field.ErrorList {
+						return corevalidation.ValidatePodEphemeralContainersUpdate(p, old, podValidationOptions(p, old))
+					}},
+				"resize": {prepare: prepareResize, gate: features.InPlacePodVerticalScaling,
+					validate: func(_ context.Context, p, old *core.Pod) field.ErrorList {
+						return corevalidation.ValidatePodResize(p, old, podValidationOptions(p, old))
+					}},
 			},
 		}.erase(),
 		{Resource: "replicationcontrollers"}: kind[*core.ReplicationController]{
@@ -231,43 +237,43 @@ func appArmorFieldsFromAnnotations(ctx context.Context, p *core.Pod) {
 	})
 }
 
-// preparePodUpdate readies an update of a Pod, or of its ephemeral containers or
-// resources through their subresources.
-func preparePodUpdate(ctx context.Context, p, old *core.Pod) {
-	switch requestSubresource(ctx) {
-	case ephemeralContainersSubresource:
-		onlyEphemeralContainers(p, old)
-	case resizeSubresource:
-		onlyResize(p, old)
-		if fixPodLevelResourceDefaults() {
-			keepPodLevelResources(p, old)
-			if p.Spec.Resources != nil {
-				pod.DefaultPodLevelResources(p)
-			}
-		}
-	default:
-		p.Status = old.Status
-		if fixPodLevelResourceDefaults() {
-			keepPodLevelResources(p, old)
+// preparePodUpdate readies an update of a Pod: its status kept, and its pod-level
+// resources when the update leaves them out.
+func preparePodUpdate(_ context.Context, p, old *core.Pod) {
+	p.Status = old.Status
+	if fixPodLevelResourceDefaults() {
+		keepPodLevelResources(p, old)
+	}
+	finishPodUpdate(p, old)
+}
+
+// prepareEphemeralContainers readies an update through the ephemeralcontainers
+// subresource: nothing but the ephemeral containers changes.
+func prepareEphemeralContainers(_ context.Context, p, old *core.Pod) {
+	onlyEphemeralContainers(p, old)
+	finishPodUpdate(p, old)
+}
+
+// prepareResize readies an update through the resize subresource: nothing but the
+// resources changes, and pod-level resources are kept and defaulted.
+func prepareResize(_ context.Context, p, old *core.Pod) {
+	onlyResize(p, old)
+	if fixPodLevelResourceDefaults() {
+		keepPodLevelResources(p, old)
+		if p.Spec.Resources != nil {
+			pod.DefaultPodLevelResources(p)
 		}
 	}
+	finishPodUpdate(p, old)
+}
+
+// finishPodUpdate drops the fields of gates that are off and bumps the generation of
+// a changed spec, the last steps of every update of a Pod's spec.
+func finishPodUpdate(p, old *core.Pod) {
 	pod.DropDisabledPodFields(p, old)
 	if !apiequality.Semantic.DeepEqual(p.Spec, old.Spec) {
 		p.Generation++
 	}
-}
-
-// validatePodUpdate validates an update of a Pod, or of its ephemeral containers or
-// resources through their subresources.
-func validatePodUpdate(ctx context.Context, p, old *core.Pod) field.ErrorList {
-	opts := podValidationOptions(p, old)
-	switch requestSubresource(ctx) {
-	case ephemeralContainersSubresource:
-		return corevalidation.ValidatePodEphemeralContainersUpdate(p, old, opts)
-	case resizeSubresource:
-		return corevalidation.ValidatePodResize(p, old, opts)
-	}
-	return corevalidation.ValidatePodUpdate(p, old, opts)
 }
 
 // fixPodLevelResourceDefaults reports whether updates keep and default pod-level

@@ -97,7 +97,7 @@ func TestPodSubresources(t *testing.T) {
 	limits := map[string]any{"requests": map[string]any{"cpu": "100m"}, "limits": map[string]any{"cpu": "200m"}}
 	p := coreMustCreate(t, r, "v1", map[string]any{"metadata": meta("p", "ns"), "spec": podSpec(container("c", "nginx", limits))})
 	debug := map[string]any{"name": "debug", "image": "busybox"}
-	res := coreUpdate(t, r, "v1", ephemeralContainersSubresource, edit(p, func(o map[string]any) {
+	res := coreUpdate(t, r, "v1", "ephemeralcontainers", edit(p, func(o map[string]any) {
 		o["spec"].(map[string]any)["ephemeralContainers"] = []any{debug}
 		o["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"] = "nginx:2"
 		o["metadata"].(map[string]any)["labels"] = map[string]any{"a": "b"}
@@ -106,12 +106,12 @@ func TestPodSubresources(t *testing.T) {
 		containerAt(t, res.obj, 0)["image"] != "nginx" || len(res.obj.GetLabels()) != 0 || res.obj.GetGeneration() != 2 {
 		t.Errorf("ephemeral containers: %v, %v", res.errs, res.obj.Object)
 	}
-	res = coreUpdate(t, r, "v1", ephemeralContainersSubresource, edit(p, func(o map[string]any) {
+	res = coreUpdate(t, r, "v1", "ephemeralcontainers", edit(p, func(o map[string]any) {
 		o["spec"].(map[string]any)["ephemeralContainers"] = []any{map[string]any{"name": "debug"}}
 	}), p)
 	wantErrs(t, res.errs, fieldErr{required, "spec.ephemeralContainers[0].image"})
 
-	res = coreUpdate(t, r, "v1", resizeSubresource, edit(p, func(o map[string]any) {
+	res = coreUpdate(t, r, "v1", "resize", edit(p, func(o map[string]any) {
 		c := o["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
 		c["resources"] = map[string]any{"requests": map[string]any{"cpu": "150m"}, "limits": map[string]any{"cpu": "200m"}}
 		c["image"] = "nginx:2"
@@ -120,7 +120,7 @@ func TestPodSubresources(t *testing.T) {
 	if len(res.errs) > 0 || c["image"] != "nginx" || c["resources"].(map[string]any)["requests"].(map[string]any)["cpu"] != "150m" || res.obj.GetGeneration() != 2 {
 		t.Errorf("a resize: %v, %v", res.errs, c)
 	}
-	res = coreUpdate(t, r, "v1", resizeSubresource, edit(p, func(o map[string]any) {
+	res = coreUpdate(t, r, "v1", "resize", edit(p, func(o map[string]any) {
 		c := o["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
 		c["resources"] = map[string]any{}
 	}), p)
@@ -262,4 +262,22 @@ func TestNonConvertibleRCFields(t *testing.T) {
 		}
 	}
 	wantErrs(t, nonConvertible, fieldErr{invalid, "spec.selector"}, fieldErr{field.ErrorTypeNotFound, "spec.other"})
+}
+
+// Pods serve ephemeralcontainers and resize (under InPlacePodVerticalScaling, on at
+// 1.37), CertificateSigningRequests approval, through one mechanism: the resource's
+// Semantics list them for the server to route and discover.
+func TestSemanticSubresourcesListed(t *testing.T) {
+	for _, c := range []struct {
+		group, plural string
+		want          []string
+	}{
+		{"", "pods", []string{"ephemeralcontainers", "resize"}},
+		{"certificates.k8s.io", "certificatesigningrequests", []string{"approval"}},
+		{"", "configmaps", nil},
+	} {
+		if got := rigCatalog(t, nil, c.group, c.plural).r.Semantics.Subresources; !slices.Equal(got, c.want) {
+			t.Errorf("%s.%s: subresources %v, want %v", c.plural, c.group, got, c.want)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package kubesemantics
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/concordproject/concord/auth"
@@ -75,9 +76,7 @@ func (s *Semantics) Configure(r *registry.Resource) bool {
 	r.Semantics.ResetFields = resetFields[r.GroupResource()]
 	r.Shared = k.shared()
 	r.GoDefinitions = goDefinitions
-	if st.approval {
-		r.Semantics.Subresources = append(r.Semantics.Subresources, "approval")
-	}
+	r.Semantics.Subresources = s.subresources(st)
 	if st.binding {
 		r.Semantics.Writes = []string{"binding"}
 	}
@@ -92,6 +91,18 @@ func (s *Semantics) Configure(r *registry.Resource) bool {
 		r.Semantics.Table = k.table
 	}
 	return true
+}
+
+// subresources are the names of st's subresources the server's gates serve, sorted.
+func (s *Semantics) subresources(st *strategy) []string {
+	var out []string
+	for name, sub := range st.subresources {
+		if sub.gate == "" || s.gates.gate.Enabled(sub.gate) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // typedResource runs one resource's objects through kube's types.
@@ -162,8 +173,8 @@ func validateCreate(ctx context.Context, obj runtime.Object, strat *adapter) fie
 	return strat.ValidateDeclaratively(ctx, obj, nil, errs, operation.Create, strat.DeclarativeValidationConfig(ctx, obj, nil))
 }
 
-// update prepares and validates obj, an update of old or of its status or approval
-// subresource, as kube-apiserver's update handler does (rest.BeforeUpdate, but for
+// update prepares and validates obj, an update of old or of its status or another
+// subresource of its strategy, as kube-apiserver's update handler does (rest.BeforeUpdate, but for
 // the metadata Concord's store carries over itself).
 func (k *typedResource) update(ctx context.Context, version, subresource string, obj, old *registry.Object) (field.ErrorList, error) {
 	ext, err := k.external(version, obj)

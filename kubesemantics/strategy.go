@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 )
 
@@ -32,10 +33,10 @@ type kind[T runtime.Object] struct {
 	prepareStatus  func(ctx context.Context, obj, old T)
 	validateStatus func(ctx context.Context, obj, old T) field.ErrorList
 	warnStatus     func(ctx context.Context, obj, old T) []string
-	// prepareApproval and validateApproval are the approval subresource's update
-	// (CertificateSigningRequests').
-	prepareApproval  func(ctx context.Context, obj, old T)
-	validateApproval func(ctx context.Context, obj, old T) field.ErrorList
+	// subresources are the updates of the whole object through subresources that
+	// write part of it (a CertificateSigningRequest's approval, a Pod's ephemeral
+	// containers and resize), by name.
+	subresources map[string]subresource[T]
 	// canonicalize puts a valid object in its canonical form.
 	canonicalize func(obj T)
 	// declarative gives declarative validation, which every kube strategy runs, its
@@ -51,6 +52,18 @@ type kind[T runtime.Object] struct {
 	binding bool
 }
 
+// subresource is the update of an object through one subresource that writes part of
+// it, served as get, patch and update of the whole object: the steps of kube's
+// strategy for it, which warns of nothing.
+type subresource[T runtime.Object] struct {
+	// prepare keeps of obj what the subresource writes, the rest from old.
+	prepare func(ctx context.Context, obj, old T)
+	// validate checks the update.
+	validate func(ctx context.Context, obj, old T) field.ErrorList
+	// gate, if set, is the feature gate under which kube serves the subresource.
+	gate featuregate.Feature
+}
+
 // strategy is a kind with its type erased, as the registry's table holds it.
 type strategy struct {
 	prepareCreate                  func(ctx context.Context, obj runtime.Object)
@@ -59,11 +72,8 @@ type strategy struct {
 	warnCreate                     func(ctx context.Context, obj runtime.Object) []string
 	prepareUpdate, prepareStatus   func(ctx context.Context, obj, old runtime.Object)
 	validateUpdate, validateStatus func(ctx context.Context, obj, old runtime.Object) field.ErrorList
-	prepareApproval                func(ctx context.Context, obj, old runtime.Object)
-	validateApproval               func(ctx context.Context, obj, old runtime.Object) field.ErrorList
-	// approval is set when the kind has an approval subresource (its
-	// prepareApproval).
-	approval bool
+	// subresources are the kind's, their types erased.
+	subresources map[string]subresource[runtime.Object]
 	// review and binding are the kind's.
 	review, binding        bool
 	warnUpdate, warnStatus func(ctx context.Context, obj, old runtime.Object) []string
@@ -79,19 +89,17 @@ func (k kind[T]) erase() strategy {
 				k.canonicalize(obj.(T))
 			}
 		},
-		validate:         errs1(k.validate),
-		warnCreate:       warn1(k.warnCreate),
-		prepareUpdate:    with2(k.prepareUpdate),
-		prepareStatus:    with2(k.prepareStatus),
-		validateUpdate:   errs2(k.validateUpdate),
-		validateStatus:   errs2(k.validateStatus),
-		prepareApproval:  with2(k.prepareApproval),
-		validateApproval: errs2(k.validateApproval),
-		approval:         k.prepareApproval != nil,
-		review:           k.review,
-		binding:          k.binding,
-		warnUpdate:       warn2(k.warnUpdate),
-		warnStatus:       warn2(k.warnStatus),
+		validate:       errs1(k.validate),
+		warnCreate:     warn1(k.warnCreate),
+		prepareUpdate:  with2(k.prepareUpdate),
+		prepareStatus:  with2(k.prepareStatus),
+		validateUpdate: errs2(k.validateUpdate),
+		validateStatus: errs2(k.validateStatus),
+		subresources:   eraseSubresources(k.subresources),
+		review:         k.review,
+		binding:        k.binding,
+		warnUpdate:     warn2(k.warnUpdate),
+		warnStatus:     warn2(k.warnStatus),
 		declarative: func(ctx context.Context, obj, old runtime.Object) rest.DeclarativeValidationConfig {
 			if k.declarative == nil {
 				return rest.DeclarativeValidationConfig{}
@@ -100,6 +108,18 @@ func (k kind[T]) erase() strategy {
 			return k.declarative(ctx, obj.(T), o)
 		},
 	}
+}
+
+// eraseSubresources returns subs with their types erased.
+func eraseSubresources[T runtime.Object](subs map[string]subresource[T]) map[string]subresource[runtime.Object] {
+	if len(subs) == 0 {
+		return nil
+	}
+	out := make(map[string]subresource[runtime.Object], len(subs))
+	for name, sub := range subs {
+		out[name] = subresource[runtime.Object]{prepare: with2(sub.prepare), validate: errs2(sub.validate), gate: sub.gate}
+	}
+	return out
 }
 
 func with1[T runtime.Object](f func(context.Context, T)) func(context.Context, runtime.Object) {
@@ -163,7 +183,7 @@ type adapter struct {
 	names.NameGenerator
 	s           *strategy
 	namespaced  bool
-	subresource string // of an update: "", "status" or "approval"
+	subresource string // of an update: "", "status" or one of the strategy's subresources
 }
 
 func newAdapter(s *strategy, namespaced bool, subresource string) *adapter {
@@ -192,33 +212,33 @@ func (a *adapter) WarningsOnCreate(ctx context.Context, obj runtime.Object) []st
 }
 
 func (a *adapter) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
-	switch a.subresource {
-	case "status":
-		a.s.prepareStatus(ctx, obj, old)
-	case "approval":
-		a.s.prepareApproval(ctx, obj, old)
-	default:
-		a.s.prepareUpdate(ctx, obj, old)
+	if sub, ok := a.s.subresources[a.subresource]; ok {
+		sub.prepare(ctx, obj, old)
+		return
 	}
+	if a.subresource == "status" {
+		a.s.prepareStatus(ctx, obj, old)
+		return
+	}
+	a.s.prepareUpdate(ctx, obj, old)
 }
 
 func (a *adapter) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	switch a.subresource {
-	case "status":
-		return a.s.validateStatus(ctx, obj, old)
-	case "approval":
-		return a.s.validateApproval(ctx, obj, old)
-	default:
-		return a.s.validateUpdate(ctx, obj, old)
+	if sub, ok := a.s.subresources[a.subresource]; ok {
+		return sub.validate(ctx, obj, old)
 	}
+	if a.subresource == "status" {
+		return a.s.validateStatus(ctx, obj, old)
+	}
+	return a.s.validateUpdate(ctx, obj, old)
 }
 
 func (a *adapter) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
-	switch a.subresource {
-	case "status":
-		return a.s.warnStatus(ctx, obj, old)
-	case "approval":
+	if _, ok := a.s.subresources[a.subresource]; ok {
 		return nil
+	}
+	if a.subresource == "status" {
+		return a.s.warnStatus(ctx, obj, old)
 	}
 	return a.s.warnUpdate(ctx, obj, old)
 }

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -176,12 +177,13 @@ type Semantics struct {
 	// its generation) and validates it. A non-nil error is not the object's fault.
 	Create func(ctx context.Context, version string, obj *Object) (field.ErrorList, error)
 	// Update prepares and validates obj, an update of old ("" subresource) or of its
-	// status ("status") or approval ("approval": a CertificateSigningRequest's), in
-	// place, as Create does.
+	// status ("status") or another of Subresources and Writes, in place, as Create
+	// does.
 	Update func(ctx context.Context, version, subresource string, obj, old *Object) (field.ErrorList, error)
 	// Subresources are the subresources Update writes besides status, each
 	// served with get, patch and update of the whole object (a
-	// CertificateSigningRequest's "approval"): the store keeps nothing of the stored
+	// CertificateSigningRequest's "approval", a Pod's "ephemeralcontainers" and
+	// "resize"): the store keeps nothing of the stored
 	// object for them but its system metadata; Update decides the rest.
 	Subresources []string
 	// Writes are subresources whose updates Update decides as those of
@@ -278,6 +280,9 @@ type Hooks struct {
 	// ServiceAccount's token; a Pod's binding, which writes the Pod), by subresource
 	// name.
 	Actions map[string]Action
+	// Connects are subresources that connect a client to what their object leads
+	// to (a Pod's log, exec, attach, portforward and proxy), by subresource name.
+	Connects map[string]Connect
 	// AdmitDelete may refuse the deletion of obj (as stored) before anything is
 	// written (a system namespace, a system PriorityClass); the error, a StatusError,
 	// goes to the client as is.
@@ -316,10 +321,59 @@ func (a Allocation) Finish(ctx context.Context, written bool) {
 type Action struct {
 	// Kind is the kind of the request's body and of the answer.
 	Kind schema.GroupVersionKind
+	// Versions are other versions of Kind's group a body may be in (kube's
+	// Eviction: policy/v1beta1); a body of another kind or version is a 400.
+	Versions []string
+	// NameMismatch, if set, is the 400 answer to a body whose metadata.name is not
+	// the object's (kube's named subresources: an Eviction must name its Pod);
+	// otherwise the body is given the object's name.
+	NameMismatch string
 	// Do answers body (JSON) for obj, the object as stored, read for the request;
 	// an error, a StatusError, goes to the client as is. With dryRun it writes
 	// nothing.
 	Do func(ctx context.Context, obj *unstructured.Unstructured, body []byte, dryRun bool) (runtime.Object, error)
+}
+
+// Connect is a subresource that connects a client to what its object leads to, as
+// kube's connect handlers do: the request's options are its query, it has no body of
+// the resource's, and Serve answers it, for the object the URL names, on the methods
+// Methods (GET is verb get, POST create, PUT update, PATCH patch, DELETE delete).
+type Connect struct {
+	// Kind is the kind discovery names for it (its options' kind).
+	Kind schema.GroupVersionKind
+	// Methods are the HTTP methods it serves.
+	Methods []string
+	// Verb, if set, is a verb the caller must also be allowed on the subresource,
+	// whatever the method (kube's exec, attach and portforward need create).
+	Verb string
+	// Serve answers r for the object name (as the URL spells it) in namespace; an
+	// error, a StatusError, goes to the client as is, if Serve wrote nothing.
+	Serve func(w http.ResponseWriter, r *http.Request, namespace, name string) error
+}
+
+// connectVerbs are the verbs of the HTTP methods a Connect serves.
+var connectVerbs = map[string]string{http.MethodGet: "get", http.MethodPost: "create", http.MethodPut: "update",
+	http.MethodPatch: "patch", http.MethodDelete: "delete"}
+
+// Verbs returns the verbs of c's methods, sorted.
+func (c Connect) Verbs() []string {
+	var out []string
+	for _, m := range c.Methods {
+		if v, ok := connectVerbs[m]; ok {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Connect returns the connect subresource named name, and false if r has none.
+func (r *Resource) Connect(name string) (Connect, bool) {
+	if r.Hooks == nil {
+		return Connect{}, false
+	}
+	c, ok := r.Hooks.Connects[name]
+	return c, ok
 }
 
 // Action returns the action subresource named name, and false if r has none.
@@ -387,6 +441,9 @@ func (r *Resource) ServedVerbs(subresource string) []string {
 	}
 	if v, ok := r.SubresourceVerbs[subresource]; ok {
 		return v
+	}
+	if c, ok := r.Connect(subresource); ok {
+		return c.Verbs()
 	}
 	switch _, action := r.Action(subresource); {
 	case action:

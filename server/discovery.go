@@ -30,8 +30,9 @@ type subresource struct {
 	kind metav1.GroupVersionKind
 }
 
-// subresources returns the subresources res serves at version: status, scale, a
-// namespace's finalize, then its actions, sorted.
+// subresources returns the subresources res serves at version: a namespace's
+// finalize, status, scale, its semantics' subresources, then its actions and connect
+// subresources, sorted.
 func subresources(res *registry.Resource, version string) []subresource {
 	v := res.ServedVersion(version)
 	own := metav1.GroupVersionKind{Group: res.Group, Version: version, Kind: res.Names.Kind}
@@ -50,11 +51,17 @@ func subresources(res *registry.Resource, version string) []subresource {
 			out = append(out, subresource{name: name, kind: own})
 		}
 	}
+	var served []subresource
 	for _, name := range actionNames(res) {
 		a, _ := res.Action(name)
-		out = append(out, subresource{name: name, kind: metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind}})
+		served = append(served, subresource{name: name, kind: metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind}})
 	}
-	return out
+	for _, name := range connectNames(res) {
+		c, _ := res.Connect(name)
+		served = append(served, subresource{name: name, kind: metav1.GroupVersionKind{Group: c.Kind.Group, Version: c.Kind.Version, Kind: c.Kind.Kind}})
+	}
+	slices.SortFunc(served, func(a, b subresource) int { return strings.Compare(a.name, b.name) })
+	return append(out, served...)
 }
 
 // serveDiscovery answers /api, /api/v1, /apis, /apis/<group> and
@@ -224,6 +231,14 @@ func actionNames(res *registry.Resource) []string {
 		return nil
 	}
 	return slices.Sorted(maps.Keys(res.Hooks.Actions))
+}
+
+// connectNames returns the names of res's connect subresources, sorted.
+func connectNames(res *registry.Resource) []string {
+	if res.Hooks == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(res.Hooks.Connects))
 }
 
 // wantsAggregated reports whether Accept asks for aggregated discovery first among

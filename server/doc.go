@@ -4,7 +4,8 @@
 // discovery (legacy and aggregated), the REST verbs of every resource in the registry
 // (one file per verb: get.go, list.go, watch.go, create.go, update.go, patch.go,
 // delete.go), the storage-migration rewrite, tables, partial object metadata, the
-// status and scale subresources, /version and /metrics. Subpackages: request (what a
+// status and scale subresources, the subresources resources define (actions, connect
+// subresources, their semantics' own), /version and /metrics. Subpackages: request (what a
 // request's method and URL say), respond (negotiated answers and errors), filters.
 //
 // It serves whatever the registry holds at the time of each request, so resources

@@ -21,7 +21,8 @@ type apiRequest struct {
 	info    *request.Info
 	res     *registry.Resource
 	version *registry.Version
-	// subresource is "", "status", "scale", "finalize" or an action's name.
+	// subresource is "", "status", "scale", "finalize", or the name of an action, a
+	// connect subresource or one of the resource's semantics.
 	subresource string
 	out         respond.Negotiation
 }
@@ -63,6 +64,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	if action, ok := q.res.Action(q.subresource); ok {
 		s.serveAction(w, r, q, action)
+		return
+	}
+	if c, ok := q.res.Connect(q.subresource); ok {
+		s.serveConnect(w, r, q, c)
 		return
 	}
 	switch {
@@ -132,7 +137,9 @@ func (s *Server) route(r *http.Request, info *request.Info) (*apiRequest, error)
 		}
 		q.subresource = "finalize"
 	default:
-		if _, ok := res.Action(info.Subresource); !ok && !res.SemanticSubresource(info.Subresource) {
+		_, action := res.Action(info.Subresource)
+		_, connect := res.Connect(info.Subresource)
+		if !action && !connect && !res.SemanticSubresource(info.Subresource) {
 			return nil, notFoundPath(info)
 		}
 		q.subresource = info.Subresource
@@ -203,6 +210,7 @@ func methodNotAllowed() error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed, Reason: metav1.StatusReasonMethodNotAllowed,
 		Message: "the server does not allow this method on the requested resource",
+		Details: &metav1.StatusDetails{}, // kube's router answers empty details
 	}}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
@@ -108,6 +109,10 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, q *apiReque
 		respond.Error(w, r, err)
 		return
 	}
+	if err := checkActionBody(q, action, data); err != nil {
+		respond.Error(w, r, err) // before the object is read, as kube checks it
+		return
+	}
 	obj, err := s.cfg.Store.Get(ctx, store.Ref{Resource: q.res, Version: q.res.StorageVersion, Namespace: q.info.Namespace, Name: q.info.Name}, metav1.GetOptions{})
 	if err != nil {
 		respond.Error(w, r, err)
@@ -128,6 +133,49 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, q *apiReque
 		return
 	}
 	respond.Object(w, r, http.StatusCreated, answer)
+}
+
+// checkActionBody refuses, before the object is read, as kube decodes it first, a body
+// (data, JSON) of another kind than the action's, or in a version it does not take
+// (400), and, with the action's NameMismatch, one that names another object than the
+// URL.
+func checkActionBody(q *apiRequest, action registry.Action, data []byte) error {
+	var body struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &body); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("the body is not a %s: %v", action.Kind.Kind, err))
+	}
+	if err := checkActionKind(action, body.APIVersion, body.Kind); err != nil {
+		return err
+	}
+	if action.NameMismatch != "" && body.Metadata.Name != q.info.Name {
+		return apierrors.NewBadRequest(action.NameMismatch)
+	}
+	return nil
+}
+
+// checkActionKind refuses a body of apiVersion and kind (either may be empty: the
+// action's) that the action does not take.
+func checkActionKind(action registry.Action, apiVersion, kind string) error {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	if kind == "" {
+		kind = action.Kind.Kind
+	}
+	if apiVersion == "" {
+		gv = action.Kind.GroupVersion()
+	}
+	if kind == action.Kind.Kind && gv.Group == action.Kind.Group && (gv.Version == action.Kind.Version || slices.Contains(action.Versions, gv.Version)) {
+		return nil
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s", kind, gv.Version, action.Kind.Kind))
 }
 
 // admitAction runs admission on the creation of an action subresource's object

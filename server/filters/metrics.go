@@ -1,6 +1,8 @@
 package filters
 
 import (
+	"bufio"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -71,6 +73,15 @@ func (r *statusRecorder) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// Hijack hands the connection over (a protocol upgrade: kube's WebSocket streams to
+// a Pod): the answer is 101 Switching Protocols.
+func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if r.code == 0 {
+		r.code = http.StatusSwitchingProtocols
+	}
+	return http.NewResponseController(r.ResponseWriter).Hijack()
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer.

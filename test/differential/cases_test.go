@@ -237,6 +237,9 @@ func seedCases(s seed) []tcase {
 	if s.res.verbs == full {
 		out = append(out, changeCases(s, base)...)
 	}
+	if s.res.name == "certificatesigningrequests" {
+		out = append(out, approvalCases(s, base)...)
+	}
 	for i := range out {
 		addCleanup(&out[i], s.res)
 	}
@@ -313,13 +316,15 @@ func addCleanup(c *tcase, res resource) {
 }
 
 // specialCases are the cases of the resources no seed fits: bindings (of a pod the
-// case creates first) and componentstatuses (read only).
+// case creates first), componentstatuses (read only) and Pods' subresources.
 func specialCases() []tcase {
 	var out []tcase
 	for _, r := range resources {
 		switch r.name {
 		case "bindings":
 			out = append(out, bindingCases(r)...)
+		case "pods":
+			out = append(out, podSubresourceCases(r)...)
 		case "componentstatuses":
 			base := r.id() + "/reads/"
 			for _, n := range []string{"etcd-0", "scheduler", "controller-manager", "nosuch"} {

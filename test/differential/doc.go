@@ -24,7 +24,12 @@
 //     transitions first (selectors, a Service's clusterIP and type, a Job's
 //     template, a claim's storageClassName, roleRef, ...).
 //
-// Bindings and componentstatuses have cases of their own. Every case works on
+// Bindings and componentstatuses have cases of their own, and so have the
+// subresources that act rather than store (subresources_test.go): a Pod's eviction
+// (Pending Pods, PodDisruptionBudgets that allow it or not, dry runs, bad delete
+// options), ephemeralcontainers and resize (valid and refused), log, exec, attach and
+// portforward (on no node, a missing node, one without addresses, one whose kubelet
+// does not listen), and a CertificateSigningRequest's approval. Every case works on
 // objects of its own (names derived from the case id) in the namespace of its
 // resource, whose default ServiceAccount the suite creates first (no controller
 // manager runs beside either server). Cases of kinds that act on other requests

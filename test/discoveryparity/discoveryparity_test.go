@@ -33,14 +33,8 @@ var own = []discoveryparity.Own{
 // built-in resources from the API catalog, as data), and storage version hashes where
 // Concord stores otherwise. Every one must happen: remove it when it no longer does.
 var known = slices.Concat(
-	each("v1", "subresources", "streams to a container through its node's kubelet; Concord runs no kubelet and streams to none",
-		"pods/attach", "pods/exec", "pods/portforward"),
-	each("v1", "subresources", "reads a container's log from its node's kubelet; Concord runs no kubelet",
-		"pods/log"),
 	each("v1", "subresources", "proxies the request to the pod, node or service; Concord proxies to no kubelet or endpoint yet",
 		"pods/proxy", "nodes/proxy", "services/proxy"),
-	each("v1", "subresources", "changes a pod by kube's rules (eviction checks PodDisruptionBudgets, then deletes; the others update parts of the spec): server work beyond the catalog, with kubesemantics' pod strategies",
-		"pods/eviction", "pods/ephemeralcontainers", "pods/resize"),
 	[]discoveryparity.Known{
 		{GroupVersion: "apiextensions.k8s.io/v1", Resource: "customresourcedefinitions", Field: "storageVersionHash",
 			Reason: "kube-apiserver still stores CustomResourceDefinitions as apiextensions.k8s.io/v1beta1; Concord stores them as v1 (package apiextensions)"},

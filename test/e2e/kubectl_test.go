@@ -142,6 +142,42 @@ func TestKubectl(t *testing.T) {
 		// kubectl explain's answers: TestKubectlOpenAPIAsKube).
 		contains(t, k.must(t, "", "explain", "deployments.spec.replicas"), "Number of desired pods.")
 	})
+	t.Run("logs and exec of a pending pod", func(t *testing.T) {
+		// No kubelet runs: kube-apiserver answers a Pod on no node with an empty log
+		// and refuses to stream to it; kubectl says what it said.
+		if out, err := k.run(t, "", "create", "serviceaccount", "default"); err != nil && !strings.Contains(out, "AlreadyExists") {
+			t.Fatalf("kubectl create serviceaccount default: %v\n%s", err, out)
+		}
+		k.must(t, "", "run", "pending", "--image=registry.k8s.io/pause:3.10")
+		if out := k2.must(t, "", "logs", "pending"); out != "" {
+			t.Errorf("kubectl logs of a pod on no node: %q, want nothing", out)
+		}
+		out, err := k2.run(t, "", "logs", "pending", "-c", "nope")
+		if err == nil || !strings.Contains(out, "container nope is not valid for pod pending") {
+			t.Errorf("kubectl logs of an unknown container: %v\n%s", err, out)
+		}
+		for _, args := range [][]string{{"exec", "pending", "--", "ls"}, {"exec", "-i", "pending", "--", "sh"}, {"attach", "pending"}} {
+			out, err := k.run(t, "", args...)
+			if err == nil || !strings.Contains(out, "Error from server (BadRequest): pod pending does not have a host assigned") {
+				t.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
+		// A node whose kubelet does not listen: kube's answers, the WebSocket stream's
+		// from kube's own translation.
+		k.must(t, "apiVersion: v1\nkind: Node\nmetadata:\n  name: deaf\n", "apply", "-f", "-")
+		k.must(t, "", "patch", "node", "deaf", "--subresource=status", "--type=merge", "-p",
+			`{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"}],"daemonEndpoints":{"kubeletEndpoint":{"Port":1}}}}`)
+		k.must(t, "", "run", "placed", "--image=registry.k8s.io/pause:3.10", `--overrides={"spec":{"nodeName":"deaf"}}`)
+		refused := "dial tcp 127.0.0.1:1: connect: connection refused"
+		out, err = k2.run(t, "", "logs", "placed")
+		if err == nil || !strings.Contains(out, `Error from server: Get "https://127.0.0.1:1/containerLogs/default/placed/placed": `+refused) {
+			t.Errorf("kubectl logs of a pod on a deaf node: %v\n%s", err, out)
+		}
+		out, err = k.run(t, "", "exec", "placed", "--", "ls")
+		if err == nil || !strings.Contains(out, `error: Internal error occurred: error sending request: Post "https://127.0.0.1:1/exec/default/placed/placed?command=ls&error=1&output=1": `+refused) {
+			t.Errorf("kubectl exec into a pod on a deaf node: %v\n%s", err, out)
+		}
+	})
 	t.Run("cascade", func(t *testing.T) {
 		for _, cascade := range []string{"background", "foreground", "orphan"} {
 			owner, dep := "owner-"+cascade, "dep-"+cascade
