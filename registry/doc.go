@@ -4,9 +4,8 @@
 // storage version and decoded from any decodable version), validation of objects
 // against a definition (metadata, schema, hooks) and selectors (Predicate). A resource
 // may share another's storage (SharedStorage: its objects are the owner's, in the
-// owner's stored form, converted on the way in and out; Registry.ConvertAcross
-// converts one object between the two groups) or be computed on read, never stored
-// (Hooks.Compute).
+// owner's stored form, converted on the way in and out) or be computed on read, never
+// stored (Hooks.Compute).
 //
 // A Resource is data. Where it comes from (the compatibility package's API catalog, or
 // a CustomResourceDefinition) and how it is chosen (emulation version, runtime config)

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,39 +60,4 @@ func (r *Resource) toStored(ctx context.Context, out *Object) error {
 		return fmt.Errorf("%s as %s: %w", r.GroupResource(), r.Shared.Stored, err)
 	}
 	return nil
-}
-
-// ErrNotShared means an object was to be converted to a group-version of a resource
-// that does not share its storage.
-var ErrNotShared = errors.New("no resource of that group shares its storage")
-
-// ConvertAcross converts obj, an object of res in any of its decodable versions, to
-// gv in place: a version of res, or of a resource sharing res's storage, or of the
-// owner of the storage res shares. The one object served in two groups (core and
-// events.k8s.io Events) converts between them through its stored form, as kube
-// converts through its internal version: server-side apply meets both groups'
-// managed fields on one object.
-func (r *Registry) ConvertAcross(ctx context.Context, res *Resource, obj *Object, gv schema.GroupVersion) error {
-	if gv.Group == res.Group {
-		return res.Convert(ctx, []*Object{obj}, gv.Version)
-	}
-	if res.Shared != nil && res.Shared.Owner.Group == gv.Group {
-		owner := r.Get(res.Shared.Owner)
-		if owner == nil {
-			return fmt.Errorf("%w: %s shares %s, which is not served", ErrNotShared, res.GroupResource(), res.Shared.Owner)
-		}
-		if err := res.toStored(ctx, obj); err != nil {
-			return err
-		}
-		return owner.Convert(ctx, []*Object{obj}, gv.Version)
-	}
-	for _, sharer := range r.Resources() {
-		if sharer.Shared != nil && sharer.Shared.Owner == res.GroupResource() && sharer.Group == gv.Group {
-			if err := res.Convert(ctx, []*Object{obj}, sharer.Shared.Stored.Version); err != nil {
-				return err
-			}
-			return sharer.Convert(ctx, []*Object{obj}, gv.Version)
-		}
-	}
-	return fmt.Errorf("%w: %s to %s", ErrNotShared, res.GroupResource(), gv)
 }

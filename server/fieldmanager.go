@@ -61,11 +61,7 @@ var deducedTypeConverter = managedfields.NewDeducedTypeConverter()
 // objectConvertor adapts a Resource's conversion, defaulting and object creation to
 // the runtime interfaces the field manager expects. The hub version (__internal) is
 // the object as it is.
-type objectConvertor struct {
-	res *registry.Resource
-	// reg, if set, converts to the other group of a resource served in two.
-	reg *registry.Registry
-}
+type objectConvertor struct{ res *registry.Resource }
 
 var (
 	_ runtime.ObjectConvertor = (*objectConvertor)(nil)
@@ -89,17 +85,11 @@ func (c *objectConvertor) ConvertToVersion(in runtime.Object, target runtime.Gro
 		return nil, fmt.Errorf("cannot convert %T", in)
 	}
 	gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()})
-	if gv, across := target.(schema.GroupVersion); !ok && across && c.reg != nil {
-		// Managed fields written through the other group of an object served in two
-		// (core and events.k8s.io Events).
-		out := u.DeepCopy()
-		if err := c.reg.ConvertAcross(context.TODO(), c.res, out, gv); err != nil { //nolint:forbidigo // no context here, as below
-			return nil, err
-		}
-		return out, nil
-	}
 	if !ok {
-		return nil, fmt.Errorf("no target version for %v", u.GroupVersionKind())
+		// Managed fields of another group: written through the other group of an
+		// object served in two (core and events.k8s.io Events). Not registered, so
+		// the field manager drops them, as kube-apiserver's does.
+		return nil, runtime.NewNotRegisteredGVKErrForTarget("concord", u.GroupVersionKind(), target)
 	}
 	out := u.DeepCopy()
 	if gvk.Version == hubVersion || gvk.GroupVersion().String() == u.GetAPIVersion() {
@@ -178,7 +168,7 @@ type fieldManagerKey struct{ version, subresource string }
 func (s *Server) fieldManager(res *registry.Resource, version, subresource string) (*fieldManager, error) {
 	v, err := res.Cached(fieldManagerKey{version, subresource}, func() (any, error) {
 		gvk := res.GroupVersion(version).WithKind(res.Names.Kind)
-		conv := &objectConvertor{res: res, reg: s.cfg.Registry}
+		conv := &objectConvertor{res: res}
 		resetFields := resetFieldsFor(res, version, subresource)
 		tc := typeConverter(res, version)
 		fm, err := managedfields.NewDefaultCRDFieldManager(tc, conv, conv, conv, gvk,

@@ -316,7 +316,8 @@ func addCleanup(c *tcase, res resource) {
 }
 
 // specialCases are the cases of the resources no seed fits: bindings (of a pod the
-// case creates first), componentstatuses (read only) and Pods' subresources.
+// case creates first), componentstatuses (read only), Pods' subresources and Events
+// across their two groups.
 func specialCases() []tcase {
 	var out []tcase
 	for _, r := range resources {
@@ -325,6 +326,10 @@ func specialCases() []tcase {
 			out = append(out, bindingCases(r)...)
 		case "pods":
 			out = append(out, podSubresourceCases(r)...)
+		case "events":
+			if r.group == "" {
+				out = append(out, sharedEventCases(r)...)
+			}
 		case "componentstatuses":
 			base := r.id() + "/reads/"
 			for _, n := range []string{"etcd-0", "scheduler", "controller-manager", "nosuch"} {
