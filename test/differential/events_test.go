@@ -17,7 +17,7 @@ func sharedEventCases(r resource) []tcase {
 	coreEvent := func(n string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "Event", "metadata": map[string]any{"name": n, "namespace": ns},
 			"involvedObject": map[string]any{"apiVersion": "v1", "kind": "Pod", "name": "some-pod", "namespace": ns},
-			"reason": "Started", "message": "Started container", "type": "Normal",
+			"reason":         "Started", "message": "Started container", "type": "Normal",
 			"source": map[string]any{"component": "differential"}, "count": 1}
 	}
 	eventsEvent := func(n string) map[string]any {
