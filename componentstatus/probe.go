@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"path"
 	"slices"
@@ -66,13 +67,7 @@ func (p *Prober) Configure(res *registry.Resource) error {
 
 // compute probes the component named name, or every component for "", at once.
 func (p *Prober) compute(ctx context.Context, name string) ([]*unstructured.Unstructured, error) {
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range p.components {
-			if !yield(n) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(p.components))
 	if name != "" {
 		if _, ok := p.components[name]; !ok {
 			return nil, apierrors.NewNotFound(notFoundResource, name)

@@ -6,9 +6,7 @@ import (
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/server/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 )
 
 // serveComputed answers a get or list of a computed resource (registry.Hooks.Compute)
@@ -55,17 +53,5 @@ func (s *Server) serveComputed(w http.ResponseWriter, r *http.Request, q *apiReq
 			list.Items = append(list.Items, *item)
 		}
 	}
-	switch q.out.Output {
-	case respond.OutputTable:
-		t, err := s.table(r, q, list.Items, ptr.To(metav1.ListMeta{}))
-		if err != nil {
-			respond.Error(w, r, err)
-			return
-		}
-		respond.Object(w, r, http.StatusOK, t)
-	case respond.OutputMetadata:
-		respond.Object(w, r, http.StatusOK, toPartialList(list))
-	default:
-		respond.Object(w, r, http.StatusOK, list)
-	}
+	s.writeList(w, r, q, list)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server/respond"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 )
 
@@ -50,6 +51,11 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, q *apiRequest
 		respond.Error(w, r, err)
 		return
 	}
+	s.writeList(w, r, q, list)
+}
+
+// writeList writes a list in the representation the client negotiated.
+func (s *Server) writeList(w http.ResponseWriter, r *http.Request, q *apiRequest, list *unstructured.UnstructuredList) {
 	switch q.out.Output {
 	case respond.OutputTable:
 		t, err := s.table(r, q, list.Items, ptr.To(listMeta(list)))

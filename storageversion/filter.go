@@ -46,7 +46,8 @@ const customWait = 5 * time.Second
 //
 // and every resource it does not track (aggregated or non-persisted ones). Writes to a
 // custom resource whose storage version is changing wait for the change, up to five
-// seconds. Subresources count as their resource; deletes are writes.
+// seconds. Subresources count as their resource; deletes are writes. A resource that
+// shares another's storage (events.k8s.io Events) waits at the owner's gate.
 func (m *Manager) Filter(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info, ok := request.InfoFrom(r.Context())
@@ -55,10 +56,7 @@ func (m *Manager) Filter(next http.Handler) http.Handler {
 			return
 		}
 		gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
-		if res := m.cfg.Registry.Get(gr); res != nil && res.Shared != nil {
-			gr = res.Shared.Owner // its objects are the owner's, in the owner's encoding
-		}
-		t := m.lookup(gr)
+		t := m.gateHolder(gr)
 		if t == nil {
 			next.ServeHTTP(w, r)
 			return

@@ -85,10 +85,13 @@ type Manager struct {
 	// GroupResource.
 	locks sync.Map
 
-	mu       sync.RWMutex
-	tracked  map[schema.GroupResource]*tracked
-	byName   map[string]*tracked
-	stopping bool
+	mu      sync.RWMutex
+	tracked map[schema.GroupResource]*tracked
+	byName  map[string]*tracked
+	// sharedOwners maps a resource that shares another's storage to that owner, whose
+	// gate holds its writes.
+	sharedOwners map[schema.GroupResource]schema.GroupResource
+	stopping     bool
 	// builtinFailing holds the built-in resources whose entry was never written, with
 	// the last error (nil while the first attempt runs).
 	builtinFailing map[schema.GroupResource]error
@@ -140,6 +143,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		hook:           health.NewPostStartHook(UpdaterHook),
 		tracked:        map[schema.GroupResource]*tracked{},
 		byName:         map[string]*tracked{},
+		sharedOwners:   map[schema.GroupResource]schema.GroupResource{},
 		builtinFailing: map[schema.GroupResource]error{},
 		firstRound:     make(chan struct{}),
 		unsetSince:     map[string]time.Time{},
@@ -201,8 +205,11 @@ func (m *Manager) trackBuiltins(ctx context.Context) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, res := range m.cfg.Registry.Resources() {
+		if res.Shared != nil {
+			m.sharedOwners[res.GroupResource()] = res.Shared.Owner // its objects are the owner's, under its entry
+		}
 		if res.Owner != nil || !res.StoresOwn() {
-			continue // a shared resource's objects are its owner's, under its entry
+			continue
 		}
 		t := m.trackLocked(res.GroupResource(), false)
 		e := EntryFor(m.cfg.ServerID, res)
@@ -251,6 +258,17 @@ func (m *Manager) untrackLocked(gr schema.GroupResource) {
 func (m *Manager) lookup(gr schema.GroupResource) *tracked {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	return m.tracked[gr]
+}
+
+// gateHolder returns the tracked resource whose gate holds writes of gr: gr's own, or
+// the owner's of the storage gr shares.
+func (m *Manager) gateHolder(gr schema.GroupResource) *tracked {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if owner, ok := m.sharedOwners[gr]; ok {
+		return m.tracked[owner]
+	}
 	return m.tracked[gr]
 }
 

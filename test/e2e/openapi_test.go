@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/kubepeer"
 )
 
 // kubeOpenAPIRecording is what kube-apiserver 1.37.2 publishes of built-in resources,
@@ -18,18 +17,6 @@ import (
 //
 //	CONCORD_KUBEPEER=1 go test ./test/kubepeer -run TestRecordOpenAPI -args -rewrite
 const kubeOpenAPIRecording = "testdata/openapi-kube-1.37.2.json"
-
-// openAPIRecording is the recording's form (see test/kubepeer/openapi_test.go).
-type openAPIRecording struct {
-	Server  string                       `json:"server"`
-	Kubectl string                       `json:"kubectl"`
-	Schemas map[string]map[string]string `json:"schemas"`
-	V2      map[string]string            `json:"v2"`
-	Explain []struct {
-		Args   []string `json:"args"`
-		Output string   `json:"output"`
-	} `json:"explain"`
-}
 
 // Models the recorded documents have and Concord's need not: those only operations
 // Concord does not publish refer to (discovery's, serviceaccounts/token's,
@@ -71,7 +58,7 @@ func TestKubectlOpenAPIAsKube(t *testing.T) {
 
 	t.Run("v3 models", func(t *testing.T) {
 		for path, want := range rec.Schemas {
-			got, err := modelDigests([]byte(k.must(t, "", "get", "--raw", "/openapi/v3/"+path)))
+			got, err := kubepeer.ModelDigests([]byte(k.must(t, "", "get", "--raw", "/openapi/v3/"+path)))
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
@@ -88,7 +75,7 @@ func TestKubectlOpenAPIAsKube(t *testing.T) {
 		}
 	})
 	t.Run("v2 definitions", func(t *testing.T) {
-		got, err := definitionDigests([]byte(k.must(t, "", "get", "--raw", "/openapi/v2")))
+		got, err := kubepeer.DefinitionDigests([]byte(k.must(t, "", "get", "--raw", "/openapi/v2")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,61 +148,17 @@ spec:
 `, name, image)
 }
 
-func readOpenAPIRecording(t *testing.T) *openAPIRecording {
+func readOpenAPIRecording(t *testing.T) *kubepeer.OpenAPIRecording {
 	t.Helper()
 	data, err := os.ReadFile(kubeOpenAPIRecording)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &openAPIRecording{}
+	rec := &kubepeer.OpenAPIRecording{}
 	if err := json.Unmarshal(data, rec); err != nil {
 		t.Fatalf("%s: %v", kubeOpenAPIRecording, err)
 	}
 	return rec
-}
-
-// modelDigests returns the digest of each model of an OpenAPI v3 document: the hex
-// sha256 of its JSON with sorted keys, as the recorder computes them.
-func modelDigests(doc []byte) (map[string]string, error) {
-	var d struct {
-		Components struct {
-			Schemas map[string]any `json:"schemas"`
-		} `json:"components"`
-	}
-	if err := json.Unmarshal(doc, &d); err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(d.Components.Schemas))
-	for name, s := range d.Components.Schemas {
-		b, err := json.Marshal(s)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(b)
-		out[name] = hex.EncodeToString(sum[:])
-	}
-	return out, nil
-}
-
-// definitionDigests returns the digest of each definition of an OpenAPI v2 document,
-// as modelDigests those of a v3 document's models.
-func definitionDigests(doc []byte) (map[string]string, error) {
-	var d struct {
-		Definitions map[string]any `json:"definitions"`
-	}
-	if err := json.Unmarshal(doc, &d); err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(d.Definitions))
-	for name, s := range d.Definitions {
-		b, err := json.Marshal(s)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(b)
-		out[name] = hex.EncodeToString(sum[:])
-	}
-	return out, nil
 }
 
 // kubectlVersion is the release of k's kubectl, as it reports it.

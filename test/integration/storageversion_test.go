@@ -298,7 +298,7 @@ func TestStorageVersionBarrier(t *testing.T) {
 
 	// Poison two objects behind the servers' back.
 	originals := map[string][]byte{}
-	for _, name := range []string{"core.configmaps", "apiextensions.k8s.io.customresourcedefinitions"} {
+	for _, name := range []string{"core.configmaps", "apiextensions.k8s.io.customresourcedefinitions", "core.events"} {
 		key := "/registry/internal.apiserver.k8s.io/storageversions/" + name
 		resp, err := c.EtcdClient.Get(t.Context(), key)
 		if err != nil || len(resp.Kvs) != 1 {
@@ -333,6 +333,8 @@ func TestStorageVersionBarrier(t *testing.T) {
 		// The storage-migration fast path writes configmaps too: the same barrier holds
 		// it (it once sat outside the handler chain).
 		{http.MethodPost, "/concord/v1/rewrite/core/configmaps", nil, "configmaps"},
+		// events.k8s.io Events are core Events: the core resource's gate holds them.
+		{http.MethodPost, "/apis/events.k8s.io/v1/namespaces/default/events", svEvent("held"), "events.events.k8s.io"},
 	} {
 		code, st, hdr, body := svHTTP(t, cfg, tc.method, tc.path, tc.body)
 		prefix := "wait for storage version registration to complete for resource: " + tc.resource + ", last seen error: "
@@ -404,6 +406,7 @@ func TestStorageVersionBarrier(t *testing.T) {
 	}{
 		{http.MethodPost, "/api/v1/namespaces/default/configmaps", cm},
 		{http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", svCRD("sprockets", "v1")},
+		{http.MethodPost, "/apis/events.k8s.io/v1/namespaces/default/events", svEvent("passed")},
 	} {
 		if code, _, _, body := svHTTP(t, cfg, tc.method, tc.path, tc.body); code != http.StatusCreated {
 			t.Errorf("%s %s after the repair: %d %s", tc.method, tc.path, code, body)
@@ -1368,6 +1371,14 @@ func svNames(s *harness.Server) map[schema.GroupResource]string {
 		}
 	}
 	return out
+}
+
+// svEvent is an events.k8s.io/v1 Event named name, in default.
+func svEvent(name string) map[string]interface{} {
+	return map[string]interface{}{"apiVersion": "events.k8s.io/v1", "kind": "Event",
+		"metadata":  map[string]interface{}{"name": name, "namespace": "default"},
+		"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "example.com/test", "reportingInstance": "i-1",
+		"action": "Held", "reason": "Held", "type": "Normal", "regarding": map[string]interface{}{"kind": "Pod", "name": "p", "namespace": "default"}}
 }
 
 // tcpProxy forwards TCP connections to a target; paused, it cuts every connection and

@@ -27,6 +27,10 @@
 //		EtcdServers: urls, Kubeconfig: p.Kubeconfig, BindAddress: ip, Hosts: []string{"api.wardle.svc"}})
 //	defer s.Stop()
 //
+// OpenAPIRecording is the form of what TestRecordOpenAPI records of a peer's OpenAPI
+// documents and kubectl explain, and ModelDigests and DefinitionDigests the digests
+// both the recorder and the e2e suite's check compute.
+//
 // The package knows Kubernetes' command line, not Concord's: it must not import
 // Concord's packages, so that the peer is set up as any Kubernetes user would.
 package kubepeer

@@ -3,8 +3,6 @@ package kubepeer_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -17,28 +15,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
 )
-
-// openAPIRecording is what TestRecordOpenAPI writes and the ordinary suite reads
-// (TestKubectl's explain case, package e2e): of each recorded group-version's
-// OpenAPI v3 document, the digest of every model (components.schemas), and what
-// kubectl explain printed of a few fields.
-type openAPIRecording struct {
-	Server  string `json:"server"`
-	Kubectl string `json:"kubectl"`
-	// Schemas are the digests (sha256 of the model's JSON, keys sorted) of every model
-	// of a document, by document path ("apis/apps/v1", "api/v1") and model name.
-	Schemas map[string]map[string]string `json:"schemas"`
-	// V2 are the digests of the same models in the OpenAPI v2 document (its
-	// definitions), by model name.
-	V2      map[string]string `json:"v2"`
-	Explain []explained       `json:"explain"`
-}
-
-// explained is the output of kubectl explain with args.
-type explained struct {
-	Args   []string `json:"args"`
-	Output string   `json:"output"`
-}
 
 // openAPIDocuments and openAPIExplained are what TestRecordOpenAPI records.
 var (
@@ -85,7 +61,7 @@ func TestRecordOpenAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := openAPIRecording{Server: "kube-apiserver " + info.GitVersion, Kubectl: kubectlVersion(t, kubectl), Schemas: map[string]map[string]string{}}
+	rec := kubepeer.OpenAPIRecording{Server: "kube-apiserver " + info.GitVersion, Kubectl: kubectlVersion(t, kubectl), Schemas: map[string]map[string]string{}}
 	dump := os.Getenv("CONCORD_OPENAPI_DUMP")
 	for _, path := range openAPIDocuments {
 		body, err := dc.RESTClient().Get().AbsPath("/openapi/v3/" + path).Do(t.Context()).Raw()
@@ -97,7 +73,7 @@ func TestRecordOpenAPI(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if rec.Schemas[path], err = modelDigests(body); err != nil {
+		if rec.Schemas[path], err = kubepeer.ModelDigests(body); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 	}
@@ -114,7 +90,7 @@ func TestRecordOpenAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range openAPIExplained {
-		rec.Explain = append(rec.Explain, explained{Args: args, Output: runKubectl(t, kubectl, p.Kubeconfig, append([]string{"explain"}, args...)...)})
+		rec.Explain = append(rec.Explain, kubepeer.Explained{Args: args, Output: runKubectl(t, kubectl, p.Kubeconfig, append([]string{"explain"}, args...)...)})
 	}
 	out, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
@@ -127,52 +103,19 @@ func TestRecordOpenAPI(t *testing.T) {
 	t.Logf("recorded %d documents and %d explanations of %s in %s", len(rec.Schemas), len(rec.Explain), info.GitVersion, path)
 }
 
-// modelDigests returns the digest of each model of an OpenAPI v3 document: the hex
-// sha256 of its JSON with sorted keys. (Package e2e has the same function: a recording
-// and its check must agree on it.)
-func modelDigests(doc []byte) (map[string]string, error) {
-	var d struct {
-		Components struct {
-			Schemas map[string]any `json:"schemas"`
-		} `json:"components"`
-	}
-	if err := json.Unmarshal(doc, &d); err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(d.Components.Schemas))
-	for name, s := range d.Components.Schemas {
-		b, err := json.Marshal(s)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(b)
-		out[name] = hex.EncodeToString(sum[:])
-	}
-	return out, nil
-}
-
 // v2Digests returns the digests of the v2 document's definitions of the models the
 // v3 documents recorded have.
 func v2Digests(doc []byte, v3 map[string]map[string]string) (map[string]string, error) {
-	var d struct {
-		Definitions map[string]any `json:"definitions"`
-	}
-	if err := json.Unmarshal(doc, &d); err != nil {
+	all, err := kubepeer.DefinitionDigests(doc)
+	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
 	for _, models := range v3 {
 		for name := range models {
-			def, ok := d.Definitions[name]
-			if !ok {
-				continue
+			if d, ok := all[name]; ok {
+				out[name] = d
 			}
-			b, err := json.Marshal(def)
-			if err != nil {
-				return nil, err
-			}
-			sum := sha256.Sum256(b)
-			out[name] = hex.EncodeToString(sum[:])
 		}
 	}
 	return out, nil
