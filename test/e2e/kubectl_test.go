@@ -21,6 +21,17 @@ type kubectl struct {
 	kubeconfig string
 }
 
+// startServer runs `concord server` of bin on a data directory of its own and a free
+// port, and returns a kubectl of its admin kubeconfig and the server's logs.
+func startServer(t *testing.T, bin string) (*kubectl, *bytes.Buffer) {
+	t.Helper()
+	data := filepath.Join(t.TempDir(), "data")
+	logs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)))
+	kubeconfig := filepath.Join(data, "admin.kubeconfig")
+	waitForFile(t, kubeconfig, logs)
+	return newKubectl(t, kubeconfig), logs
+}
+
 func newKubectl(t *testing.T, kubeconfig string) *kubectl {
 	t.Helper()
 	path, err := exec.LookPath("kubectl")
@@ -229,12 +240,7 @@ func TestKubectl(t *testing.T) {
 // kubectl (whatever release is on PATH) by its User-Agent, against the allowance
 // [minimum compatibility 1.36, emulation 1.37 + 1].
 func TestClientSkewOfRealKubectl(t *testing.T) {
-	bin := buildConcord(t)
-	data := filepath.Join(t.TempDir(), "data")
-	logs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)))
-	kubeconfig := filepath.Join(data, "admin.kubeconfig")
-	waitForFile(t, kubeconfig, logs)
-	k := newKubectl(t, kubeconfig)
+	k, _ := startServer(t, buildConcord(t))
 	var client struct {
 		ClientVersion struct{ Major, Minor string } `json:"clientVersion"`
 	}

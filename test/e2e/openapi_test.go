@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/kubepeer"
 )
 
@@ -47,12 +45,7 @@ var v2GroupVersionKinds = map[string]bool{
 // from the v2 document's patch strategies keep a container's env set by another
 // writer) and server-side apply, twice each.
 func TestKubectlOpenAPIAsKube(t *testing.T) {
-	bin := buildConcord(t)
-	data := filepath.Join(t.TempDir(), "data")
-	logs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)))
-	kubeconfig := filepath.Join(data, "admin.kubeconfig")
-	waitForFile(t, kubeconfig, logs)
-	k := newKubectl(t, kubeconfig)
+	k, logs := startServer(t, buildConcord(t))
 	kubectlUntil(t, k, logs, "server ready", func(string) bool { return true }, "get", "--raw", "/readyz")
 	rec := readOpenAPIRecording(t)
 
