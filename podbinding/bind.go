@@ -44,20 +44,14 @@ func New(reg *registry.Registry, st *store.Store, sem *kubesemantics.Semantics) 
 
 // ConfigurePods gives Pods their binding subresource.
 func (b *Binder) ConfigurePods(res *registry.Resource) error {
-	if res.Hooks == nil {
-		res.Hooks = &registry.Hooks{}
-	}
-	if res.Hooks.Actions == nil {
-		res.Hooks.Actions = map[string]registry.Action{}
-	}
-	res.Hooks.Actions["binding"] = registry.Action{Kind: bindingKind,
+	res.AddAction("binding", registry.Action{Kind: bindingKind,
 		Do: func(ctx context.Context, pod *unstructured.Unstructured, body []byte, dryRun bool) (runtime.Object, error) {
 			binding := &unstructured.Unstructured{}
 			if err := json.Unmarshal(body, &binding.Object); err != nil {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a Binding: %v", err))
 			}
 			return b.Bind(ctx, pod.GetNamespace(), binding, dryRun)
-		}}
+		}})
 	return nil
 }
 

@@ -47,13 +47,7 @@ func New(reg *registry.Registry, st *store.Store) *Evictor {
 
 // ConfigurePods gives Pods their eviction subresource.
 func (e *Evictor) ConfigurePods(res *registry.Resource) error {
-	if res.Hooks == nil {
-		res.Hooks = &registry.Hooks{}
-	}
-	if res.Hooks.Actions == nil {
-		res.Hooks.Actions = map[string]registry.Action{}
-	}
-	res.Hooks.Actions["eviction"] = registry.Action{Kind: evictionKind, Versions: []string{"v1beta1"},
+	res.AddAction("eviction", registry.Action{Kind: evictionKind, Versions: []string{"v1beta1"},
 		NameMismatch: "name in URL does not match name in Eviction object",
 		Do: func(ctx context.Context, pod *unstructured.Unstructured, body []byte, dryRun bool) (runtime.Object, error) {
 			eviction := &policyv1.Eviction{}
@@ -61,7 +55,7 @@ func (e *Evictor) ConfigurePods(res *registry.Resource) error {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not an Eviction: %v", err))
 			}
 			return e.Evict(ctx, pod, eviction, dryRun)
-		}}
+		}})
 	return nil
 }
 

@@ -376,6 +376,18 @@ func (r *Resource) Connect(name string) (Connect, bool) {
 	return c, ok
 }
 
+// AddAction gives r the action subresource named name (a Pod's binding, its
+// eviction).
+func (r *Resource) AddAction(name string, a Action) {
+	if r.Hooks == nil {
+		r.Hooks = &Hooks{}
+	}
+	if r.Hooks.Actions == nil {
+		r.Hooks.Actions = map[string]Action{}
+	}
+	r.Hooks.Actions[name] = a
+}
+
 // Action returns the action subresource named name, and false if r has none.
 func (r *Resource) Action(name string) (Action, bool) {
 	if r.Hooks == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/concordproject/concord/harness"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -226,6 +227,14 @@ func TestNamespaceLifecycle(t *testing.T) {
 			t.Fatalf("create in new namespace through the other server: %v", err)
 		}
 	}
+	// An Event written through events.k8s.io is a core Event: the namespace controller
+	// deletes it once, through core.
+	if _, err := cs.EventsV1().Events("team").Create(ctx, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "ev"},
+		EventTime: metav1.NowMicro(), ReportingController: "example.com/test", ReportingInstance: "i-1", Action: "Test",
+		Reason: "Test", Type: corev1.EventTypeNormal, Regarding: corev1.ObjectReference{Kind: "ConfigMap", Namespace: "team", Name: "cm-0"}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	// An object whose finalizer the test holds keeps the namespace Terminating (the
 	// namespace controller empties the rest quickly) until the test lets it go.
 	const hold = "test.concord.io/hold"
@@ -271,6 +280,14 @@ func TestNamespaceLifecycle(t *testing.T) {
 	}
 	if len(list.Items) != 0 {
 		t.Fatalf("%d configmaps left in the deleted namespace", len(list.Items))
+	}
+	for _, get := range []func() error{
+		func() error { _, err := cs.CoreV1().Events("team").Get(ctx, "ev", metav1.GetOptions{}); return err },
+		func() error { _, err := cs.EventsV1().Events("team").Get(ctx, "ev", metav1.GetOptions{}); return err },
+	} {
+		if err := get(); !apierrors.IsNotFound(err) {
+			t.Errorf("the Event in the deleted namespace: %v, want NotFound", err)
+		}
 	}
 }
 
