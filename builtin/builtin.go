@@ -10,6 +10,7 @@ import (
 	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/aggregator"
 	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/clusterproxy"
 	"github.com/concordproject/concord/componentstatus"
 	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/namespace"
@@ -59,6 +60,9 @@ type Options struct {
 	// their log, exec, attach and portforward subresources (nil: not served).
 	Evictor   *podeviction.Evictor
 	Connector *podconnect.Connector
+	// Proxy forwards the proxy subresources of Pods, Services and Nodes (nil: not
+	// served).
+	Proxy *clusterproxy.Proxy
 }
 
 // ErrMissing means the API catalog lacks a resource every server needs.
@@ -90,10 +94,18 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		coreEventsGR:                 func(r *registry.Resource) error { return configureEvents(r, coreEventFields, opts.EventTTL) },
 		eventsGR:                     func(r *registry.Resource) error { return configureEvents(r, eventsEventFields, opts.EventTTL) },
 	}
+	var pods, services []func(*registry.Resource) error
 	if opts.Services != nil {
-		table[service.GroupResource] = opts.Services.Configure
+		services = append(services, opts.Services.Configure)
 	}
-	var pods []func(*registry.Resource) error
+	if opts.Proxy != nil {
+		pods = append(pods, opts.Proxy.ConfigurePods)
+		services = append(services, opts.Proxy.ConfigureServices)
+		table[clusterproxy.Nodes] = opts.Proxy.ConfigureNodes
+	}
+	if len(services) > 0 {
+		table[service.GroupResource] = all(services)
+	}
 	if opts.Binder != nil {
 		pods = append(pods, opts.Binder.ConfigurePods)
 		table[podbinding.Bindings] = opts.Binder.ConfigureBindings

@@ -8,6 +8,7 @@ import (
 	"github.com/concordproject/concord/apiextensions"
 	"github.com/concordproject/concord/builtin"
 	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/clusterproxy"
 	"github.com/concordproject/concord/componentstatus"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/kubesemantics"
@@ -86,6 +87,7 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 		ComponentStatuses: componentstatus.New(i.client, o.EtcdPrefix),
 		Evictor:           podeviction.New(i.Registry, i.Store),
 		Connector:         podconnect.New(i.Registry, i.Store, i.parts.semantics),
+		Proxy:             clusterproxy.New(i.Registry, i.Store, svcs.PrimaryIPFamily()),
 		EventTTL:          o.EventTTL, Authorization: i.parts.authz, Authentication: i.parts.serving.authn, ServiceAccountTokens: tokens,
 		StorageVersions: storageversion.APIOptions{Publishers: i.storageVersionPublishers,
 			Unmaintained: !compat.Enabled(compatibility.StorageVersionAPI)},

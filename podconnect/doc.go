@@ -24,5 +24,5 @@
 //
 // It reads Pods and Nodes through the store and writes nothing. The server routes
 // and authorizes the requests (registry.Connect); the proxy subresource, which
-// reaches the Pod itself, is not served.
+// reaches the Pod itself, is package clusterproxy's.
 package podconnect

@@ -46,7 +46,7 @@ func (c *Connector) serveLog(w http.ResponseWriter, r *http.Request, namespace, 
 	}
 	loc := url.URL{Scheme: "https", Host: hostport, Path: fmt.Sprintf("/containerLogs/%s/%s/%s", pod.Namespace, pod.Name, ctr),
 		RawQuery: logQuery(opts, streams).Encode()}
-	if err := dial(r.Context(), hostport); err != nil {
+	if err := Dial(r.Context(), hostport); err != nil {
 		return unknown(&url.Error{Op: "Get", URL: loc.String(), Err: err})
 	}
 	return errNoKubeletProxy

@@ -37,19 +37,30 @@ func (c *Connector) kubelet(ctx context.Context, name string) (string, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, node); err != nil {
 		return "", apierrors.NewInternalError(err)
 	}
-	host, err := nodeutil.GetPreferredNodeAddress(node, preferredAddresses)
+	host, port, err := KubeletAddress(node)
 	if err != nil {
 		return "", unknown(err)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+// KubeletAddress returns the host and port kube-apiserver reaches node's kubelet at:
+// its preferred address (kube's error when it has none) and the
+// port its status names, else kube's default.
+func KubeletAddress(node *corev1.Node) (string, int, error) {
+	host, err := nodeutil.GetPreferredNodeAddress(node, preferredAddresses)
+	if err != nil {
+		return "", 0, err
 	}
 	port := int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)
 	if port <= 0 {
 		port = kubeletPort
 	}
-	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+	return host, port, nil
 }
 
-// dial connects to the kubelet at hostport and hangs up: nil if it answers.
-func dial(ctx context.Context, hostport string) error {
+// Dial connects to the kubelet at hostport and hangs up: nil if it answers.
+func Dial(ctx context.Context, hostport string) error {
 	d := net.Dialer{Timeout: dialTimeout}
 	conn, err := d.DialContext(ctx, "tcp", hostport)
 	if err != nil {

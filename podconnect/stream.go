@@ -143,7 +143,7 @@ func (c *Connector) connectNode(w http.ResponseWriter, r *http.Request, loc *url
 	if !httpstream.IsUpgradeRequest(r) {
 		return apierrors.NewBadRequest("Upgrade request required")
 	}
-	if err := dial(r.Context(), loc.Host); err != nil {
+	if err := Dial(r.Context(), loc.Host); err != nil {
 		return unknown(fmt.Errorf("error dialing backend: %w", err))
 	}
 	return errNoKubeletProxy

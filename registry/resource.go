@@ -346,6 +346,9 @@ type Connect struct {
 	// Verb, if set, is a verb the caller must also be allowed on the subresource,
 	// whatever the method (kube's exec, attach and portforward need create).
 	Verb string
+	// Subpath says whether it takes the URL's path beyond the subresource (kube's
+	// proxies; request.Info.Subpath): any other subresource's URL ends with its name.
+	Subpath bool
 	// Serve answers r for the object name (as the URL spells it) in namespace; an
 	// error, a StatusError, goes to the client as is, if Serve wrote nothing.
 	Serve func(w http.ResponseWriter, r *http.Request, namespace, name string) error

@@ -144,6 +144,9 @@ func (s *Server) route(r *http.Request, info *request.Info) (*apiRequest, error)
 		}
 		q.subresource = info.Subresource
 	}
+	if c, _ := res.Connect(q.subresource); !c.Subpath && strings.Trim(info.Subpath, "/") != "" {
+		return nil, notFoundPath(info) // only a proxy has a path beyond its subresource
+	}
 	if err := checkPathSegments(info); err != nil {
 		return nil, err
 	}

@@ -79,6 +79,15 @@ func ParseNodePortRange(s string) (utilnet.PortRange, error) {
 	return *pr, nil
 }
 
+// PrimaryIPFamily returns the IP family of the cluster's first service IP range, the
+// family a Service proxy prefers: IPv4 for Services without cluster IPs (nil).
+func (s *Services) PrimaryIPFamily() corev1.IPFamily {
+	if s == nil || len(s.cfg.ClusterIPRanges) == 0 {
+		return corev1.IPv4Protocol
+	}
+	return familyOf(s.cfg.ClusterIPRanges[0].Addr())
+}
+
 // familyOf returns the IP family of an address.
 func familyOf(a netip.Addr) corev1.IPFamily {
 	if a.Unmap().Is4() {

@@ -26,6 +26,10 @@ type Info struct {
 	Resource    string
 	Subresource string
 	Name        string
+	// Subpath is the path beyond the subresource, with a leading slash and the
+	// request's trailing one ("" if there is none): what a proxy subresource
+	// forwards.
+	Subpath string
 }
 
 type infoKey struct{}
@@ -49,8 +53,8 @@ func IsWatch(r *http.Request) bool {
 
 // Parse reads the Kubernetes REST path layout:
 //
-//	/api/v1/<resource>[/<name>[/<subresource>]]
-//	/api/v1/namespaces/<namespace>/<resource>[/<name>[/<subresource>]]
+//	/api/v1/<resource>[/<name>[/<subresource>[/<subpath>]]]
+//	/api/v1/namespaces/<namespace>/<resource>[/<name>[/<subresource>[/<subpath>]]]
 //	/apis/<group>/<version>/... (the same below the version)
 //
 // plus the legacy /api/v1/watch/... form. GET of a collection is list (watch with
@@ -115,7 +119,7 @@ func (info *Info) nameFromSelector(r *http.Request) {
 	}
 }
 
-// parseResource reads [namespaces/<ns>/]<resource>[/<name>[/<subresource>]].
+// parseResource reads [namespaces/<ns>/]<resource>[/<name>[/<subresource>[/<subpath>]]].
 func (info *Info) parseResource(parts []string) {
 	if len(parts) >= 2 && parts[0] == "namespaces" {
 		if len(parts) == 2 {
@@ -139,6 +143,12 @@ func (info *Info) parseResource(parts []string) {
 	}
 	if len(parts) > 2 {
 		info.Subresource = parts[2]
+	}
+	if len(parts) > 3 {
+		info.Subpath = "/" + strings.Join(parts[3:], "/")
+	}
+	if info.Subresource != "" && strings.HasSuffix(info.Path, "/") && !strings.HasSuffix(info.Subpath, "/") {
+		info.Subpath += "/"
 	}
 	if info.Resource == "namespaces" && info.Name != "" {
 		info.Namespace = info.Name

@@ -61,6 +61,12 @@ func TestParse(t *testing.T) {
 		{"PUT", "/apis/example.com/v2/widgets/w1/status", res("update", "apis", "example.com", "v2", "", "widgets", "status", "w1")},
 		{"GET", "/apis/internal.apiserver.k8s.io/v1alpha1/storageversions", res("list", "apis", "internal.apiserver.k8s.io", "v1alpha1", "", "storageversions", "", "")},
 
+		// A proxy's path beyond its subresource, with the request's trailing slash.
+		{"GET", "/api/v1/namespaces/ns1/pods/p1/proxy", res("get", "api", "", "v1", "ns1", "pods", "proxy", "p1")},
+		{"GET", "/api/v1/namespaces/ns1/pods/p1/proxy/", subpath(res("get", "api", "", "v1", "ns1", "pods", "proxy", "p1"), "/")},
+		{"POST", "/api/v1/namespaces/ns1/services/https:s1:443/proxy/a/b/?q=1", subpath(res("create", "api", "", "v1", "ns1", "services", "proxy", "https:s1:443"), "/a/b/")},
+		{"GET", "/api/v1/nodes/n1:10255/proxy/metrics", subpath(res("get", "api", "", "v1", "", "nodes", "proxy", "n1:10255"), "/metrics")},
+
 		// The storage-migration rewrite: a write of the resource.
 		{"POST", "/concord/v1/rewrite/core/configmaps", request.Info{IsResourceRequest: true, Verb: "rewrite", Resource: "configmaps"}},
 		{"POST", "/concord/v1/rewrite/apps/deployments?limit=10", request.Info{IsResourceRequest: true, Verb: "rewrite", APIGroup: "apps", Resource: "deployments"}},
@@ -93,4 +99,10 @@ func TestContext(t *testing.T) {
 	if !ok || got != info {
 		t.Fatalf("InfoFrom = %v, %v", got, ok)
 	}
+}
+
+// subpath is info with the path beyond its subresource.
+func subpath(info request.Info, p string) request.Info {
+	info.Subpath = p
+	return info
 }

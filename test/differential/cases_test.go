@@ -316,8 +316,8 @@ func addCleanup(c *tcase, res resource) {
 }
 
 // specialCases are the cases of the resources no seed fits: bindings (of a pod the
-// case creates first), componentstatuses (read only), Pods' subresources and Events
-// across their two groups.
+// case creates first), componentstatuses (read only), Pods' subresources, the proxy
+// subresources and Events across their two groups.
 func specialCases() []tcase {
 	var out []tcase
 	for _, r := range resources {
@@ -326,6 +326,11 @@ func specialCases() []tcase {
 			out = append(out, bindingCases(r)...)
 		case "pods":
 			out = append(out, podSubresourceCases(r)...)
+			out = append(out, podProxyCases(podRig{r: r, pods: r.collection("v1")})...)
+		case "services":
+			out = append(out, serviceProxyCases(r)...)
+		case "nodes":
+			out = append(out, nodeProxyCases(r)...)
 		case "events":
 			if r.group == "" {
 				out = append(out, sharedEventCases(r)...)

@@ -28,28 +28,14 @@ var own = []discoveryparity.Own{
 		Reason: "Concord's storage migration life-cycle, a custom resource its migration controllers install at start (package migration)"},
 }
 
-// known are the differences Concord is known to have, each with the work that would
-// remove it: subresources that are a server's work, not data (Concord serves most
-// built-in resources from the API catalog, as data), and storage version hashes where
-// Concord stores otherwise. Every one must happen: remove it when it no longer does.
-var known = slices.Concat(
-	each("v1", "subresources", "proxies the request to the pod, node or service; Concord proxies to no kubelet or endpoint yet",
-		"pods/proxy", "nodes/proxy", "services/proxy"),
-	[]discoveryparity.Known{
-		{GroupVersion: "apiextensions.k8s.io/v1", Resource: "customresourcedefinitions", Field: "storageVersionHash",
-			Reason: "kube-apiserver still stores CustomResourceDefinitions as apiextensions.k8s.io/v1beta1; Concord stores them as v1 (package apiextensions)"},
-		{GroupVersion: "storagemigration.k8s.io/v1", Resource: "storageversionmigrations", Field: "storageVersionHash", Emulation: "1.37",
-			Reason: "kube-apiserver 1.37 stores v1beta1 (v1 is new in 1.37); Concord stores v1 in every release (docs/compatibility.md, TestStorageVersionMigrationsStoredAsV1)"},
-	},
-)
-
-// each is the same known difference of several resources of one group version.
-func each(gv, field, reason string, resources ...string) []discoveryparity.Known {
-	out := make([]discoveryparity.Known, 0, len(resources))
-	for _, r := range resources {
-		out = append(out, discoveryparity.Known{GroupVersion: gv, Resource: r, Field: field, Reason: reason})
-	}
-	return out
+// known are the differences Concord is known to have, each with its reason: storage
+// version hashes where Concord stores otherwise. Every one must happen: remove it
+// when it no longer does.
+var known = []discoveryparity.Known{
+	{GroupVersion: "apiextensions.k8s.io/v1", Resource: "customresourcedefinitions", Field: "storageVersionHash",
+		Reason: "kube-apiserver still stores CustomResourceDefinitions as apiextensions.k8s.io/v1beta1; Concord stores them as v1 (package apiextensions)"},
+	{GroupVersion: "storagemigration.k8s.io/v1", Resource: "storageversionmigrations", Field: "storageVersionHash", Emulation: "1.37",
+		Reason: "kube-apiserver 1.37 stores v1beta1 (v1 is new in 1.37); Concord stores v1 in every release (docs/compatibility.md, TestStorageVersionMigrationsStoredAsV1)"},
 }
 
 // TestDiscoveryParity starts a Concord server at the emulation version of each
