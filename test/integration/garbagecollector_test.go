@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
@@ -611,6 +612,9 @@ func TestGarbageCollectionLegacyDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 		dep := createCM(t, cs, gcCM("default", "of-cj-"+version, []metav1.OwnerReference{ownedBy(cj, "batch/"+version, "CronJob", false)}))
+		// The CronJob's and the ConfigMap's events reach the collector through two
+		// watches: it orphans the dependents it has seen.
+		waitCollectorSawConfigMaps(t, cs, "default")
 		if err := cronJobs.Delete(t.Context(), cj.GetName(), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -624,6 +628,16 @@ func TestGarbageCollectionLegacyDefault(t *testing.T) {
 		}
 		waitOrphaned(t, cs, dep, cj.GetUID())
 	}
+}
+
+// waitCollectorSawConfigMaps waits until the garbage collector has seen every
+// ConfigMap of ns made so far: it makes one owned by a ConfigMap that never existed,
+// which the collector deletes once its ConfigMap events reach it. (kube's integration
+// tests poll the collector's graph, which runs in their process.)
+func waitCollectorSawConfigMaps(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	never := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "never", UID: uuid.NewUUID()}}
+	waitCMsGone(t, cs, createCM(t, cs, gcCM(ns, "probe-"+string(never.UID), cmOwnedBy(never, false))))
 }
 
 // createCMs creates n ConfigMaps prefix-0..n-1 in ns with owners, sixteen at a time,
