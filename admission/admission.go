@@ -136,7 +136,8 @@ func New(cfg Config) (*Chain, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.mutating, validatingHooks = append(c.mutating, m), v
+		configurations := c.factory.Admissionregistration().V1().MutatingWebhookConfigurations()
+		c.mutating, validatingHooks = append(c.mutating, mutatingWebhooks{Plugin: m, synced: configurations.Informer().HasSynced, configurations: configurations.Lister()}), v
 	}
 	if served(cfg.Registry, "validatingadmissionpolicies", "validatingadmissionpolicybindings") {
 		p, err := validating.NewPlugin(nil)

@@ -1,15 +1,18 @@
 package admission
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+	admissionregistrationlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
@@ -53,6 +56,27 @@ func newWebhooks(init admission.PluginInitializer, serverID string, resolver web
 		}
 	}
 	return m, v, nil
+}
+
+// mutatingWebhooks is the mutating webhook plugin, not called once the configurations
+// are known and none exists: with none it changes nothing, but would copy every object
+// it is given (kube's plugin keeps its last output for reinvocation). Before they are
+// known the plugin itself decides (it waits for them, as kube's does).
+type mutatingWebhooks struct {
+	*mutating.Plugin
+	synced         func() bool
+	configurations admissionregistrationlisters.MutatingWebhookConfigurationLister
+}
+
+// Admit calls the webhooks of a's object, if there are any.
+func (m mutatingWebhooks) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	if !m.synced() {
+		return m.Plugin.Admit(ctx, a, o)
+	}
+	if all, err := m.configurations.List(labels.Everything()); err == nil && len(all) == 0 {
+		return nil
+	}
+	return m.Plugin.Admit(ctx, a, o)
 }
 
 // metricPrefix starts the names of k8s.io/apiserver's admission metrics.

@@ -86,7 +86,8 @@ func (m *monitors) start(res *registry.Resource) *monitor {
 	mon := &monitor{res: res, version: res.PreferredVersion(), done: make(chan struct{})}
 	gv := res.GroupVersion(mon.version).String()
 	kind := res.Names.Kind
-	mon.informer = m.store.NewInformer(store.Source{Registry: m.registry, Resource: res.GroupResource(), Version: mon.version}, nil)
+	// metadataOnly only reads what the watch shares and builds its own object.
+	mon.informer = m.store.NewInformer(store.Source{Registry: m.registry, Resource: res.GroupResource(), Version: mon.version, Shared: true}, nil)
 	_ = mon.informer.SetTransform(metadataOnly) // only fails once the informer runs
 	observe := func(typ changeType, obj, old interface{}) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {

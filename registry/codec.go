@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -24,15 +25,30 @@ var ErrCorrupt = errors.New("stored object is not valid JSON")
 // keys sorted), so equal objects encode to equal bytes.
 func (r *Resource) Encode(ctx context.Context, obj *unstructured.Unstructured) ([]byte, error) {
 	out := obj
-	if obj.GetAPIVersion() != r.storedAPIVersion() || obj.GetResourceVersion() != "" || obj.GetKind() != r.storedKind() {
+	switch {
+	case obj.GetAPIVersion() != r.storedAPIVersion() || obj.GetKind() != r.storedKind():
 		out = obj.DeepCopy()
 		if err := r.toStored(ctx, out); err != nil {
 			return nil, err
 		}
 		unstructured.RemoveNestedField(out.Object, "metadata", "resourceVersion")
 		out.SetKind(r.storedKind())
+	case obj.GetResourceVersion() != "":
+		out = withoutResourceVersion(obj)
 	}
 	return objectjson.Marshal(out.Object)
+}
+
+// withoutResourceVersion returns obj without metadata.resourceVersion, sharing all
+// else with obj (only the top and metadata maps are copied): for encoding, read only.
+func withoutResourceVersion(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	top := maps.Clone(obj.Object)
+	if meta, ok := top["metadata"].(map[string]any); ok {
+		meta = maps.Clone(meta)
+		delete(meta, "resourceVersion")
+		top["metadata"] = meta
+	}
+	return &unstructured.Unstructured{Object: top}
 }
 
 // Decode parses a stored value written at revision rev. The object keeps the version

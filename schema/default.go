@@ -26,3 +26,7 @@ func (s *Schema) DefaultStored(obj map[string]interface{}) {
 	}
 	s.Default(obj)
 }
+
+// DefaultsStored reports whether DefaultStored may change an object: false for a
+// schema without any default, whose stored objects read as they are.
+func (s *Schema) DefaultsStored() bool { return s != nil && s.hasDefaults }

@@ -91,10 +91,12 @@ func (c *objectConvertor) ConvertToVersion(in runtime.Object, target runtime.Gro
 		// the field manager drops them, as kube-apiserver's does.
 		return nil, runtime.NewNotRegisteredGVKErrForTarget("concord", u.GroupVersionKind(), target)
 	}
-	out := u.DeepCopy()
 	if gvk.Version == hubVersion || gvk.GroupVersion().String() == u.GetAPIVersion() {
-		return out, nil
+		// Nothing to convert: the field manager only reads what it converts (and
+		// defaults only objects it built itself), so the object itself will do.
+		return u, nil
 	}
+	out := u.DeepCopy()
 	// runtime.ObjectConvertor has no context; a conversion webhook bounds its own calls.
 	if err := c.res.Convert(context.TODO(), []*unstructured.Unstructured{out}, gvk.Version); err != nil { //nolint:forbidigo // see above
 		return nil, err

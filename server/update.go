@@ -46,8 +46,17 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, q *apiReque
 		return
 	}
 	manager := wr.manager
+	attempts := 0
 	result, created, err := s.cfg.Store.Update(r.Context(), store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace, Name: q.info.Name}, func(_ context.Context, current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-		next := obj.DeepCopy()
+		next := obj
+		if attempts++; attempts > 1 {
+			// A retry after a conflict: the first attempt took the decoded object.
+			again, _, err := decodeRequestObject(r, body, q.res, q.version.Name, fv)
+			if err != nil {
+				return nil, err
+			}
+			next = again
+		}
 		if current == nil && next.GetResourceVersion() != "" {
 			return nil, apierrors.NewNotFound(q.gr(), q.info.Name)
 		}

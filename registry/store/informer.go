@@ -27,6 +27,11 @@ type Source struct {
 	Namespace     string
 	LabelSelector string
 	FieldSelector string
+	// Shared hands the informer the objects of its watch events uncopied, though
+	// other watches share them: only for an informer whose transform reads them and
+	// keeps only objects it builds itself (a metadata-only informer), so that no one
+	// ever modifies them.
+	Shared bool
 }
 
 // ListWatch lists and watches src through s, for client-go informers inside the
@@ -66,6 +71,10 @@ func (s *Store) ListWatch(src Source) *cache.ListWatch {
 			}
 			// Informers hand their objects to code that may change them.
 			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+				if o, ok := e.Object.(*SharedObject); ok && src.Shared {
+					e.Object = o.Unstructured
+					return e, true
+				}
 				e.Object = Private(e.Object)
 				return e, true
 			}), nil

@@ -416,11 +416,15 @@ func (w *watcher) view(ctx context.Context, ev *watchcache.Event, prev bool) (*S
 		if err != nil {
 			return nil, w.store.internalError(w.res, err)
 		}
+		sch := w.res.Schema(w.version)
+		if o.GetAPIVersion() == w.res.APIVersion(w.version) && !sch.DefaultsStored() {
+			return o, nil // the decoded object is the view already: shared, as both are read only
+		}
 		o = o.DeepCopy()
 		if err := w.res.Convert(context.WithoutCancel(ctx), []*registry.Object{o}, w.version); err != nil {
 			return nil, w.store.conversionError(w.res, err)
 		}
-		w.res.Schema(w.version).DefaultStored(o.Object)
+		sch.DefaultStored(o.Object)
 		return o, nil
 	})
 	if err != nil {
