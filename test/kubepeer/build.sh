@@ -6,6 +6,7 @@
 #   test/kubepeer/build.sh kube-apiserver 1.37.2     # the API server peer
 #   test/kubepeer/build.sh e2e-apimachinery 1.37.2   # test/e2e/apimachinery as one test binary
 #   test/kubepeer/build.sh sample-apiserver 1.37.2   # k8s.io/sample-apiserver v0.37.2 (wardle.example.com)
+#   test/kubepeer/build.sh helm 3.22.0               # the helm client of that release (3.x or 4.x)
 #
 # sample-apiserver is an ordinary module, published as v0.<minor>.<patch> of the release;
 # it is built as a tool of a module that requires only it.
@@ -15,7 +16,7 @@
 # must replace each with its published version, v0.<minor>.<patch>. The list is read from
 # the module's own go.mod, so it follows the release.
 set -euo pipefail
-usage='usage: build.sh kube-apiserver|e2e-apimachinery|sample-apiserver <release, e.g. 1.37.2>'
+usage='usage: build.sh kube-apiserver|e2e-apimachinery|sample-apiserver|helm <release, e.g. 1.37.2>'
 what=${1:?$usage}
 release=${2:?$usage}
 cache=${CONCORD_PEER_CACHE:-$HOME/.cache/concord-peer}
@@ -23,7 +24,8 @@ case "$what" in
   kube-apiserver) out="$cache/kube-apiserver-$release" ;;
   e2e-apimachinery) out="$cache/e2e-apimachinery-$release.test" ;;
   sample-apiserver) out="$cache/sample-apiserver-$release" ;;
-  *) echo "build.sh: unknown part \"$what\": want kube-apiserver, e2e-apimachinery or sample-apiserver" >&2; exit 2 ;;
+  helm) out="$cache/helm-$release" ;;
+  *) echo "build.sh: unknown part \"$what\": want kube-apiserver, e2e-apimachinery, sample-apiserver or helm" >&2; exit 2 ;;
 esac
 if [ -x "$out" ]; then echo "$out"; exit 0; fi
 
@@ -98,6 +100,10 @@ GO
 sample-apiserver)
   printf 'module concordpeer\n\ngo 1.26\n\nrequire k8s.io/sample-apiserver v0.%s\n\ntool k8s.io/sample-apiserver\n' "${release#1.}" > "$work/go.mod"
   target=k8s.io/sample-apiserver ;;
+helm)
+  major=${release%%.*}
+  printf 'module concordpeer\n\ngo 1.26\n\nrequire helm.sh/helm/v%s v%s\n\ntool helm.sh/helm/v%s/cmd/helm\n' "$major" "$release" "$major" > "$work/go.mod"
+  target=helm.sh/helm/v$major/cmd/helm ;;
 esac
 
 # The version the release's own build stamps in (without it the binary says

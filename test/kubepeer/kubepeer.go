@@ -25,7 +25,7 @@ import (
 var ErrNotBuilt = errors.New("not built")
 
 // Binary returns the path where build.sh keeps a part ("kube-apiserver",
-// "e2e-apimachinery" or "sample-apiserver") of a release, or ErrNotBuilt with the
+// "e2e-apimachinery", "sample-apiserver" or "helm") of a release, or ErrNotBuilt with the
 // command that builds it.
 func Binary(part, release string) (string, error) {
 	dir := os.Getenv("CONCORD_PEER_CACHE")
