@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/concordproject/concord/typedconv"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -221,7 +222,7 @@ func toInternal(obj runtime.Object) (runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	internal, err := legacyscheme.Scheme.ConvertToVersion(ext, runtime.InternalGroupVersioner)
+	internal, err := legacyscheme.Scheme.UnsafeConvertToVersion(ext, runtime.InternalGroupVersioner)
 	if err != nil {
 		return nil, fmt.Errorf("converting %s to kube's internal version: %w", gvk, err)
 	}
@@ -240,7 +241,7 @@ func fromInternal(internal, into runtime.Object) error {
 	if err != nil {
 		return fmt.Errorf("converting %s from kube's internal version: %w", gvk, err)
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ext)
+	m, err := typedconv.ToUnstructured(ext)
 	if err != nil {
 		return fmt.Errorf("%s from kube's type: %w", gvk, err)
 	}

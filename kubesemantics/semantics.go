@@ -9,6 +9,7 @@ import (
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/typedconv"
 	"k8s.io/apimachinery/pkg/api/operation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -125,7 +126,7 @@ func (k *typedResource) defaults(version string, obj *registry.Object) error {
 	var internal runtime.Object
 	k.sem.gates.Do(func() {
 		legacyscheme.Scheme.Default(ext)
-		internal, err = legacyscheme.Scheme.ConvertToVersion(ext, runtime.InternalGroupVersioner)
+		internal, err = legacyscheme.Scheme.UnsafeConvertToVersion(ext, runtime.InternalGroupVersioner)
 	})
 	if err != nil {
 		return fmt.Errorf("converting %s to kube's internal version: %w", k.res.GroupResource(), err)
@@ -141,7 +142,7 @@ func (k *typedResource) create(ctx context.Context, version string, obj *registr
 	if err != nil {
 		return nil, err
 	}
-	internal, err := legacyscheme.Scheme.ConvertToVersion(ext, runtime.InternalGroupVersioner)
+	internal, err := legacyscheme.Scheme.UnsafeConvertToVersion(ext, runtime.InternalGroupVersioner)
 	if err != nil {
 		return nil, fmt.Errorf("converting %s to kube's internal version: %w", k.res.GroupResource(), err)
 	}
@@ -185,11 +186,11 @@ func (k *typedResource) update(ctx context.Context, version, subresource string,
 	if err != nil {
 		return nil, fmt.Errorf("the stored object: %w", err)
 	}
-	internal, err := legacyscheme.Scheme.ConvertToVersion(ext, runtime.InternalGroupVersioner)
+	internal, err := legacyscheme.Scheme.UnsafeConvertToVersion(ext, runtime.InternalGroupVersioner)
 	if err != nil {
 		return nil, fmt.Errorf("converting %s to kube's internal version: %w", k.res.GroupResource(), err)
 	}
-	oldInternal, err := legacyscheme.Scheme.ConvertToVersion(oldExt, runtime.InternalGroupVersioner)
+	oldInternal, err := legacyscheme.Scheme.UnsafeConvertToVersion(oldExt, runtime.InternalGroupVersioner)
 	if err != nil {
 		return nil, fmt.Errorf("converting the stored %s to kube's internal version: %w", k.res.GroupResource(), err)
 	}
@@ -238,14 +239,16 @@ func typed(gvk schema.GroupVersionKind, content map[string]any) (runtime.Object,
 	if err != nil {
 		return nil, fmt.Errorf("kube's type of %s: %w", gvk, err)
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, out); err != nil {
+	if err := typedconv.FromUnstructured(content, out); err != nil {
 		return nil, fmt.Errorf("%s as kube's type: %w", gvk, err)
 	}
 	out.GetObjectKind().SetGroupVersionKind(gvk)
 	return out, nil
 }
 
-// storeInternal writes internal, converted to version, into obj. kube's types write
+// storeInternal writes internal, converted to version, into obj; internal is not
+// used after (the conversion may share its memory, and defaults may change it: every
+// typed object here is a conversion's own, none the caller's). kube's types write
 // a status they do not have as {}: where the status is a field the minimum
 // compatibility release lacks (a CSINode's, new in 1.37), an empty one is left out,
 // as it holds nothing that release would lose and the store writes none.
@@ -256,7 +259,7 @@ func typed(gvk schema.GroupVersionKind, content map[string]any) (runtime.Object,
 // status) shows its defaults (phase Pending). Concord reads stored objects as they
 // are, so it stores them defaulted.
 func (k *typedResource) storeInternal(internal runtime.Object, version string, obj *registry.Object, defaulted bool) error {
-	ext, err := legacyscheme.Scheme.ConvertToVersion(internal, k.res.GroupVersion(version))
+	ext, err := legacyscheme.Scheme.UnsafeConvertToVersion(internal, k.res.GroupVersion(version))
 	if err != nil {
 		return fmt.Errorf("converting %s from kube's internal version to %s: %w", k.res.GroupResource(), version, err)
 	}
@@ -289,7 +292,7 @@ func (k *typedResource) newStatus(version string) bool {
 
 // store writes ext into obj.
 func (k *typedResource) store(ext runtime.Object, obj *registry.Object) error {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ext)
+	m, err := typedconv.ToUnstructured(ext)
 	if err != nil {
 		return fmt.Errorf("%s from kube's type: %w", k.res.GroupResource(), err)
 	}

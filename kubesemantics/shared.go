@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/typedconv"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
@@ -56,7 +57,7 @@ func convertAcross(from, to schema.GroupVersionKind, obj *registry.Object) error
 	if err != nil {
 		return fmt.Errorf("converting %s/%s to %s: %w", obj.GetNamespace(), obj.GetName(), to, err)
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(out)
+	m, err := typedconv.ToUnstructured(out)
 	if err != nil {
 		return fmt.Errorf("%s from kube's type: %w", to, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/concordproject/concord/typedconv"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -87,7 +88,7 @@ func typed(v interface{}) (runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, obj); err != nil {
+	if err := typedconv.FromUnstructured(content, obj); err != nil {
 		return nil, fmt.Errorf("%s as its Go type: %w", gvk, err)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
