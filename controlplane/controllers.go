@@ -8,6 +8,7 @@ import (
 
 	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/apiextensions"
+	"github.com/concordproject/concord/compaction"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/garbagecollector"
 	"github.com/concordproject/concord/identity"
@@ -36,7 +37,7 @@ var errNotSynced = errors.New("the stored CustomResourceDefinitions are not all 
 // resource had one registration attempt), admission and the ValidatingAdmissionPolicy
 // status controller, priority and fairness, the bootstrap roles and the ClusterRole
 // aggregation controller, the system priority classes, quotas, the version skew
-// controller, the namespace and storage protection controllers, the garbage collector and
+// controller, etcd's compaction, the namespace and storage protection controllers, the garbage collector and
 // storage migration.
 // The last component, started last and so stopped first, turns /readyz off when the
 // server begins to stop.
@@ -88,6 +89,11 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	}
 	if err := i.startVersionSkew(ctx); err != nil {
 		return ctx, err
+	}
+	if iv := i.opts.EtcdCompactionInterval; iv > 0 {
+		if err := i.start(ctx, lifecycle.Component{Name: "etcd-compaction", Run: compaction.New(i.raw, iv, i.runtime, i.Metrics).Run}); err != nil {
+			return ctx, err
+		}
 	}
 	namespaces, err := namespace.NewController(i.Registry, i.Store, i.runtime)
 	if err != nil {

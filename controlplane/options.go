@@ -12,6 +12,7 @@ import (
 
 	"github.com/concordproject/concord/audit"
 	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/compaction"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/identity"
@@ -47,6 +48,10 @@ type Options struct {
 	Etcd etcd.ClientConfig
 	// EtcdPrefix is the key prefix of all data.
 	EtcdPrefix string
+	// EtcdCompactionInterval is how often the servers sharing the etcd compact its
+	// history older than that (--etcd-compaction-interval, default 5m as kube's); 0
+	// leaves compaction to etcd or its operator.
+	EtcdCompactionInterval time.Duration
 	// EtcdUnsafeNoFsync makes an embedded etcd skip fsync (tests only).
 	EtcdUnsafeNoFsync bool
 	// CertDir holds ca.crt and the generated serving certificate (default DataDir/pki).
@@ -147,6 +152,7 @@ func NewOptions() *Options {
 		ServiceRepairGrace:          service.DefaultRepairGrace,
 		SecurePort:                  6443,
 		EtcdPrefix:                  "/registry",
+		EtcdCompactionInterval:      compaction.DefaultInterval,
 		LogFormat:                   "text",
 		AuthorizationModes:          []string{auth.ModeRBAC},
 		ServiceAccountIssuer:        "https://kubernetes.default.svc.cluster.local",
@@ -187,6 +193,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	_ = fs.MarkHidden("service-repair-grace")
 	o.Etcd.AddFlags(fs)
 	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "Prefix of every etcd key Concord writes.")
+	fs.DurationVar(&o.EtcdCompactionInterval, "etcd-compaction-interval", o.EtcdCompactionInterval,
+		"How often the servers sharing the etcd compact its history older than that, taking turns; 0 leaves compaction to etcd or its operator.")
 	fs.BoolVar(&o.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", o.EtcdUnsafeNoFsync, "Embedded etcd skips fsync: faster, loses data on a crash (tests only).")
 	_ = fs.MarkHidden("etcd-unsafe-no-fsync")
 	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Directory of the CA and serving certificates (default <data-dir>/pki).")
@@ -330,6 +338,9 @@ func (o *Options) validateLoad() []error {
 	}
 	if o.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout %s must be positive", o.RequestTimeout))
+	}
+	if o.EtcdCompactionInterval < 0 {
+		errs = append(errs, fmt.Errorf("--etcd-compaction-interval %s must not be negative (0 turns compaction off)", o.EtcdCompactionInterval))
 	}
 	if o.MemoryLimit != "" {
 		if _, err := o.memoryCeiling(); err != nil {

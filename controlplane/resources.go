@@ -7,8 +7,8 @@ import (
 
 	"github.com/concordproject/concord/apiextensions"
 	"github.com/concordproject/concord/builtin"
-	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/clusterproxy"
+	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/componentstatus"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/kubesemantics"

@@ -43,7 +43,9 @@ func (c converter) Convert(ctx context.Context, objs []*registry.Object, toVersi
 			return err
 		}
 		var internal runtime.Object
-		c.k.sem.gates.Do(func() { internal, err = legacyscheme.Scheme.UnsafeConvertToVersion(ext, runtime.InternalGroupVersioner) })
+		c.k.sem.gates.Do(func() {
+			internal, err = legacyscheme.Scheme.UnsafeConvertToVersion(ext, runtime.InternalGroupVersioner)
+		})
 		if err != nil {
 			return fmt.Errorf("converting %s/%s to kube's internal version: %w", obj.GetNamespace(), obj.GetName(), err)
 		}

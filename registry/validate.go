@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/concordproject/concord/schema"
+	"github.com/concordproject/concord/typedconv"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -204,7 +205,7 @@ type managedOnce struct {
 }
 
 func convertedOnce(obj *Object) managedOnce {
-	return managedOnce{Object: obj, managed: obj.GetManagedFields()}
+	return managedOnce{Object: obj, managed: typedconv.ManagedFields(obj.Object)}
 }
 
 // GetManagedFields returns the entries converted once; callers must not modify them.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -68,44 +69,59 @@ func (s *Store) WriteBatch(ctx context.Context, writes []Write) ([]int64, []erro
 // --max-txn-ops.
 const maxBatchOps = 128
 
+// batchParallel is how many transactions of one batch are in flight at once: etcd
+// commits concurrent transactions together, so the writes of a page wait for one
+// round of consensus and fsync rather than one per transaction.
+const batchParallel = 4
+
 // writeBatch is WriteBatch, every transaction also conditioned on guard if it is not
 // nil (WriteBatchGuarded).
 func (s *Store) writeBatch(ctx context.Context, guard *Guard, writes []Write) ([]int64, []error) {
 	revs := make([]int64, len(writes))
 	errs := make([]error, len(writes))
-	// A transaction whose compares all hold applies every write at once; if any compare
-	// fails we fall back to one transaction per write of that group so that the others
-	// still land. Conflicts are rare in migration, so the common case is one round trip.
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, batchParallel)
 	for start := 0; start < len(writes); start += maxBatchOps {
 		end := min(start+maxBatchOps, len(writes))
-		var cmps []clientv3.Cmp
-		var ops []clientv3.Op
-		var members []int
-		for i := start; i < end; i++ {
-			op, err := s.batchOp(ctx, writes[i])
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.abs(writes[i].Key)), "=", writes[i].Expected))
-			ops = append(ops, op)
-			members = append(members, i)
-		}
-		if len(ops) == 0 {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			s.writeGroup(ctx, guard, writes[start:end], revs[start:end], errs[start:end])
+		})
+	}
+	wg.Wait()
+	return revs, errs
+}
+
+// writeGroup makes the writes of one transaction, setting revs and errs (of the same
+// length). A transaction whose compares all hold applies every write at once; if any
+// compare fails it falls back to one transaction per write, so that the others still
+// land. Conflicts are rare in migration, so the common case is one round trip.
+func (s *Store) writeGroup(ctx context.Context, guard *Guard, writes []Write, revs []int64, errs []error) {
+	var cmps []clientv3.Cmp
+	var ops []clientv3.Op
+	var members []int
+	for i, w := range writes {
+		op, err := s.batchOp(ctx, w)
+		if err != nil {
+			errs[i] = err
 			continue
 		}
-		rev, ok, err := s.commitBatch(ctx, guard, cmps, ops)
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.abs(w.Key)), "=", w.Expected))
+		ops = append(ops, op)
+		members = append(members, i)
+	}
+	if len(ops) == 0 {
+		return
+	}
+	rev, ok, err := s.commitBatch(ctx, guard, cmps, ops)
+	for _, i := range members {
 		if ok {
-			for _, i := range members {
-				revs[i] = rev
-			}
-			continue
-		}
-		for _, i := range members {
+			revs[i] = rev
+		} else {
 			revs[i], errs[i] = s.writeOne(ctx, guard, writes[i], err)
 		}
 	}
-	return revs, errs
 }
 
 // commitBatch commits the writes of one transaction of a batch; ok reports that every

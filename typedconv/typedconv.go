@@ -10,6 +10,7 @@ import (
 	"github.com/concordproject/concord/objectjson"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -37,6 +38,18 @@ func FromUnstructured(content map[string]interface{}, out runtime.Object) error 
 	}
 	accessor.SetManagedFields(entries)
 	return nil
+}
+
+// ManagedFields returns the managed fields of an unstructured object's content, as
+// unstructured.Unstructured's GetManagedFields returns them.
+func ManagedFields(content map[string]interface{}) []metav1.ManagedFieldsEntry {
+	meta, _ := content["metadata"].(map[string]interface{})
+	if raw, ok := meta["managedFields"].([]interface{}); ok && len(raw) > 0 {
+		if entries, ok := managedFields(raw); ok {
+			return entries
+		}
+	}
+	return (&unstructured.Unstructured{Object: content}).GetManagedFields()
 }
 
 // managedFields returns the entries raw holds, or false where an entry is anything but

@@ -9,6 +9,7 @@ import (
 	"github.com/concordproject/concord/typedconv"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -122,4 +123,25 @@ func FuzzToUnstructured(f *testing.F) {
 		}
 		back(t, cm)
 	})
+}
+
+// TestManagedFields: the entries of an object's content, as unstructured's
+// GetManagedFields reads them, on entries it reads and on those it refuses.
+func TestManagedFields(t *testing.T) {
+	for _, doc := range []string{
+		`{"metadata":{"name":"a"}}`,
+		`{"metadata":{"managedFields":[{"manager":"m","operation":"Apply","time":"2026-11-25T10:00:00Z","fieldsV1":{"f:a":{}}}]}}`,
+		`{"metadata":{"managedFields":[{"manager":"m","time":"yesterday"}]}}`,
+		`{"metadata":{"managedFields":[{"manager":5}]}}`,
+		`{"metadata":{"managedFields":"x"}}`,
+	} {
+		content, err := objectjson.UnmarshalObject([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := typedconv.ManagedFields(content), (&unstructured.Unstructured{Object: content}).GetManagedFields()
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %#v\nwant %#v", doc, got, want)
+		}
+	}
 }

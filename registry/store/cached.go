@@ -192,7 +192,7 @@ func (s *Store) sameMeaning(ctx context.Context, ev *watchcache.Event, res *regi
 	if ev.Type != storage.Put || ev.Prev == nil {
 		return false
 	}
-	if bytes.Equal(ev.Prev.Value, ev.KV.Value) {
+	if bytes.Equal(ev.Prev.Value, ev.KV.Value) || s.rewritten.has(ev.KV.Key, ev.Prev.Revision, ev.KV.Value) {
 		return true
 	}
 	v, _ := ev.Memo(sameKey{res}, func() (any, error) {

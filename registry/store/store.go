@@ -36,15 +36,16 @@ type Store struct {
 	WatchCache watchcache.Options
 	now        func() time.Time
 
-	caches *watchcache.Caches
-	recent *cache.Recent
+	caches    *watchcache.Caches
+	recent    *cache.Recent
+	rewritten *rewritten
 }
 
 // NewStore returns a Store over st. Creations of namespaced objects are checked against
 // the namespaces stored in st (core/namespaces), as Kubernetes' NamespaceLifecycle
 // admission does; call Run to keep the namespace cache warm.
 func NewStore(st *storage.Store) *Store {
-	s := &Store{storage: st, BookmarkInterval: 30 * time.Second, now: time.Now, recent: cache.NewRecent()}
+	s := &Store{storage: st, BookmarkInterval: 30 * time.Second, now: time.Now, recent: cache.NewRecent(), rewritten: newRewritten()}
 	s.namespaces = cache.NewNamespaces(st)
 	s.caches = watchcache.New(st)
 	return s

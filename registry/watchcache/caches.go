@@ -159,6 +159,19 @@ func (m *Caches) Get(prefix string, from int64) *Cache {
 	return c
 }
 
+// Running returns the cache of prefix if one is running and has loaded its objects,
+// without starting one or counting this as a use: for a reader that would take
+// etcd's answer as well, and must not make the server cache what nobody else reads.
+func (m *Caches) Running(prefix string) *Cache {
+	m.mu.Lock()
+	c := m.caches[prefix]
+	m.mu.Unlock()
+	if c == nil || !c.Ready() {
+		return nil
+	}
+	return c
+}
+
 // Private starts a cache without state that relays the changes under prefix after
 // revision from to one watcher, straight from etcd's history, and stops with it: for a
 // watch older than the shared cache's history, or while caching is off. It lives as

@@ -60,6 +60,29 @@ func (s *Snapshot) Items(prefix string) []*Entry {
 	return items
 }
 
+// Page returns up to limit objects whose keys start with prefix, from the first at
+// or after start, in key order, and whether more follow: in time proportional to the
+// page, however many objects the prefix has. The values are shared: never change
+// them.
+func (s *Snapshot) Page(prefix, start string, limit int) (items []*Entry, more bool) {
+	from := max(prefix, start)
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	visit := func(kv *Entry) bool {
+		if len(items) == limit {
+			more = true
+			return false
+		}
+		items = append(items, kv)
+		return true
+	}
+	if end != "\x00" {
+		s.tree.AscendRange(keyOnly(from), keyOnly(end), visit)
+	} else {
+		s.tree.AscendGreaterOrEqual(keyOnly(from), visit)
+	}
+	return items, more
+}
+
 // Search returns the index of the first of items whose key is at or after key.
 func Search(items []*Entry, key string) int {
 	return sort.Search(len(items), func(i int) bool { return items[i].Key >= key })

@@ -94,3 +94,56 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// A snapshot's pages read from a start key, within a prefix, and stop at the limit;
+// Running finds only a cache that was started and has loaded.
+func TestSnapshotPagesAndRunning(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	st := storage.New(etcdtest.Start(t), "/pages")
+	m := New(st)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, Options{}) }()
+	defer func() { cancel(); <-done }()
+	for _, k := range []string{"a/x", "b/1", "b/2", "b/3", "b/4", "c/y"} {
+		if _, err := st.Create(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "caches running", func() bool { return m.Get("unused/", 0) != nil })
+	if c := m.Running("b/"); c != nil {
+		t.Fatal("Running returned a cache nobody started")
+	}
+	var c *Cache
+	waitFor(t, "a ready cache", func() bool { c = m.Get("", 0); return c != nil && c.WaitReady(ctx) })
+	if m.Running("") != c {
+		t.Fatal("Running did not return the loaded cache")
+	}
+	snap, err := c.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func(items []*Entry) (out []string) {
+		for _, e := range items {
+			out = append(out, e.Key)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		start string
+		limit int
+		want  string
+		more  bool
+	}{
+		{"", 2, "[b/1 b/2]", true},
+		{"b/2\x00", 2, "[b/3 b/4]", false},
+		{"b/4\x00", 2, "[]", false},
+		{"b/3", 5, "[b/3 b/4]", false},
+		{"a/", 4, "[b/1 b/2 b/3 b/4]", false},
+	} {
+		items, more := snap.Page("b/", tc.start, tc.limit)
+		if got := fmt.Sprint(keys(items)); got != tc.want || more != tc.more {
+			t.Errorf("Page(b/, %q, %d) = %s more=%v, want %s more=%v", tc.start, tc.limit, got, more, tc.want, tc.more)
+		}
+	}
+}

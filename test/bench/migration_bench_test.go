@@ -29,6 +29,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
+var (
+	migrationProfile = flag.String("concord.migration-profile", "",
+		"directory for the server's CPU profile of each migration's first -concord.migration-profile-seconds, and its heap profile after")
+	migrationProfileSeconds = flag.Int("concord.migration-profile-seconds", 30, "see -concord.migration-profile")
+)
+
 var migrationSizes = flag.String("concord.migration-sizes", "10000,100000",
 	"comma-separated numbers of objects BenchmarkMigration migrates on each path")
 
@@ -280,6 +286,11 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 		if err := mb.seed(ctx, n); err != nil {
 			b.Fatal(err)
 		}
+		// The server takes in the seeded objects (its watch caches and the garbage
+		// collector's informers follow every resource): let it finish before measuring.
+		if err := waitIdle(ctx, mb.cl.server.pid(), 10*time.Minute); err != nil {
+			b.Fatal(err)
+		}
 		adjacent()
 		before, err := mb.cl.cpu()
 		if err != nil {
@@ -292,7 +303,9 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 		rss := sampleRSS(mb.cl.server.pid())
 		b.StartTimer()
 		start := time.Now()
+		profiled := mb.profile(ctx, path, n)
 		cp, err := m.Migrate(ctx, res, migrator.Checkpoint{}, nil)
+		profiled()
 		elapsed += time.Since(start)
 		b.StopTimer()
 		peak, rerr := rss.stop()
@@ -341,6 +354,32 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 	mem.heapAfter = heap
 	mb.memory[fmt.Sprintf("%s/n=%d", path, n)] = mem
 	mb.mu.Unlock()
+}
+
+// profile starts, with -concord.migration-profile, a CPU profile of the server for
+// the first -concord.migration-profile-seconds of a migration; the function it
+// returns waits for it and writes it, then the server's heap profile, to the
+// profile directory.
+func (mb *migrationBench) profile(ctx context.Context, path string, n int) func() {
+	dir := *migrationProfile
+	if dir == "" {
+		return func() {}
+	}
+	name := filepath.Join(dir, fmt.Sprintf("%s-n=%d", strings.ReplaceAll(path, "/", "-"), n))
+	rc := mb.cl.clientset.CoreV1().RESTClient()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if body, err := rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", fmt.Sprint(*migrationProfileSeconds)).DoRaw(ctx); err == nil {
+			_ = os.WriteFile(name+".cpu.pprof", body, 0o600)
+		}
+	}()
+	return func() {
+		<-done
+		if body, err := rc.Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx); err == nil {
+			_ = os.WriteFile(name+".heap.pprof", body, 0o600)
+		}
+	}
 }
 
 // checkEncoded reads etcd and checks that every widget is encoded in v2.

@@ -1,0 +1,62 @@
+package compaction
+
+import (
+	"context"
+	"time"
+
+	"github.com/concordproject/concord/reconcile"
+	"github.com/concordproject/concord/storage"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
+)
+
+// DefaultInterval is how often the history is compacted (kube-apiserver's
+// --etcd-compaction-interval).
+const DefaultInterval = 5 * time.Minute
+
+// turn is the controller's one key.
+type turn struct{}
+
+// Controller compacts etcd's history every interval, taking turns with the other
+// servers sharing the etcd.
+type Controller struct {
+	st       *storage.Store
+	interval time.Duration
+	last     storage.Compaction // the one worker's alone
+	ctrl     *reconcile.Controller[turn]
+	revision prometheus.Gauge
+}
+
+// New returns the compaction controller of st, compacting every interval. reg, if
+// not nil, receives concord_etcd_compacted_revision.
+func New(st *storage.Store, interval time.Duration, metrics *reconcile.Metrics, reg prometheus.Registerer) *Controller {
+	c := &Controller{st: st, interval: interval, revision: prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "concord_etcd_compacted_revision",
+		Help: "The revision to which this server last compacted etcd's history (0: not yet).",
+	})}
+	if reg != nil {
+		reg.MustRegister(c.revision)
+	}
+	c.ctrl = reconcile.New("etcd-compaction", reconcile.Func[turn](c.reconcile), reconcile.Options[turn]{Metrics: metrics})
+	return c
+}
+
+// Run takes turns until ctx is done.
+func (c *Controller) Run(ctx context.Context) error {
+	c.ctrl.Add(turn{})
+	return c.ctrl.Run(ctx)
+}
+
+// reconcile takes one turn, and the next one an interval later.
+func (c *Controller) reconcile(ctx context.Context, _ turn) (reconcile.Result, error) {
+	next, compacted, err := c.st.CompactStep(ctx, c.last)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	c.last = next
+	if compacted > 0 {
+		c.revision.Set(float64(compacted))
+		klog.FromContext(ctx).V(2).Info("Compacted etcd's history", "revision", compacted)
+	}
+	return reconcile.Result{RequeueAfter: c.interval}, nil
+}
