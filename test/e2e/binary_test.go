@@ -222,6 +222,7 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--watch-cache-memory-limit", "lots"}, `--watch-cache-memory-limit "lots" must be a non-negative quantity of bytes, such as 4Gi or 512Mi (0: no limit)`},
 		{[]string{"server", "--max-requests-inflight", "-1"}, "must not be negative"},
 		{[]string{"server", "--request-timeout", "0s"}, "--request-timeout 0s must be positive"},
+		{[]string{"server", "--etcd-compaction-interval", "-1m"}, "--etcd-compaction-interval -1m0s must not be negative (0 turns compaction off)"},
 		{[]string{"server", "--memory-limit", "lots"}, `--memory-limit "lots" must be a quantity of bytes of at least 64Mi, such as 12Gi`},
 		{[]string{"server", "--max-requests-inflight", "0", "--max-mutating-requests-inflight", "0"}, "must be at least 1 with --enable-priority-and-fairness"},
 		{[]string{"server", "--runtime-config", "flowcontrol.apiserver.k8s.io/v1=false"}, "--enable-priority-and-fairness needs flowcontrol.apiserver.k8s.io/v1 served"},
