@@ -167,18 +167,16 @@ type decodedKey struct {
 }
 
 // eventObject returns the object after (prev: before) a change, decoded once per
-// event and definition, with the change's revision as its resourceVersion. Shared: do
-// not modify.
+// event and definition while it is in use (the event holds it weakly), with the
+// change's revision as its resourceVersion. Shared: do not modify.
 func eventObject(ev *watchcache.Event, res *registry.Resource, prev bool) (*registry.Object, error) {
-	v, err := ev.Memo(decodedKey{res, prev}, func() (any, error) {
+	return watchcache.MemoWeak(ev, decodedKey{res, prev}, func() (*registry.Object, error) {
 		kv := ev.KV
 		if prev {
 			kv = ev.Prev
 		}
 		return res.Decode(kv.Value, ev.Rev)
 	})
-	obj, _ := v.(*registry.Object)
-	return obj, err
 }
 
 type sameKey struct{ res *registry.Resource }

@@ -408,10 +408,11 @@ type viewKey struct {
 }
 
 // view returns the object of a change (prev: before it) in the watcher's version with
-// defaults applied, converted once per event and version for every watcher.
+// defaults applied, converted once per event and version for every watcher reading
+// it at the time (the event holds it weakly).
 func (w *watcher) view(ctx context.Context, ev *watchcache.Event, prev bool) (*SharedObject, error) {
 	key := viewKey{w.res, w.version, prev}
-	v, err := ev.Memo(key, func() (any, error) {
+	v, err := watchcache.MemoWeak(ev, key, func() (*registry.Object, error) {
 		o, err := eventObject(ev, w.res, prev)
 		if err != nil {
 			return nil, w.store.internalError(w.res, err)
@@ -430,7 +431,7 @@ func (w *watcher) view(ctx context.Context, ev *watchcache.Event, prev bool) (*S
 	if err != nil {
 		return nil, err
 	}
-	return &SharedObject{Unstructured: v.(*registry.Object), ev: ev, key: key}, nil
+	return &SharedObject{Unstructured: v, ev: ev, key: key}, nil
 }
 
 // SharedObject is the object of a watch event, shared by every watch that sends the

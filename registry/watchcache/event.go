@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"sync"
+	"weak"
 
 	"github.com/concordproject/concord/storage"
 )
@@ -20,6 +21,7 @@ type Event struct {
 
 	memoMu sync.Mutex
 	memo   map[any]*memoCell
+	weak   map[any]any // of *weakCell[T]
 }
 
 type memoCell struct {
@@ -43,6 +45,46 @@ func (e *Event) Memo(key any, build func() (any, error)) (any, error) {
 	e.memoMu.Unlock()
 	c.once.Do(func() { c.v, c.err = build() })
 	return c.v, c.err
+}
+
+// weakCell is a value of MemoWeak: held weakly, built again once collected.
+type weakCell[T any] struct {
+	mu  sync.Mutex
+	p   weak.Pointer[T]
+	err error
+}
+
+// MemoWeak is Memo for a value worth keeping only while some reader still uses it,
+// such as a decoded object: the event holds it weakly, so that the cache's history of
+// recent changes does not keep every change's derived values alive. While any reader
+// holds the value, every reader gets the same one; once it has been collected, the
+// next reader builds it again. A failed build is kept (errors are small).
+func MemoWeak[T any](e *Event, key any, build func() (*T, error)) (*T, error) {
+	e.memoMu.Lock()
+	if e.weak == nil {
+		e.weak = map[any]any{}
+	}
+	c, _ := e.weak[key].(*weakCell[T])
+	if c == nil {
+		c = &weakCell[T]{}
+		e.weak[key] = c
+	}
+	e.memoMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return nil, c.err
+	}
+	if v := c.p.Value(); v != nil {
+		return v, nil
+	}
+	v, err := build()
+	if err != nil {
+		c.err = err
+		return nil, err
+	}
+	c.p = weak.Make(v)
+	return v, nil
 }
 
 // history is a ring of the most recent changes, oldest first.
