@@ -162,6 +162,11 @@ func (c *Cache) run(ctx context.Context, st *storage.Store, opts Options) {
 			if ev.BatchEnd {
 				c.apply(batch)
 				batch = batch[:0]
+				if !c.stateful && c.handOver() {
+					logger.V(3).Info("Private watch caught up; joined the shared cache", "revision", c.Revision())
+					c.stop(context.Canceled)
+					return
+				}
 			}
 		case storage.Progress:
 			c.progressTo(ev)
@@ -431,6 +436,45 @@ func (c *Cache) Watch(from int64) (*Watcher, error) {
 }
 
 // leave removes w; a private cache stops with its last watcher.
+// handOver moves the watcher of a private cache to the prefix's shared cache once that
+// cache's history covers every change after what the private one has relayed: from
+// then on the shared cache serves it, and the private etcd watch (which reads every
+// change's previous value from etcd) can end. It reports whether it moved it; the
+// caller then stops the private cache, which no longer holds the watcher.
+func (c *Cache) handOver() bool {
+	shared := c.caches.Running(c.prefix)
+	if shared == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.watchers) != 1 || c.stopped {
+		return false
+	}
+	for w := range c.watchers {
+		if !shared.adopt(w, c.rev) {
+			return false
+		}
+		delete(c.watchers, w)
+	}
+	return true
+}
+
+// adopt makes w, which has every change up to rev, a watcher of c from rev on, if c's
+// history holds every change after rev. Changes c has not seen yet reach w as they
+// come; those up to rev that c has yet to see are not w's (its start filters them).
+func (c *Cache) adopt(w *Watcher, rev int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped || rev < c.complete {
+		return false
+	}
+	w.rebase(c, rev)
+	c.history.after(rev, w.push)
+	c.watchers[w] = struct{}{}
+	return true
+}
+
 func (c *Cache) leave(w *Watcher) {
 	c.mu.Lock()
 	delete(c.watchers, w)

@@ -173,8 +173,10 @@ func (m *Caches) Running(prefix string) *Cache {
 }
 
 // Private starts a cache without state that relays the changes under prefix after
-// revision from to one watcher, straight from etcd's history, and stops with it: for a
-// watch older than the shared cache's history, or while caching is off. It lives as
+// revision from to one watcher, straight from etcd's history, and stops with it, or
+// once it has handed the watcher over to the prefix's shared cache (when that cache's
+// history covers what the watcher has yet to get): for a watch older than the shared
+// cache's history, or while caching is off. It lives as
 // long as the watcher, whatever ctx does after the call. Idle, it asks etcd every
 // progressInterval how far it is (0: never), for the watcher's bookmarks.
 func (m *Caches) Private(ctx context.Context, prefix string, from int64, progressInterval time.Duration) *Watcher {

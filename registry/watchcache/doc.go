@@ -26,7 +26,11 @@
 // limit, stopping the least recently used caches when the limit is exceeded (their
 // reads go to etcd until memory allows again), and reports every figure as a metric.
 // A private Cache, without state, serves one watch from a revision older than the
-// shared cache's history, straight from etcd's.
+// shared cache's history, straight from etcd's, until it has caught up with that
+// history: the watch then joins the shared cache and the private etcd watch ends (a
+// watcher ended for falling behind, which watches again from where it was, would
+// otherwise stay on a watch of its own that reads every change's previous value
+// from etcd).
 //
 // It caches stored bytes, never decoded objects, and beside each object the one
 // encoded form a reader last kept (Entry.KeepEncoded: a list's item in a version and

@@ -16,11 +16,12 @@ const maxPending = 10000
 // A Watcher is one watch's queue of a cache's changes after a revision. The cache
 // appends without ever blocking; the watch drains it with Take. Stop it when done.
 type Watcher struct {
+	mu sync.Mutex
+	// cache is the cache it is a watcher of: a private one may hand it over to the
+	// shared one (Cache.handOver).
 	cache *Cache
 	// from is the revision the watch starts after: older changes are not its.
-	from int64
-
-	mu      sync.Mutex
+	from    int64
 	pending []*Event
 	notify  chan struct{}
 	ended   bool // no more changes will come (after pending)
@@ -34,10 +35,11 @@ func newWatcher(c *Cache, from int64) *Watcher {
 // notification at the start revision itself is kept: it tells an idle watch where it
 // stands.
 func (w *Watcher) push(e *Event) {
+	w.mu.Lock()
 	if e.Type != storage.Error && e.Rev <= w.from && (e.Type != storage.Progress || e.Rev < w.from) {
+		w.mu.Unlock()
 		return
 	}
-	w.mu.Lock()
 	if !w.ended {
 		if len(w.pending) >= maxPending {
 			w.ended = true // too slow: end the watch rather than buffer without bound
@@ -86,5 +88,26 @@ func (w *Watcher) Take(ctx context.Context) (events []*Event, ok bool) {
 	}
 }
 
+// rebase makes w a watcher of c, for the changes after rev.
+func (w *Watcher) rebase(c *Cache, rev int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cache, w.from = c, rev
+}
+
 // Stop removes the watcher from its cache. A private cache stops with its watcher.
-func (w *Watcher) Stop() { w.cache.leave(w) }
+func (w *Watcher) Stop() {
+	for {
+		w.mu.Lock()
+		c := w.cache
+		w.mu.Unlock()
+		c.leave(w)
+		// A private cache may have handed w over meanwhile: leave that one too.
+		w.mu.Lock()
+		moved := w.cache != c
+		w.mu.Unlock()
+		if !moved {
+			return
+		}
+	}
+}
