@@ -1,11 +1,9 @@
 package watchcache
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
-	"github.com/concordproject/concord/etcd/etcdtest"
 	"github.com/concordproject/concord/storage"
 )
 
@@ -14,13 +12,8 @@ import (
 // in order, across the hand-over, and keeps getting them from the shared cache; the
 // private etcd watch ends; Stop leaves the shared cache.
 func TestPrivateWatchJoinsSharedCache(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	st := storage.New(etcdtest.Start(t), "/handover")
-	m := New(st)
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx, Options{HistorySize: 4}) }()
-	defer func() { cancel(); <-done }()
+	ctx := t.Context()
+	st, m := runCaches(t, "/handover", Options{HistorySize: 4})
 	write := func(from, to int) int64 {
 		t.Helper()
 		var rev int64

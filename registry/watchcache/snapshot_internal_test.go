@@ -16,13 +16,8 @@ import (
 // storage migration that pages through a resource while rewriting it holds both
 // versions of its objects for a while.
 func TestKeptSnapshotsCountWhatTheyHold(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	st := storage.New(etcdtest.Start(t), "/snapshots")
-	m := New(st)
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx, Options{HistorySize: 16}) }() // the history keeps few previous values
-	defer func() { cancel(); <-done }()
+	ctx := t.Context()
+	st, m := runCaches(t, "/snapshots", Options{HistorySize: 16}) // the history keeps few previous values
 	const n, size = 200, 1024
 	value := func(gen, i int) []byte {
 		return append([]byte(fmt.Sprintf("%d-%04d-", gen, i)), bytes.Repeat([]byte("x"), size)...)
@@ -86,6 +81,19 @@ func TestKeptSnapshotsCountWhatTheyHold(t *testing.T) {
 	}
 }
 
+// runCaches runs the caches of a store under prefix on a fresh etcd until the test
+// ends.
+func runCaches(t *testing.T, prefix string, opts Options) (*storage.Store, *Caches) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	st := storage.New(etcdtest.Start(t), prefix)
+	m := New(st)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, opts) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return st, m
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
@@ -98,13 +106,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // A snapshot's pages read from a start key, within a prefix, and stop at the limit;
 // Running finds only a cache that was started and has loaded.
 func TestSnapshotPagesAndRunning(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	st := storage.New(etcdtest.Start(t), "/pages")
-	m := New(st)
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx, Options{}) }()
-	defer func() { cancel(); <-done }()
+	ctx := t.Context()
+	st, m := runCaches(t, "/pages", Options{})
 	for _, k := range []string{"a/x", "b/1", "b/2", "b/3", "b/4", "c/y"} {
 		if _, err := st.Create(ctx, k, []byte(k)); err != nil {
 			t.Fatal(err)
