@@ -132,7 +132,7 @@ func setFieldsV1(e *metav1.ManagedFieldsEntry, v interface{}) bool {
 			return false
 		}
 	}
-	e.FieldsV1 = &metav1.FieldsV1{Raw: b}
+	e.FieldsV1 = metav1.NewFieldsV1(string(b))
 	return true
 }
 
@@ -194,7 +194,7 @@ func unstructuredEntries(entries []metav1.ManagedFieldsEntry) ([]interface{}, bo
 			m["time"] = e.Time.UTC().Format(time.RFC3339)
 		}
 		if e.FieldsV1 != nil {
-			fields, ok := objectOfObjects(e.FieldsV1.Raw)
+			fields, ok := objectOfObjects(e.FieldsV1.GetRawBytes())
 			if !ok {
 				return nil, false
 			}

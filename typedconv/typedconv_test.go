@@ -94,14 +94,14 @@ func TestToUnstructured(t *testing.T) {
 	for _, entries := range [][]metav1.ManagedFieldsEntry{
 		nil,
 		{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", Time: &now, FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:k":{}},"f:metadata":{"f:labels":{".":{},"f:<x>":{}}}}`)}},
-			{Manager: "ctl", Subresource: "status", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{}`)}}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:k":{}},"f:metadata":{"f:labels":{".":{},"f:<x>":{}}}}`)},
+			{Manager: "ctl", Subresource: "status", FieldsV1: metav1.NewFieldsV1(`{}`)}},
 		{{Manager: "m", Time: &metav1.Time{}}},
 		{{Manager: "m", FieldsV1: &metav1.FieldsV1{}}},
-		{{Manager: "m", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:a":1}`)}}},
-		{{Manager: "m", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:a":{}} x`)}}},
-		{{Manager: "m", FieldsV1: &metav1.FieldsV1{Raw: []byte(` {"f:a":{}}`)}}},
-		{{Manager: "m", FieldsV1: &metav1.FieldsV1{Raw: []byte(`[]`)}}},
+		{{Manager: "m", FieldsV1: metav1.NewFieldsV1(`{"f:a":1}`)}},
+		{{Manager: "m", FieldsV1: metav1.NewFieldsV1(`{"f:a":{}} x`)}},
+		{{Manager: "m", FieldsV1: metav1.NewFieldsV1(` {"f:a":{}}`)}},
+		{{Manager: "m", FieldsV1: metav1.NewFieldsV1(`[]`)}},
 		{{}},
 	} {
 		back(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", ManagedFields: entries, CreationTimestamp: now}, Data: map[string]string{"k": "v"}})
