@@ -33,6 +33,9 @@ const ElectionLease = "concord-resourcequota-controller"
 const (
 	DefaultResyncPeriod = 5 * time.Minute // kube-controller-manager's --resource-quota-sync-period
 	defaultWorkers      = 5               // its --concurrent-resource-quota-syncs
+	// givenBackRecount is how soon a quota is counted again after a recount gave
+	// some of its usage back (see usage.reconcile).
+	givenBackRecount = time.Second
 )
 
 // ControllerConfig configures a Controller.
@@ -202,6 +205,14 @@ func (u *usage) reconcile(ctx context.Context, key types.NamespacedName) (reconc
 	next.Status = corev1.ResourceQuotaStatus{Hard: quota.Add(corev1.ResourceList{}, rq.Spec.Hard), Used: used}
 	if _, err := u.client.CoreV1().ResourceQuotas(rq.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
 		return reconcile.Result{}, err
+	}
+	if kept, _ := quota.LessThanOrEqual(rq.Status.Used, used); !kept {
+		// A recount that gives a charge back may have been made while the write
+		// admission charged it for was still on its way to etcd (any other change
+		// can queue the quota then: a deletion, a newly served resource). Nothing
+		// else would count that write once it lands, until the resync: count again
+		// shortly.
+		return reconcile.Result{RequeueAfter: givenBackRecount}, nil
 	}
 	return reconcile.Result{RequeueAfter: u.cfg.ResyncPeriod}, nil
 }
