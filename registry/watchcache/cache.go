@@ -150,33 +150,98 @@ func (c *Cache) run(ctx context.Context, st *storage.Store, opts Options) {
 		logger.V(3).Info("Watch cache loaded", "revision", c.Revision(), "objects", c.tree.Len())
 	}
 	c.load1.Do(func() { close(c.loaded) })
+	for c.follow(ctx, st, opts) {
+		// A private cache's watcher has maxPending changes to take: read nothing more
+		// from etcd until it took them, then watch again from where the cache stands.
+		if !c.waitRoom(ctx) {
+			c.stop(ctx.Err())
+			return
+		}
+	}
+}
+
+// follow applies the changes of one etcd watch from the cache's revision on. It
+// returns true when it stopped watching because a private cache's watcher is full
+// (the caller watches again once it has room), false once the cache has stopped.
+//
+// A private cache is paced by its one watcher, so that a watch that replays a long
+// history, or whose client is slower than etcd's writes, holds at most maxPending
+// changes (and what etcd sent meanwhile) in memory: etcd's client buffers every
+// response it receives, without bound, for as long as nobody reads them.
+func (c *Cache) follow(ctx context.Context, st *storage.Store, opts Options) bool {
+	logger := klog.FromContext(ctx).WithValues("watchCache", c.resource)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	wopts := storage.WatchOptions{ProgressInterval: opts.ProgressInterval, ProgressRequests: c.progress, WithoutPrevious: c.stateful}
 	var batch []storage.Event
-	for ev := range st.Watch(ctx, c.prefix, c.Revision(), wopts) {
+	for ev := range st.Watch(wctx, c.prefix, c.Revision(), wopts) {
 		if opts.Observe != nil {
 			opts.Observe(ev)
 		}
 		switch ev.Type {
 		case storage.Put, storage.Deleted:
 			batch = append(batch, ev)
-			if ev.BatchEnd {
-				c.apply(batch)
-				batch = batch[:0]
-				if !c.stateful && c.handOver() {
-					logger.V(3).Info("Private watch caught up; joined the shared cache", "revision", c.Revision())
-					c.stop(context.Canceled)
-					return
-				}
+			if !ev.BatchEnd {
+				continue
+			}
+			c.apply(batch)
+			batch = batch[:0]
+			if c.stateful {
+				continue
+			}
+			if c.handOver() {
+				logger.V(3).Info("Private watch caught up; joined the shared cache", "revision", c.Revision())
+				c.stop(context.Canceled)
+				return false
+			}
+			if c.full() {
+				return true
 			}
 		case storage.Progress:
 			c.progressTo(ev)
 		case storage.Error:
 			logger.V(2).Info("Watch cache stopped by storage", "err", ev.Err)
 			c.fail(ev)
-			return
+			return false
 		}
 	}
 	c.stop(ctx.Err())
+	return false
+}
+
+// full reports whether a watcher of the cache has maxPending changes to take.
+func (c *Cache) full() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for w := range c.watchers {
+		if w.full() {
+			return true
+		}
+	}
+	return false
+}
+
+// waitRoom waits until no watcher of the cache is full; false if ctx ends first.
+func (c *Cache) waitRoom(ctx context.Context) bool {
+	for {
+		c.mu.RLock()
+		var wait *Watcher
+		for w := range c.watchers {
+			if w.full() {
+				wait = w
+				break
+			}
+		}
+		c.mu.RUnlock()
+		if wait == nil {
+			return true
+		}
+		select {
+		case <-wait.room:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // load reads every object under the prefix at one revision: the cache's starting

@@ -20,9 +20,10 @@
 //     consistent list (resourceVersion "") is answered from memory: read etcd's
 //     current revision, wait until the cache has reached it, read a snapshot.
 //
-// Caches, the set of a server's caches, starts a cache when a resource is first listed
-// or watched and stops it once it has been unused for a while, so a resource that no
-// one lists or watches costs nothing. It keeps the caches' estimated memory under a
+// Caches, the set of a server's caches, starts a cache when a resource is first
+// watched or listed whole (a page of a list reads a running cache but starts none) and
+// stops it once it has been unused for a while, so a resource that no one lists or
+// watches costs nothing. It keeps the caches' estimated memory under a
 // limit, stopping the least recently used caches when the limit is exceeded (their
 // reads go to etcd until memory allows again), and reports every figure as a metric.
 // A private Cache, without state, serves one watch from a revision older than the
@@ -30,7 +31,11 @@
 // history: the watch then joins the shared cache and the private etcd watch ends (a
 // watcher ended for falling behind, which watches again from where it was, would
 // otherwise stay on a watch of its own that reads every change's previous value
-// from etcd).
+// from etcd); a store's storage-only watch uses one throughout. A private Cache is
+// paced by its one watcher: while the watcher holds maxPending changes it has yet to
+// take, the cache reads nothing from etcd (whose client would buffer every response
+// without bound), and it watches again from where it stood once the watcher has
+// taken them; such a watcher is never ended for falling behind.
 //
 // It caches stored bytes, never decoded objects, and beside each object the one
 // encoded form a reader last kept (Entry.KeepEncoded: a list's item in a version and

@@ -8,13 +8,15 @@ import (
 	"github.com/concordproject/concord/storage"
 )
 
-// maxPending is how many changes a watcher may fall behind before it is ended; its
-// client then watches again from the last revision it saw (Kubernetes ends slow
-// watchers the same way).
+// maxPending is how many changes a watcher of a shared cache may fall behind before it
+// is ended; its client then watches again from the last revision it saw (Kubernetes
+// ends slow watchers the same way). A private cache stops reading etcd instead while
+// its watcher has that many.
 const maxPending = 10000
 
 // A Watcher is one watch's queue of a cache's changes after a revision. The cache
-// appends without ever blocking; the watch drains it with Take. Stop it when done.
+// appends without ever blocking (a private one pauses its reading of etcd instead);
+// the watch drains it with Take. Stop it when done.
 type Watcher struct {
 	mu sync.Mutex
 	// cache is the cache it is a watcher of: a private one may hand it over to the
@@ -25,10 +27,21 @@ type Watcher struct {
 	pending []*Event
 	notify  chan struct{}
 	ended   bool // no more changes will come (after pending)
+	// paced: the watcher of a private cache, which stops reading etcd while the
+	// watcher is full (Cache.follow) instead of ending it; room wakes that cache.
+	paced bool
+	room  chan struct{}
 }
 
 func newWatcher(c *Cache, from int64) *Watcher {
-	return &Watcher{cache: c, from: from, notify: make(chan struct{}, 1)}
+	return &Watcher{cache: c, from: from, notify: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+}
+
+// full reports whether w has maxPending changes to take.
+func (w *Watcher) full() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pending) >= maxPending
 }
 
 // push queues e unless it is not the watcher's (older than its start). A progress
@@ -41,7 +54,7 @@ func (w *Watcher) push(e *Event) {
 		return
 	}
 	if !w.ended {
-		if len(w.pending) >= maxPending {
+		if len(w.pending) >= maxPending && !w.paced {
 			w.ended = true // too slow: end the watch rather than buffer without bound
 		} else {
 			w.pending = append(w.pending, e)
@@ -75,6 +88,10 @@ func (w *Watcher) Take(ctx context.Context) (events []*Event, ok bool) {
 		ended := w.ended
 		w.mu.Unlock()
 		if len(events) > 0 {
+			select {
+			case w.room <- struct{}{}:
+			default:
+			}
 			return events, true
 		}
 		if ended {
@@ -92,7 +109,7 @@ func (w *Watcher) Take(ctx context.Context) (events []*Event, ok bool) {
 func (w *Watcher) rebase(c *Cache, rev int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.cache, w.from = c, rev
+	w.cache, w.from, w.paced = c, rev, false
 }
 
 // Stop removes the watcher from its cache. A private cache stops with its watcher.
