@@ -46,12 +46,21 @@ type node struct {
 	ref objectRef
 	// owners are the object's ownerReferences (none for a virtual node).
 	owners []metav1.OwnerReference
-	// dependents are the objects whose owners name this one, by uid.
+	// dependents are the objects whose owners name this one, by uid: nil until the
+	// first (most objects own nothing, and a graph holds every object).
 	dependents map[types.UID]struct{}
 	virtual    bool
 	// deleting: its deletionTimestamp is set. deletingDependents: and it carries the
 	// foregroundDeletion finalizer, so it waits for its dependents.
 	deleting, deletingDependents bool
+}
+
+// addDependent records that the object uid names n as an owner.
+func (n *node) addDependent(uid types.UID) {
+	if n.dependents == nil {
+		n.dependents = map[types.UID]struct{}{}
+	}
+	n.dependents[uid] = struct{}{}
 }
 
 // nodeState is a copy of a node, for the collector's workers.
@@ -186,7 +195,7 @@ func (g *graph) observe(typ changeType, apiVersion, kind string, obj, old metav1
 	}
 	switch {
 	case typ != deleted && !found:
-		n = &node{ref: ref, owners: obj.GetOwnerReferences(), dependents: map[types.UID]struct{}{},
+		n = &node{ref: ref, owners: obj.GetOwnerReferences(),
 			deleting: obj.GetDeletionTimestamp() != nil, deletingDependents: waitsForDependents(obj)}
 		g.nodes[ref.UID] = n
 		g.addToOwners(n, n.owners)
@@ -261,13 +270,13 @@ func (g *graph) addToOwners(n *node, owners []metav1.OwnerReference) {
 	for _, o := range owners {
 		on, ok := g.nodes[o.UID]
 		if !ok {
-			on = &node{ref: refOf(o, n.ref.Namespace), dependents: map[types.UID]struct{}{}, virtual: true}
+			on = &node{ref: refOf(o, n.ref.Namespace), virtual: true}
 			g.nodes[o.UID] = on
-			on.dependents[n.ref.UID] = struct{}{}
+			on.addDependent(n.ref.UID)
 			g.q.delete(o.UID)
 			continue
 		}
-		on.dependents[n.ref.UID] = struct{}{}
+		on.addDependent(n.ref.UID)
 		if suspect {
 			continue
 		}

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -87,7 +86,7 @@ func (m *monitors) start(res *registry.Resource) *monitor {
 	gv := res.GroupVersion(mon.version).String()
 	kind := res.Names.Kind
 	// metadataOnly only reads what the watch shares and builds its own object.
-	mon.informer = m.store.NewInformer(store.Source{Registry: m.registry, Resource: res.GroupResource(), Version: mon.version, Shared: true}, nil)
+	mon.informer = m.store.NewInformer(store.Source{Registry: m.registry, Resource: res.GroupResource(), Version: mon.version, Shared: true, FromStorage: true}, nil)
 	_ = mon.informer.SetTransform(metadataOnly) // only fails once the informer runs
 	observe := func(typ changeType, obj, old interface{}) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -174,8 +173,10 @@ func (m *monitors) cached(gk schema.GroupKind, namespace, name string) *metav1.P
 	if err != nil || !ok {
 		return nil
 	}
-	p, _ := obj.(*metav1.PartialObjectMetadata)
-	return p
+	if m, ok := obj.(*monitored); ok {
+		return m.partial()
+	}
+	return nil
 }
 
 // stop stops every monitor and waits for them.
@@ -187,20 +188,4 @@ func (m *monitors) stop() {
 	m.running, m.ctx = nil, nil
 	m.mu.Unlock()
 	m.wg.Wait()
-}
-
-// metadataOnly keeps what the graph and the collector's patches need of an object,
-// so that a monitor's memory grows with the number of objects, not their size.
-func metadataOnly(obj interface{}) (interface{}, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
-	}
-	return &metav1.PartialObjectMetadata{
-		TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion(),
-			OwnerReferences: u.GetOwnerReferences(), Finalizers: u.GetFinalizers(), DeletionTimestamp: u.GetDeletionTimestamp(),
-		},
-	}, nil
 }

@@ -32,6 +32,11 @@ type Source struct {
 	// keeps only objects it builds itself (a metadata-only informer), so that no one
 	// ever modifies them.
 	Shared bool
+	// FromStorage reads etcd, never the resource's watch cache, and does not start
+	// it (Store.ListStorage, Store.WatchStorage): for an informer that follows every
+	// resource, such as the garbage collector's, so that following a resource does
+	// not make the server keep all of its objects in memory.
+	FromStorage bool
 }
 
 // ListWatch lists and watches src through s, for client-go informers inside the
@@ -58,6 +63,9 @@ func (s *Store) ListWatch(src Source) *cache.ListWatch {
 			if err != nil {
 				return nil, err
 			}
+			if src.FromStorage {
+				return s.ListStorage(ctx, r, opts)
+			}
 			return s.List(ctx, r, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
@@ -65,7 +73,11 @@ func (s *Store) ListWatch(src Source) *cache.ListWatch {
 			if err != nil {
 				return nil, err
 			}
-			w, err := s.Watch(ctx, r, opts)
+			watchFn := s.Watch
+			if src.FromStorage {
+				watchFn = s.WatchStorage
+			}
+			w, err := watchFn(ctx, r, opts)
 			if err != nil {
 				return nil, err
 			}

@@ -37,14 +37,28 @@ func (s *Store) List(ctx context.Context, ref Ref, opts metav1.ListOptions) (*un
 	return s.listEtcd(ctx, ref, p)
 }
 
+// ListStorage is List answered by etcd alone, never by the resource's watch cache,
+// which it does not start (see WatchStorage).
+func (s *Store) ListStorage(ctx context.Context, ref Ref, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	p, err := s.planListing(ref, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.caches.Observe(ref.Resource.Prefix(""), "list", false)
+	return s.listEtcd(ctx, ref, p)
+}
+
 // beginList plans a list and finds the cached state that answers it, if one may.
 func (s *Store) beginList(ctx context.Context, ref Ref, opts metav1.ListOptions) (listParams, error) {
 	p, err := s.planListing(ref, opts)
 	if err != nil {
 		return p, err
 	}
+	// A page of a list is read from the resource's cache if one runs, but starts none:
+	// a page (a client's count of the objects, with limit 1) does not justify keeping
+	// every object of the resource in memory. A whole list, or a watch, starts it.
 	var cached bool
-	if p.cache, p.snap, cached, err = s.cachedState(ctx, ref.Resource, p.at); err != nil {
+	if p.cache, p.snap, cached, err = s.cachedState(ctx, ref.Resource, p.at, p.limit <= 0); err != nil {
 		return p, err
 	}
 	s.caches.Observe(ref.Resource.Prefix(""), "list", cached)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -223,6 +224,13 @@ func TestWatchCacheLimits(t *testing.T) {
 			c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { tc.set(o) }))
 			s := c.Servers[0]
 			cms := s.Clientset(t).CoreV1().ConfigMaps("default")
+			// A watcher starts the configmaps' cache (nothing in the server watches
+			// them for long: the garbage collector reads etcd).
+			w, err := cms.Watch(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
 			const n = 100
 			data := map[string]string{"payload": strings.Repeat("x", 1024)}
 			for i := range n {
@@ -430,4 +438,60 @@ func TestWatchListFromCache(t *testing.T) {
 	if after["core/configmaps watch cache"]-before["core/configmaps watch cache"] < 2 || after["core/configmaps watch etcd"] != before["core/configmaps watch etcd"] {
 		t.Fatalf("the WatchLists were not answered by the cache: %v", after)
 	}
+}
+
+// The garbage collector follows every resource straight from etcd: a resource that
+// only it follows has no watch cache (the server keeps none of its objects in
+// memory for the collector's sake), yet its objects are collected. A page of a list
+// reads etcd and starts no cache either; a whole list starts one.
+func TestGarbageCollectorStartsNoWatchCache(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t, 1)
+	s := c.Servers[0]
+	ctx := t.Context()
+	templates := s.Clientset(t).CoreV1().PodTemplates("default")
+	template := func(name string, owners ...metav1.OwnerReference) *corev1.PodTemplate {
+		return &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}
+	}
+	owner, err := templates.Create(ctx, template("owner"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := templates.Create(ctx, template("dependent", metav1.OwnerReference{APIVersion: "v1", Kind: "PodTemplate", Name: owner.Name, UID: owner.UID}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := templates.Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the collector to delete the dependent", func() (bool, error) {
+		_, err := templates.Get(ctx, "dependent", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	reads := cacheReads(t, s)
+	if reads["core/podtemplates watch cache"] != 0 || reads["core/podtemplates watch etcd"] == 0 {
+		t.Fatalf("the podtemplates, which only the garbage collector follows, were watched through a watch cache: %v",
+			subset(reads, "core/podtemplates "))
+	}
+	if _, err := templates.List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if reads := subset(cacheReads(t, s), "core/podtemplates list"); reads["core/podtemplates list etcd"] != 1 || len(reads) != 1 {
+		t.Fatalf("a page of a list: %v, want it read from etcd", reads)
+	}
+	waitFor(t, "a whole list to start the podtemplates' cache and be answered from it", func() (bool, error) {
+		_, err := templates.List(ctx, metav1.ListOptions{})
+		return cacheReads(t, s)["core/podtemplates list cache"] > 0, err
+	})
+}
+
+// subset keeps the entries of m whose keys start with prefix.
+func subset(m map[string]float64, prefix string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		if strings.HasPrefix(k, prefix) {
+			out[k] = v
+		}
+	}
+	return out
 }
