@@ -15,16 +15,26 @@ import (
 	"sync/atomic"
 )
 
-// GCPercent is the GC percent a server runs with unless GOGC says otherwise.
-const GCPercent = 400
-
 // MinHeadroom is the least the heap may grow past its live data before a collection.
 const MinHeadroom = 192 << 20
 
+// fullHeadroom is the live heap up to which the heap may grow by as much again before
+// a collection; past it, by half of what it has beyond.
+const fullHeadroom = 1 << 30
+
+// Headroom is how far the heap may grow past live bytes of live data before a
+// collection: as much again (at least MinHeadroom) up to a live heap of 1 GiB, and
+// half of every byte beyond, so that the heap's share of headroom tightens from 100%
+// towards 50% as it grows.
+func Headroom(live int64) int64 {
+	h := min(live, fullHeadroom) + max(0, live-fullHeadroom)/2
+	return max(MinHeadroom, h)
+}
+
 // Limit is the soft memory limit for a live heap of live bytes under ceiling: the
-// live data plus the larger of MinHeadroom and half of it, at most ceiling.
+// live data plus its Headroom, at most ceiling.
 func Limit(live, ceiling int64) int64 {
-	return min(ceiling, live+max(MinHeadroom, live/2))
+	return min(ceiling, live+Headroom(live))
 }
 
 // ErrNoMachineLimit means neither the cgroup nor /proc/meminfo says how much memory
@@ -82,12 +92,13 @@ func physicalMemory() (int64, error) {
 	return 0, fmt.Errorf("%w: no MemTotal in /proc/meminfo", ErrNoMachineLimit)
 }
 
-// Apply sets the process's GC percent (unless GOGC is set) and keeps its soft memory
-// limit at Limit(live heap, ceiling) after every collection (unless GOMEMLIMIT is
-// set), until stop is called. Call it once per process.
+// Apply turns the process's GC percent off (unless GOGC is set), so that collections
+// run when the heap reaches the soft memory limit, and keeps that limit at
+// Limit(live heap, ceiling) after every collection (unless GOMEMLIMIT is set), until
+// stop is called. Call it once per process.
 func Apply(ceiling int64) (stop func()) {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(GCPercent)
+		debug.SetGCPercent(-1)
 	}
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
