@@ -86,11 +86,11 @@ func (s *Store) putOp(ctx context.Context, key string, value []byte, opts []Writ
 	}
 	o := collect(opts)
 	if o.ttl <= 0 {
-		return clientv3.OpPut(key, string(value)), nil
+		return clientv3.OpPut(key, borrowed(value)), nil
 	}
 	id, err := s.leases.get(ctx, o.ttl)
 	if err != nil {
 		return clientv3.Op{}, err
 	}
-	return clientv3.OpPut(key, string(value), clientv3.WithLease(id)), nil
+	return clientv3.OpPut(key, borrowed(value), clientv3.WithLease(id)), nil
 }

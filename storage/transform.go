@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"k8s.io/apiserver/pkg/storage/value"
 )
@@ -39,6 +40,13 @@ func (s *Store) seal(ctx context.Context, key string, v []byte) ([]byte, error) 
 		return nil, fmt.Errorf("%s: sealing the value: %w", s.rel([]byte(key)), err)
 	}
 	return out, nil
+}
+
+// borrowed is v as a string without a copy, for clientv3.OpPut, which copies its value
+// into the request itself: the caller must not change v afterwards (a value to write
+// never is).
+func borrowed(v []byte) string {
+	return unsafe.String(unsafe.SliceData(v), len(v))
 }
 
 // kv is what etcd returned for one key, opened.

@@ -166,5 +166,5 @@ func (s *Store) batchOp(ctx context.Context, w Write) (clientv3.Op, error) {
 		return clientv3.Op{}, err
 	}
 	// A rewrite keeps the key's lease: an expiring object still expires.
-	return clientv3.OpPut(k, string(v), clientv3.WithIgnoreLease()), nil
+	return clientv3.OpPut(k, borrowed(v), clientv3.WithIgnoreLease()), nil
 }

@@ -110,7 +110,7 @@ func BenchmarkMigration(b *testing.B) {
 		}{
 			{"client/c=1", migrator.Options{Mode: migrator.ModeClient, Concurrency: 1}},
 			{"client/c=16", migrator.Options{Mode: migrator.ModeClient, Concurrency: 16}},
-			{"server", migrator.Options{Mode: migrator.ModeServer, PageSize: 1000}},
+			{"server", migrator.Options{Mode: migrator.ModeServer, PageSize: 10000}},
 		} {
 			b.Run(fmt.Sprintf("%s/n=%d", p.name, n), func(b *testing.B) {
 				if err := setup(); err != nil {
@@ -359,7 +359,7 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 // profile starts, with -concord.migration-profile, a CPU profile of the server for
 // the first -concord.migration-profile-seconds of a migration; the function it
 // returns waits for it and writes it, then the server's heap profile, to the
-// profile directory.
+// profile directory (and the heap profile before the migration beside it).
 func (mb *migrationBench) profile(ctx context.Context, path string, n int) func() {
 	dir := *migrationProfile
 	if dir == "" {
@@ -367,6 +367,11 @@ func (mb *migrationBench) profile(ctx context.Context, path string, n int) func(
 	}
 	name := filepath.Join(dir, fmt.Sprintf("%s-n=%d", strings.ReplaceAll(path, "/", "-"), n))
 	rc := mb.cl.clientset.CoreV1().RESTClient()
+	// The heap profile before: the one after, with it as its base (pprof -base), tells
+	// what the migration allocated.
+	if body, err := rc.Get().AbsPath("/debug/pprof/heap").DoRaw(ctx); err == nil {
+		_ = os.WriteFile(name+".before.heap.pprof", body, 0o600)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
