@@ -76,6 +76,12 @@ type RewriteResult struct {
 	// Continue resumes the rewrite after this page; empty when the resource is done,
 	// or when StorageVersionChanged ended it.
 	Continue string `json:"continue,omitempty"`
+	// Remaining counts the objects after this page, as the page was read, when the
+	// server knows it cheaply (nil otherwise): with Scanned, a first page's total.
+	Remaining *int64 `json:"remaining,omitempty"`
+	// ResourceVersion is the revision the page was read at (empty if the server does
+	// not say): objects written after it are in the storage version already.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 	// StorageVersionResourceVersion is the RewriteStorageVersionParam the page's
 	// writes were held to (empty if the call carried none, or the server ignores it).
 	StorageVersionResourceVersion string `json:"storageVersionResourceVersion,omitempty"`

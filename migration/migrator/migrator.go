@@ -277,18 +277,6 @@ func (m *Migrator) Migrate(ctx context.Context, res Resource, from Checkpoint, r
 	// after it (one a worker dialled and never used would hold up the server's graceful
 	// shutdown for seconds).
 	defer utilnet.CloseIdleConnectionsFor(m.client.Client.Transport)
-	if cp.Total == nil && cp.Path == "" {
-		total, rv, err := m.count(ctx, res)
-		switch {
-		case apierrors.IsStoreReadError(err):
-			// The total stays unknown; the pages say which objects cannot be read.
-			logger.Info("Some stored objects cannot be read", "err", err)
-		case err != nil:
-			return cp, err
-		default:
-			cp.Total, cp.ResourceVersion = total, rv
-		}
-	}
 	if m.opts.Mode != ModeClient && cp.Path != PathClient {
 		next, ok, err := m.serverPath(ctx, res, cp, report)
 		if ok || err != nil {
@@ -300,6 +288,21 @@ func (m *Migrator) Migrate(ctx context.Context, res Resource, from Checkpoint, r
 		if cp.Path == PathServer {
 			logger.Info("The rewrite endpoint is gone; starting over on the client path")
 			cp.Path, cp.Continue = "", ""
+		}
+	}
+	// The client path counts the objects first (the server path learns the total
+	// from its first page, and must not make the server list the resource: a list
+	// would have it cache every object).
+	if cp.Total == nil && cp.Path == "" {
+		total, rv, err := m.count(ctx, res)
+		switch {
+		case apierrors.IsStoreReadError(err):
+			// The total stays unknown; the pages say which objects cannot be read.
+			logger.Info("Some stored objects cannot be read", "err", err)
+		case err != nil:
+			return cp, err
+		default:
+			cp.Total, cp.ResourceVersion = total, rv
 		}
 	}
 	return m.clientPath(ctx, res, cp, report)

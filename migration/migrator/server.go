@@ -43,6 +43,10 @@ func (m *Migrator) serverPath(ctx context.Context, res Resource, cp Checkpoint, 
 		if err != nil {
 			return cp, true, fmt.Errorf("rewriting %s on the server: %w", res.GroupResource(), err)
 		}
+		if token == "" && cp.Total == nil && r.Remaining != nil {
+			total := int64(r.Scanned) + *r.Remaining
+			cp.Total, cp.ResourceVersion = &total, r.ResourceVersion
+		}
 		page, failures := pageOf(r)
 		next := r.Continue
 		if r.StorageVersionChanged {

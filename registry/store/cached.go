@@ -17,16 +17,11 @@ import (
 // each watch's events.
 
 // cachedState returns the cache of res and the state a read planned as at may be
-// answered from, starting the cache if start is set. ok is false when etcd must answer
-// it instead: caching is off or the resource's cache did not fit, no cache runs and
-// start is false, the cache has not loaded, it no longer holds the exact revision
-// asked for, or it did not reach the revision the read needs in time.
-func (s *Store) cachedState(ctx context.Context, res *registry.Resource, at listStart, start bool) (c *watchcache.Cache, snap *watchcache.Snapshot, ok bool, err error) {
-	if start {
-		c = s.caches.Get(res.Prefix(""), at.rev)
-	} else {
-		c = s.caches.Lookup(res.Prefix(""))
-	}
+// answered from. ok is false when etcd must answer it instead: caching is off or the
+// resource's cache did not fit, the cache has not loaded, it no longer holds the exact
+// revision asked for, or it did not reach the revision the read needs in time.
+func (s *Store) cachedState(ctx context.Context, res *registry.Resource, at listStart) (c *watchcache.Cache, snap *watchcache.Snapshot, ok bool, err error) {
+	c = s.caches.Get(res.Prefix(""), at.rev)
 	if c == nil || !c.WaitReady(ctx) {
 		return nil, nil, false, nil
 	}
@@ -139,7 +134,7 @@ type listParams struct {
 // prefix), at a revision chosen as a list's: from the resource's cache if it can
 // answer, else from etcd. The values are the cache's own, shared, not copied.
 func (s *Store) initialState(ctx context.Context, res *registry.Resource, ns string, at listStart) (*startState, error) {
-	cache, snap, ok, err := s.cachedState(ctx, res, at, true)
+	cache, snap, ok, err := s.cachedState(ctx, res, at)
 	if err != nil {
 		return nil, err
 	}

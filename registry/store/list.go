@@ -54,11 +54,8 @@ func (s *Store) beginList(ctx context.Context, ref Ref, opts metav1.ListOptions)
 	if err != nil {
 		return p, err
 	}
-	// A page of a list is read from the resource's cache if one runs, but starts none:
-	// a page (a client's count of the objects, with limit 1) does not justify keeping
-	// every object of the resource in memory. A whole list, or a watch, starts it.
 	var cached bool
-	if p.cache, p.snap, cached, err = s.cachedState(ctx, ref.Resource, p.at, p.limit <= 0); err != nil {
+	if p.cache, p.snap, cached, err = s.cachedState(ctx, ref.Resource, p.at); err != nil {
 		return p, err
 	}
 	s.caches.Observe(ref.Resource.Prefix(""), "list", cached)

@@ -66,7 +66,10 @@ func (s *Store) RewriteGuarded(ctx context.Context, res *registry.Resource, cont
 	if err != nil {
 		return nil, s.storageError(res, "", err)
 	}
-	out := &wire.RewriteResult{Scanned: len(page.Items)}
+	out := &wire.RewriteResult{Scanned: len(page.Items), ResourceVersion: strconv.FormatInt(page.Revision, 10)}
+	if page.Remaining >= 0 {
+		out.Remaining = &page.Remaining
+	}
 	var writes []storage.Write
 	var names [][2]string
 	for _, kv := range page.Items {
@@ -131,7 +134,13 @@ func (s *Store) rewritePage(ctx context.Context, prefix, start string, limit int
 		if c.WaitFresh(ctx, rev) == nil {
 			if snap, err := c.Snapshot(); err == nil {
 				entries, more := snap.Page(prefix, start, int(limit))
-				page := &storage.ListResult{Items: make([]*storage.KeyValue, len(entries)), More: more, Revision: snap.Rev}
+				// The cache holds the prefix alone: on the first page, what follows it
+				// is the rest of the cache; further on, counting would cost a walk.
+				remaining := int64(-1)
+				if start == "" {
+					remaining = int64(snap.Len() - len(entries))
+				}
+				page := &storage.ListResult{Items: make([]*storage.KeyValue, len(entries)), More: more, Revision: snap.Rev, Remaining: remaining}
 				for i, e := range entries {
 					page.Items[i] = e.KeyValue
 				}

@@ -159,21 +159,6 @@ func (m *Caches) Get(prefix string, from int64) *Cache {
 	return c
 }
 
-// Lookup returns the cache of prefix if one runs (it may not be Ready yet), counting
-// this as a use, without starting one: nil otherwise, and when Get would give nil.
-func (m *Caches) Lookup(prefix string) *Cache {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ctx == nil || m.opts.Disabled {
-		return nil
-	}
-	c := m.caches[prefix]
-	if c != nil {
-		c.touch()
-	}
-	return c
-}
-
 // Running returns the cache of prefix if one is running and has loaded its objects,
 // without starting one or counting this as a use: for a reader that would take
 // etcd's answer as well, and must not make the server cache what nobody else reads.

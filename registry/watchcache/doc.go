@@ -20,10 +20,9 @@
 //     consistent list (resourceVersion "") is answered from memory: read etcd's
 //     current revision, wait until the cache has reached it, read a snapshot.
 //
-// Caches, the set of a server's caches, starts a cache when a resource is first
-// watched or listed whole (a page of a list reads a running cache but starts none) and
-// stops it once it has been unused for a while, so a resource that no one lists or
-// watches costs nothing. It keeps the caches' estimated memory under a
+// Caches, the set of a server's caches, starts a cache when a resource is first listed
+// or watched and stops it once it has been unused for a while, so a resource that no
+// one lists or watches costs nothing. It keeps the caches' estimated memory under a
 // limit, stopping the least recently used caches when the limit is exceeded (their
 // reads go to etcd until memory allows again), and reports every figure as a metric.
 // A private Cache, without state, serves one watch from a revision older than the

@@ -60,6 +60,9 @@ func (s *Snapshot) Items(prefix string) []*Entry {
 	return items
 }
 
+// Len returns how many objects the state holds.
+func (s *Snapshot) Len() int { return s.tree.Len() }
+
 // Page returns up to limit objects whose keys start with prefix, from the first at
 // or after start, in key order, and whether more follow: in time proportional to the
 // page, however many objects the prefix has. The values are shared: never change
