@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -327,6 +329,24 @@ func (cl *cluster) rawGet(ctx context.Context, key string) ([]byte, error) {
 type valueTemplate struct {
 	data    []byte
 	nameOff int
+	// uidOff is where the object's 36-character uid starts (0: it has none); each
+	// value gets a uid of its own, derived from its name, so that seeded objects are
+	// as many distinct objects to the garbage collector as real ones.
+	uidOff int
+}
+
+// templateOf returns the template of data, a stored JSON object whose name is the
+// placeholder name.
+func templateOf(data []byte, name string) (valueTemplate, error) {
+	off := bytes.Index(data, []byte(`"`+name+`"`))
+	if off < 0 || bytes.Count(data, []byte(name)) != 1 {
+		return valueTemplate{}, errors.New("the name placeholder is not unique in the template")
+	}
+	t := valueTemplate{data: data, nameOff: off + 1}
+	if i := bytes.Index(data, []byte(`"uid":"`)); i >= 0 && len(data) >= i+7+36 && data[i+7+36] == '"' {
+		t.uidOff = i + 7
+	}
+	return t, nil
 }
 
 // template re-encodes the stored object with namespace ns and a placeholder name.
@@ -350,17 +370,18 @@ func newTemplate(stored []byte, ns string) (valueTemplate, error) {
 	if err != nil {
 		return valueTemplate{}, err
 	}
-	off := bytes.Index(data, []byte(`"`+placeholder+`"`))
-	if off < 0 || bytes.Count(data, []byte(placeholder)) != 1 {
-		return valueTemplate{}, errors.New("the name placeholder is not unique in the template")
-	}
-	return valueTemplate{data: data, nameOff: off + 1}, nil
+	return templateOf(data, placeholder)
 }
 
-// value returns the template with the given 10-character name.
+// value returns the template with the given 10-character name, and a uid of its own.
 func (t valueTemplate) value(name string) string {
 	v := slices.Clone(t.data)
 	copy(v[t.nameOff:], name)
+	if t.uidOff > 0 {
+		sum := sha256.Sum256([]byte(name))
+		h := hex.EncodeToString(sum[:16])
+		copy(v[t.uidOff:], h[:8]+"-"+h[8:12]+"-"+h[12:16]+"-"+h[16:20]+"-"+h[20:32])
+	}
 	return string(v)
 }
 

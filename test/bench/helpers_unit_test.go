@@ -154,3 +154,26 @@ func TestWriteTable(t *testing.T) {
 		}
 	}
 }
+
+// Values of a template differ in name and uid, and keep the template's length.
+func TestTemplateValuesAreDistinctObjects(t *testing.T) {
+	stored := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"#-########","uid":"0b2f3c4d-1111-2222-3333-444455556666"},"data":{"a":"b"}}`)
+	tmpl, err := templateOf(stored, "#-########")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uids := map[string]bool{}
+	for i := range 3 {
+		v := tmpl.value(objectName('m', int64(i)))
+		var obj struct {
+			Metadata struct{ Name, UID string } `json:"metadata"`
+		}
+		if err := json.Unmarshal([]byte(v), &obj); err != nil || len(v) != len(stored) {
+			t.Fatalf("value %d: %v, %d bytes of %d", i, err, len(v), len(stored))
+		}
+		if obj.Metadata.Name != objectName('m', int64(i)) || len(obj.Metadata.UID) != 36 || uids[obj.Metadata.UID] {
+			t.Fatalf("value %d: name %q, uid %q (seen: %v)", i, obj.Metadata.Name, obj.Metadata.UID, uids)
+		}
+		uids[obj.Metadata.UID] = true
+	}
+}

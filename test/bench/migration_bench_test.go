@@ -202,7 +202,9 @@ func (mb *migrationBench) setup(ctx context.Context, cl *cluster, kubeconfig str
 	if err != nil {
 		return err
 	}
-	mb.template = valueTemplate{data: data, nameOff: strings.Index(string(data), "#-########")}
+	if mb.template, err = templateOf(data, "#-########"); err != nil {
+		return err
+	}
 	if len(data) != objectSize {
 		return fmt.Errorf("sized for %d bytes, the v1 widget has %d", objectSize, len(data))
 	}
