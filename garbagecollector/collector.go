@@ -151,6 +151,7 @@ func (c *Collector) lead(ctx context.Context, recorder record.EventRecorder) {
 	t.orphaner = reconcile.New("garbage-collector-orphan", reconcile.Func[types.UID](t.attemptToOrphan), opts)
 	t.graph = newGraph(queues{delete: t.deleter.Add, orphan: t.orphaner.Add, invalidNamespace: t.reportInvalidNamespace})
 	t.monitors = newMonitors(ctx, c.cfg.Registry, c.cfg.Store, t.graph)
+	t.graph.lookup = t.monitors.observed
 	t.objects = &objects{registry: c.cfg.Registry, client: c.meta, monitors: t.monitors}
 	defer t.monitors.stop()
 	// A resource served or withdrawn (a CRD) starts or stops its monitor.

@@ -7,11 +7,15 @@
 //
 // # What it owns
 //
-//   - The dependency graph (graph.go): every object of every resource the server
-//     serves and stores, built-in or custom (but Events), with its owner references
-//     and dependents, fed by monitors (monitors.go), the store's in-process informers
-//     reduced to metadata, which follow the registry as CRDs come and go. An owner
-//     named but not observed is a "virtual" node, checked against the API.
+//   - The dependency graph (graph.go): the objects of every resource the server
+//     serves and stores, built-in or custom (but Events), with their owner
+//     references and dependents, fed by monitors (monitors.go), the store's
+//     in-process informers reduced to metadata (read straight from etcd), which
+//     follow the registry as CRDs come and go. An object that nothing refers to and
+//     that refers to nothing (no owners, no deletion under way, none of the
+//     collector's finalizers) has no node, only its namespace by uid: a dependent
+//     that names it later finds it in its monitor, in its namespace or another. An
+//     owner named but not observed is a "virtual" node, checked against the API.
 //   - Attempt to delete (delete.go): an object whose owners may be gone is read from
 //     the API with each of its owners; it is deleted only if none exists (an owner
 //     whose uid differs is absent), its references to absent owners are removed if

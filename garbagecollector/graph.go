@@ -110,6 +110,11 @@ type queues struct {
 // only a guide to what to look at: every deletion is decided on what the API answers.
 type graph struct {
 	q queues
+	// lookup returns the object a monitor holds at ref's coordinates, and them as
+	// observed (nil if none): objects nothing refers to have no node.
+	lookup func(ref objectRef) (objectRef, metav1.Object)
+	// plain holds the namespace of each observed object that has no node, by uid.
+	plain map[types.UID]string
 
 	mu    sync.Mutex
 	nodes map[types.UID]*node
@@ -126,7 +131,7 @@ type graph struct {
 }
 
 func newGraph(q queues) *graph {
-	return &graph{q: q, nodes: map[types.UID]*node{}, absent: lru.New(absentCacheSize), orphaning: lru.New(orphaningCacheSize)}
+	return &graph{q: q, nodes: map[types.UID]*node{}, plain: map[types.UID]string{}, absent: lru.New(absentCacheSize), orphaning: lru.New(orphaningCacheSize)}
 }
 
 // orphanedAt returns the revision at which the collector finished orphaning the
@@ -194,7 +199,13 @@ func (g *graph) observe(typ changeType, apiVersion, kind string, obj, old metav1
 		g.observeVirtual(n, ref)
 	}
 	switch {
+	case typ != deleted && !found && !related(obj):
+		// Nothing refers to it and it refers to nothing: no node, only its namespace
+		// by uid (a dependent that names it later finds it in its monitor, in
+		// whichever namespace it is: see ownerNode).
+		g.plain[ref.UID] = ref.Namespace
 	case typ != deleted && !found:
+		delete(g.plain, ref.UID)
 		n = &node{ref: ref, owners: obj.GetOwnerReferences(),
 			deleting: obj.GetDeletionTimestamp() != nil, deletingDependents: waitsForDependents(obj)}
 		g.nodes[ref.UID] = n
@@ -208,6 +219,8 @@ func (g *graph) observe(typ changeType, apiVersion, kind string, obj, old metav1
 		g.transitions(n, obj, old)
 	case found:
 		g.remove(n, ref)
+	default:
+		delete(g.plain, ref.UID)
 	}
 }
 
@@ -270,11 +283,13 @@ func (g *graph) addToOwners(n *node, owners []metav1.OwnerReference) {
 	for _, o := range owners {
 		on, ok := g.nodes[o.UID]
 		if !ok {
-			on = &node{ref: refOf(o, n.ref.Namespace), virtual: true}
+			on = g.ownerNode(o, n.ref.Namespace)
 			g.nodes[o.UID] = on
-			on.addDependent(n.ref.UID)
-			g.q.delete(o.UID)
-			continue
+			if on.virtual {
+				on.addDependent(n.ref.UID)
+				g.q.delete(o.UID)
+				continue
+			}
 		}
 		on.addDependent(n.ref.UID)
 		if suspect {
@@ -296,6 +311,30 @@ func (g *graph) addToOwners(n *node, owners []metav1.OwnerReference) {
 	if suspect {
 		g.q.delete(n.ref.UID)
 	}
+}
+
+// related reports whether the graph must hold obj though no dependent names it: it
+// has owners, or its deletion is under way or may wait for the collector.
+func related(obj metav1.Object) bool {
+	return len(obj.GetOwnerReferences()) > 0 || obj.GetDeletionTimestamp() != nil || waitsForDependents(obj) ||
+		slices.Contains(obj.GetFinalizers(), metav1.FinalizerOrphanDependents)
+}
+
+// ownerNode is the node of owner o, first named by a dependent in namespace ns: the
+// object its monitor holds under those coordinates with that uid (observed before,
+// without a node of its own), else a virtual node the collector checks against the API.
+func (g *graph) ownerNode(o metav1.OwnerReference, ns string) *node {
+	ref := refOf(o, ns)
+	if at, ok := g.plain[o.UID]; ok && g.lookup != nil {
+		where := ref
+		where.Namespace = at
+		if seen, obj := g.lookup(where); obj != nil && obj.GetUID() == o.UID {
+			delete(g.plain, o.UID)
+			return &node{ref: seen, owners: obj.GetOwnerReferences(), deleting: obj.GetDeletionTimestamp() != nil,
+				deletingDependents: waitsForDependents(obj)}
+		}
+	}
+	return &node{ref: ref, virtual: true}
 }
 
 // transitions queues n when its deletion starts to wait for the collector: to orphan

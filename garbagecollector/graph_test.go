@@ -97,7 +97,7 @@ func TestGraphVerifiedAbsent(t *testing.T) {
 		t.Fatal("the virtual node stayed without dependents")
 	}
 	// An observed node is not removed by a verdict on other coordinates.
-	g.observe(added, "v1", "ConfigMap", obj("a", "real", "o2"), nil)
+	g.observe(added, "v1", "ConfigMap", obj("a", "real", "o2", cmRef("x", "o3", false)), nil)
 	g.verifiedAbsent(objectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "other", UID: "o2"})
 	if _, ok := g.state("o2"); !ok {
 		t.Fatal("an observed node was removed by a verdict on another name")
@@ -138,5 +138,47 @@ func TestGraphTransitions(t *testing.T) {
 	g.observe(deleted, "v1", "ConfigMap", or, nil)
 	if !slices.Equal(r.deletes, []types.UID{"d1"}) || !g.isAbsent(objectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "owner", UID: "o1"}) {
 		t.Fatalf("deleted: queued %v", r.deletes)
+	}
+}
+
+// An object nothing refers to has no node; a dependent that names it later finds it
+// where its monitor holds it (in its own namespace or another, then reported), not a
+// virtual node to check against the API.
+func TestGraphPlainObjectsHaveNoNode(t *testing.T) {
+	g, r := newTestGraph()
+	held := map[string]metav1.Object{}
+	g.lookup = func(ref objectRef) (objectRef, metav1.Object) {
+		o, ok := held[ref.Namespace+"/"+ref.Name]
+		if !ok {
+			return ref, nil
+		}
+		ref.Namespace, ref.UID = o.GetNamespace(), o.GetUID()
+		return ref, o
+	}
+	observe := func(o *metav1.ObjectMeta) {
+		held[o.Namespace+"/"+o.Name] = o
+		g.observe(added, "v1", "ConfigMap", o, nil)
+	}
+	observe(obj("a", "owner", "o1"))
+	observe(obj("b", "elsewhere", "o2"))
+	if _, ok := g.state("o1"); ok {
+		t.Fatal("an object nothing refers to has a node")
+	}
+	r.reset()
+	observe(obj("a", "dep", "d1", cmRef("owner", "o1", true)))
+	if s, ok := g.state("o1"); !ok || s.virtual || s.dependents != 1 || len(r.deletes) != 0 {
+		t.Fatalf("owner named after it was observed: %+v %v, queued %v", s, ok, r.deletes)
+	}
+	r.reset()
+	observe(obj("a", "dep2", "d2", cmRef("elsewhere", "o2", false)))
+	if s, ok := g.state("o2"); !ok || s.virtual || s.ref.Namespace != "b" || !slices.Equal(r.invalid, []string{"d2->o2"}) {
+		t.Fatalf("owner in another namespace: %+v %v, reported %v", s, ok, r.invalid)
+	}
+	// Deleted without a node: forgotten.
+	g.observe(deleted, "v1", "ConfigMap", obj("a", "gone", "o3"), nil)
+	observe(obj("a", "gone", "o3"))
+	g.observe(deleted, "v1", "ConfigMap", obj("a", "gone", "o3"), nil)
+	if _, ok := g.plain["o3"]; ok {
+		t.Fatal("a deleted object is still remembered")
 	}
 }

@@ -151,6 +151,41 @@ func (m *monitors) synced() bool {
 	return true
 }
 
+// observed returns the object the monitor of ref's kind holds at ref's namespace and
+// name, and its coordinates as observed, or nil.
+func (m *monitors) observed(ref objectRef) (objectRef, metav1.Object) {
+	gk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind()
+	m.mu.Lock()
+	var mon *monitor
+	for gr, r := range m.running {
+		if gr.Group == gk.Group && r.res.Names.Kind == gk.Kind {
+			mon = r
+			break
+		}
+	}
+	m.mu.Unlock()
+	if mon == nil {
+		return ref, nil
+	}
+	ns := ref.Namespace
+	if !mon.res.Namespaced {
+		ns = ""
+	}
+	key := ref.Name
+	if ns != "" {
+		key = ns + "/" + ref.Name
+	}
+	obj, ok, err := mon.informer.GetStore().GetByKey(key)
+	if err != nil || !ok {
+		return ref, nil
+	}
+	o, ok := obj.(*monitored)
+	if !ok {
+		return ref, nil
+	}
+	return objectRef{APIVersion: mon.res.GroupVersion(mon.version).String(), Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID()}, o
+}
+
 // cached returns the metadata the monitor of gk last saw of namespace/name, or nil.
 func (m *monitors) cached(gk schema.GroupKind, namespace, name string) *metav1.PartialObjectMetadata {
 	m.mu.Lock()
