@@ -151,10 +151,10 @@ func (m *monitors) synced() bool {
 	return true
 }
 
-// observed returns the object the monitor of ref's kind holds at ref's namespace and
-// name, and its coordinates as observed, or nil.
-func (m *monitors) observed(ref objectRef) (objectRef, metav1.Object) {
-	gk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind()
+// held returns the monitor of gk and what it holds at namespace/name (nil if no
+// monitor follows gk, or it holds no such object). A cluster-scoped kind's objects
+// are looked up without the namespace.
+func (m *monitors) held(gk schema.GroupKind, namespace, name string) (*monitor, *monitored) {
 	m.mu.Lock()
 	var mon *monitor
 	for gr, r := range m.running {
@@ -165,22 +165,26 @@ func (m *monitors) observed(ref objectRef) (objectRef, metav1.Object) {
 	}
 	m.mu.Unlock()
 	if mon == nil {
-		return ref, nil
+		return nil, nil
 	}
-	ns := ref.Namespace
-	if !mon.res.Namespaced {
-		ns = ""
-	}
-	key := ref.Name
-	if ns != "" {
-		key = ns + "/" + ref.Name
+	key := name
+	if namespace != "" && mon.res.Namespaced {
+		key = namespace + "/" + name
 	}
 	obj, ok, err := mon.informer.GetStore().GetByKey(key)
 	if err != nil || !ok {
-		return ref, nil
+		return mon, nil
 	}
-	o, ok := obj.(*monitored)
-	if !ok {
+	o, _ := obj.(*monitored)
+	return mon, o
+}
+
+// observed returns the object the monitor of ref's kind holds at ref's namespace and
+// name, and its coordinates as observed, or nil.
+func (m *monitors) observed(ref objectRef) (objectRef, metav1.Object) {
+	gk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind()
+	mon, o := m.held(gk, ref.Namespace, ref.Name)
+	if o == nil {
 		return ref, nil
 	}
 	return objectRef{APIVersion: mon.res.GroupVersion(mon.version).String(), Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID()}, o
@@ -188,28 +192,8 @@ func (m *monitors) observed(ref objectRef) (objectRef, metav1.Object) {
 
 // cached returns the metadata the monitor of gk last saw of namespace/name, or nil.
 func (m *monitors) cached(gk schema.GroupKind, namespace, name string) *metav1.PartialObjectMetadata {
-	m.mu.Lock()
-	var mon *monitor
-	for gr, r := range m.running {
-		if gr.Group == gk.Group && r.res.Names.Kind == gk.Kind {
-			mon = r
-			break
-		}
-	}
-	m.mu.Unlock()
-	if mon == nil {
-		return nil
-	}
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
-	obj, ok, err := mon.informer.GetStore().GetByKey(key)
-	if err != nil || !ok {
-		return nil
-	}
-	if m, ok := obj.(*monitored); ok {
-		return m.partial()
+	if _, o := m.held(gk, namespace, name); o != nil {
+		return o.partial()
 	}
 	return nil
 }
