@@ -84,25 +84,18 @@ func appendCBORString(b []byte, s string) []byte {
 	return append(appendCBORHead(b, cborBytes, uint64(len(s))), s...)
 }
 
-// cborList assembles the CBOR of a list from its items' CBOR.
-func cborList(l *EncodedList) ([]byte, error) {
+// cborList is the CBOR of a list made of its items' CBOR.
+func cborList(l *EncodedList) (*listBody, error) {
 	meta, err := direct.Marshal(l.Meta)
 	if err != nil {
 		return nil, fmt.Errorf("encoding CBOR: %w", err)
 	}
-	size := 64 + len(l.APIVersion) + len(l.Kind) + len(meta)
-	for _, it := range l.Items {
-		size += len(it)
-	}
-	b := append(make([]byte, 0, size), selfDescribed...)
-	b = appendCBORHead(b, cborMap, 4)
-	b = appendCBORString(appendCBORString(b, "apiVersion"), l.APIVersion)
-	b = appendCBORHead(appendCBORString(b, "items"), cborArray, uint64(len(l.Items)))
-	for _, it := range l.Items {
-		b = append(b, it...)
-	}
-	b = appendCBORString(appendCBORString(b, "kind"), l.Kind)
-	return append(appendCBORString(b, "metadata"), meta...), nil
+	head := appendCBORHead(append([]byte(nil), selfDescribed...), cborMap, 4)
+	head = appendCBORString(appendCBORString(head, "apiVersion"), l.APIVersion)
+	head = appendCBORHead(appendCBORString(head, "items"), cborArray, uint64(len(l.Items)))
+	tail := appendCBORString(appendCBORString(nil, "kind"), l.Kind)
+	tail = append(appendCBORString(tail, "metadata"), meta...)
+	return &listBody{head: head, tail: tail, items: l.Items}, nil
 }
 
 // AppendCBORWatchEvent appends one event of a CBOR watch stream: a self-described

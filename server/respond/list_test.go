@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,8 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// A list assembled from its items' encodings is byte for byte the list encoded whole,
-// in JSON and in protobuf.
+// A list answered from its items' encodings is byte for byte the list encoded whole,
+// in JSON and in protobuf, with items past the size of the writer's buffer, and its
+// Content-Length is its size.
 func TestEncodedListIsTheWholeList(t *testing.T) {
 	whole := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMapList"}}
 	whole.SetResourceVersion("42")
@@ -27,7 +32,7 @@ func TestEncodedListIsTheWholeList(t *testing.T) {
 			"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]interface{}{"name": fmt.Sprint("cm-", i), "namespace": "default", "resourceVersion": fmt.Sprint(40 + i),
 				"labels": map[string]interface{}{"a": "b"}},
-			"data": map[string]interface{}{"k": "v", "n": fmt.Sprint(i)},
+			"data": map[string]interface{}{"k": "v", "n": fmt.Sprint(i), "big": strings.Repeat("x", i*40<<10)},
 		}})
 	}
 	for _, n := range []Negotiation{{}, {Protobuf: true}} {
@@ -43,17 +48,25 @@ func TestEncodedListIsTheWholeList(t *testing.T) {
 			}
 			l.Items = append(l.Items, b)
 		}
-		got, err := jsonList(l)
-		if n.Protobuf {
-			got, err = protobufList(l)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := answer(t, n, l)
 		if n.Protobuf && !bytes.Equal(got, want) || !n.Protobuf && !jsonEqual(t, got, want) {
 			t.Fatalf("protobuf %v:\nassembled %q\nwhole     %q", n.Protobuf, got, want)
 		}
 	}
+}
+
+// answer is the body List answers l with, checked against its Content-Length.
+func answer(t *testing.T, n Negotiation, l *EncodedList) []byte {
+	t.Helper()
+	w := httptest.NewRecorder()
+	List(w, httptest.NewRequest(http.MethodGet, "/api/v1/configmaps", nil), n, l)
+	if w.Code != http.StatusOK {
+		t.Fatalf("code %d: %s", w.Code, w.Body)
+	}
+	if cl := w.Header().Get("Content-Length"); cl != strconv.Itoa(w.Body.Len()) {
+		t.Fatalf("Content-Length %s for a body of %d bytes", cl, w.Body.Len())
+	}
+	return w.Body.Bytes()
 }
 
 func listMetaOf(l *unstructured.UnstructuredList) metav1.ListMeta {
@@ -94,10 +107,7 @@ func TestCBORListAndEventDecode(t *testing.T) {
 		}
 		l.Items = append(l.Items, b)
 	}
-	data, err := cborList(l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := answer(t, Negotiation{CBOR: true}, l)
 	scheme := runtime.NewScheme()
 	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
 	s := cbor.NewSerializer(scheme, scheme)
