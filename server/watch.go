@@ -71,37 +71,76 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	var buf []byte
 	columnsSent := false
+	ew := &eventWriter{events: wi.ResultChan(), encode: func(dst []byte, ev watch.Event) []byte {
+		obj, err := s.watchObject(r, q, ev, &columnsSent)
+		if err != nil {
+			ev, obj = watch.Event{Type: watch.Error}, respond.ErrorToStatus(err)
+		}
+		out, err := appendEvent(dst, ev.Type, obj)
+		if err != nil {
+			out, _ = appendEvent(dst, watch.Error, respond.ErrorToStatus(apierrors.NewInternalError(err)))
+		}
+		return out
+	}}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case ev, ok := <-wi.ResultChan():
+		case ev, ok := <-ew.events:
 			if !ok {
 				return
 			}
-			obj, err := s.watchObject(r, q, ev, &columnsSent)
-			if err != nil {
-				st := respond.ErrorToStatus(err)
-				ev, obj = watch.Event{Type: watch.Error}, st
-			}
-			buf, err = appendEvent(buf[:0], ev.Type, obj)
-			if err != nil {
-				buf, _ = appendEvent(buf[:0], watch.Error, respond.ErrorToStatus(apierrors.NewInternalError(err)))
-			}
-			if _, err := w.Write(buf); err != nil {
+			n, open := ew.batch(ev)
+			if _, err := w.Write(ew.buf); err != nil {
 				return
 			}
-			sent.Inc()
+			sent.Add(float64(n))
 			// Flush at once unless more events are already waiting.
-			if len(wi.ResultChan()) == 0 {
+			if len(ew.events) == 0 {
 				if err := rc.Flush(); err != nil {
 					return
 				}
 			}
+			if !open {
+				return
+			}
 		}
 	}
+}
+
+// watchWriteBatch is how many bytes of events a watch writes at most at once.
+const watchWriteBatch = 32 << 10
+
+// eventWriter encodes the events of a watch a batch at a time: an event and those
+// already waiting behind it, up to watchWriteBatch bytes, go into one buffer written
+// at once. The response writer hands every write of more than its own small buffer to
+// the connection's goroutine and waits for it: one handoff per batch instead of one
+// per few events.
+type eventWriter struct {
+	events <-chan watch.Event
+	encode func(dst []byte, ev watch.Event) []byte
+	buf    []byte
+}
+
+// batch encodes ev and the events waiting behind it into buf, and returns how many
+// it encoded and whether the watch's channel is still open.
+func (ew *eventWriter) batch(ev watch.Event) (n int, open bool) {
+	ew.buf = ew.encode(ew.buf[:0], ev)
+	n = 1
+	for len(ew.buf) < watchWriteBatch {
+		select {
+		case ev, ok := <-ew.events:
+			if !ok {
+				return n, false
+			}
+			ew.buf = ew.encode(ew.buf, ev)
+			n++
+		default:
+			return n, true
+		}
+	}
+	return n, true
 }
 
 // startWatch starts the store's watch for a request. A watch of the objects
