@@ -3,6 +3,7 @@ package respond
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/concordproject/concord/typedconv"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -37,18 +38,25 @@ var TypedScheme = func() *runtime.Scheme {
 var Protobuf = protobuf.NewSerializer(TypedScheme, TypedScheme)
 
 // ProtobufKind reports whether objects of gvk can be answered in protobuf: Kubernetes
-// defines a protobuf form for its built-in kinds, never for custom resources.
+// defines a protobuf form for its built-in kinds, never for custom resources. The
+// answer for a kind is found once (it makes an object of the kind) and kept.
 func ProtobufKind(gvk schema.GroupVersionKind) bool {
 	if !TypedScheme.Recognizes(gvk) {
 		return false
 	}
-	obj, err := TypedScheme.New(gvk)
-	if err != nil {
-		return false
+	if v, ok := protobufKinds.Load(gvk); ok {
+		b, _ := v.(bool)
+		return b
 	}
+	obj, err := TypedScheme.New(gvk)
 	_, ok := obj.(protobufMarshaler)
+	ok = ok && err == nil
+	protobufKinds.Store(gvk, ok)
 	return ok
 }
+
+// protobufKinds keeps ProtobufKind's answers for the kinds TypedScheme recognizes.
+var protobufKinds sync.Map
 
 type protobufMarshaler interface {
 	Marshal() ([]byte, error)

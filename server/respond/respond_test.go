@@ -129,3 +129,21 @@ func TestNegotiate(t *testing.T) {
 }
 
 var schemaGR = schema.GroupResource{Resource: "pods"}
+
+// ProtobufKind answers from the scheme the first time and from what it kept after,
+// the same way: built-in kinds have a protobuf form, custom resources none.
+func TestProtobufKind(t *testing.T) {
+	cases := map[schema.GroupVersionKind]bool{
+		{Version: "v1", Kind: "ConfigMap"}:                           true,
+		{Group: "apps", Version: "v1", Kind: "Deployment"}:           true,
+		{Group: "example.com", Version: "v1", Kind: "Widget"}:        false,
+		{Group: "apps", Version: "v1", Kind: "NoSuchKindInTheGroup"}: false,
+	}
+	for range 2 {
+		for gvk, want := range cases {
+			if got := respond.ProtobufKind(gvk); got != want {
+				t.Errorf("ProtobufKind(%s) = %v, want %v", gvk, got, want)
+			}
+		}
+	}
+}
