@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -75,40 +76,108 @@ func countOf(list []string, s string) int {
 	return n
 }
 
-// TestArchitectureImports checks the layering docs/architecture.md states: server never
-// imports the packages that assemble or extend it, wire imports nothing of Concord, and
-// the storage-migration controllers are clients of the API only.
-func TestArchitectureImports(t *testing.T) {
-	const module = "github.com/concordproject/concord/"
-	rules := []struct {
-		dir       string
-		forbidden []string // import path prefixes under the module; "" is all of it
-	}{
-		{"server", []string{"controlplane", "apiextensions", "storageversion", "flowcontrol", "migration"}},
-		{"wire", []string{""}},
-		{"migration", []string{"registry", "server", "storage", "etcd", "controlplane"}},
+// layersOf reads the layer table of docs/architecture.md: each package's layer,
+// numbered from 1; packages under test/ are in the layer that says so.
+func layersOf(t *testing.T, doc string) (layer map[string]int, tests int) {
+	t.Helper()
+	row := regexp.MustCompile("(?m)^\\| ([0-9]+)\\. [^|]+\\| (.+) \\|$")
+	layer = map[string]int{}
+	for _, m := range row.FindAllStringSubmatch(doc, -1) {
+		n, err := strconv.Atoi(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(m[2], "under `test/`") {
+			tests = n
+			continue
+		}
+		for _, p := range quoted(m[2]) {
+			if _, dup := layer[p]; dup {
+				t.Errorf("docs/architecture.md puts %s in two layers", p)
+			}
+			layer[p] = n
+		}
 	}
+	if len(layer) == 0 || tests == 0 {
+		t.Fatal("docs/architecture.md has no layer table, or no layer of tests")
+	}
+	return layer, tests
+}
+
+// quoted returns the back-quoted names in s.
+func quoted(s string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// bullet returns the back-quoted names of the bullet of docs/architecture.md that
+// begins with start.
+func bullet(t *testing.T, doc, start string) []string {
+	t.Helper()
+	i := strings.Index(doc, "\n- "+start)
+	if i < 0 {
+		t.Fatalf("docs/architecture.md has no bullet %q", start)
+	}
+	text := doc[i+1:]
+	if j := strings.Index(text[1:], "\n- "); j >= 0 {
+		text = text[:j+1]
+	}
+	if j := strings.Index(text, "\n\n"); j >= 0 {
+		text = text[:j]
+	}
+	return quoted(text)
+}
+
+// TestArchitectureLayers checks the rules of docs/architecture.md's layers: every
+// package is in one layer and imports nothing of a later one; the leaves import no
+// package of the module; only the packages it names import etcd's client; the
+// storage-migration packages are clients of the API only.
+func TestArchitectureLayers(t *testing.T) {
+	const module = "github.com/concordproject/concord/"
+	data, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	layer, tests := layersOf(t, doc)
+	layerOf := func(p string) int {
+		if strings.HasPrefix(p, "test/") {
+			return tests
+		}
+		return layer[p]
+	}
+	leaves := bullet(t, doc, "Leaves import no package")
+	etcdImporters := bullet(t, doc, "etcd's client")
+	migrationForbidden := bullet(t, doc, "migration's packages")
 	for _, p := range modulePackages(t) {
-		for _, r := range rules {
-			if p != r.dir && !strings.HasPrefix(p, r.dir+"/") {
+		if layerOf(p) == 0 {
+			t.Errorf("package %s is in no layer of docs/architecture.md", p)
+			continue
+		}
+		for _, imp := range importsOf(t, p) {
+			if strings.HasPrefix(imp, "go.etcd.io/etcd/") && !slices.Contains(etcdImporters, p) && layerOf(p) != tests {
+				t.Errorf("%s imports etcd's client (%s)", p, imp)
+			}
+			rel, ok := strings.CutPrefix(imp, module)
+			if !ok {
 				continue
 			}
-			for _, imp := range importsOf(t, p) {
-				rel, ok := strings.CutPrefix(imp, module)
-				if !ok {
-					continue
-				}
-				for _, f := range r.forbidden {
-					if f == "" || rel == f || strings.HasPrefix(rel, f+"/") {
-						t.Errorf("%s imports %s", p, rel)
-					}
-				}
+			switch {
+			case layerOf(rel) > layerOf(p):
+				t.Errorf("%s (layer %d) imports %s (layer %d)", p, layerOf(p), rel, layerOf(rel))
+			case slices.Contains(leaves, p):
+				t.Errorf("%s is a leaf but imports %s", p, rel)
+			case (p == "migration" || strings.HasPrefix(p, "migration/")) && slices.Contains(migrationForbidden, rel):
+				t.Errorf("%s is a client of the API but imports %s", p, rel)
 			}
 		}
 	}
 }
 
-// importsOf returns what the non-test files of dir import.
+// importsOf returns what the non-test files of dir import, each once.
 func importsOf(t *testing.T, dir string) []string {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
@@ -127,5 +196,6 @@ func importsOf(t *testing.T, dir string) []string {
 			out = append(out, strings.Trim(imp.Path.Value, `"`))
 		}
 	}
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }

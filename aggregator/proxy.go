@@ -6,7 +6,7 @@ import (
 	"net/http/httputil"
 
 	"github.com/concordproject/concord/auth"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/respond"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

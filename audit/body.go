@@ -6,7 +6,7 @@ import (
 	"mime"
 	"strings"
 
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/respond"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"

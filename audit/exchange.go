@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/request"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"

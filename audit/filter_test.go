@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/concordproject/concord/audit"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/respond"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"

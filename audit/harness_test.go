@@ -16,8 +16,8 @@ import (
 
 	"github.com/concordproject/concord/audit"
 	"github.com/concordproject/concord/auth"
-	"github.com/concordproject/concord/server/request"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/request"
+	"github.com/concordproject/concord/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )

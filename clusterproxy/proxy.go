@@ -10,8 +10,8 @@ import (
 
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
-	"github.com/concordproject/concord/server/request"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/request"
+	"github.com/concordproject/concord/respond"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/auth"
-	"github.com/concordproject/concord/server/request"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/request"
+	"github.com/concordproject/concord/respond"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"

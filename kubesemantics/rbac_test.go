@@ -3,7 +3,7 @@ package kubesemantics
 import (
 	"testing"
 
-	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/request"
 	rbacv1 "k8s.io/api/rbac/v1"
 	rbacv1beta1 "k8s.io/api/rbac/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

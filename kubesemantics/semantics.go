@@ -8,7 +8,7 @@ import (
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
-	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/request"
 	"github.com/concordproject/concord/typedconv"
 	"k8s.io/apimachinery/pkg/api/operation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

@@ -12,9 +12,9 @@ import (
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
+	"github.com/concordproject/concord/request"
+	"github.com/concordproject/concord/respond"
 	"github.com/concordproject/concord/server/filters"
-	"github.com/concordproject/concord/server/request"
-	"github.com/concordproject/concord/server/respond"
 	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )

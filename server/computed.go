@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/concordproject/concord/registry"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )

@@ -6,7 +6,7 @@ import (
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/respond"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"

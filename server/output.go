@@ -3,7 +3,7 @@ package server
 import (
 	"net/http"
 
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/respond"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/concordproject/concord/registry/store"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/respond"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/concordproject/concord/registry"
-	"github.com/concordproject/concord/server/request"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/request"
+	"github.com/concordproject/concord/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/concordproject/concord/registry/store"
-	"github.com/concordproject/concord/server/request"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/request"
+	"github.com/concordproject/concord/respond"
 	"github.com/concordproject/concord/wire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"

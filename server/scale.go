@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/concordproject/concord/registry/store"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/respond"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -3,7 +3,7 @@ package server
 import (
 	"net/http"
 
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/respond"
 )
 
 // serveVersion answers /version with the server's version.Info (pretty-printed, as

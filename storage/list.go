@@ -82,3 +82,7 @@ func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
 	}
 	return resp.Count, nil
 }
+
+// PrefixEnd is the end of the range of keys that start with prefix (etcd's range end
+// for a prefix): "\x00" when every key after prefix has it.
+func PrefixEnd(prefix string) string { return clientv3.GetPrefixRangeEnd(prefix) }

@@ -3,10 +3,10 @@ package storage_test
 import (
 	"errors"
 	"fmt"
-	"github.com/concordproject/concord/etcd/etcdtest"
 	"testing"
 	"time"
 
+	"github.com/concordproject/concord/etcd/etcdtest"
 	"github.com/concordproject/concord/storage"
 )
 

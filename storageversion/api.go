@@ -9,7 +9,7 @@ import (
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/registry"
-	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/request"
 	"github.com/concordproject/concord/wire"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"

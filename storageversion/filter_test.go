@@ -17,7 +17,7 @@ import (
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
-	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/request"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"

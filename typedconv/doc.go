@@ -6,7 +6,7 @@
 // encoding/json: each managed fields entry's fieldsV1, a tree as large as the fields
 // its manager owns, is encoded by reflection so that FieldsV1 can keep it as bytes.
 // Every built-in write is converted to kube's types (kubesemantics) and every
-// protobuf answer too (server/respond), so that step was a tenth of a create's CPU.
+// protobuf answer too (package respond), so that step was a tenth of a create's CPU.
 // Here the entries are built directly; the bytes are those encoding/json writes.
 //
 // It owns only this conversion: it knows metadata and its managedFields, nothing of

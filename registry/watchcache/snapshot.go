@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/concordproject/concord/storage"
 	"github.com/google/btree"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 const (
@@ -48,7 +48,7 @@ func (s *Snapshot) Items(prefix string) []*Entry {
 		items = append(items, kv)
 		return true
 	}
-	if end := clientv3.GetPrefixRangeEnd(prefix); end != "\x00" {
+	if end := storage.PrefixEnd(prefix); end != "\x00" {
 		s.tree.AscendRange(keyOnly(prefix), keyOnly(end), visit)
 	} else {
 		s.tree.AscendGreaterOrEqual(keyOnly(prefix), visit)
@@ -69,7 +69,7 @@ func (s *Snapshot) Len() int { return s.tree.Len() }
 // them.
 func (s *Snapshot) Page(prefix, start string, limit int) (items []*Entry, more bool) {
 	from := max(prefix, start)
-	end := clientv3.GetPrefixRangeEnd(prefix)
+	end := storage.PrefixEnd(prefix)
 	visit := func(kv *Entry) bool {
 		if len(items) == limit {
 			more = true

@@ -5,8 +5,8 @@ import (
 
 	"github.com/concordproject/concord/audit"
 	"github.com/concordproject/concord/auth"
-	"github.com/concordproject/concord/server/request"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/request"
+	"github.com/concordproject/concord/respond"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 

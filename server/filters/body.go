@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/auth"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 

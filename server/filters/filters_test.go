@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/request"
 	"github.com/concordproject/concord/server/filters"
-	"github.com/concordproject/concord/server/request"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

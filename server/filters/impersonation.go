@@ -5,7 +5,7 @@ import (
 
 	"github.com/concordproject/concord/audit"
 	"github.com/concordproject/concord/auth"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/klog/v2"

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/request"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

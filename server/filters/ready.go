@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/concordproject/concord/server/request"
-	"github.com/concordproject/concord/server/respond"
+	"github.com/concordproject/concord/request"
+	"github.com/concordproject/concord/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 )

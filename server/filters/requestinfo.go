@@ -3,7 +3,7 @@ package filters
 import (
 	"net/http"
 
-	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/request"
 )
 
 // RequestInfo reads what the method and URL say about the request (request.Parse) and

@@ -5,7 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/concordproject/concord/server/request"
+	"github.com/concordproject/concord/request"
 	"github.com/google/go-cmp/cmp"
 )
 
