@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/retry"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,28 +49,27 @@ func AuthenticationData(clientCA, frontProxyCA []byte) map[string]string {
 }
 
 // PublishAuthentication creates or updates the ConfigMap
-// kube-system/extension-apiserver-authentication with data (AuthenticationData).
+// kube-system/extension-apiserver-authentication with data (AuthenticationData). A
+// server that wrote it meanwhile (a conflict, or AlreadyExists) makes it read again,
+// as the one retry helper's conflict policy bounds.
 func PublishAuthentication(ctx context.Context, client kubernetes.Interface, data map[string]string) error {
 	cms := client.CoreV1().ConfigMaps(AuthenticationNamespace)
-	for {
+	err := retry.OnConflict(ctx, func(ctx context.Context) error {
 		cm, err := cms.Get(ctx, AuthenticationConfigMap, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: AuthenticationConfigMap, Namespace: AuthenticationNamespace}, Data: data}
 			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
-		} else if err == nil {
-			if maps.Equal(cm.Data, data) {
-				return nil
-			}
-			cm.Data = data
-			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+			return err
+		case err != nil, maps.Equal(cm.Data, data):
+			return err
 		}
-		switch {
-		case err == nil:
-			return nil
-		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
-			continue // another server wrote it meanwhile: read again
-		default:
-			return fmt.Errorf("publishing %s/%s: %w", AuthenticationNamespace, AuthenticationConfigMap, err)
-		}
+		cm.Data = data
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("publishing %s/%s: %w", AuthenticationNamespace, AuthenticationConfigMap, err)
 	}
+	return nil
 }

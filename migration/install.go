@@ -8,6 +8,7 @@ import (
 	"time"
 
 	migrationapi "github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/retry"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 )
 
@@ -93,7 +93,7 @@ func ensureCRD(ctx context.Context, cs apiextensionsclient.Interface, dyn dynami
 	client := cs.ApiextensionsV1().CustomResourceDefinitions()
 	defaulted := want.DeepCopy()
 	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(defaulted)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.OnConflict(ctx, func(ctx context.Context) error {
 		cur, err := client.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			_, err = client.Create(ctx, want, metav1.CreateOptions{FieldManager: migrationapi.FieldManager})

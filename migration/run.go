@@ -29,7 +29,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
 
@@ -248,8 +247,8 @@ func installAtStart(ctx context.Context, cfg Config) bool {
 		return reconcile.Result{}, nil
 	}
 	c := reconcile.New("storage-migration-definitions", reconcile.Func[string](install), reconcile.Options[string]{
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 30*time.Second),
-		Metrics:     reconcile.NewMetrics(cfg.Metrics),
+		Backoff: reconcile.Backoff{Base: time.Second, Max: 30 * time.Second},
+		Metrics: reconcile.NewMetrics(cfg.Metrics),
 	})
 	c.Add(followerKey)
 	_ = c.Run(runCtx) // its worker is joined: installed is read after its last write
@@ -384,8 +383,8 @@ func newFollower(cfg Config, watched *rest.Config, m *controller.Metrics) (*foll
 	}
 	f := &follower{cfg: cfg, watched: watched, metrics: m, disc: disc, crds: crds, dyn: dyn}
 	f.ctrl = reconcile.New("storage-migration-api", reconcile.Reconciler[string](f), reconcile.Options[string]{
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, max(200*time.Millisecond, min(30*time.Second, cfg.PollInterval))),
-		Metrics:     reconcile.NewMetrics(cfg.Metrics),
+		Backoff: reconcile.Backoff{Base: 200 * time.Millisecond, Max: min(30*time.Second, cfg.PollInterval)},
+		Metrics: reconcile.NewMetrics(cfg.Metrics),
 	})
 	return f, nil
 }

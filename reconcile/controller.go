@@ -25,14 +25,28 @@ const DefaultConflictDelay = 50 * time.Millisecond
 type Options[K comparable] struct {
 	// Workers is how many keys are reconciled at once (default 1).
 	Workers int
-	// RateLimiter spaces the retries of a failing key (default client-go's
-	// controller rate limiter: 5ms doubling to 1000s per key, 10 per second overall).
-	RateLimiter workqueue.TypedRateLimiter[K]
+	// Backoff spaces the retries of a failing key: the controller's one rate limiter
+	// is made from it.
+	Backoff Backoff
 	// ConflictDelay is the wait before a key that met a conflict is reconciled again
 	// (default DefaultConflictDelay).
 	ConflictDelay time.Duration
 	// Metrics receives the controller's samples (nil: kept but not exported).
 	Metrics *Metrics
+}
+
+// Backoff spaces the retries of a failing key: Base after its first failure,
+// doubling with each failure after, up to Max. The zero Backoff is client-go's
+// controllers' default: 5ms doubling to 1000s per key, at most 10 retries a second
+// overall.
+type Backoff struct{ Base, Max time.Duration }
+
+// rateLimiter is the one constructor of controllers' rate limiters.
+func rateLimiter[K comparable](b Backoff) workqueue.TypedRateLimiter[K] {
+	if b == (Backoff{}) {
+		return workqueue.DefaultTypedControllerRateLimiter[K]()
+	}
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[K](b.Base, max(b.Base, b.Max))
 }
 
 // Controller runs a Reconciler over a queue of keys. Create it with New, feed it with
@@ -53,9 +67,6 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) *Controlle
 	if opts.Workers <= 0 {
 		opts.Workers = 1
 	}
-	if opts.RateLimiter == nil {
-		opts.RateLimiter = workqueue.DefaultTypedControllerRateLimiter[K]()
-	}
 	if opts.ConflictDelay <= 0 {
 		opts.ConflictDelay = DefaultConflictDelay
 	}
@@ -65,10 +76,14 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) *Controlle
 	}
 	return &Controller[K]{
 		name: name, r: r, opts: opts, metrics: m,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter[K](opts.Backoff),
 			workqueue.TypedRateLimitingQueueConfig[K]{Name: name}),
 	}
 }
+
+// Failures returns how many times in a row key has failed: its retries' backoff
+// grows with it.
+func (c *Controller[K]) Failures(key K) int { return c.queue.NumRequeues(key) }
 
 // Name returns the controller's name.
 func (c *Controller[K]) Name() string { return c.name }

@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/workqueue"
 )
 
 // script is a reconciler that answers each call for a key with the next outcome in
@@ -61,8 +60,8 @@ func (s *script) callsOf(key string) int {
 }
 
 // fast keeps retries quick and equal, so tests count outcomes, never durations.
-func fast() workqueue.TypedRateLimiter[string] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, 2*time.Millisecond)
+func fast() reconcile.Backoff {
+	return reconcile.Backoff{Base: time.Millisecond, Max: 2 * time.Millisecond}
 }
 
 func run(t *testing.T, c *reconcile.Controller[string]) (stop func()) {
@@ -113,7 +112,7 @@ func TestOutcomes(t *testing.T) {
 	})
 	reg := prometheus.NewRegistry()
 	c := reconcile.New[string]("test", s, reconcile.Options[string]{
-		Workers: 3, RateLimiter: fast(), ConflictDelay: time.Millisecond, Metrics: reconcile.NewMetrics(reg)})
+		Workers: 3, Backoff: fast(), ConflictDelay: time.Millisecond, Metrics: reconcile.NewMetrics(reg)})
 	stop := run(t, c)
 	for _, k := range []string{"ok", "flaky", "raced", "later", "hopeless", "panics"} {
 		c.Add(k)
@@ -161,14 +160,13 @@ func counter(t *testing.T, reg *prometheus.Registry, result string) float64 {
 // as long as a first error would.
 func TestConflictKeepsBackoff(t *testing.T) {
 	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "things"}, "x", errors.New("raced"))
-	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Hour)
 	s := newScript(map[string][]outcome{"k": {{err: conflict}, {err: conflict}, {err: conflict}, {err: conflict}, {}}})
-	c := reconcile.New[string]("test", s, reconcile.Options[string]{RateLimiter: limiter, ConflictDelay: time.Millisecond})
+	c := reconcile.New[string]("test", s, reconcile.Options[string]{Backoff: reconcile.Backoff{Base: time.Millisecond, Max: time.Hour}, ConflictDelay: time.Millisecond})
 	stop := run(t, c)
 	c.Add("k")
 	wait(t, s, "k")
 	stop()
-	if n := limiter.NumRequeues("k"); n != 0 {
+	if n := c.Failures("k"); n != 0 {
 		t.Errorf("%d failures counted against the key after conflicts and a success, want 0", n)
 	}
 }

@@ -12,6 +12,8 @@
 //     processed by one worker at a time, and added again while it is processed it is
 //     processed once more afterwards;
 //   - workers, started by Run and joined before Run returns;
+//   - one rate limiter per controller, made from its Options.Backoff by one
+//     constructor;
 //   - one retry policy: an error retries the key with per-key exponential backoff;
 //     a conflict (another writer got there first, so the newer object is on its way)
 //     retries it after a short fixed delay without growing its backoff; a terminal
@@ -26,7 +28,9 @@
 //
 // The queue is the one retry layer above the object store: reconcilers do not loop,
 // sleep or back off themselves (registry/store's Update already retries its own
-// optimistic-concurrency conflicts when it may).
+// optimistic-concurrency conflicts when it may). A one-shot client call outside a
+// controller's key, or inside a long reconcile such as a migration's run, retries
+// through package retry, the one helper for that.
 //
 // Model: controller-runtime's reconcile package and its controller's reconcileHandler;
 // sample-controller's processNextWorkItem.

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
 
@@ -141,12 +140,10 @@ func (c *Collector) lead(ctx context.Context) {
 	// are told apart by their labels (a label selector cannot say "either").
 	leases := c.cfg.Store.NewInformer(store.Source{Registry: c.cfg.Registry, Resource: identity.GroupResource, Version: "v1",
 		Namespace: identity.Namespace}, nil)
-	limiter := func() workqueue.TypedRateLimiter[string] {
-		return workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 10*time.Second)
-	}
+	backoff := reconcile.Backoff{Base: 100 * time.Millisecond, Max: 10 * time.Second}
 	leaseGC := reconcile.New("identity-lease-gc", reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
 		return c.collectLease(ctx, key, leases)
-	}), reconcile.Options[string]{RateLimiter: limiter(), Metrics: c.cfg.ReconcileMetrics})
+	}), reconcile.Options[string]{Backoff: backoff, Metrics: c.cfg.ReconcileMetrics})
 	informers := []cache.SharedIndexInformer{leases}
 	err := leaseGC.Watch(leases, func(u *unstructured.Unstructured) []string {
 		if !identity.IsComponentLease(u) {
@@ -160,7 +157,7 @@ func (c *Collector) lead(ctx context.Context) {
 		informers = append(informers, svs)
 		objectGC = reconcile.New("storage-version-gc", reconcile.Func[string](func(ctx context.Context, name string) (reconcile.Result, error) {
 			return c.collectObject(ctx, name, leases)
-		}), reconcile.Options[string]{RateLimiter: limiter(), Metrics: c.cfg.ReconcileMetrics})
+		}), reconcile.Options[string]{Backoff: backoff, Metrics: c.cfg.ReconcileMetrics})
 		if err = objectGC.Watch(svs, reconcile.ByName); err == nil {
 			_, err = leases.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj interface{}) {
 				if u, ok := obj.(*unstructured.Unstructured); ok && !identity.IsIdentityLease(u) {

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
 
@@ -149,9 +148,9 @@ func NewManager(cfg Config) (*Manager, error) {
 		unsetSince:     map[string]time.Time{},
 	}
 	m.ctrl = reconcile.New("storage-versions", reconcile.Func[schema.GroupResource](m.reconcile), reconcile.Options[schema.GroupResource]{
-		Workers:     4,
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[schema.GroupResource](50*time.Millisecond, 5*time.Second),
-		Metrics:     cfg.ReconcileMetrics,
+		Workers: 4,
+		Backoff: reconcile.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second},
+		Metrics: cfg.ReconcileMetrics,
 	})
 	m.informer = cfg.Store.NewInformer(store.Source{Registry: cfg.Registry, Resource: GroupResource, Version: version}, nil)
 	_, err := m.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -13,6 +13,7 @@ import (
 	"github.com/concordproject/concord/migration/discovery"
 	"github.com/concordproject/concord/migration/migrator"
 	"github.com/concordproject/concord/reconcile"
+	"github.com/concordproject/concord/retry"
 	"github.com/concordproject/concord/wire"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,8 +26,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
 
@@ -92,9 +91,9 @@ func New(cfg Config) (*Controller, error) {
 		progressInAnnotation: cfg.ProgressInAnnotation, running: map[string]running{},
 	}
 	c.ctrl = reconcile.New("storage-migration", reconcile.Reconciler[string](c), reconcile.Options[string]{
-		Workers:     cfg.Workers,
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 5*time.Minute),
-		Metrics:     cfg.Runtime,
+		Workers: cfg.Workers,
+		Backoff: reconcile.Backoff{Base: time.Second, Max: 5 * time.Minute},
+		Metrics: cfg.Runtime,
 	})
 	informer := cfg.Informer
 	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -388,7 +387,7 @@ func (c *Controller) trimStoredVersions(ctx context.Context, gr schema.GroupReso
 	crds := c.dyn.Resource(migrationapi.CustomResourceDefinitions)
 	name := gr.Resource + "." + gr.Group
 	var trimmed []string
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.OnConflict(ctx, func(ctx context.Context) error {
 		u, err := crds.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	migrationapi "github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/retry"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,10 +25,6 @@ const (
 	maxAnnotatedFailures = 10
 	maxAnnotatedReason   = 256
 )
-
-// maxConflicts bounds the conflicts one write of a migration meets before it gives up
-// (the reconcile runtime retries the migration from its checkpoint).
-const maxConflicts = 10
 
 // ProgressOf returns the progress of migration u: its status.progress where the API
 // keeps it, else its AnnotationProgress annotation; nil if it has neither (or the
@@ -126,10 +123,9 @@ type updateFunc func(context.Context, *unstructured.Unstructured, metav1.UpdateO
 // write makes one write of the migration with verb: mutate changes a copy of the
 // object last seen (m is that object decoded, with the progress ProgressOf finds),
 // and the copy is written unless it equals the object. A conflict reads the object
-// again and starts over.
+// again and starts over, as the one retry helper's conflict policy bounds.
 func (w *statusWriter) write(ctx context.Context, verb updateFunc, mutate func(*unstructured.Unstructured, *migrationapi.StorageVersionMigration) error) error {
-	client := w.dyn.Resource(migrationapi.StorageVersionMigrations)
-	for attempt := 0; ; attempt++ {
+	return retry.OnConflict(ctx, func(ctx context.Context) error {
 		m, err := migrationapi.MigrationFrom(w.obj)
 		if err != nil {
 			return err
@@ -152,20 +148,27 @@ func (w *statusWriter) write(ctx context.Context, verb updateFunc, mutate func(*
 			return nil
 		case apierrors.IsNotFound(err):
 			return fmt.Errorf("%w: deleted", errAborted)
-		case apierrors.IsConflict(err) && attempt < maxConflicts:
-			fresh, gerr := client.Get(ctx, w.obj.GetName(), metav1.GetOptions{})
-			if apierrors.IsNotFound(gerr) {
-				return fmt.Errorf("%w: deleted", errAborted)
+		case apierrors.IsConflict(err):
+			if rerr := w.reread(ctx); rerr != nil {
+				return rerr
 			}
-			if gerr != nil {
-				return gerr
-			}
-			if fresh.GetUID() != w.uid {
-				return fmt.Errorf("%w: replaced", errAborted)
-			}
-			w.obj = fresh
-		default:
-			return err
 		}
+		return err
+	})
+}
+
+// reread replaces the object last seen with the server's, unless the migration was
+// deleted or replaced meanwhile.
+func (w *statusWriter) reread(ctx context.Context) error {
+	fresh, err := w.dyn.Resource(migrationapi.StorageVersionMigrations).Get(ctx, w.obj.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w: deleted", errAborted)
+	case err != nil:
+		return err
+	case fresh.GetUID() != w.uid:
+		return fmt.Errorf("%w: replaced", errAborted)
 	}
+	w.obj = fresh
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/concordproject/concord/retry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -42,7 +43,7 @@ var ErrNoServerPath = errors.New("the server does not offer the rewrite endpoint
 
 // ErrGaveUp wraps the last error of a request that failed transiently
 // Options.MaxAttempts times.
-var ErrGaveUp = errors.New("gave up")
+var ErrGaveUp = retry.ErrGaveUp
 
 // ErrUnreadable means that the server could not read some stored objects of the
 // resource (a list answered 500 StorageReadError): they are reported as failed objects

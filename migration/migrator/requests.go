@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"path"
 	"strconv"
-	"time"
 
+	"github.com/concordproject/concord/retry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 )
 
@@ -35,53 +35,15 @@ func objectPath(res Resource, namespace, name string) string {
 }
 
 // retry runs do until it succeeds, fails permanently, or has failed transiently
-// Options.MaxAttempts times (then the error wraps ErrGaveUp). Each attempt gets
-// Options.RequestTimeout.
+// Options.MaxAttempts times (then the error wraps ErrGaveUp), through the one retry
+// helper: waits doubling from Options.InitialBackoff to Options.MaxBackoff, or what
+// the server asks; each attempt gets Options.RequestTimeout.
 func (m *Migrator) retry(ctx context.Context, do func(context.Context) error) error {
-	delay := m.opts.InitialBackoff
-	for attempt := 1; ; attempt++ {
-		rctx, cancel := context.WithTimeout(ctx, m.opts.RequestTimeout)
-		err := do(rctx)
-		cancel()
-		if err == nil || !transient(ctx, err) {
-			return err
-		}
-		if attempt >= m.opts.MaxAttempts {
-			return fmt.Errorf("%w after %d attempts: %w", ErrGaveUp, attempt, err)
-		}
-		wait := delay
-		if s, ok := apierrors.SuggestsClientDelay(err); ok && time.Duration(s)*time.Second > wait {
-			wait = time.Duration(s) * time.Second
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return context.Cause(ctx)
-		case <-t.C:
-		}
-		delay = min(2*delay, m.opts.MaxBackoff)
-	}
-}
-
-// transient reports whether a request that failed with err may succeed if sent again:
-// throttling, server errors, timeouts and transport failures (while ctx, the caller's
-// context, is still live).
-func transient(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	if apierrors.IsStoreReadError(err) {
-		return false // stored objects the server cannot read stay so
-	}
-	var st apierrors.APIStatus
-	if errors.As(err, &st) {
-		code := st.Status().Code
-		return code == http.StatusTooManyRequests || code >= http.StatusInternalServerError ||
-			apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
-	}
-	// No answer from the server: a broken connection, or this attempt's deadline.
-	return true
+	return retry.Do(ctx, retry.Policy{
+		Backoff:        wait.Backoff{Duration: m.opts.InitialBackoff, Factor: 2, Steps: m.opts.MaxAttempts, Cap: m.opts.MaxBackoff},
+		Retriable:      retry.Transient,
+		AttemptTimeout: m.opts.RequestTimeout,
+	}, do)
 }
 
 // send sends req and returns the body of a successful answer, or an error carrying

@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
 
@@ -122,8 +121,8 @@ func New(dyn dynamic.Interface, res *discovery.Resources, factory dynamicinforme
 		sightings: map[types.UID]sighting{},
 	}
 	t.ctrl = reconcile.New("storage-migration-trigger", reconcile.Reconciler[schema.GroupResource](t), reconcile.Options[schema.GroupResource]{
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[schema.GroupResource](100*time.Millisecond, time.Minute),
-		Metrics:     cfg.Metrics,
+		Backoff: reconcile.Backoff{Base: 100 * time.Millisecond, Max: time.Minute},
+		Metrics: cfg.Metrics,
 	})
 	if err := migrations.AddIndexers(cache.Indexers{byResource: resourceIndex}); err != nil {
 		return nil, err

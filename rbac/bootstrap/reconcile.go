@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
+	"github.com/concordproject/concord/retry"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	"k8s.io/component-helpers/auth/rbac/reconciliation"
@@ -25,8 +23,11 @@ var ErrNotReconciled = errors.New("bootstrap RBAC object not reconciled")
 const FieldManager = "concord-rbac-bootstrap"
 
 // ensureBackoff spaces Ensure's passes over the objects that met a race or a server
-// not ready yet: ten passes over about ten seconds, like the start-up step it is.
-var ensureBackoff = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 10, Cap: 2 * time.Second}
+// not ready yet: the start-up policy of the one retry helper.
+var ensureBackoff = retry.StartUp.Backoff
+
+// errPending says that a pass of Ensure left objects to try again.
+var errPending = errors.New("bootstrap RBAC objects left to reconcile")
 
 // Ensure brings the bootstrap policy into the cluster client reaches: every missing
 // ClusterRole and ClusterRoleBinding is created; one that exists and is not annotated
@@ -36,34 +37,37 @@ var ensureBackoff = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jit
 //
 // Every object is tried, whatever happens to the others. The objects that meet a
 // conflict, AlreadyExists, a server error or no server at all are tried again, in
-// passes spaced by a growing delay, about ten seconds in all, so that servers running
+// passes spaced by the start-up policy (package retry), so that servers running
 // Ensure at once converge. The error joins one error per object that failed, each
 // wrapping ErrNotReconciled and the cause, and naming the object.
 func Ensure(ctx context.Context, client kubernetes.Interface) error {
 	pending := ensureTasks(client)
-	backoff := ensureBackoff
-	var failed []error // for good
-	for attempts := backoff.Steps; ; attempts-- {
+	var failed, last []error // for good; in the last pass
+	pass := func(ctx context.Context) error {
 		var again []ensureTask
-		var errs []error
+		last = nil
 		for _, task := range pending {
 			err := task.run(ctx)
 			if err == nil {
 				continue
 			}
 			err = fmt.Errorf("%w: %s %s: %w", ErrNotReconciled, task.kind, task.name, err)
-			if ctx.Err() != nil || !retriable(err) {
+			if ctx.Err() != nil || !retry.NotRefused(err) {
 				failed = append(failed, err)
 				continue
 			}
-			again, errs = append(again, task), append(errs, err)
+			again, last = append(again, task), append(last, err)
 		}
-		if len(again) == 0 || attempts <= 1 || !sleep(ctx, backoff.Step()) {
-			return errors.Join(append(failed, errs...)...)
+		if pending = again; len(pending) == 0 {
+			return nil
 		}
-		klog.FromContext(ctx).V(2).Info("Bootstrap RBAC objects not reconciled yet; trying again", "count", len(again), "err", errors.Join(errs...))
-		pending = again
+		klog.FromContext(ctx).V(2).Info("Bootstrap RBAC objects not reconciled yet", "count", len(again), "err", errors.Join(last...))
+		return errPending
 	}
+	// Its own error says only that objects were left, or that ctx ended: both are in
+	// failed and last.
+	_ = retry.Do(ctx, retry.Policy{Backoff: ensureBackoff, Retriable: func(err error) bool { return errors.Is(err, errPending) }}, pass)
+	return errors.Join(append(failed, last...)...)
 }
 
 // ensureTask reconciles one bootstrap object.
@@ -93,18 +97,6 @@ func ensureTasks(client kubernetes.Interface) []ensureTask {
 		}})
 	}
 	return tasks
-}
-
-// sleep waits d, and reports false if ctx was done first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // ensureRole reconciles one bootstrap role (a ClusterRole, or a Role of a namespace):
@@ -162,21 +154,6 @@ func ensureClusterRoleBinding(ctx context.Context, client rbacv1client.ClusterRo
 		logger.V(2).Info("Updated bootstrap ClusterRoleBinding", "missingSubjects", result.MissingSubjects)
 	}
 	return nil
-}
-
-// retriable reports whether trying again may succeed: anything but a refusal that
-// will not change (an invalid object, a missing permission, a request the server
-// does not understand). Races (conflicts, AlreadyExists, NotFound, and the
-// reconciliation library's own "exceeded maximum attempts" after several of them)
-// and a server or connection not ready yet are retried.
-func retriable(err error) bool {
-	switch {
-	case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsUnauthorized(err),
-		apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err),
-		apierrors.IsUnsupportedMediaType(err), apierrors.IsRequestEntityTooLargeError(err):
-		return false
-	}
-	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // clusterRoles is the reconciliation library's view of the ClusterRole client, with
