@@ -199,3 +199,40 @@ func importsOf(t *testing.T, dir string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// TestNoSleepsOrTickers checks that code waits on conditions, not on the clock:
+// outside tests, the reconcile runtime and the retry helper, no time.Sleep, and a
+// ticker only under a comment that says which timer it is (a protocol's, a
+// period's), never a retry.
+func TestNoSleepsOrTickers(t *testing.T) {
+	timer := regexp.MustCompile(`(?i)//.*\btimer\b`)
+	for _, p := range modulePackages(t) {
+		if strings.HasPrefix(p, "test/") || p == "reconcile" || p == "retry" {
+			continue
+		}
+		files, err := filepath.Glob(filepath.Join(p, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(string(data), "\n")
+			for i, line := range lines {
+				switch {
+				case strings.Contains(line, "time.Sleep("):
+					t.Errorf("%s:%d sleeps", f, i+1)
+				case strings.Contains(line, "time.NewTicker(") || strings.Contains(line, "time.Tick("):
+					if !slices.ContainsFunc(lines[max(0, i-3):i], timer.MatchString) {
+						t.Errorf("%s:%d starts a ticker with no comment above saying which timer it is", f, i+1)
+					}
+				}
+			}
+		}
+	}
+}

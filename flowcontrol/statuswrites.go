@@ -7,6 +7,7 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	flowcontrolapply "k8s.io/client-go/applyconfigurations/flowcontrol/v1"
 	flowcontrolclient "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
 )
@@ -51,15 +52,13 @@ func (c *countedFlowSchemas) ApplyStatus(ctx context.Context, fs *flowcontrolapp
 const writesQuiet = 100 * time.Millisecond
 
 // waitIdle waits until no status write has run for writesQuiet, or for at most limit.
+// The library's worker gives no signal of its pass ending: its writes are watched.
 func (s *statusWrites) waitIdle(limit time.Duration) {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	_ = wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
 		s.mu.Lock()
-		idle := s.inFlight == 0 && time.Since(s.last) >= writesQuiet
-		s.mu.Unlock()
-		if idle {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer s.mu.Unlock()
+		return s.inFlight == 0 && time.Since(s.last) >= writesQuiet, nil
+	})
 }

@@ -72,6 +72,7 @@ func (l *Log) Check(*http.Request) error {
 // itself, nor Run's return once ctx is done.
 func (l *Log) Run(ctx context.Context) error {
 	l.completed()
+	// A timer, not a retry: the logs are flushed every period.
 	t := time.NewTicker(l.period)
 	defer t.Stop()
 	for {

@@ -127,7 +127,10 @@ type Lease struct {
 	validUntil atomic.Int64
 	// acquired is true once the first renewal succeeded: later losses are lapses.
 	acquired atomic.Bool
-	renewNow chan struct{}
+	// renewals renews the lease: its one key is requeued every RenewInterval, at once
+	// when the lease is seen deleted or taken, and with a backoff from 100ms up to
+	// RenewInterval after a failure.
+	renewals *reconcile.Controller[struct{}]
 
 	mu     sync.Mutex
 	uid    string   // of the lease as last written
@@ -139,13 +142,10 @@ func NewLease(reg *registry.Registry, st *store.Store, cfg Config) (*Lease, erro
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Lease{
-		cfg:      cfg,
-		holder:   cfg.ID + "_" + string(uuid.NewUUID()),
-		reg:      reg,
-		store:    st,
-		renewNow: make(chan struct{}, 1),
-	}, nil
+	l := &Lease{cfg: cfg, holder: cfg.ID + "_" + string(uuid.NewUUID()), reg: reg, store: st}
+	l.renewals = reconcile.New("server-identity-lease", reconcile.Func[struct{}](l.renewal),
+		reconcile.Options[struct{}]{Backoff: reconcile.Backoff{Base: 100 * time.Millisecond, Max: cfg.RenewInterval}})
+	return l, nil
 }
 
 // ID returns the server ID (the lease's name).
@@ -202,7 +202,8 @@ func (l *Lease) Run(ctx context.Context) error {
 	} else {
 		defer reconcile.StartInformers(ctx, inf)()
 	}
-	l.renewUntilDone(ctx)
+	l.renewals.AddAfter(struct{}{}, l.cfg.RenewInterval) // the renewal deadline: a requeue, as every retry
+	_ = l.renewals.Run(ctx)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	if err := l.release(rctx); err != nil {
@@ -211,40 +212,13 @@ func (l *Lease) Run(ctx context.Context) error {
 	return nil
 }
 
-// renewUntilDone renews the lease every RenewInterval (sooner after a failure, and at
-// once when the lease is seen deleted or taken) until ctx is done.
-func (l *Lease) renewUntilDone(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	failures := 0
-	next := l.cfg.RenewInterval
-	timer := time.NewTimer(next)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		case <-l.renewNow:
-			if !timer.Stop() {
-				select {
-				case <-timer.C:
-				default:
-				}
-			}
-		}
-		if err := l.renew(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			failures++
-			next = min(l.cfg.RenewInterval, 100*time.Millisecond<<min(failures, 8))
-			logger.Error(err, "Cannot renew the identity lease", "lease", l.cfg.ID, "failures", failures, "retryIn", next,
-				"validFor", max(0, time.Until(time.Unix(0, l.validUntil.Load()))))
-		} else {
-			failures, next = 0, l.cfg.RenewInterval
-		}
-		timer.Reset(next)
+// renewal renews the lease once and says when to again.
+func (l *Lease) renewal(ctx context.Context, _ struct{}) (reconcile.Result, error) {
+	if err := l.renew(ctx); err != nil {
+		return reconcile.Result{}, fmt.Errorf("renewing identity lease %s (valid for %s more): %w",
+			l.cfg.ID, max(0, time.Until(time.Unix(0, l.validUntil.Load()))).Round(time.Millisecond), err)
 	}
+	return reconcile.Result{RequeueAfter: l.cfg.RenewInterval}, nil
 }
 
 // renew writes the lease once: renewTime now, with the current labels,
@@ -342,12 +316,7 @@ func (l *Lease) fill(obj *unstructured.Unstructured, now time.Time) {
 // followOwn makes inf (of the lease alone) ask for an immediate renewal when the lease
 // is deleted or taken by another holder.
 func (l *Lease) followOwn(inf cache.SharedIndexInformer) error {
-	poke := func() {
-		select {
-		case l.renewNow <- struct{}{}:
-		default:
-		}
-	}
+	poke := func() { l.renewals.Add(struct{}{}) }
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj interface{}) {
 			if u, ok := obj.(*unstructured.Unstructured); ok {

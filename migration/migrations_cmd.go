@@ -96,6 +96,7 @@ func watchMigrations(ctx context.Context, dyn dynamic.Interface, out io.Writer, 
 		return nil
 	}
 	tty := isTerminal(out)
+	// A timer, not a retry: the table is drawn again every second.
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {

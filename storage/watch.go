@@ -85,6 +85,8 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64, opts WatchO
 		defer cancel()
 		var tick <-chan time.Time
 		if opts.ProgressInterval > 0 {
+			// A protocol timer, not a retry: etcd tells a watcher its revision only
+			// when asked (RequestProgress).
 			t := time.NewTicker(opts.ProgressInterval)
 			defer t.Stop()
 			tick = t.C

@@ -80,12 +80,15 @@ type Trigger struct {
 	states     cache.SharedIndexInformer
 	migrations cache.SharedIndexInformer
 	ctrl       *reconcile.Controller[schema.GroupResource]
-	cfg        lifecycleConfig
-	poll       time.Duration
-	history    int
-	ignored    []schema.GroupResource
-	noSVs      bool // never watch StorageVersions
-	now        func() time.Time
+	// poller reads discovery every poll: its one key's reconcile is pollOnce, then a
+	// requeue after poll.
+	poller  *reconcile.Controller[string]
+	cfg     lifecycleConfig
+	poll    time.Duration
+	history int
+	ignored []schema.GroupResource
+	noSVs   bool // never watch StorageVersions
+	now     func() time.Time
 
 	mu       sync.Mutex
 	versions cache.SharedIndexInformer // nil until the StorageVersion API is seen
@@ -124,6 +127,10 @@ func New(dyn dynamic.Interface, res *discovery.Resources, factory dynamicinforme
 		Backoff: reconcile.Backoff{Base: 100 * time.Millisecond, Max: time.Minute},
 		Metrics: cfg.Metrics,
 	})
+	t.poller = reconcile.New("storage-migration-discovery", reconcile.Func[string](func(ctx context.Context, _ string) (reconcile.Result, error) {
+		t.pollOnce(ctx)
+		return reconcile.Result{RequeueAfter: t.poll}, nil
+	}), reconcile.Options[string]{Metrics: cfg.Metrics})
 	if err := migrations.AddIndexers(cache.Indexers{byResource: resourceIndex}); err != nil {
 		return nil, err
 	}
@@ -186,20 +193,16 @@ func (t *Trigger) Run(ctx context.Context) error {
 	// Only after the first poll is it known whether StorageVersions are served (and
 	// watched): no resource is looked at from discovery alone before.
 	t.pollOnce(ctx)
+	t.poller.AddAfter(pollKey, t.poll)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = t.ctrl.Run(ctx) })
-	ticker := time.NewTicker(t.poll)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			wg.Wait()
-			return nil
-		case <-ticker.C:
-			t.pollOnce(ctx)
-		}
-	}
+	wg.Go(func() { _ = t.poller.Run(ctx) })
+	wg.Wait()
+	return nil
 }
+
+// pollKey is the one key of the trigger's poller.
+const pollKey = "discovery"
 
 // pollOnce reads discovery, starts watching StorageVersions once they are served,
 // and queues every resource.

@@ -577,6 +577,8 @@ func (c *Cache) WaitFresh(ctx context.Context, rev int64) error {
 		if timeout == nil {
 			t := time.NewTimer(freshTimeout)
 			defer t.Stop()
+			// A protocol timer, not a retry: while a read waits for the cache to
+			// reach a revision, etcd is asked for its progress.
 			k := time.NewTicker(progressEvery)
 			defer k.Stop()
 			timeout, tick = t.C, k.C

@@ -85,6 +85,7 @@ func (m *Caches) Run(ctx context.Context, opts Options) error {
 	m.opts, m.ctx = opts, ctx
 	m.metrics.Store(newMetrics(opts.Registerer, opts.MemoryLimit))
 	m.mu.Unlock()
+	// A timer, not a retry: caches idle for IdleTimeout are swept.
 	t := time.NewTicker(min(sweepEvery, opts.IdleTimeout/2))
 	defer t.Stop()
 	for {
