@@ -108,8 +108,10 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 		return ctx, err
 	}
 	i.Store.WatchCache = watchcache.Options{Disabled: !o.WatchCache, MemoryLimit: limit, Registerer: i.Metrics}
-	if err := i.start(ctx, lifecycle.Component{Name: "object-store", Run: i.Store.Run}); err != nil {
-		return ctx, err
+	for _, c := range []lifecycle.Component{{Name: "namespace-cache", Run: i.Store.RunNamespaces}, {Name: "watch-caches", Run: i.Store.RunWatchCaches}} {
+		if err := i.start(ctx, c); err != nil {
+			return ctx, err
+		}
 	}
 	// Before the server writes anything of its own, and before it serves.
 	if err := identity.CheckJoin(ctx, i.Registry, i.Store, compat.Versions.Binary); err != nil {

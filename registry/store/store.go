@@ -54,17 +54,27 @@ func NewStore(st *storage.Store) *Store {
 // Storage returns the underlying raw store.
 func (s *Store) Storage() *storage.Store { return s.storage }
 
-// Run does the background work of the store until ctx is done, and returns nil then:
-// it keeps the namespace cache warm and serves the watch caches, without which every
-// list reads etcd and every watch has an etcd watch of its own.
+// Run does the background work of the store until ctx is done, and returns nil once
+// it has stopped: RunNamespaces and RunWatchCaches at once (the server runs them as
+// two lifecycle components).
 func (s *Store) Run(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- s.RunWatchCaches(ctx) }()
+	err := s.RunNamespaces(ctx)
+	return errors.Join(err, <-done)
+}
+
+// RunNamespaces keeps the namespace cache warm until ctx is done.
+func (s *Store) RunNamespaces(ctx context.Context) error { return s.namespaces.Run(ctx) }
+
+// RunWatchCaches serves the watch caches until ctx is done, and returns once every
+// cache's goroutine has: without them every list reads etcd and every watch has an
+// etcd watch of its own.
+func (s *Store) RunWatchCaches(ctx context.Context) error {
 	opts := s.WatchCache
 	opts.ProgressInterval = s.BookmarkInterval
 	opts.Observe = s.observe
-	done := make(chan error, 1)
-	go func() { done <- s.caches.Run(ctx, opts) }()
-	err := s.namespaces.Run(ctx)
-	return errors.Join(err, <-done)
+	return s.caches.Run(ctx, opts)
 }
 
 // observe keeps what the watch caches see for updates to start from: an informer's

@@ -52,6 +52,7 @@ type Cache struct {
 	stateful bool
 	progress chan struct{}
 	loaded   chan struct{} // closed once loaded, or stopped
+	done     chan struct{} // closed once its goroutine has returned
 	load1    sync.Once
 	cancel   context.CancelFunc
 	lastUsed atomic.Int64 // unix nanoseconds
@@ -82,7 +83,7 @@ func newCache(prefix string, caches *Caches, stateful bool, historySize int, fro
 	c := &Cache{
 		prefix: prefix, resource: resourceLabel(prefix), caches: caches, stateful: stateful,
 		rev: from, complete: from,
-		progress: make(chan struct{}, 1), loaded: make(chan struct{}),
+		progress: make(chan struct{}, 1), loaded: make(chan struct{}), done: make(chan struct{}),
 		fresh: make(chan struct{}), history: newHistory(historySize),
 		watchers: map[*Watcher]struct{}{}, snapshots: map[int64]*Snapshot{},
 	}
@@ -140,6 +141,14 @@ func (c *Cache) idleSince() time.Time { return time.Unix(0, c.lastUsed.Load()) }
 
 // run loads the cache (stateful ones) and applies etcd's changes from then on until
 // ctx is done or the watch fails.
+// start runs the cache on a goroutine of its own, which closes done as it returns.
+func (c *Cache) start(ctx context.Context, st *storage.Store, opts Options) {
+	go func() {
+		defer close(c.done)
+		c.run(ctx, st, opts)
+	}()
+}
+
 func (c *Cache) run(ctx context.Context, st *storage.Store, opts Options) {
 	logger := klog.FromContext(ctx).WithValues("watchCache", c.resource)
 	if c.stateful {

@@ -62,6 +62,9 @@ type Caches struct {
 	ctx    context.Context // Run's; nil while not running
 	caches map[string]*Cache
 	over   map[string]time.Time // prefixes not cached until then
+	// runs are the shared caches whose goroutines have not returned yet (stopped ones
+	// included): Run joins them.
+	runs map[*Cache]struct{}
 
 	// bytes is the caches' memory. A cache changes it with its own mu held, so that
 	// a reader who saw a cache reach a revision sees the figures of that revision.
@@ -70,10 +73,11 @@ type Caches struct {
 
 // New returns the (not yet running) caches of st.
 func New(st *storage.Store) *Caches {
-	return &Caches{st: st, caches: map[string]*Cache{}, over: map[string]time.Time{}}
+	return &Caches{st: st, caches: map[string]*Cache{}, over: map[string]time.Time{}, runs: map[*Cache]struct{}{}}
 }
 
-// Run serves caches with opts until ctx is done, then stops them all. It returns nil.
+// Run serves caches with opts until ctx is done, then stops them all and returns nil
+// once every shared cache's goroutine has returned.
 func (m *Caches) Run(ctx context.Context, opts Options) error {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
@@ -98,10 +102,25 @@ func (m *Caches) Run(ctx context.Context, opts Options) error {
 			for _, c := range all {
 				c.stop(ctx.Err())
 			}
+			m.join()
 			return nil
 		case now := <-t.C:
 			m.sweep(now)
 		}
+	}
+}
+
+// join waits for the goroutines of the shared caches; none starts once Run's
+// context is done.
+func (m *Caches) join() {
+	m.mu.Lock()
+	running := make([]*Cache, 0, len(m.runs))
+	for c := range m.runs {
+		running = append(running, c)
+	}
+	m.mu.Unlock()
+	for _, c := range running {
+		<-c.done
 	}
 }
 
@@ -154,7 +173,14 @@ func (m *Caches) Get(prefix string, from int64) *Cache {
 		ctx, cancel := context.WithCancel(m.ctx)
 		c.cancel = cancel
 		m.caches[prefix] = c
-		go c.run(ctx, m.st, m.opts)
+		m.runs[c] = struct{}{}
+		c.start(ctx, m.st, m.opts)
+		go func() {
+			<-c.done
+			m.mu.Lock()
+			delete(m.runs, c)
+			m.mu.Unlock()
+		}()
 	}
 	c.touch()
 	return c
@@ -177,9 +203,10 @@ func (m *Caches) Running(prefix string) *Cache {
 // revision from to one watcher, straight from etcd's history, and stops with it, or
 // once it has handed the watcher over to the prefix's shared cache (when that cache's
 // history covers what the watcher has yet to get): for a watch older than the shared
-// cache's history, or while caching is off. It lives as
-// long as the watcher, whatever ctx does after the call. Idle, it asks etcd every
-// progressInterval how far it is (0: never), for the watcher's bookmarks.
+// cache's history, or while caching is off. It lives as long as the watcher,
+// whatever ctx does after the call, and the watcher's Stop joins its goroutine. Idle,
+// it asks etcd every progressInterval how far it is (0: never), for the watcher's
+// bookmarks.
 func (m *Caches) Private(ctx context.Context, prefix string, from int64, progressInterval time.Duration) *Watcher {
 	opts := Options{ProgressInterval: progressInterval}
 	c := newCache(prefix, m, false, 0, from)
@@ -188,7 +215,7 @@ func (m *Caches) Private(ctx context.Context, prefix string, from int64, progres
 	c.watchers[w] = struct{}{} // in before the first change arrives
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
-	go c.run(cctx, m.st, opts)
+	c.start(cctx, m.st, opts)
 	return w
 }
 

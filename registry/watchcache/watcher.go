@@ -112,13 +112,17 @@ func (w *Watcher) rebase(c *Cache, rev int64) {
 	w.cache, w.from, w.paced = c, rev, false
 }
 
-// Stop removes the watcher from its cache. A private cache stops with its watcher.
+// Stop removes the watcher from its cache. A private cache stops with its watcher,
+// and Stop returns once its goroutine has.
 func (w *Watcher) Stop() {
 	for {
 		w.mu.Lock()
 		c := w.cache
 		w.mu.Unlock()
 		c.leave(w)
+		if !c.stateful {
+			<-c.done
+		}
 		// A private cache may have handed w over meanwhile: leave that one too.
 		w.mu.Lock()
 		moved := w.cache != c
