@@ -5,23 +5,20 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/identity/clientlease"
+	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/migration/migrator"
 	"github.com/concordproject/concord/wire"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -40,8 +37,12 @@ type Options struct {
 	// Kubeconfig is the file to connect with ("" means $KUBECONFIG, then
 	// ~/.kube/config, then in-cluster).
 	Kubeconfig string
-	// MetricsBindAddress serves /metrics there over plain HTTP ("" disables it).
+	// MetricsBindAddress serves /metrics there over HTTPS, each request authenticated
+	// and authorized by the API server ("" disables it).
 	MetricsBindAddress string
+	// TLSCertFile and TLSPrivateKeyFile are /metrics' serving certificate and key
+	// (both "": a self-signed one).
+	TLSCertFile, TLSPrivateKeyFile string
 	// Config holds every other setting.
 	Config Config
 	// Compatibility are the component's KEP-4330 versions and the feature gates it
@@ -71,7 +72,9 @@ func NewOptions() *Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	c := &o.Config
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of the API server to migrate (default: $KUBECONFIG, ~/.kube/config, or in-cluster).")
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Serve Prometheus /metrics on this host:port over HTTP (empty: off).")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Serve Prometheus /metrics on this host:port over HTTPS to users the API server authenticates (TokenReview) and allows to get the path /metrics (SubjectAccessReview) (empty: off).")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Serving certificate of /metrics, PEM (default: self-signed).")
+	fs.StringVar(&o.TLSPrivateKeyFile, "tls-private-key-file", o.TLSPrivateKeyFile, "Private key of --tls-cert-file, PEM.")
 	fs.StringVar(&o.ID, "id", o.ID, "This controller manager's ID: the name of its identity lease in kube-system, which announces its versions (default: controller-manager-<host>-<random>).")
 	o.Compatibility.AddFlags(fs)
 	fs.StringVar(&o.mode, "rewrite", o.mode, "How objects are rewritten: auto (on the server when it is Concord, else by the client), client, or server.")
@@ -135,6 +138,10 @@ clusters or to run them apart. Several instances elect one leader.`,
 	return cmd
 }
 
+// errTLSPair refuses one of --tls-cert-file and --tls-private-key-file without the
+// other.
+var errTLSPair = errors.New("--tls-cert-file and --tls-private-key-file go together: give both or neither")
+
 // run is the command: the identity lease and the controllers, until a signal.
 func (o *Options) run(cmd *cobra.Command) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -147,6 +154,9 @@ func (o *Options) run(cmd *cobra.Command) error {
 	id, err := o.id()
 	if err != nil {
 		return err
+	}
+	if (o.TLSCertFile == "") != (o.TLSPrivateKeyFile == "") {
+		return errTLSPair
 	}
 	rc, err := auth.LoadKubeconfig(o.Kubeconfig)
 	if err != nil {
@@ -165,24 +175,45 @@ func (o *Options) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	components := []lifecycle.Component{
+		// The lease lives as long as the controllers: it is released when they
+		// return, whether for a signal or an error (it marks the lease expired).
+		{Name: "identity-lease", Run: lease.Run},
+		{Name: "storage-migration", Run: func(ctx context.Context) error { return Run(ctx, cfg) }},
+	}
 	if o.MetricsBindAddress != "" {
-		stopMetrics, err := serveMetrics(ctx, o.MetricsBindAddress, reg)
+		cs, err := kubernetes.NewForConfig(rc)
 		if err != nil {
 			return err
 		}
-		defer stopMetrics()
-		fmt.Fprintf(cmd.OutOrStdout(), "metrics on http://%s/metrics\n", o.MetricsBindAddress)
+		ms, err := newMetricsServer(o.MetricsBindAddress, o.TLSCertFile, o.TLSPrivateKeyFile, cs, reg)
+		if err != nil {
+			return err
+		}
+		components = append([]lifecycle.Component{{Name: "metrics", Run: ms.Run}}, components...)
+		fmt.Fprintf(cmd.OutOrStdout(), "metrics on https://%s%s\n", ms.Addr(), metricsPath)
 	}
-	// The lease lives as long as the controllers: it is released when they return,
-	// whether for a signal or an error.
-	leaseCtx, endLease := context.WithCancel(ctx)
-	held := make(chan struct{})
-	go func() {
-		defer close(held)
-		_ = lease.Run(leaseCtx) // marks the lease expired once leaseCtx is done
-	}()
-	defer func() { endLease(); <-held }()
-	return Run(ctx, cfg)
+	return runComponents(ctx, components)
+}
+
+// runComponents starts components in order and runs them until ctx is done or one
+// fails, then stops them in the reverse order, each joined.
+func runComponents(ctx context.Context, components []lifecycle.Component) error {
+	var g lifecycle.Group
+	for _, c := range components {
+		if err := g.Start(ctx, c); err != nil {
+			return errors.Join(err, g.Stop())
+		}
+	}
+	select {
+	case <-ctx.Done():
+	case <-g.Failed():
+	}
+	err := g.Stop()
+	if ctx.Err() != nil && errors.Is(err, lifecycle.ErrStopped) {
+		return nil
+	}
+	return err
 }
 
 // id is --id, checked, or the default ID.
@@ -212,25 +243,4 @@ func identityLease(rc *rest.Config, id string, v wire.ComponentVersions) (*clien
 	labels[wire.LabelControllerIdentity] = ControllerManagerKind
 	// It may update leases but not delete them: the servers collect it once expired.
 	return clientlease.New(clientlease.Config{Client: cs, Name: id, Labels: labels, ExpireOnRelease: true})
-}
-
-// serveMetrics serves reg on addr until the returned function is called.
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-bind-address: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.FromContext(ctx).Error(err, "Metrics server stopped")
-		}
-	}()
-	return func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}, nil
 }

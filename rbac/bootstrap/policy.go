@@ -235,7 +235,10 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 //     customresourcedefinitions: it installs the definitions of its own APIs where
 //     the server does not serve them (not needed with --skip-crds);
 //   - get, create and update on coordination.k8s.io leases: its leader election;
-//   - create and patch on events, core and events.k8s.io: the Events it records.
+//   - create and patch on events, core and events.k8s.io: the Events it records;
+//   - create on authentication.k8s.io tokenreviews and authorization.k8s.io
+//     subjectaccessreviews: its /metrics asks the server who sent a request and
+//     whether that user may read it (kube's system:auth-delegator grants the same).
 //
 // It has no delete or create on other resources and no non-resource URLs beyond
 // what system:discovery grants every authenticated user.
@@ -251,6 +254,8 @@ func controllerManagerRole() rbacv1.ClusterRole {
 			allow([]string{"get", "list", "watch", "create"}, in(apiextensionsGroup), "customresourcedefinitions"),
 			allow([]string{"get", "create", "update"}, in(coordinationGroup), "leases"),
 			allow([]string{"create", "patch"}, in(coreGroup, eventsGroup), "events"),
+			allow([]string{"create"}, in("authentication.k8s.io"), "tokenreviews"),
+			allow([]string{"create"}, in("authorization.k8s.io"), "subjectaccessreviews"),
 		},
 	}
 }

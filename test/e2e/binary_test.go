@@ -3,8 +3,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +18,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/harness"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -265,6 +270,7 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"controller-manager", "--feature-gates", "WatchList=true"}, "unrecognized feature gate: WatchList"},
 		{[]string{"controller-manager", "--binary-version", "1.2"}, "--binary-version 1.2"},
 		{[]string{"controller-manager", "--id", "Not_A_Name"}, `--id "Not_A_Name" must name a lease`},
+		{[]string{"controller-manager", "--tls-cert-file", "cert.pem"}, "--tls-cert-file and --tls-private-key-file go together: give both or neither"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -291,8 +297,11 @@ func errorsAs(err error, target **exec.ExitError) bool { return errors.As(err, t
 
 // `concord controller-manager` runs with the least privilege Concord grants it: a
 // kubeconfig for user system:concord:controller-manager (a client certificate from
-// `concord kubeconfig`) is enough to run every migration, and nothing it does is
-// forbidden.
+// `concord kubeconfig`) is enough to run every migration and to serve its /metrics,
+// and nothing it does is forbidden. Its /metrics (HTTPS) answers only users the
+// server authenticates and allows to get the path: 403 without a token, 401 with a
+// token the server does not know, 403 for a ServiceAccount without a grant, the
+// metrics once a ClusterRole grants it get on /metrics.
 func TestControllerManagerLeastPrivilege(t *testing.T) {
 	bin := buildConcord(t)
 	dir := t.TempDir()
@@ -301,7 +310,8 @@ func TestControllerManagerLeastPrivilege(t *testing.T) {
 	admin := filepath.Join(data, "admin.kubeconfig")
 	waitForFile(t, admin, serverLogs)
 	kc := controllerManagerKubeconfig(t, bin, data)
-	cmLogs := process(t, bin, "controller-manager", "--kubeconfig", kc)
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	cmLogs := process(t, bin, "controller-manager", "--kubeconfig", kc, "--metrics-bind-address", metricsAddr)
 	k := newKubectl(t, admin)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -314,8 +324,64 @@ func TestControllerManagerLeastPrivilege(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	checkMetricsAccess(t, k, "https://"+metricsAddr+"/metrics")
 	if strings.Contains(strings.ToLower(cmLogs.String()), "forbidden") {
 		t.Errorf("the controller manager was refused something:\n%s", cmLogs.String())
+	}
+}
+
+// checkMetricsAccess holds the controller manager's /metrics at url to the
+// server's authentication and authorization.
+func checkMetricsAccess(t *testing.T, k *kubectl, url string) {
+	t.Helper()
+	k.must(t, "", "create", "serviceaccount", "scraper", "-n", "default")
+	token := strings.TrimSpace(k.must(t, "", "create", "token", "scraper", "-n", "default"))
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a self-signed certificate
+	get := func(bearer string) (int, []byte) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, body
+	}
+	refused := func(bearer string, code int32, reason metav1.StatusReason) {
+		t.Helper()
+		got, body := get(bearer)
+		st := metav1.Status{}
+		if err := json.Unmarshal(body, &st); err != nil || int32(got) != code || st.Code != code || st.Reason != reason { //nolint:gosec // HTTP codes
+			t.Fatalf("GET %s: %d %s, want a Status %d %s", url, got, body, code, reason)
+		}
+	}
+	refused("", http.StatusForbidden, metav1.StatusReasonForbidden)
+	refused("not-a-token", http.StatusUnauthorized, metav1.StatusReasonUnauthorized)
+	refused(token, http.StatusForbidden, metav1.StatusReasonForbidden)
+	k.must(t, "", "create", "clusterrole", "metrics-reader", "--verb=get", "--non-resource-url=/metrics")
+	k.must(t, "", "create", "clusterrolebinding", "scraper", "--clusterrole=metrics-reader", "--serviceaccount=default:scraper")
+	// The denial above is cached for up to ten seconds, as kube-controller-manager
+	// caches its own.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := get(token)
+		if code == http.StatusOK {
+			contains(t, string(body), "go_goroutines", "concord_storage_migration_objects_migrated_total")
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s with a granted token: %d %s", url, code, body)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 

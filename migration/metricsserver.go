@@ -1,0 +1,156 @@
+package migration
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/concordproject/concord/respond"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/apis/apiserver"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/client-go/kubernetes"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/klog/v2"
+)
+
+// metricsServer serves the controller manager's /metrics over HTTPS, every request
+// authenticated and authorized by the API server the controller manager works for, as
+// kube-controller-manager serves its own: a bearer token is reviewed (TokenReview;
+// none is system:anonymous), and the user must be allowed to get the non-resource
+// path (SubjectAccessReview). Refusals are metav1.Status answers (401, 403). It is a
+// lifecycle component: Run serves until its context is done, drains, and returns once
+// the server has stopped.
+type metricsServer struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+// metricsPath is the one path the server answers.
+const metricsPath = "/metrics"
+
+// reviewBackoff spaces the attempts of a token or access review that met a server
+// error: kube-controller-manager's (five attempts from half a second).
+var reviewBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+
+// newMetricsServer listens on addr (so that a taken address fails the command at
+// once) with the certificate and key of certFile and keyFile, or a self-signed one
+// for the host when both are "".
+func newMetricsServer(addr, certFile, keyFile string, cs kubernetes.Interface, reg *prometheus.Registry) (*metricsServer, error) {
+	cert, err := servingCertificate(addr, certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+		Anonymous:               &apiserver.AnonymousAuthConfig{Enabled: true},
+		TokenAccessReviewClient: cs.AuthenticationV1(),
+		CacheTTL:                10 * time.Second,
+		WebhookRetryBackoff:     &reviewBackoff,
+	}.New()
+	if err != nil {
+		return nil, err
+	}
+	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
+		SubjectAccessReviewClient: cs.AuthorizationV1(),
+		AllowCacheTTL:             10 * time.Second,
+		DenyCacheTTL:              10 * time.Second,
+		WebhookRetryBackoff:       &reviewBackoff,
+	}.New()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-bind-address: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(metricsPath, guarded(authn, authz, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+	return &metricsServer{ln: ln, srv: srv}, nil
+}
+
+// servingCertificate loads certFile and keyFile, or makes a self-signed certificate
+// for the host of addr.
+func servingCertificate(addr, certFile, keyFile string) (tls.Certificate, error) {
+	switch {
+	case certFile != "" && keyFile != "":
+		return tls.LoadX509KeyPair(certFile, keyFile)
+	case certFile != "" || keyFile != "":
+		return tls.Certificate{}, errTLSPair
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--metrics-bind-address: %w", err)
+	}
+	if host == "" {
+		host = "localhost"
+	}
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(host, nil, nil)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
+}
+
+// Addr returns the address the server listens on.
+func (m *metricsServer) Addr() string { return m.ln.Addr().String() }
+
+// Run serves until ctx is done, then shuts the server down (waiting up to five
+// seconds for requests under way), and returns once it has stopped.
+func (m *metricsServer) Run(ctx context.Context) error {
+	served := make(chan error, 1)
+	go func() { served <- m.srv.ServeTLS(m.ln, "", "") }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("metrics server: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := m.srv.Shutdown(sctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Metrics server did not drain")
+		_ = m.srv.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// guarded answers a request next would answer only if authn finds who sent it and
+// authz allows that user to get the request's path.
+func guarded(authn authenticator.Request, authz authorizer.Authorizer, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, ok, err := authn.AuthenticateRequest(r)
+		if err != nil || !ok {
+			respond.Error(w, r, apierrors.NewUnauthorized("Unauthorized"))
+			return
+		}
+		attrs := authorizer.AttributesRecord{User: resp.User, Verb: "get", Path: r.URL.Path}
+		decision, reason, err := authz.Authorize(r.Context(), attrs)
+		if decision != authorizer.DecisionAllow {
+			msg := fmt.Sprintf("User %q cannot get path %q", resp.User.GetName(), r.URL.Path)
+			if reason != "" {
+				msg += ": " + reason
+			}
+			if err != nil {
+				msg += ": " + err.Error()
+			}
+			respond.Error(w, r, apierrors.NewForbidden(schema.GroupResource{}, "", errors.New(msg)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
