@@ -69,10 +69,12 @@ type Cache struct {
 	watchers  map[*Watcher]struct{}
 	current   *Snapshot           // the snapshot of rev, if one was taken
 	snapshots map[int64]*Snapshot // snapshots kept for paged lists
-	bytes     int64               // estimated memory of the objects, the history and what kept snapshots hold
-	objects   int
-	stopped   bool
-	err       error
+	// snapshotHold is Options.SnapshotHold: a kept snapshot holding more goes.
+	snapshotHold int64
+	bytes        int64 // estimated memory of the objects, the history and what kept snapshots hold
+	objects      int
+	stopped      bool
+	err          error
 }
 
 func lessKey(a, b *Entry) bool { return a.Key < b.Key }
@@ -376,6 +378,9 @@ func (c *Cache) apply(batch []storage.Event) {
 				e.Prev = old.KeyValue
 				if s := c.holder(old); s != nil {
 					s.held += old.size() // alive while the snapshot is kept
+					if c.snapshotHold > 0 && s.held > c.snapshotHold {
+						c.dropSnapshot(s)
+					}
 				} else {
 					delta -= old.size()
 				}

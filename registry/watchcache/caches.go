@@ -37,13 +37,21 @@ type Options struct {
 	Observe func(storage.Event)
 	// Registerer receives the caches' metrics; nil leaves them unregistered.
 	Registerer prometheus.Registerer
+	// SnapshotHold is the most a snapshot kept for a paged list may hold of values the
+	// cache has since replaced or deleted (default DefaultSnapshotHold). A paged list
+	// that takes long while its objects change (a storage migration's client path
+	// rewrites every object it lists) would otherwise keep a second copy of the
+	// resource: past this, the snapshot is let go, and the list's next pages are read
+	// from etcd at its revision, as a server without the snapshot reads them.
+	SnapshotHold int64
 }
 
 // Defaults for Options.
 const (
-	DefaultMemoryLimit = 4 << 30
-	DefaultIdleTimeout = 10 * time.Minute
-	DefaultHistorySize = 8192
+	DefaultMemoryLimit  = 4 << 30
+	DefaultIdleTimeout  = 10 * time.Minute
+	DefaultHistorySize  = 8192
+	DefaultSnapshotHold = 64 << 20
 	// overLimitBackoff is how long a resource whose cache did not fit is read from
 	// etcd before caching it is tried again.
 	overLimitBackoff = time.Minute
@@ -84,6 +92,9 @@ func (m *Caches) Run(ctx context.Context, opts Options) error {
 	}
 	if opts.HistorySize <= 0 {
 		opts.HistorySize = DefaultHistorySize
+	}
+	if opts.SnapshotHold <= 0 {
+		opts.SnapshotHold = DefaultSnapshotHold
 	}
 	m.mu.Lock()
 	m.opts, m.ctx = opts, ctx
@@ -170,6 +181,7 @@ func (m *Caches) Get(prefix string, from int64) *Cache {
 	c := m.caches[prefix]
 	if c == nil {
 		c = newCache(prefix, m, true, m.opts.HistorySize, from)
+		c.snapshotHold = m.opts.SnapshotHold
 		ctx, cancel := context.WithCancel(m.ctx)
 		c.cancel = cancel
 		m.caches[prefix] = c

@@ -150,3 +150,58 @@ func TestSnapshotPagesAndRunning(t *testing.T) {
 		}
 	}
 }
+
+// A kept snapshot that comes to hold more replaced values than SnapshotHold is let
+// go: the cache no longer has its revision (a paged list's next pages read etcd), and
+// the memory it held leaves the count.
+func TestKeptSnapshotHoldsABoundedAmount(t *testing.T) {
+	ctx := t.Context()
+	st, m := runCaches(t, "/bounded", Options{HistorySize: 16, SnapshotHold: 32 << 10})
+	const n, size = 100, 1024
+	value := bytes.Repeat([]byte("x"), size)
+	revs := make([]int64, n)
+	for i := range n {
+		rev, err := st.Create(ctx, fmt.Sprintf("objects/o-%04d", i), value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs[i] = rev
+	}
+	var c *Cache
+	waitFor(t, "a ready cache", func() bool { c = m.Get("objects/", 0); return c != nil && c.WaitReady(ctx) })
+	if err := c.WaitFresh(ctx, revs[n-1]); err != nil {
+		t.Fatal(err)
+	}
+	base := m.Stats().Bytes
+	snap, err := c.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Keep(snap)
+	rewrite := func(count int) {
+		t.Helper()
+		for i := range count {
+			rev, err := st.Update(ctx, fmt.Sprintf("objects/o-%04d", i), append([]byte("new-"), value...), revs[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			revs[i] = rev
+		}
+		if err := c.WaitFresh(ctx, revs[count-1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite(8) // 8 KiB held: kept
+	if _, ok := c.SnapshotAt(snap.Rev); !ok {
+		t.Fatal("the snapshot went while it held less than its bound")
+	}
+	rewrite(n) // 100 KiB: past the bound
+	if _, ok := c.SnapshotAt(snap.Rev); ok {
+		t.Fatal("the snapshot is still kept holding more than its bound")
+	}
+	// Kept, it would hold all n replaced values; what is left is the history's (its
+	// events carry their previous values).
+	if got := m.Stats().Bytes - base; got > n*size/2 {
+		t.Fatalf("after the snapshot went the caches count %d bytes more than before it, want under %d", got, n*size/2)
+	}
+}
