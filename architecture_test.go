@@ -80,7 +80,7 @@ func countOf(list []string, s string) int {
 // numbered from 1; packages under test/ are in the layer that says so.
 func layersOf(t *testing.T, doc string) (layer map[string]int, tests int) {
 	t.Helper()
-	row := regexp.MustCompile("(?m)^\\| ([0-9]+)\\. [^|]+\\| (.+) \\|$")
+	row := regexp.MustCompile(`(?m)^\| ([0-9]+)\. [^|]+\| (.+) \|$`)
 	layer = map[string]int{}
 	for _, m := range row.FindAllStringSubmatch(doc, -1) {
 		n, err := strconv.Atoi(m[1])

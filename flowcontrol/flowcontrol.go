@@ -100,7 +100,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		_ = c.apf.Run(ctx.Done())
 		// Its config worker is not joined: let it finish the pass it is in, while
 		// this server still serves.
-		c.writes.waitIdle(2 * time.Second)
+		c.writes.waitIdle(context.WithoutCancel(ctx), 2*time.Second)
 	})
 	wg.Go(func() {
 		for _, synced := range c.factory.WaitForCacheSync(ctx.Done()) {

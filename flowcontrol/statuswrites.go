@@ -51,10 +51,11 @@ func (c *countedFlowSchemas) ApplyStatus(ctx context.Context, fs *flowcontrolapp
 // over: the worker issues the writes of a pass back to back.
 const writesQuiet = 100 * time.Millisecond
 
-// waitIdle waits until no status write has run for writesQuiet, or for at most limit.
-// The library's worker gives no signal of its pass ending: its writes are watched.
-func (s *statusWrites) waitIdle(limit time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
+// waitIdle waits until no status write has run for writesQuiet, or for at most limit
+// (or until ctx is done). The library's worker gives no signal of its pass ending: its
+// writes are watched.
+func (s *statusWrites) waitIdle(ctx context.Context, limit time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	_ = wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
 		s.mu.Lock()

@@ -71,18 +71,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	columnsSent := false
-	ew := &eventWriter{events: wi.ResultChan(), encode: func(dst []byte, ev watch.Event) []byte {
-		obj, err := s.watchObject(r, q, ev, &columnsSent)
-		if err != nil {
-			ev, obj = watch.Event{Type: watch.Error}, respond.ErrorToStatus(err)
-		}
-		out, err := appendEvent(dst, ev.Type, obj)
-		if err != nil {
-			out, _ = appendEvent(dst, watch.Error, respond.ErrorToStatus(apierrors.NewInternalError(err)))
-		}
-		return out
-	}}
+	ew := s.eventWriter(r, q, wi.ResultChan(), appendEvent)
 	for {
 		select {
 		case <-ctx.Done():
@@ -121,6 +110,25 @@ type eventWriter struct {
 	events <-chan watch.Event
 	encode func(dst []byte, ev watch.Event) []byte
 	buf    []byte
+}
+
+// eventWriter returns the writer of the events of a watch, each rendered for the
+// request (watchObject) and encoded with appendEvent; an event that cannot be is an
+// Error event.
+func (s *Server) eventWriter(r *http.Request, q *apiRequest, events <-chan watch.Event,
+	appendEvent func([]byte, watch.EventType, runtime.Object) ([]byte, error)) *eventWriter {
+	columnsSent := false
+	return &eventWriter{events: events, encode: func(dst []byte, ev watch.Event) []byte {
+		obj, err := s.watchObject(r, q, ev, &columnsSent)
+		if err != nil {
+			ev, obj = watch.Event{Type: watch.Error}, respond.ErrorToStatus(err)
+		}
+		out, err := appendEvent(dst, ev.Type, obj)
+		if err != nil {
+			out, _ = appendEvent(dst, watch.Error, respond.ErrorToStatus(apierrors.NewInternalError(err)))
+		}
+		return out
+	}}
 }
 
 // batch encodes ev and the events waiting behind it into buf, and returns how many
