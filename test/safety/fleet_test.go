@@ -69,6 +69,17 @@ type proc struct {
 }
 
 // startProc runs bin with args, its output in dir/name.log.
+// logTail returns the last lines of the log at path (the test's directory, and the
+// log with it, is gone once the test ends).
+func logTail(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-40):], "\n")
+}
+
 func startProc(t *testing.T, dir, name, bin string, args ...string) *proc {
 	t.Helper()
 	logPath := filepath.Join(dir, name+".log")
@@ -220,7 +231,7 @@ func (s *server) start(t *testing.T, dir string) {
 	liveMu.Unlock()
 	waitUntil(t, 90*time.Second, s.id+" to write its kubeconfig", func() bool {
 		if p.exited() {
-			t.Fatalf("%s exited: %v; log %s", s.id, p.err, p.log)
+			t.Fatalf("%s exited: %v; log %s, ending:\n%s", s.id, p.err, p.log, logTail(p.log))
 		}
 		_, err := os.Stat(s.kubeconfig())
 		return err == nil
@@ -242,7 +253,7 @@ func (s *server) start(t *testing.T, dir string) {
 	}
 	waitUntil(t, 90*time.Second, s.id+" to be ready", func() bool {
 		if p.exited() {
-			t.Fatalf("%s exited: %v; log %s", s.id, p.err, p.log)
+			t.Fatalf("%s exited: %v; log %s, ending:\n%s", s.id, p.err, p.log, logTail(p.log))
 		}
 		return s.ready(t) == nil
 	})

@@ -120,6 +120,9 @@ func newFleet(t *testing.T, rep *report, name string, seed uint64, members int, 
 		wg.Go(func() { s.start(t, f.dir) })
 	}
 	wg.Wait()
+	if t.Failed() { // a start failed on its goroutine, which ended there: end the test
+		t.FailNow()
+	}
 	f.guardSecret(t)
 	f.check = f.startChecker(t)
 	return f
