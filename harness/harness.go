@@ -3,11 +3,15 @@ package harness
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -201,13 +205,61 @@ func portOf(rawURL string) int {
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago, for a process a
-// test starts itself (a concord binary, an etcd member).
+// test starts (see Port).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := Port()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// Port returns a loopback TCP port that was free a moment ago, below the kernel's
+// ephemeral range: every outgoing connection takes its local port from that range,
+// and one could take a port chosen there before the process meant to listen on it
+// binds it (a start that fails with "address already in use" under load). Each test
+// process walks the ports below the range from a random point of its own, so that its
+// ports differ from one another and seldom meet another process's.
+func Port() (int, error) {
+	low := ephemeralLow()
+	if span := low - portFloor; span > 1000 {
+		ports.once.Do(func() { ports.offset = rand.IntN(span) })
+		for range 100 {
+			p := portFloor + (ports.offset+int(ports.next.Add(1)))%span
+			if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+				_ = l.Close()
+				return p, nil
+			}
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// portFloor is the lowest port Port returns.
+const portFloor = 10000
+
+// ports is where this process's walk of the ports below the ephemeral range stands.
+var ports struct {
+	once   sync.Once
+	offset int
+	next   atomic.Int64
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// ip_local_port_range; its default elsewhere).
+func ephemeralLow() int {
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(data)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				return n
+			}
+		}
+	}
+	return 32768
 }

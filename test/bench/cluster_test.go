@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concordproject/concord/harness"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -115,7 +116,7 @@ func (s *suite) startFloor(cl *cluster, server *rest.Config, pki string) (*kuber
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build floor: %w\n%s", err, out)
 	}
-	port, err := freePort()
+	port, err := harness.Port()
 	if err != nil {
 		return nil, err
 	}
@@ -199,15 +200,15 @@ type cluster struct {
 
 func (s *suite) startCluster() (*cluster, error) {
 	ctx := s.parent.Context()
-	clientPort, err := freePort()
+	clientPort, err := harness.Port()
 	if err != nil {
 		return nil, err
 	}
-	peerPort, err := freePort()
+	peerPort, err := harness.Port()
 	if err != nil {
 		return nil, err
 	}
-	serverPort, err := freePort()
+	serverPort, err := harness.Port()
 	if err != nil {
 		return nil, err
 	}

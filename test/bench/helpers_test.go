@@ -10,7 +10,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -168,16 +167,6 @@ func waitReady(ctx context.Context, p *process, url string, tlsConfig *tls.Confi
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 var clockTicks = sync.OnceValue(func() int64 {

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/concordproject/concord/harness"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -316,7 +317,7 @@ func (sc *scale) startServer(ctx context.Context, n int) (*scaleServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := harness.Port()
 	if err != nil {
 		return nil, err
 	}

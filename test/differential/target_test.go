@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/etcd/etcdtest"
+	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/kubepeer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -66,7 +66,7 @@ func startConcord(t *testing.T, args ...string) *target {
 	if err := os.WriteFile(tokens, []byte(adminToken+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args = append([]string{"server", "--data-dir", dir, "--secure-port", strconv.Itoa(freePort(t)),
+	args = append([]string{"server", "--data-dir", dir, "--secure-port", strconv.Itoa(harness.FreePort(t)),
 		"--etcd-unsafe-no-fsync", "--service-cluster-ip-range", serviceRange, "--token-auth-file", tokens}, args...)
 	cmd := exec.Command(concordBinary, args...)
 	logs := &syncBuffer{}
@@ -181,16 +181,6 @@ func (tg *target) do(ctx context.Context, method, path, ctype string, body []byt
 		req.Header.Set("Content-Type", ctype)
 	}
 	return tg.client.Do(req)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // waitFor polls cond every 100 ms until it holds, failing the test after limit.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/etcd/etcdtest"
+	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/kubepeer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -75,7 +76,7 @@ type target struct {
 func startConcord(t *testing.T, args ...string) *target {
 	t.Helper()
 	dir := t.TempDir()
-	port := freePort(t)
+	port := harness.FreePort(t)
 	args = append([]string{"server", "--data-dir", dir, "--secure-port", strconv.Itoa(port), "--etcd-unsafe-no-fsync"}, args...)
 	cmd := exec.Command(concordBinary, args...)
 	logs := &syncBuffer{}
@@ -191,16 +192,6 @@ func (tg *target) dial(t *testing.T) net.Conn {
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // waitFor polls cond every 100 ms until it holds, failing the test after limit.
