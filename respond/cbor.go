@@ -95,7 +95,9 @@ func cborList(l *EncodedList) (*listBody, error) {
 	head = appendCBORHead(appendCBORString(head, "items"), cborArray, uint64(len(l.Items)))
 	tail := appendCBORString(appendCBORString(nil, "kind"), l.Kind)
 	tail = append(appendCBORString(tail, "metadata"), meta...)
-	return &listBody{head: head, tail: tail, items: l.Items}, nil
+	body := newListBody(l.Items, nil)
+	body.head, body.tail = head, tail
+	return body, nil
 }
 
 // AppendCBORWatchEvent appends one event of a CBOR watch stream: a self-described

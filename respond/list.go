@@ -129,22 +129,25 @@ type listBody struct {
 	items      [][]byte
 	// prefix appends what goes before item i; nil when nothing does.
 	prefix func(dst []byte, i int, item []byte) []byte
+	// itemsLen is the size of the items with their prefixes.
+	itemsLen int
 }
 
-// itemsSize is the size of the items with their prefixes.
-func (b *listBody) itemsSize() int {
+// newListBody returns the body of items, each after what prefix appends for it
+// (nil: nothing), its size measured once; head and tail are the caller's to set.
+func newListBody(items [][]byte, prefix func(dst []byte, i int, item []byte) []byte) *listBody {
+	b := &listBody{items: items, prefix: prefix}
 	var scratch [binary.MaxVarintLen64 + 1]byte
-	size := 0
-	for i, it := range b.items {
-		if b.prefix != nil {
-			size += len(b.prefix(scratch[:0], i, it))
+	for i, it := range items {
+		if prefix != nil {
+			b.itemsLen += len(prefix(scratch[:0], i, it))
 		}
-		size += len(it)
+		b.itemsLen += len(it)
 	}
-	return size
+	return b
 }
 
-func (b *listBody) size() int { return len(b.head) + b.itemsSize() + len(b.tail) }
+func (b *listBody) size() int { return len(b.head) + b.itemsLen + len(b.tail) }
 
 // listWriters buffer the pieces of list bodies on their way to a response, so that
 // the response writer sees large writes.
@@ -182,7 +185,9 @@ func jsonList(l *EncodedList) (*listBody, error) {
 	}
 	tail = append(tail, `,"metadata":`...)
 	tail = append(append(tail, meta...), "}\n"...)
-	return &listBody{head: head, tail: tail, items: l.Items, prefix: jsonSeparator}, nil
+	body := newListBody(l.Items, jsonSeparator)
+	body.head, body.tail = head, tail
+	return body, nil
 }
 
 func jsonSeparator(dst []byte, i int, _ []byte) []byte {
@@ -211,11 +216,11 @@ func protobufList(l *EncodedList) (*listBody, error) {
 	if err != nil {
 		return nil, err
 	}
-	body := &listBody{items: l.Items, prefix: protobufItemTag}
+	body := newListBody(l.Items, protobufItemTag)
 	msg := appendField(nil, 1, meta)
 	head := appendField(append([]byte(nil), protobufMagic...), 1, typeMeta)
 	head = binary.AppendUvarint(head, 2<<3|2)
-	head = binary.AppendUvarint(head, uint64(len(msg)+body.itemsSize())) //nolint:gosec // a size
+	head = binary.AppendUvarint(head, uint64(len(msg)+body.itemsLen)) //nolint:gosec // a size
 	body.head = append(head, msg...)
 	body.tail = []byte{3<<3 | 2, 0, 4<<3 | 2, 0}
 	return body, nil

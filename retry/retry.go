@@ -80,7 +80,7 @@ func Do(ctx context.Context, policy Policy, fn func(context.Context) error) erro
 	b := policy.Backoff
 	attempts := max(1, b.Steps)
 	for attempt := 1; ; attempt++ {
-		err := attempt1(ctx, policy.AttemptTimeout, fn)
+		err := try(ctx, policy.AttemptTimeout, fn)
 		if err == nil || ctx.Err() != nil || policy.Retriable == nil || !policy.Retriable(err) {
 			return err
 		}
@@ -101,7 +101,8 @@ func Do(ctx context.Context, policy Policy, fn func(context.Context) error) erro
 	}
 }
 
-func attempt1(ctx context.Context, timeout time.Duration, fn func(context.Context) error) error {
+// try makes one attempt, bounded by timeout if it is positive.
+func try(ctx context.Context, timeout time.Duration, fn func(context.Context) error) error {
 	if timeout <= 0 {
 		return fn(ctx)
 	}

@@ -143,11 +143,15 @@ func (c *Cache) idleSince() time.Time { return time.Unix(0, c.lastUsed.Load()) }
 
 // run loads the cache (stateful ones) and applies etcd's changes from then on until
 // ctx is done or the watch fails.
-// start runs the cache on a goroutine of its own, which closes done as it returns.
-func (c *Cache) start(ctx context.Context, st *storage.Store, opts Options) {
+// start runs the cache on a goroutine of its own, which calls exited (if not nil) and
+// closes done as it returns.
+func (c *Cache) start(ctx context.Context, st *storage.Store, opts Options, exited func()) {
 	go func() {
 		defer close(c.done)
 		c.run(ctx, st, opts)
+		if exited != nil {
+			exited()
+		}
 	}()
 }
 

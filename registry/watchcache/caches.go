@@ -186,13 +186,11 @@ func (m *Caches) Get(prefix string, from int64) *Cache {
 		c.cancel = cancel
 		m.caches[prefix] = c
 		m.runs[c] = struct{}{}
-		c.start(ctx, m.st, m.opts)
-		go func() {
-			<-c.done
+		c.start(ctx, m.st, m.opts, func() {
 			m.mu.Lock()
 			delete(m.runs, c)
 			m.mu.Unlock()
-		}()
+		})
 	}
 	c.touch()
 	return c
@@ -227,7 +225,7 @@ func (m *Caches) Private(ctx context.Context, prefix string, from int64, progres
 	c.watchers[w] = struct{}{} // in before the first change arrives
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
-	c.start(cctx, m.st, opts)
+	c.start(cctx, m.st, opts, nil)
 	return w
 }
 
