@@ -72,9 +72,9 @@ func (i *Instance) newAggregation() (*server.Aggregated, error) {
 			return nil, nil
 		}
 	}
-	apiServices := i.typedInformer(aggregator.GroupResource, func() runtime.Object { return &apiregistrationv1.APIService{} })
-	services := i.typedInformer(servicesGR, func() runtime.Object { return &corev1.Service{} })
-	slices := i.typedInformer(endpointSlicesGR, func() runtime.Object { return &discoveryv1.EndpointSlice{} })
+	apiServices := i.parts.informers.Typed(aggregator.GroupResource, func() runtime.Object { return &apiregistrationv1.APIService{} })
+	services := i.parts.informers.Typed(servicesGR, func() runtime.Object { return &corev1.Service{} })
+	slices := i.parts.informers.Typed(endpointSlicesGR, func() runtime.Object { return &discoveryv1.EndpointSlice{} })
 	sv := i.parts.serving
 	agg, err := aggregator.New(aggregator.Config{APIServices: apiServices, Services: services, EndpointSlices: slices,
 		ProxyClientCert: sv.proxyCert, ProxyClientKey: sv.proxyKey})
@@ -122,7 +122,7 @@ func (i *Instance) startAggregation(ctx context.Context) error {
 		return err
 	}
 	i.finish(authenticationInfoHook)
-	if err := i.startInformers(ctx, "aggregator-informers", errAggregatorNotSynced, ag.informers...); err != nil {
+	if err := i.parts.informers.Start(ctx, &i.components, "aggregator-informers", errAggregatorNotSynced, ag.informers...); err != nil {
 		return err
 	}
 	i.finish(aggregatorInformersHook)
@@ -238,11 +238,10 @@ func (i *Instance) serverLive() func(id string) bool {
 // servers.
 func (i *Instance) startAvailability(ctx context.Context, client kubernetes.Interface, apiClient aggregatorclient.Interface) error {
 	ag := i.parts.aggregation
-	if err := i.start(ctx, i.elected("apiservice-availability", availabilityLease, client, func(ctx context.Context) {
-		if err := ag.agg.RunAvailability(ctx, apiClient.ApiregistrationV1(), i.runtime); err != nil && ctx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "The APIService availability controller stopped")
-		}
-	})); err != nil {
+	run := reconcile.Elected(client.CoordinationV1(), availabilityLease, i.ServerID+"_"+uuid.NewString(), func(ctx context.Context) error {
+		return ag.agg.RunAvailability(ctx, apiClient.ApiregistrationV1(), i.runtime)
+	})
+	if err := i.start(ctx, lifecycle.Component{Name: "apiservice-availability", Run: run}); err != nil {
 		return fmt.Errorf("starting the APIService availability controller: %w", err)
 	}
 	i.finish(availabilityHook)
@@ -257,14 +256,4 @@ func (i *Instance) storageVersionPublishers(user string) []string {
 		return ag.agg.PublisherGroups(user)
 	}
 	return nil
-}
-
-// elected is the component name that runs lead while this server leads the election
-// over Lease kube-system/<lease> (client-go's, through reconcile.RunElected: lead runs
-// once per term, its context ending with the term).
-func (i *Instance) elected(name, lease string, client kubernetes.Interface, lead func(ctx context.Context)) lifecycle.Component {
-	election := reconcile.LeaseElection(client.CoordinationV1(), lease, i.ServerID+"_"+uuid.NewString())
-	return lifecycle.Component{Name: name, Run: func(ctx context.Context) error {
-		return reconcile.RunElected(ctx, election, lead)
-	}}
 }

@@ -268,7 +268,7 @@ func (i *Instance) startIdentity(ctx context.Context) error {
 		return err
 	}
 	i.finish(identity.LeaseControllerHook)
-	if err := i.startInformers(ctx, "identity-leases", errIdentityLeasesNotSynced, i.parts.identityLeases); err != nil {
+	if err := i.parts.informers.Start(ctx, &i.components, "identity-leases", errIdentityLeasesNotSynced, i.parts.identityLeases); err != nil {
 		return err
 	}
 	collector, err := storageversion.NewCollector(storageversion.CollectorConfig{

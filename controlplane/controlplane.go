@@ -13,6 +13,7 @@ import (
 	"github.com/concordproject/concord/flowcontrol"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/informers"
 	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/quota"
@@ -28,7 +29,6 @@ import (
 	"github.com/concordproject/concord/storageversion/publisher"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -116,10 +116,8 @@ type parts struct {
 	// informerChecks report whether the client informers of components (admission,
 	// quota admission) have synced: the informer-sync check.
 	informerChecks []func() error
-	// typed are the shared typed informers (typedInformer), shared those a component
-	// started (startInformers).
-	typed  map[schema.GroupResource]cache.SharedIndexInformer
-	shared sharedInformers
+	// informers are the in-process informers shared by the server's components.
+	informers *informers.Shared
 	// services allocates Services' cluster IPs and node ports (nil when Services,
 	// IPAddresses and ServiceCIDRs are not all served in v1): resources → controllers.
 	services *service.Services

@@ -148,7 +148,7 @@ func (i *Instance) optionalHooks() []string {
 // informersSynced is the informer-sync check: every shared informer the server
 // answers requests from (startInformers'), and admission's, has synced.
 func (i *Instance) informersSynced() error {
-	errs := []error{i.parts.shared.synced()}
+	errs := []error{i.parts.informers.Synced()}
 	for _, ready := range i.parts.informerChecks {
 		errs = append(errs, ready())
 	}

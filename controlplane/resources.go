@@ -11,6 +11,7 @@ import (
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/componentstatus"
 	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/informers"
 	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/podbinding"
@@ -66,6 +67,7 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	var err error
 	i.Registry = registry.New()
 	i.Store = store.NewStore(i.raw)
+	i.parts.informers = informers.New(i.Registry, i.Store)
 	if i.parts.authz, err = i.newAuthorization(); err != nil {
 		return ctx, err
 	}

@@ -110,7 +110,7 @@ func (i *Instance) startServiceAccounts(ctx context.Context) error {
 	if inf == nil {
 		return nil
 	}
-	return i.startInformers(ctx, "serviceaccount-informer", errServiceAccountsNotSynced, inf)
+	return i.parts.informers.Start(ctx, &i.components, "serviceaccount-informer", errServiceAccountsNotSynced, inf)
 }
 
 // installIssuerDiscovery serves the issuer's OpenID Connect discovery document and its

@@ -59,8 +59,8 @@ func (i *Instance) newServices(resources []*registry.Resource) (*service.Service
 	}
 	svcs := service.New(service.Config{
 		ClusterIPRanges: ranges, NodePorts: ports, Raw: i.raw, Client: client.NetworkingV1(),
-		ServiceCIDRs: i.typedInformer(service.ServiceCIDRs, func() runtime.Object { return &networkingv1.ServiceCIDR{} }),
-		IPAddresses:  i.typedInformer(service.IPAddresses, func() runtime.Object { return &networkingv1.IPAddress{} }),
+		ServiceCIDRs: i.parts.informers.Typed(service.ServiceCIDRs, func() runtime.Object { return &networkingv1.ServiceCIDR{} }),
+		IPAddresses:  i.parts.informers.Typed(service.IPAddresses, func() runtime.Object { return &networkingv1.IPAddress{} }),
 	})
 	i.parts.services = svcs
 	return svcs, nil
@@ -89,11 +89,11 @@ func (i *Instance) startServices(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cidrs := i.typedInformer(service.ServiceCIDRs, func() runtime.Object { return &networkingv1.ServiceCIDR{} })
-	services := i.typedInformer(servicesGR, func() runtime.Object { return &corev1.Service{} })
-	slices := i.typedInformer(endpointSlicesGR, func() runtime.Object { return &discoveryv1.EndpointSlice{} })
-	addresses := i.typedInformer(service.IPAddresses, func() runtime.Object { return &networkingv1.IPAddress{} })
-	if err := i.startInformers(ctx, "service-informers", errServiceInformersNotSynced, cidrs, services, slices, addresses); err != nil {
+	cidrs := i.parts.informers.Typed(service.ServiceCIDRs, func() runtime.Object { return &networkingv1.ServiceCIDR{} })
+	services := i.parts.informers.Typed(servicesGR, func() runtime.Object { return &corev1.Service{} })
+	slices := i.parts.informers.Typed(endpointSlicesGR, func() runtime.Object { return &discoveryv1.EndpointSlice{} })
+	addresses := i.parts.informers.Typed(service.IPAddresses, func() runtime.Object { return &networkingv1.IPAddress{} })
+	if err := i.parts.informers.Start(ctx, &i.components, "service-informers", errServiceInformersNotSynced, cidrs, services, slices, addresses); err != nil {
 		return err
 	}
 	ranges, _ := service.ParseClusterIPRanges(i.opts.ServiceClusterIPRange)
@@ -133,14 +133,8 @@ func (i *Instance) startServices(ctx context.Context) error {
 
 // startRepair starts the repair controller, elected among the servers.
 func (i *Instance) startRepair(ctx context.Context, client kubernetes.Interface, repair *service.Repair) error {
-	election := reconcile.LeaseElection(client.CoordinationV1(), repairLease, i.ServerID+"_"+uuid.NewString())
-	if err := i.start(ctx, lifecycle.Component{Name: "service-ip-repair", Run: func(ctx context.Context) error {
-		return reconcile.RunElected(ctx, election, func(ctx context.Context) {
-			if err := repair.Run(ctx); err != nil && ctx.Err() == nil {
-				klog.FromContext(ctx).Error(err, "The Service IP repair controller stopped")
-			}
-		})
-	}}); err != nil {
+	run := reconcile.Elected(client.CoordinationV1(), repairLease, i.ServerID+"_"+uuid.NewString(), repair.Run)
+	if err := i.start(ctx, lifecycle.Component{Name: "service-ip-repair", Run: run}); err != nil {
 		return fmt.Errorf("starting the Service IP repair controller: %w", err)
 	}
 	i.finish(hookServiceIPRepair)

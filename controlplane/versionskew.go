@@ -6,8 +6,11 @@ import (
 	"fmt"
 
 	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/informers"
+	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/versionskew"
+	"github.com/google/uuid"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -48,8 +51,8 @@ func (i *Instance) startVersionSkew(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	leases := i.typedInformer(identity.GroupResource, func() runtime.Object { return &coordinationv1.Lease{} })
-	if err := i.start(ctx, informersComponent("version-skew-leases", errLeasesNotSynced, leases)); err != nil {
+	leases := i.parts.informers.Typed(identity.GroupResource, func() runtime.Object { return &coordinationv1.Lease{} })
+	if err := i.start(ctx, informers.Component("version-skew-leases", errLeasesNotSynced, leases)); err != nil {
 		return err
 	}
 	recorder, stopRecorder := reconcile.NewRecorder(ctx, cs, i.served, versionskew.ControllerName)
@@ -61,11 +64,8 @@ func (i *Instance) startVersionSkew(ctx context.Context) error {
 	if err := i.start(ctx, closer("version-skew-events", stopRecorder)); err != nil {
 		return err
 	}
-	if err := i.start(ctx, i.elected("version-skew-controller", versionSkewLease, cs, func(ctx context.Context) {
-		if err := ctrl.Run(ctx); err != nil && ctx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "The version skew controller stopped")
-		}
-	})); err != nil {
+	run := reconcile.Elected(cs.CoordinationV1(), versionSkewLease, i.ServerID+"_"+uuid.NewString(), ctrl.Run)
+	if err := i.start(ctx, lifecycle.Component{Name: "version-skew-controller", Run: run}); err != nil {
 		return fmt.Errorf("starting the version skew controller: %w", err)
 	}
 	return nil

@@ -122,3 +122,17 @@ func (l finishingLock) Update(ctx context.Context, ler resourcelock.LeaderElecti
 	defer cancel()
 	return l.Interface.Update(ctx, ler)
 }
+
+// Elected returns a component's Run for a controller elected among the servers: it
+// campaigns for Lease kube-system/<lease> as holder and, while it leads, runs run,
+// whose failure is logged (the next term runs it again).
+func Elected(client coordinationv1client.LeasesGetter, lease, holder string, run func(ctx context.Context) error) func(ctx context.Context) error {
+	election := LeaseElection(client, lease, holder)
+	return func(ctx context.Context) error {
+		return RunElected(ctx, election, func(ctx context.Context) {
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				klog.FromContext(ctx).Error(err, "An elected controller stopped", "lease", lease)
+			}
+		})
+	}
+}
