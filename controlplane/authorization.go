@@ -43,7 +43,7 @@ type rbacParts struct {
 // its informers read the object store (started by startRBAC once the registry is
 // filled).
 func (i *Instance) newAuthorization() (*auth.Authorization, error) {
-	modes := i.opts.AuthorizationModes
+	modes := i.opts.Auth.AuthorizationModes
 	if !slices.Contains(modes, auth.ModeRBAC) {
 		return auth.NewAuthorization(modes, nil)
 	}

@@ -244,7 +244,7 @@ func (i *Instance) startQuota(ctx context.Context) error {
 // version collector's: half of it (whole seconds, at least one), renewed within two
 // thirds of that, retried every sixth (15s, 10s and 2.5s by default).
 func (i *Instance) startGarbageCollector(ctx context.Context) error {
-	lease := max(time.Second, (i.opts.IdentityLeaseDuration / 2).Truncate(time.Second))
+	lease := max(time.Second, (i.opts.IdentityLease.LeaseDuration / 2).Truncate(time.Second))
 	gc, err := garbagecollector.New(garbagecollector.Config{
 		Registry: i.Registry, Store: i.Store, RESTConfig: i.LoopbackConfig(), Holder: i.ServerID + "_" + uuid.NewString(),
 		LeaseDuration: lease, RenewDeadline: lease * 2 / 3, RetryPeriod: lease / 6, ReconcileMetrics: i.runtime,

@@ -12,7 +12,6 @@ import (
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/identity"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/klog/v2"
 )
 
@@ -85,11 +84,9 @@ func (i *Instance) loadCredentials(ctx context.Context) (context.Context, error)
 	if err != nil {
 		return ctx, fmt.Errorf("loading the serving certificate: %w", err)
 	}
-	var fileTokens map[string]auth.User
-	if o.TokenAuthFile != "" {
-		if fileTokens, err = auth.LoadTokenFile(o.TokenAuthFile); err != nil {
-			return ctx, err
-		}
+	fileTokens, err := o.Auth.TokenFile()
+	if err != nil {
+		return ctx, err
 	}
 	i.loopbackToken = auth.NewLoopbackToken()
 	authn, err := auth.NewTokenAuthenticator(fileTokens, creds.AdminToken, i.loopbackToken)
@@ -104,31 +101,12 @@ func (i *Instance) loadCredentials(ctx context.Context) (context.Context, error)
 	if err != nil {
 		return ctx, err
 	}
-	requestHeader, err := o.requestHeaderAuthenticator()
+	requestHeader, err := o.Auth.RequestHeaderAuthenticator()
 	if err != nil {
 		return ctx, err
 	}
 	i.parts.serving = serving{listener: ln, cert: cert, serviceAccountKey: creds.ServiceAccountKey,
-		authn:    &auth.Authentication{RequestHeader: requestHeader, Certificates: certs, Static: authn, APIAudiences: o.apiAudiences()},
+		authn:    &auth.Authentication{RequestHeader: requestHeader, Certificates: certs, Static: authn, APIAudiences: o.ServiceAccounts.Audiences()},
 		clientCA: creds.CACert, frontProxyCA: creds.FrontProxyCACert, proxyCert: proxyCert, proxyKey: proxyKey}
 	return ctx, nil
-}
-
-// requestHeaderAuthenticator authenticates the requests an aggregator forwards
-// (--requestheader-client-ca-file), or nil.
-func (o *Options) requestHeaderAuthenticator() (authenticator.Request, error) {
-	if o.RequestHeaderClientCAFile == "" {
-		return nil, nil
-	}
-	ca, err := os.ReadFile(o.RequestHeaderClientCAFile)
-	if err != nil {
-		return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
-	}
-	cfg := o.RequestHeader
-	cfg.ClientCA = ca
-	a, err := auth.NewRequestHeaderAuthenticator(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("--requestheader-client-ca-file %s: %w", o.RequestHeaderClientCAFile, err)
-	}
-	return a, nil
 }

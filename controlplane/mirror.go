@@ -39,7 +39,7 @@ func (i *Instance) newMirror() error {
 	v := i.Compatibility.Versions
 	i.parts.mirror, err = publisher.New(publisher.Config{Client: client, ServerID: i.ServerID, Kind: mirrorKind,
 		Versions:      wire.ComponentVersions{Binary: v.Binary, Emulation: v.Emulation, MinCompatibility: v.MinCompatibility},
-		LeaseDuration: o.IdentityLeaseDuration, RenewInterval: o.IdentityLeaseRenewInterval, Metrics: i.runtime})
+		LeaseDuration: o.IdentityLease.LeaseDuration, RenewInterval: o.IdentityLease.RenewInterval, Metrics: i.runtime})
 	return err
 }
 

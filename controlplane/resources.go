@@ -39,7 +39,7 @@ func (i *Instance) configure(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, err
 	}
-	if i.opts.EnablePriorityAndFairness && !servesVersion(builtins, flowSchemas, "v1") {
+	if i.opts.FlowControl.Enable && !servesVersion(builtins, flowSchemas, "v1") {
 		return ctx, errNoFlowControlAPI
 	}
 	i.Compatibility, i.parts.builtins = compat, builtins
@@ -146,7 +146,7 @@ func (i *Instance) buildIdentity(compat *compatibility.Config) error {
 	}
 	lease, err := identity.NewLease(i.Registry, i.Store, identity.Config{
 		ID: i.ServerID, Hostname: hostname, Endpoint: endpoint.String(),
-		Duration: i.opts.IdentityLeaseDuration, RenewInterval: i.opts.IdentityLeaseRenewInterval,
+		Duration: i.opts.IdentityLease.LeaseDuration, RenewInterval: i.opts.IdentityLease.RenewInterval,
 		Versions: wire.ComponentVersions{Binary: v.Binary, Emulation: v.Emulation, MinCompatibility: v.MinCompatibility},
 	})
 	if err != nil {

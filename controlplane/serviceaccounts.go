@@ -35,7 +35,7 @@ func (i *Instance) newServiceAccountTokens(keyPEM []byte) (*builtin.ServiceAccou
 	if err != nil {
 		return nil, fmt.Errorf("the cluster's service account key: %w", err)
 	}
-	issuer, err := serviceaccount.NewIssuer(o.ServiceAccountIssuer, key)
+	issuer, err := serviceaccount.NewIssuer(o.ServiceAccounts.Issuer, key)
 	if err != nil {
 		return nil, err
 	}
@@ -52,8 +52,8 @@ func (i *Instance) newServiceAccountTokens(keyPEM []byte) (*builtin.ServiceAccou
 		return string(obj.(*unstructured.Unstructured).GetUID()), nil
 	}
 	authn, err := serviceaccount.NewAuthenticator(serviceaccount.AuthenticatorConfig{
-		Issuers: []string{o.ServiceAccountIssuer}, Keys: []crypto.PublicKey{issuer.PublicKey()},
-		APIAudiences: o.apiAudiences(), Lookup: lookup,
+		Issuers: []string{o.ServiceAccounts.Issuer}, Keys: []crypto.PublicKey{issuer.PublicKey()},
+		APIAudiences: o.ServiceAccounts.Audiences(), Lookup: lookup,
 		LookupBoundObject: func(ctx context.Context, kind, namespace, name string) (string, error) {
 			if kind != serviceaccount.KindSecret {
 				return "", fmt.Errorf("%w: %s %s/%s (Concord serves no %ss)", serviceaccount.ErrBoundObjectNotFound, kind, namespace, name, kind)
@@ -70,7 +70,7 @@ func (i *Instance) newServiceAccountTokens(keyPEM []byte) (*builtin.ServiceAccou
 	}
 	i.parts.serving.authn.Tokens = append(i.parts.serving.authn.Tokens, authn)
 	i.parts.issuer = issuer
-	return &builtin.ServiceAccountTokens{Issuer: issuer, APIAudiences: o.apiAudiences(), MaxExpiration: o.ServiceAccountMaxTokenExpiration,
+	return &builtin.ServiceAccountTokens{Issuer: issuer, APIAudiences: o.ServiceAccounts.Audiences(), MaxExpiration: o.ServiceAccounts.MaxTokenExpiration,
 		SecretUID: i.secretUID}, nil
 }
 
@@ -122,7 +122,7 @@ func (i *Instance) installIssuerDiscovery(mux *http.ServeMux) error {
 		return nil
 	}
 	keys := []crypto.PublicKey{issuer.PublicKey()}
-	config, err := serviceaccount.OpenIDConfiguration(i.opts.ServiceAccountIssuer, i.opts.ServiceAccountIssuer+serviceaccount.JWKSPath, keys)
+	config, err := serviceaccount.OpenIDConfiguration(i.opts.ServiceAccounts.Issuer, i.opts.ServiceAccounts.Issuer+serviceaccount.JWKSPath, keys)
 	if err != nil {
 		return err
 	}

@@ -45,11 +45,11 @@ func (i *Instance) newServices(resources []*registry.Resource) (*service.Service
 			return nil, nil
 		}
 	}
-	ranges, err := service.ParseClusterIPRanges(i.opts.ServiceClusterIPRange)
+	ranges, err := service.ParseClusterIPRanges(i.opts.Services.ClusterIPRange)
 	if err != nil {
 		return nil, err
 	}
-	ports, err := service.ParseNodePortRange(i.opts.ServiceNodePortRange)
+	ports, err := service.ParseNodePortRange(i.opts.Services.NodePortRange)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (i *Instance) startServices(ctx context.Context) error {
 	if err := i.parts.informers.Start(ctx, &i.components, "service-informers", errServiceInformersNotSynced, cidrs, services, slices, addresses); err != nil {
 		return err
 	}
-	ranges, _ := service.ParseClusterIPRanges(i.opts.ServiceClusterIPRange)
+	ranges, _ := service.ParseClusterIPRanges(i.opts.Services.ClusterIPRange)
 	cidrCtrl, err := service.NewDefaultCIDRController(ranges, cidrs, client.NetworkingV1(), i.runtime)
 	if err != nil {
 		return err
@@ -107,7 +107,7 @@ func (i *Instance) startServices(ctx context.Context) error {
 		return err
 	}
 	if err := i.startRepair(ctx, client, svcs.NewRepair(service.RepairConfig{
-		Services: services, Client: client, Grace: i.opts.ServiceRepairGrace, Metrics: i.runtime,
+		Services: services, Client: client, Grace: i.opts.Services.RepairGrace, Metrics: i.runtime,
 	})); err != nil {
 		return err
 	}

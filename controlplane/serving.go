@@ -152,13 +152,13 @@ var errNoFlowControlAPI = errors.New("--enable-priority-and-fairness needs flowc
 // newFlowControl builds API priority and fairness (nil with
 // --enable-priority-and-fairness=false); startControllers starts it.
 func (i *Instance) newFlowControl() (*flowcontrol.Controller, error) {
-	if !i.opts.EnablePriorityAndFairness {
+	if !i.opts.FlowControl.Enable {
 		return nil, nil
 	}
 	if i.Registry.Served(flowSchemas, "v1") == nil {
 		return nil, errNoFlowControlAPI
 	}
-	fc, err := flowcontrol.New(flowcontrol.Config{RESTConfig: i.LoopbackConfig(), ConcurrencyLimit: i.opts.concurrencyLimit(), ReconcileMetrics: i.runtime})
+	fc, err := flowcontrol.New(flowcontrol.Config{RESTConfig: i.LoopbackConfig(), ConcurrencyLimit: i.opts.FlowControl.ConcurrencyLimit(), ReconcileMetrics: i.runtime})
 	if err != nil {
 		return nil, err
 	}

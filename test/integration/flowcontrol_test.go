@@ -318,7 +318,7 @@ func TestPriorityAndFairnessBootstrap(t *testing.T) {
 func TestImpersonation(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 1, withTokens(t, "reader-token,reader,1001\n"),
-		harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.EnablePriorityAndFairness = false }))
+		harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.FlowControl.Enable = false }))
 	s := c.Servers[0]
 	ctx := t.Context()
 	if resp, _ := do(t, s.Config(), http.MethodGet, "/api/v1/namespaces", nil); resp.StatusCode != http.StatusOK {

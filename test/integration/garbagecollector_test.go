@@ -597,7 +597,7 @@ func releaseCM(t *testing.T, cs kubernetes.Interface, ns, name string) {
 func TestGarbageCollectionLegacyDefault(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
-		o.Compatibility.BinaryVersion, o.EnablePriorityAndFairness = "1.24", false
+		o.Compatibility.BinaryVersion, o.FlowControl.Enable = "1.24", false
 	}))
 	cs, dyn := c.Servers[0].Clientset(t), c.Servers[0].Dynamic(t)
 	for _, version := range []string{"v1beta1", "v1"} {

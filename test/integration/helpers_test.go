@@ -61,7 +61,7 @@ func withTokens(t *testing.T, csv string) harness.Option {
 	if err := os.WriteFile(path, []byte(csv), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.TokenAuthFile = path })
+	return harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Auth.TokenAuthFile = path })
 }
 
 func errorsAs(err error, target *apierrors.APIStatus) bool { return errors.As(err, target) }

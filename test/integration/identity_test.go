@@ -92,16 +92,16 @@ func TestIdentityLease(t *testing.T) {
 func TestIdentityLeaseFlags(t *testing.T) {
 	t.Parallel()
 	o := controlplane.NewOptions()
-	if o.IdentityLeaseDuration > time.Minute || o.IdentityLeaseRenewInterval >= o.IdentityLeaseDuration {
-		t.Errorf("defaults %v / %v", o.IdentityLeaseDuration, o.IdentityLeaseRenewInterval)
+	if o.IdentityLease.LeaseDuration > time.Minute || o.IdentityLease.RenewInterval >= o.IdentityLease.LeaseDuration {
+		t.Errorf("defaults %v / %v", o.IdentityLease.LeaseDuration, o.IdentityLease.RenewInterval)
 	}
 	fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	if err := fs.Parse([]string{"--identity-lease-duration=5s", "--identity-lease-renew-interval=500ms"}); err != nil {
 		t.Fatal(err)
 	}
-	if o.IdentityLeaseDuration != 5*time.Second || o.IdentityLeaseRenewInterval != 500*time.Millisecond {
-		t.Errorf("parsed %v / %v", o.IdentityLeaseDuration, o.IdentityLeaseRenewInterval)
+	if o.IdentityLease.LeaseDuration != 5*time.Second || o.IdentityLease.RenewInterval != 500*time.Millisecond {
+		t.Errorf("parsed %v / %v", o.IdentityLease.LeaseDuration, o.IdentityLease.RenewInterval)
 	}
 	for _, tc := range []struct {
 		duration, renew time.Duration
@@ -112,7 +112,7 @@ func TestIdentityLeaseFlags(t *testing.T) {
 		{2 * time.Second, 2 * time.Second, "--identity-lease-renew-interval 2s must be positive and shorter than --identity-lease-duration 2s"},
 	} {
 		o := controlplane.NewOptions()
-		o.IdentityLeaseDuration, o.IdentityLeaseRenewInterval = tc.duration, tc.renew
+		o.IdentityLease.LeaseDuration, o.IdentityLease.RenewInterval = tc.duration, tc.renew
 		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v/%v: %v, want %q", tc.duration, tc.renew, err, tc.want)
 		}

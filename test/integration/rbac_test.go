@@ -350,7 +350,7 @@ func hasPolicyRule(rules []rbacv1.PolicyRule, verb, resource string) bool {
 func TestAuthorizationModes(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 1, withTokens(t, rbacTokens), harness.WithServerOptions(func(_ int, o *controlplane.Options) {
-		o.AuthorizationModes = []string{"AuthenticatedRead"}
+		o.Auth.AuthorizationModes = []string{"AuthenticatedRead"}
 	}))
 	ctx := t.Context()
 	alice := kubernetes.NewForConfigOrDie(withToken(c.Servers[0].Config(), "alice-token"))

@@ -85,7 +85,7 @@ func wantInvalid(t *testing.T, err error, message string) {
 func TestServiceClusterIPs(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 2, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
-		o.ServiceClusterIPRange, o.ServiceNodePortRange, o.ServiceRepairGrace = testIPRange, testPortRange, testRepairTime
+		o.Services.ClusterIPRange, o.Services.NodePortRange, o.Services.RepairGrace = testIPRange, testPortRange, testRepairTime
 	}))
 	cs0, cs1 := c.Servers[0].Clientset(t), c.Servers[1].Clientset(t)
 	ctx := t.Context()
@@ -393,7 +393,7 @@ func TestServiceClusterIPs(t *testing.T) {
 func TestDualStackServices(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
-		o.ServiceClusterIPRange = "10.96.0.0/26,fd00:10:96::/120"
+		o.Services.ClusterIPRange = "10.96.0.0/26,fd00:10:96::/120"
 	}))
 	cs := c.Servers[0].Clientset(t)
 	ctx := t.Context()
@@ -440,7 +440,7 @@ func TestDualStackServices(t *testing.T) {
 func TestServiceCIDRDecidesOverTheFlag(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 2, harness.WithServerOptions(func(i int, o *controlplane.Options) {
-		o.ServiceClusterIPRange = []string{"10.96.0.0/24", "10.99.0.0/24"}[i]
+		o.Services.ClusterIPRange = []string{"10.96.0.0/24", "10.99.0.0/24"}[i]
 	}))
 	cidr, err := c.Servers[0].Clientset(t).NetworkingV1().ServiceCIDRs().Get(t.Context(), "kubernetes", metav1.GetOptions{})
 	if err != nil || len(cidr.Spec.CIDRs) != 1 {

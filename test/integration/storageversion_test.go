@@ -1174,7 +1174,7 @@ func BenchmarkStaleEntryRemovalAfterCrash(b *testing.B) {
 // svLeases gives every server of a cluster short identity leases.
 func svLeases(duration, renew time.Duration) harness.Option {
 	return harness.WithServerOptions(func(_ int, o *controlplane.Options) {
-		o.IdentityLeaseDuration, o.IdentityLeaseRenewInterval = duration, renew
+		o.IdentityLease.LeaseDuration, o.IdentityLease.RenewInterval = duration, renew
 	})
 }
 
@@ -1548,7 +1548,7 @@ func TestStorageVersionHelperProcess(t *testing.T) {
 	}
 	o := controlplane.NewOptions()
 	o.DataDir, o.SecurePort, o.Etcd.Endpoints = h.DataDir, h.Port, h.Etcd
-	o.IdentityLeaseDuration, o.IdentityLeaseRenewInterval = h.LeaseDuration, h.LeaseRenew
+	o.IdentityLease.LeaseDuration, o.IdentityLease.RenewInterval = h.LeaseDuration, h.LeaseRenew
 	o.Compatibility.RuntimeConfig = h.RuntimeConfig
 	inst, err := controlplane.Start(context.Background(), o)
 	if err != nil {
