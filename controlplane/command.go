@@ -31,7 +31,7 @@ at itself whose credentials work on all of them.`,
 				return err
 			}
 			setupLogging(o.LogFormat)
-			ceiling, err := o.memoryCeiling()
+			ceiling, err := o.Memory.Ceiling()
 			if err != nil {
 				return err
 			}

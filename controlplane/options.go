@@ -18,10 +18,10 @@ import (
 	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/memory"
 	"github.com/concordproject/concord/quota"
+	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/service"
 	"github.com/concordproject/concord/serviceaccount"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Options are the settings of one server, bound to the `concord server` flags.
@@ -68,9 +68,6 @@ type Options struct {
 	// ServerID identifies this server among those sharing the etcd (default derived
 	// from the hostname and port, stable across restarts).
 	ServerID string
-	// WatchBookmarkInterval is how often idle watches that asked for bookmarks get one
-	// (default 30s).
-	WatchBookmarkInterval time.Duration
 	// IdentityLease holds the identity lease's duration and renewal interval.
 	IdentityLease identity.Options
 	// DisableStorageMigration keeps the storage-migration controllers (trigger and
@@ -83,11 +80,9 @@ type Options struct {
 	// ResourceQuotaSyncPeriod is how often the usage controller recounts every quota
 	// (default 5m, as kube-controller-manager's --resource-quota-sync-period).
 	ResourceQuotaSyncPeriod time.Duration
-	// WatchCache answers lists and watches from per-resource caches in memory (default
-	// true, as kube-apiserver's --watch-cache); WatchCacheMemoryLimit bounds their
-	// estimated memory, a quantity of bytes ("4Gi"; "0": no bound).
-	WatchCache            bool
-	WatchCacheMemoryLimit string
+	// Store holds the object store's flags: its watch caches and the watches'
+	// bookmarks.
+	Store store.Options
 	// Profiling serves Go's profiles at /debug/pprof/ (default true, as
 	// kube-apiserver's --profiling).
 	Profiling bool
@@ -97,9 +92,8 @@ type Options struct {
 	// included: past it the request is answered 504 (kube-apiserver's
 	// --request-timeout; default 1m).
 	RequestTimeout time.Duration
-	// MemoryLimit is the most memory the process may use, a quantity of bytes ("12Gi");
-	// empty derives it from the machine (package memory).
-	MemoryLimit string
+	// Memory holds --memory-limit, the soft limit of the process's memory.
+	Memory memory.Options
 	// LogFormat is "text" or "json".
 	LogFormat string
 	// EncryptionProviderConfig is the EncryptionConfiguration
@@ -122,16 +116,14 @@ func NewOptions() *Options {
 		EtcdPrefix:              "/registry",
 		EtcdCompactionInterval:  compaction.DefaultInterval,
 		LogFormat:               "text",
-		WatchBookmarkInterval:   30 * time.Second,
 		EventTTL:                time.Hour,
 		ResourceQuotaSyncPeriod: quota.DefaultResyncPeriod,
-		WatchCache:              true,
-		WatchCacheMemoryLimit:   "4Gi",
 		Profiling:               true,
 		RequestTimeout:          time.Minute,
 		Compatibility:           compatibility.Options{KubeGates: kubesemantics.FeatureGates()},
 		Audit:                   audit.NewOptions(),
 		Services:                service.NewOptions(),
+		Store:                   store.NewOptions(),
 		Auth:                    auth.NewOptions(),
 		ServiceAccounts:         serviceaccount.NewOptions(),
 		IdentityLease:           identity.NewOptions(),
@@ -164,23 +156,17 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.ServiceAccounts.AddFlags(fs)
 	fs.StringVar(&o.KubeconfigOut, "kubeconfig-out", o.KubeconfigOut, "Where to write the admin kubeconfig (default <data-dir>/admin.kubeconfig).")
 	fs.StringVar(&o.ServerID, "server-id", o.ServerID, "Identity of this server among those sharing etcd (default derived from hostname and port).")
-	fs.DurationVar(&o.WatchBookmarkInterval, "watch-bookmark-interval", o.WatchBookmarkInterval, "How often idle watches that asked for bookmarks receive one.")
-	_ = fs.MarkHidden("watch-bookmark-interval")
 	o.IdentityLease.AddFlags(fs)
 	fs.BoolVar(&o.DisableStorageMigration, "disable-storage-migration", o.DisableStorageMigration, "Do not run the storage-migration controllers in this server.")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long Events are kept after their last write; etcd then deletes them.")
 	fs.DurationVar(&o.ResourceQuotaSyncPeriod, "resource-quota-sync-period", o.ResourceQuotaSyncPeriod,
 		"How often every ResourceQuota's usage is recounted in full (which also takes back the charge of a creation that then failed).")
-	fs.BoolVar(&o.WatchCache, "watch-cache", o.WatchCache,
-		"Answer lists and watches from a cache in memory per resource (started when the resource is first read, stopped when unused); false reads etcd every time.")
-	fs.StringVar(&o.WatchCacheMemoryLimit, "watch-cache-memory-limit", o.WatchCacheMemoryLimit,
-		"Bound on the watch caches' estimated memory, in bytes (a quantity: 4Gi, 512Mi; 0 for none). Past it the least recently used caches stop and their resources are read from etcd.")
+	o.Store.AddFlags(fs)
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's CPU, heap, goroutine and execution-trace profiles at /debug/pprof/ to authorized clients.")
 	o.FlowControl.AddFlags(fs)
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout,
 		"How long a request but a watch may take, the reading of its body included, before it is answered 504 Timeout.")
-	fs.StringVar(&o.MemoryLimit, "memory-limit", o.MemoryLimit,
-		"The most memory the process may use (a quantity: 12Gi), a soft limit its garbage collector keeps to; default 90% of the cgroup's memory limit, else 75% of physical memory. GOMEMLIMIT in the environment wins.")
+	o.Memory.AddFlags(fs)
 	fs.StringVar(&o.EncryptionProviderConfig, "encryption-provider-config", o.EncryptionProviderConfig,
 		"EncryptionConfiguration (apiserver.config.k8s.io/v1) of the providers that encrypt stored values at rest, per resource (identity, aescbc, aesgcm, secretbox, kms v2). A new write key is migrated to by itself once every server writes with it.")
 	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
@@ -235,9 +221,7 @@ func (o *Options) Validate() error {
 	if o.ResourceQuotaSyncPeriod < time.Second {
 		errs = append(errs, fmt.Errorf("--resource-quota-sync-period %s must be at least 1s", o.ResourceQuotaSyncPeriod))
 	}
-	if _, err := o.watchCacheMemoryLimit(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, o.Store.Validate()...)
 	errs = append(errs, o.IdentityLease.Validate()...)
 	errs = append(errs, o.validateLoad()...)
 	if o.LogFormat != "text" && o.LogFormat != "json" {
@@ -263,33 +247,8 @@ func (o *Options) validateLoad() []error {
 	if o.EtcdCompactionInterval < 0 {
 		errs = append(errs, fmt.Errorf("--etcd-compaction-interval %s must not be negative (0 turns compaction off)", o.EtcdCompactionInterval))
 	}
-	if o.MemoryLimit != "" {
-		if _, err := o.memoryCeiling(); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, o.Memory.Validate()...)
 	return errs
-}
-
-// watchCacheMemoryLimit parses --watch-cache-memory-limit.
-func (o *Options) watchCacheMemoryLimit() (int64, error) {
-	q, err := resource.ParseQuantity(o.WatchCacheMemoryLimit)
-	if err != nil || q.Sign() < 0 {
-		return 0, fmt.Errorf("--watch-cache-memory-limit %q must be a non-negative quantity of bytes, such as 4Gi or 512Mi (0: no limit)", o.WatchCacheMemoryLimit)
-	}
-	return q.Value(), nil
-}
-
-// memoryCeiling is --memory-limit in bytes, or the ceiling derived from the machine.
-func (o *Options) memoryCeiling() (int64, error) {
-	if o.MemoryLimit == "" {
-		return memory.DefaultCeiling()
-	}
-	q, err := resource.ParseQuantity(o.MemoryLimit)
-	if err != nil || q.Value() < 64<<20 {
-		return 0, fmt.Errorf("--memory-limit %q must be a quantity of bytes of at least 64Mi, such as 12Gi", o.MemoryLimit)
-	}
-	return q.Value(), nil
 }
 
 // maxBodyReadsPerUser is how many of one user's requests may be sending their bodies

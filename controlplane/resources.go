@@ -20,7 +20,6 @@ import (
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
-	"github.com/concordproject/concord/registry/watchcache"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/wire"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -102,14 +101,9 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 			return ctx, fmt.Errorf("registering %s: %w", res.GroupResource(), err)
 		}
 	}
-	if o.WatchBookmarkInterval > 0 {
-		i.Store.BookmarkInterval = o.WatchBookmarkInterval
-	}
-	limit, err := o.watchCacheMemoryLimit()
-	if err != nil {
+	if err := o.Store.Apply(i.Store, i.Metrics); err != nil {
 		return ctx, err
 	}
-	i.Store.WatchCache = watchcache.Options{Disabled: !o.WatchCache, MemoryLimit: limit, Registerer: i.Metrics}
 	for _, c := range []lifecycle.Component{{Name: "namespace-cache", Run: i.Store.RunNamespaces}, {Name: "watch-caches", Run: i.Store.RunWatchCaches}} {
 		if err := i.start(ctx, c); err != nil {
 			return ctx, err

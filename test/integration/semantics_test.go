@@ -91,7 +91,7 @@ func TestExpiredContinueToken(t *testing.T) {
 func TestWatchTimeoutAndBookmarks(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
-		o.WatchBookmarkInterval = 200 * time.Millisecond
+		o.Store.BookmarkInterval = 200 * time.Millisecond
 	}))
 	ctx := t.Context()
 	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")

@@ -217,8 +217,8 @@ func TestWatchCacheLimits(t *testing.T) {
 		set    func(o *controlplane.Options)
 		evicts bool
 	}{
-		{"memory-limit", func(o *controlplane.Options) { o.WatchCacheMemoryLimit = "64Ki" }, true},
-		{"off", func(o *controlplane.Options) { o.WatchCache = false }, false},
+		{"memory-limit", func(o *controlplane.Options) { o.Store.WatchCacheMemoryLimit = "64Ki" }, true},
+		{"off", func(o *controlplane.Options) { o.Store.WatchCache = false }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { tc.set(o) }))
