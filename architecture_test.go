@@ -202,8 +202,8 @@ func importsOf(t *testing.T, dir string) []string {
 
 // TestNoSleepsOrTickers checks that code waits on conditions, not on the clock:
 // outside tests, the reconcile runtime and the retry helper, no time.Sleep, and a
-// ticker only under a comment that says which timer it is (a protocol's, a
-// period's), never a retry.
+// ticker or a time.After only under a comment that says which timer it is (a
+// protocol's, a period's, a deadline's), never a retry.
 func TestNoSleepsOrTickers(t *testing.T) {
 	timer := regexp.MustCompile(`(?i)//.*\btimer\b`)
 	for _, p := range modulePackages(t) {
@@ -227,9 +227,9 @@ func TestNoSleepsOrTickers(t *testing.T) {
 				switch {
 				case strings.Contains(line, "time.Sleep("):
 					t.Errorf("%s:%d sleeps", f, i+1)
-				case strings.Contains(line, "time.NewTicker(") || strings.Contains(line, "time.Tick("):
+				case strings.Contains(line, "time.NewTicker(") || strings.Contains(line, "time.Tick(") || strings.Contains(line, "time.After("):
 					if !slices.ContainsFunc(lines[max(0, i-3):i], timer.MatchString) {
-						t.Errorf("%s:%d starts a ticker with no comment above saying which timer it is", f, i+1)
+						t.Errorf("%s:%d starts a ticker or timer with no comment above saying which timer it is", f, i+1)
 					}
 				}
 			}

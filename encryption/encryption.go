@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/apis/apiserver"
 	apiserverinstall "k8s.io/apiserver/pkg/apis/apiserver/install"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -174,23 +175,24 @@ func (c *Config) HealthChecks() []healthz.HealthChecker {
 // is done: then the last check's error.
 func (c *Config) WaitReady(ctx context.Context) error {
 	req := (&http.Request{}).WithContext(ctx)
-	for {
-		var err error
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		last = nil
 		for _, h := range c.HealthChecks() {
-			if cerr := h.Check(req); cerr != nil {
-				err = fmt.Errorf("%s: %w", h.Name(), cerr)
-				break
+			if err := h.Check(req); err != nil {
+				last = fmt.Errorf("%s: %w", h.Name(), err)
+				return false, nil
 			}
 		}
-		if err == nil {
-			return nil
+		return true, nil
+	})
+	if err != nil {
+		if last == nil {
+			last = err
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the KMS plugins are not ready: %w", err)
-		case <-time.After(100 * time.Millisecond):
-		}
+		return fmt.Errorf("the KMS plugins are not ready: %w", last)
 	}
+	return nil
 }
 
 // encryptedPrefix begins every value an encrypting provider wrote.

@@ -139,6 +139,7 @@ func (s *Server) Stop(t testing.TB) {
 		if err := inst.Wait(); err != nil {
 			t.Errorf("server %d stopped with: %v", s.Index, err)
 		}
+	// A deadline timer: a server that does not stop in a minute is a failure.
 	case <-time.After(60 * time.Second):
 		t.Errorf("server %d did not stop within 60s", s.Index)
 	}

@@ -121,6 +121,8 @@ func watchMigrations(ctx context.Context, dyn dynamic.Interface, out io.Writer, 
 		select {
 		case <-ctx.Done():
 			return nil
+		// A timer of the display: drawn at most twice a second, however often the
+		// migrations change.
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 )
 
@@ -82,19 +83,18 @@ func parseNamespace(v []byte) (name string, terminating bool, err error) {
 	return m.Metadata.Name, m.Metadata.DeletionTimestamp != nil, nil
 }
 
-// Run lists and watches the stored namespaces until ctx is done, listing again after
-// a failed watch; it returns nil then. Until it has listed once, Admit reads storage.
+// relistDelay is how long Run waits to list again after a watch ended.
+const relistDelay = 200 * time.Millisecond
+
+// Run lists and watches the stored namespaces until ctx is done, listing again
+// relistDelay after a watch ended; it returns nil then. Until it has listed once, Admit reads storage.
 func (c *Namespaces) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("namespace-cache")
-	for ctx.Err() == nil {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if err := c.syncAndWatch(ctx); err != nil && ctx.Err() == nil {
 			logger.V(2).Info("Namespace watch restarting", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
 		}
-	}
+	}, relistDelay)
 	return nil
 }
 
