@@ -2,14 +2,12 @@ package migration
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	migrationapi "github.com/concordproject/concord/migration/api"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 )
@@ -84,25 +82,36 @@ func restoreAPIService(ctx context.Context, dyn dynamic.Interface, keep *unstruc
 	return true, nil
 }
 
-// settleAPIService waits until the definition named crd is gone, then for
-// apiServiceSettle more, putting keep back whenever it is missing.
-func (f *follower) settleAPIService(ctx context.Context, crd string, keep *unstructured.Unstructured) error {
-	var goneAt time.Time
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if _, err := restoreAPIService(ctx, f.dyn, keep); err != nil {
-			return false, err
-		}
-		if goneAt.IsZero() {
-			_, err := f.crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd, metav1.GetOptions{})
-			if !apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			goneAt = time.Now()
-		}
-		return time.Since(goneAt) >= apiServiceSettle, nil
-	})
-	if errors.Is(err, context.DeadlineExceeded) {
-		return nil // the next probes keep it (f.builtInService)
+// settlePoll is how often the follower looks again while it settles.
+const settlePoll = 200 * time.Millisecond
+
+// settleTimeout bounds the settling: past it the next probes keep the APIService
+// (follower.builtInService).
+const settleTimeout = time.Minute
+
+// settling is the follower's watch, after it deleted the definition a built-in API
+// shadowed, over the built-in API's APIService: put back whenever it is missing, until
+// the definition has been gone for apiServiceSettle. Each step is one reconcile, the
+// next queued settlePoll later.
+type settling struct {
+	crd      string
+	keep     *unstructured.Unstructured
+	goneAt   time.Time // when the definition was first seen gone
+	deadline time.Time
+}
+
+// step puts the APIService back if it is missing, and reports whether the settling
+// is over: the definition gone for apiServiceSettle, or settleTimeout passed.
+func (s *settling) step(ctx context.Context, f *follower) (bool, error) {
+	if _, err := restoreAPIService(ctx, f.dyn, s.keep); err != nil {
+		return false, err
 	}
-	return err
+	now := time.Now()
+	if s.goneAt.IsZero() {
+		_, err := f.crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, s.crd, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			s.goneAt = now
+		}
+	}
+	return (!s.goneAt.IsZero() && now.Sub(s.goneAt) >= apiServiceSettle) || now.After(s.deadline), nil
 }

@@ -359,6 +359,10 @@ type follower struct {
 	// deleted the definition that shadowed it (apiservice.go): put back once if
 	// kube-apiserver removes it after all. The worker alone touches it.
 	builtInService *unstructured.Unstructured
+	// settling, while not nil, is the wait after the follower deleted a shadowed
+	// definition (apiservice.go): the next reconciles step it before they probe. The
+	// worker alone touches it.
+	settling *settling
 
 	// The controllers running now, if any: the worker starts and stops them;
 	// interrupt cancels them from any goroutine.
@@ -392,6 +396,16 @@ func newFollower(cfg Config, watched *rest.Config, m *controller.Metrics) (*foll
 // Reconcile probes the API, brings the definitions in line with it, and (re)starts the
 // controllers if the API is not the one they run on (or they stopped).
 func (f *follower) Reconcile(ctx context.Context, _ string) (reconcile.Result, error) {
+	if s := f.settling; s != nil {
+		done, err := s.step(ctx, f)
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("keeping the built-in StorageVersionMigration API registered: %w", err)
+		}
+		if !done {
+			return reconcile.Result{RequeueAfter: settlePoll}, nil
+		}
+		f.settling = nil
+	}
 	api, err := f.serve(ctx)
 	if err != nil {
 		// What the server serves is unknown (it may be restarting into another
@@ -403,6 +417,11 @@ func (f *follower) Reconcile(ctx context.Context, _ string) (reconcile.Result, e
 		f.stopControllers()
 		f.api = ""
 		return reconcile.Result{}, err
+	}
+	if f.settling != nil {
+		// A shadowed definition was just deleted: the next probe decides, once it
+		// has settled.
+		return reconcile.Result{RequeueAfter: settlePoll}, nil
 	}
 	if api != f.api || f.stale() {
 		f.restart(ctx, api)
@@ -451,13 +470,11 @@ func (f *follower) serve(ctx context.Context) (discovery.MigrationAPI, error) {
 		if err := deleteMigrationCRD(ctx, f.crds, crd); err != nil {
 			return api, fmt.Errorf("deleting the shadowed StorageVersionMigration definition: %w", err)
 		}
+		logger.Info("A built-in StorageVersionMigration API is served again: Concord's definition, which it shadows, is deleted with the migrations recorded in it; the trigger's migrations the built-in API kept from before are deleted", "stale", stale)
 		if keep != nil {
 			f.builtInService = keep
-			if err := f.settleAPIService(ctx, crd.Name, keep); err != nil {
-				return api, fmt.Errorf("keeping the built-in StorageVersionMigration API registered: %w", err)
-			}
+			f.settling = &settling{crd: crd.Name, keep: keep, deadline: time.Now().Add(settleTimeout)}
 		}
-		logger.Info("A built-in StorageVersionMigration API is served again: Concord's definition, which it shadows, is deleted with the migrations recorded in it; the trigger's migrations the built-in API kept from before are deleted", "stale", stale)
 	}
 	return api, nil
 }
