@@ -186,7 +186,7 @@ func (o *Options) run(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
-		ms, err := newMetricsServer(o.MetricsBindAddress, o.TLSCertFile, o.TLSPrivateKeyFile, cs, reg)
+		ms, err := newMetricsServer(ctx, o.MetricsBindAddress, o.TLSCertFile, o.TLSPrivateKeyFile, cs, reg)
 		if err != nil {
 			return err
 		}

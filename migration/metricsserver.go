@@ -10,9 +10,12 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/respond"
+	"github.com/concordproject/concord/retry"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/apis/apiserver"
@@ -20,6 +23,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
@@ -27,9 +31,12 @@ import (
 
 // metricsServer serves the controller manager's /metrics over HTTPS, every request
 // authenticated and authorized by the API server the controller manager works for, as
-// kube-controller-manager serves its own: a bearer token is reviewed (TokenReview;
-// none is system:anonymous), and the user must be allowed to get the non-resource
-// path (SubjectAccessReview). Refusals are metav1.Status answers (401, 403). It is a
+// kube-controller-manager serves its own: a client certificate signed by the CA the
+// API server accepts certificates of (client-ca-file of its
+// extension-apiserver-authentication ConfigMap, read at start) is its common name in
+// its organizations, a bearer token is reviewed (TokenReview; neither is
+// system:anonymous), and the user must be allowed to get the non-resource path
+// (SubjectAccessReview). Refusals are metav1.Status answers (401, 403). It is a
 // lifecycle component: Run serves until its context is done, drains, and returns once
 // the server has stopped.
 type metricsServer struct {
@@ -47,16 +54,21 @@ var reviewBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, 
 // newMetricsServer listens on addr (so that a taken address fails the command at
 // once) with the certificate and key of certFile and keyFile, or a self-signed one
 // for the host when both are "".
-func newMetricsServer(addr, certFile, keyFile string, cs kubernetes.Interface, reg *prometheus.Registry) (*metricsServer, error) {
+func newMetricsServer(ctx context.Context, addr, certFile, keyFile string, cs kubernetes.Interface, reg *prometheus.Registry) (*metricsServer, error) {
 	cert, err := servingCertificate(addr, certFile, keyFile)
 	if err != nil {
 		return nil, err
 	}
+	ca, err := clientCA(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
 	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
-		Anonymous:               &apiserver.AnonymousAuthConfig{Enabled: true},
-		TokenAccessReviewClient: cs.AuthenticationV1(),
-		CacheTTL:                10 * time.Second,
-		WebhookRetryBackoff:     &reviewBackoff,
+		Anonymous:                          &apiserver.AnonymousAuthConfig{Enabled: true},
+		ClientCertificateCAContentProvider: ca,
+		TokenAccessReviewClient:            cs.AuthenticationV1(),
+		CacheTTL:                           10 * time.Second,
+		WebhookRetryBackoff:                &reviewBackoff,
 	}.New()
 	if err != nil {
 		return nil, err
@@ -77,8 +89,39 @@ func newMetricsServer(addr, certFile, keyFile string, cs kubernetes.Interface, r
 	mux := http.NewServeMux()
 	mux.Handle(metricsPath, guarded(authn, authz, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, ClientAuth: tls.RequestClientCert}}
 	return &metricsServer{ln: ln, srv: srv}, nil
+}
+
+// authenticationConfigMap is the ConfigMap in kube-system where an API server
+// publishes how it authenticates, for the components that delegate to it.
+const authenticationConfigMap = "extension-apiserver-authentication"
+
+// clientCA reads the CA of the client certificates the API server accepts from its
+// authentication ConfigMap (nil when it publishes none: only tokens authenticate
+// then), as kube-controller-manager does.
+func clientCA(ctx context.Context, cs kubernetes.Interface) (dynamiccertificates.CAContentProvider, error) {
+	var cm *corev1.ConfigMap
+	policy := retry.Policy{Backoff: retry.StartUp.Backoff, Retriable: func(err error) bool {
+		return !apierrors.IsNotFound(err) && retry.NotRefused(err)
+	}}
+	err := retry.Do(ctx, policy, func(ctx context.Context) error {
+		var err error
+		cm, err = cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, authenticationConfigMap, metav1.GetOptions{})
+		return err
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		klog.FromContext(ctx).Info("The API server publishes no client CA: /metrics authenticates tokens only", "configMap", authenticationConfigMap)
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the API server's client CA (%s/%s): %w", metav1.NamespaceSystem, authenticationConfigMap, err)
+	}
+	pem := cm.Data["client-ca-file"]
+	if pem == "" {
+		return nil, nil
+	}
+	return dynamiccertificates.NewStaticCAContent("client-ca", []byte(pem))
 }
 
 // servingCertificate loads certFile and keyFile, or makes a self-signed certificate

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/harness"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -324,20 +325,46 @@ func TestControllerManagerLeastPrivilege(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	checkMetricsAccess(t, k, "https://"+metricsAddr+"/metrics")
+	checkMetricsAccess(t, k, "https://"+metricsAddr+"/metrics", filepath.Join(data, "pki"))
 	if strings.Contains(strings.ToLower(cmLogs.String()), "forbidden") {
 		t.Errorf("the controller manager was refused something:\n%s", cmLogs.String())
 	}
 }
 
 // checkMetricsAccess holds the controller manager's /metrics at url to the
-// server's authentication and authorization.
-func checkMetricsAccess(t *testing.T, k *kubectl, url string) {
+// server's authentication and authorization: tokens, and client certificates of the
+// cluster CA (in pki, the server's certificate directory).
+func checkMetricsAccess(t *testing.T, k *kubectl, url, pki string) {
 	t.Helper()
 	k.must(t, "", "create", "serviceaccount", "scraper", "-n", "default")
 	token := strings.TrimSpace(k.must(t, "", "create", "token", "scraper", "-n", "default"))
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a self-signed certificate
-	get := func(bearer string) (int, []byte) {
+	caCert, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey, err := os.ReadFile(filepath.Join(pki, "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := &auth.ClusterCredentials{CACert: caCert, CAKey: caKey}
+	certOf := func(validity time.Duration) *tls.Certificate {
+		certPEM, keyPEM, err := auth.NewClientCertificate(ca, "cert-scraper", []string{"scrapers"}, validity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &cert
+	}
+	valid, expired := certOf(time.Hour), certOf(-time.Hour)
+	get := func(bearer string, cert *tls.Certificate) (int, []byte) {
+		tlsConfig := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // a self-signed certificate
+		if cert != nil {
+			tlsConfig.Certificates = []tls.Certificate{*cert}
+		}
+		client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig}}
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -356,32 +383,39 @@ func checkMetricsAccess(t *testing.T, k *kubectl, url string) {
 		}
 		return resp.StatusCode, body
 	}
-	refused := func(bearer string, code int32, reason metav1.StatusReason) {
+	refused := func(bearer string, cert *tls.Certificate, code int32, reason metav1.StatusReason, says string) {
 		t.Helper()
-		got, body := get(bearer)
+		got, body := get(bearer, cert)
 		st := metav1.Status{}
-		if err := json.Unmarshal(body, &st); err != nil || int32(got) != code || st.Code != code || st.Reason != reason { //nolint:gosec // HTTP codes
-			t.Fatalf("GET %s: %d %s, want a Status %d %s", url, got, body, code, reason)
+		if err := json.Unmarshal(body, &st); err != nil || int32(got) != code || st.Code != code || st.Reason != reason || !strings.Contains(st.Message, says) { //nolint:gosec // HTTP codes
+			t.Fatalf("GET %s: %d %s, want a Status %d %s saying %q", url, got, body, code, reason, says)
 		}
 	}
-	refused("", http.StatusForbidden, metav1.StatusReasonForbidden)
-	refused("not-a-token", http.StatusUnauthorized, metav1.StatusReasonUnauthorized)
-	refused(token, http.StatusForbidden, metav1.StatusReasonForbidden)
+	refused("", nil, http.StatusForbidden, metav1.StatusReasonForbidden, `"system:anonymous"`)
+	refused("not-a-token", nil, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "")
+	refused(token, nil, http.StatusForbidden, metav1.StatusReasonForbidden, `"system:serviceaccount:default:scraper"`)
+	refused("", valid, http.StatusForbidden, metav1.StatusReasonForbidden, `"cert-scraper"`)
+	refused("", expired, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "")
 	k.must(t, "", "create", "clusterrole", "metrics-reader", "--verb=get", "--non-resource-url=/metrics")
-	k.must(t, "", "create", "clusterrolebinding", "scraper", "--clusterrole=metrics-reader", "--serviceaccount=default:scraper")
-	// The denial above is cached for up to ten seconds, as kube-controller-manager
+	k.must(t, "", "create", "clusterrolebinding", "scraper", "--clusterrole=metrics-reader", "--serviceaccount=default:scraper", "--group=scrapers")
+	// The denials above are cached for up to ten seconds, as kube-controller-manager
 	// caches its own.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, body := get(token)
-		if code == http.StatusOK {
-			contains(t, string(body), "go_goroutines", "concord_storage_migration_objects_migrated_total")
-			return
+	for _, who := range []struct {
+		token string
+		cert  *tls.Certificate
+	}{{token: token}, {cert: valid}} {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			code, body := get(who.token, who.cert)
+			if code == http.StatusOK {
+				contains(t, string(body), "go_goroutines", "concord_storage_migration_objects_migrated_total")
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GET %s as a granted user (certificate: %v): %d %s", url, who.cert != nil, code, body)
+			}
+			time.Sleep(500 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s with a granted token: %d %s", url, code, body)
-		}
-		time.Sleep(500 * time.Millisecond)
 	}
 }
 
