@@ -72,7 +72,7 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 			return ctx, fmt.Errorf("starting API priority and fairness: %w", err)
 		}
 	}
-	if err := i.bootstrapRBAC(ctx); err != nil {
+	if err := i.startBootstrapRoles(ctx); err != nil {
 		return ctx, err
 	}
 	if err := i.bootstrapPriorityClasses(ctx); err != nil {

@@ -17,13 +17,15 @@ import (
 	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/quota"
+	"github.com/concordproject/concord/rbac"
+	"github.com/concordproject/concord/rbac/bootstrap"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/server"
 	"github.com/concordproject/concord/server/filters"
 	"github.com/concordproject/concord/service"
-	"github.com/concordproject/concord/serviceaccount"
+	"github.com/concordproject/concord/serviceaccount/tokens"
 	"github.com/concordproject/concord/storage"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/storageversion/publisher"
@@ -96,13 +98,14 @@ type parts struct {
 	// semantics are Kubernetes' rules for built-in resources, at the server's gates:
 	// resources → serving (kube's certificate admission).
 	semantics *kubesemantics.Semantics
-	// authz is the server's authorizer, rbac its RBAC parts: resources → serving.
-	authz *auth.Authorization
-	rbac  rbacParts
-	// serviceAccounts is the informer of service accounts their tokens' authenticator
-	// reads, issuer signs the tokens: resources → serving.
-	serviceAccounts cache.SharedIndexInformer
-	issuer          *serviceaccount.Issuer
+	// authz is the server's authorizer; rbac and rbacBootstrap are RBAC and its
+	// bootstrap roles (nil without --authorization-mode=RBAC): resources → serving,
+	// controllers.
+	authz         *auth.Authorization
+	rbac          *rbac.Feature
+	rbacBootstrap *bootstrap.Feature
+	// serviceAccounts is service account tokens: resources → serving.
+	serviceAccounts *tokens.Feature
 	// aggregation is the aggregator (nil when APIServices are not served): serving →
 	// controllers.
 	aggregation *aggregation

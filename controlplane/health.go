@@ -96,8 +96,8 @@ func (i *Instance) healthChecks(ctx context.Context) (*health.Endpoints, error) 
 	if i.parts.svm != nil {
 		all = append(all, i.parts.svm.PostStartHook())
 	}
-	if i.parts.rbac.authorizer != nil {
-		all = append(all, i.newHooks(rbacBootstrapHook)...)
+	if f := i.parts.rbacBootstrap; f != nil {
+		all = append(all, f.Checks()...)
 	}
 	all = append(all, i.newHooks(i.optionalHooks()...)...)
 	for _, c := range i.Encryption.HealthChecks() {

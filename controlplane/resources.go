@@ -70,7 +70,7 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	if i.parts.authz, err = i.newAuthorization(); err != nil {
 		return ctx, err
 	}
-	tokens, err := i.newServiceAccountTokens(i.parts.serving.serviceAccountKey)
+	tokens, err := i.newServiceAccounts()
 	if err != nil {
 		return ctx, err
 	}
@@ -113,10 +113,12 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	if err := identity.CheckJoin(ctx, i.Registry, i.Store, compat.Versions.Binary); err != nil {
 		return ctx, err
 	}
-	if err := i.startRBAC(ctx); err != nil {
-		return ctx, err
+	if f := i.parts.rbac; f != nil {
+		if err := f.Start(ctx, &i.components); err != nil {
+			return ctx, err
+		}
 	}
-	if err := i.startServiceAccounts(ctx); err != nil {
+	if err := i.parts.serviceAccounts.Start(ctx, &i.components); err != nil {
 		return ctx, err
 	}
 	i.runtime = reconcile.NewMetrics(i.Metrics)

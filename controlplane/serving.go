@@ -17,7 +17,6 @@ import (
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/openapi"
 	"github.com/concordproject/concord/quota"
-	"github.com/concordproject/concord/rbac"
 	"github.com/concordproject/concord/server"
 	"github.com/concordproject/concord/server/filters"
 	"github.com/concordproject/concord/storageversion"
@@ -99,7 +98,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, err
 	}
-	if err := i.installIssuerDiscovery(i.Server.Mux()); err != nil {
+	if err := i.parts.serviceAccounts.InstallDiscovery(i.Server.Mux()); err != nil {
 		return ctx, err
 	}
 	i.installOpenAPI()
@@ -181,9 +180,9 @@ func (i *Instance) newAdmission() (*admission.Chain, error) {
 		validating = append(validating, a)
 	}
 	var first []k8sadmission.ValidationInterface
-	if a := i.parts.rbac.authorizer; a != nil {
+	if f := i.parts.rbac; f != nil {
 		// Kubernetes checks escalation in RBAC's storage, before any validating admission.
-		first = append(first, rbac.NewEscalationCheck(i.parts.authz, a))
+		first = append(first, f.EscalationCheck(i.parts.authz))
 	}
 	var resolver webhookutil.ServiceResolver
 	if ag := i.parts.aggregation; ag != nil {

@@ -41,10 +41,18 @@
 //	check := rbac.NewEscalationCheck(serverAuthorizer, rbacAuthz)
 //	err := check.Validate(ctx, attrs, nil) // a Forbidden StatusError, or nil
 //
+// # Server wiring
+//
+// Feature is RBAC as one server runs it, the wiring the server once held: NewFeature
+// takes the typed informers of the four kinds from the server's shared informers and
+// builds the Authorizer over their caches; Start starts them as one component, ready
+// once they have read every role and binding; EscalationCheck gives the admission
+// chain its check. The server builds it only when --authorization-mode names RBAC.
+//
 // # What it must not touch
 //
-// It stores, serves and watches nothing: the registry stores the four kinds like any
-// resource, the server's informers feed the listers, and the server decides where
-// the authorizer sits in its chain and where admission runs. It creates no roles or
-// bindings (package bootstrap does) and writes no object.
+// It stores, serves and writes nothing: the registry stores the four kinds like any
+// resource, the server's shared informers feed the listers, and the server decides
+// where the authorizer sits in its chain and where admission runs. It creates no
+// roles or bindings (package bootstrap does).
 package rbac

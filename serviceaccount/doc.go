@@ -62,8 +62,9 @@
 //
 // It owns no objects and no HTTP: the TokenRequest REST handler (which fetches the
 // service account and the bound object, applies the API's validation and expiration
-// bounds, and calls Issue), the server's authentication chain, the discovery
-// handlers and the informers behind the lookups are the server's. It reads no files
-// and imports nothing of Concord. Tokens and private keys never appear in its errors
-// or logs.
+// bounds, and calls Issue) is package builtin's; a server's wiring (the discovery
+// handlers, the informers behind the lookups, the authenticator's place in the
+// server's authentication) is package tokens' (serviceaccount/tokens). It reads no
+// files and imports nothing of Concord. Tokens and private keys never appear in its
+// errors or logs.
 package serviceaccount

@@ -30,9 +30,16 @@
 //
 // It decides no request: authorization is the parent package's. It bootstraps no
 // namespaced Roles or RoleBindings and none of kube-controller-manager's per-controller
-// roles (system:controller:*), since Concord runs no such controllers. It holds no
-// election and starts no informer: whoever runs the Aggregator elects it
-// (reconcile.RunElected) and starts the informer it is given.
+// roles (system:controller:*), since Concord runs no such controllers. It starts no
+// informer: the Aggregator's is started by its owner (in a server, package rbac's
+// Feature).
+//
+// # Server wiring
+//
+// Feature is the bootstrap roles as one server runs them, the wiring the server once
+// held: its Start runs Ensure through the server's own client, finishes the
+// rbac/bootstrap-roles post-start hook (Checks), and starts the Aggregator elected
+// among the servers (reconcile.Elected, lease concord-clusterrole-aggregation).
 //
 // # Usage
 //
