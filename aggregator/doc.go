@@ -38,13 +38,17 @@
 //     aggregated.
 //   - The request-header configuration aggregated servers read: the ConfigMap
 //     kube-system/extension-apiserver-authentication (PublishAuthentication).
+//   - Its wiring in a server (Feature): NewFeature builds the aggregator and its
+//     post-start hooks of kube-apiserver's names, Start starts its informers and
+//     controllers in order; the server takes its proxy and discovery, its resolver of
+//     webhooks' Services, its OpenAPI sink and its StorageVersion publishers.
 //
 // # What it must not touch
 //
 // It serves no local resource and stores nothing but APIService status, the local
 // APIServices and the ConfigMap above; local APIServices (spec.service unset) are never
-// proxied nor counted as aggregated groups; it reads APIServices, Services and EndpointSlices through
-// informers its owner starts. It never decides who may do what: the handler chain
-// authenticates and authorizes a request before the proxy sees it, and the backend
-// authorizes it again.
+// proxied nor counted as aggregated groups; it reads APIServices, Services and
+// EndpointSlices through the server's shared informers (package informers). It never
+// decides who may do what: the handler chain authenticates and authorizes a request
+// before the proxy sees it, and the backend authorizes it again.
 package aggregator

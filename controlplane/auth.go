@@ -15,7 +15,7 @@ import (
 // it builds RBAC's feature (whose informers read the object store once started, when
 // the registry is filled) and the bootstrap roles'; without it, neither.
 func (i *Instance) newAuthorization() (*auth.Authorization, error) {
-	modes := i.opts.AuthorizationModes
+	modes := i.opts.Auth.AuthorizationModes
 	if !slices.Contains(modes, auth.ModeRBAC) {
 		return auth.NewAuthorization(modes, nil)
 	}
@@ -46,8 +46,8 @@ func (i *Instance) startBootstrapRoles(ctx context.Context) error {
 func (i *Instance) newServiceAccounts() (*builtin.ServiceAccountTokens, error) {
 	o := i.opts
 	f, err := tokens.NewFeature(tokens.FeatureConfig{Registry: i.Registry, Store: i.Store, Informers: i.parts.informers,
-		SigningKey: i.parts.serving.serviceAccountKey, Issuer: o.ServiceAccountIssuer, APIAudiences: o.apiAudiences(),
-		MaxExpiration: o.ServiceAccountMaxTokenExpiration})
+		SigningKey: i.parts.serving.serviceAccountKey, Issuer: o.ServiceAccounts.Issuer, APIAudiences: o.ServiceAccounts.Audiences(),
+		MaxExpiration: o.ServiceAccounts.MaxTokenExpiration})
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	if err := i.startServices(ctx); err != nil {
 		return ctx, err
 	}
-	if err := i.startAggregation(ctx); err != nil {
+	if err := i.startAggregator(ctx); err != nil {
 		return ctx, fmt.Errorf("starting the aggregator: %w", err)
 	}
 	if err := i.startQuota(ctx); err != nil {
@@ -253,6 +253,14 @@ func (i *Instance) startGarbageCollector(ctx context.Context) error {
 		return err
 	}
 	return i.start(ctx, lifecycle.Component{Name: "garbage-collector", Run: gc.Run})
+}
+
+// startAggregator starts the aggregator, if the server is one.
+func (i *Instance) startAggregator(ctx context.Context) error {
+	if f := i.parts.aggregator; f != nil {
+		return f.Start(ctx, &i.components)
+	}
+	return nil
 }
 
 // startIdentity starts the identity lease (ready once written), the garbage collector

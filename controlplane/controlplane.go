@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/admission"
+	"github.com/concordproject/concord/aggregator"
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/encryption"
@@ -106,9 +107,9 @@ type parts struct {
 	rbacBootstrap *bootstrap.Feature
 	// serviceAccounts is service account tokens: resources → serving.
 	serviceAccounts *tokens.Feature
-	// aggregation is the aggregator (nil when APIServices are not served): serving →
-	// controllers.
-	aggregation *aggregation
+	// aggregator is the aggregator feature (nil when APIServices, Services or
+	// EndpointSlices are not served in v1): serving → controllers.
+	aggregator *aggregator.Feature
 	// mirror publishes the server's entries to the aggregator it runs behind
 	// (--aggregator-kubeconfig; nil otherwise): resources → controllers.
 	mirror *publisher.Publisher

@@ -103,9 +103,8 @@ func (i *Instance) healthChecks(ctx context.Context) (*health.Endpoints, error) 
 	for _, c := range i.Encryption.HealthChecks() {
 		all = append(all, c)
 	}
-	if ag := i.parts.aggregation; ag != nil {
-		all = append(all, i.newHooks(aggregatorHooks...)...)
-		all = append(all, ag.completion)
+	if f := i.parts.aggregator; f != nil {
+		all = append(all, f.Checks()...)
 	}
 	for _, add := range []func(...health.Checker) error{checks.AddHealthz, checks.AddLivez, checks.AddReadyz} {
 		if err := add(all...); err != nil {

@@ -83,6 +83,14 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 		return ctx, err
 	}
 	i.parts.semantics = kubesemantics.New(gates)
+	// The aggregator, which names the aggregated servers that may write StorageVersions,
+	// is built in the serving phase, before any request.
+	publishers := func(user string) []string {
+		if f := i.parts.aggregator; f != nil {
+			return f.PublisherGroups(user)
+		}
+		return nil
+	}
 	builtins, err = builtin.Configure(builtins, builtin.Options{Services: svcs, Semantics: i.parts.semantics,
 		Binder:            podbinding.New(i.Registry, i.Store, i.parts.semantics),
 		ComponentStatuses: componentstatus.New(i.client, o.EtcdPrefix),
@@ -90,7 +98,7 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 		Connector:         podconnect.New(i.Registry, i.Store, i.parts.semantics),
 		Proxy:             clusterproxy.New(i.Registry, i.Store, svcs.PrimaryIPFamily()),
 		EventTTL:          o.EventTTL, Authorization: i.parts.authz, Authentication: i.parts.serving.authn, ServiceAccountTokens: tokens,
-		StorageVersions: storageversion.APIOptions{Publishers: i.storageVersionPublishers,
+		StorageVersions: storageversion.APIOptions{Publishers: publishers,
 			Unmaintained: !compat.Enabled(compatibility.StorageVersionAPI)},
 	})
 	if err != nil {

@@ -39,7 +39,7 @@ func (i *Instance) servesServices() bool { return i.parts.services != nil }
 // server's built-in resources, before they go into the registry); else nil: Services
 // are data then.
 func (i *Instance) newServices(resources []*registry.Resource) (*service.Services, error) {
-	for _, gr := range []schema.GroupResource{service.GroupResource, service.IPAddresses, service.ServiceCIDRs, endpointSlicesGR} {
+	for _, gr := range []schema.GroupResource{service.GroupResource, service.IPAddresses, service.ServiceCIDRs, service.EndpointSlices} {
 		if !servedIn(resources, gr, "v1") {
 			klog.Background().V(2).Info("Services are served without cluster IPs: a resource the allocation needs is not served in v1", "resource", gr)
 			return nil, nil
@@ -90,8 +90,8 @@ func (i *Instance) startServices(ctx context.Context) error {
 		return err
 	}
 	cidrs := i.parts.informers.Typed(service.ServiceCIDRs, func() runtime.Object { return &networkingv1.ServiceCIDR{} })
-	services := i.parts.informers.Typed(servicesGR, func() runtime.Object { return &corev1.Service{} })
-	slices := i.parts.informers.Typed(endpointSlicesGR, func() runtime.Object { return &discoveryv1.EndpointSlice{} })
+	services := i.parts.informers.Typed(service.GroupResource, func() runtime.Object { return &corev1.Service{} })
+	slices := i.parts.informers.Typed(service.EndpointSlices, func() runtime.Object { return &discoveryv1.EndpointSlice{} })
 	addresses := i.parts.informers.Typed(service.IPAddresses, func() runtime.Object { return &networkingv1.IPAddress{} })
 	if err := i.parts.informers.Start(ctx, &i.components, "service-informers", errServiceInformersNotSynced, cidrs, services, slices, addresses); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/admission"
+	"github.com/concordproject/concord/aggregator"
 	"github.com/concordproject/concord/audit"
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/compatibility"
@@ -46,7 +47,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return ctx, err
 	}
-	aggregated, err := i.newAggregation()
+	aggregated, err := i.newAggregator()
 	if err != nil {
 		return ctx, err
 	}
@@ -114,6 +115,22 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 			}
 		},
 	})
+}
+
+// newAggregator builds the aggregator (none when the server does not serve what it
+// reads) and returns what the handler takes of it; startControllers starts it.
+func (i *Instance) newAggregator() (*server.Aggregated, error) {
+	sv := i.parts.serving
+	f, err := aggregator.NewFeature(aggregator.FeatureConfig{
+		Registry: i.Registry, Informers: i.parts.informers, Loopback: i.unlimitedLoopback(),
+		ReconcileMetrics: i.runtime, ServerID: i.ServerID, ClientCA: sv.clientCA, FrontProxyCA: sv.frontProxyCA,
+		ProxyClientCert: sv.proxyCert, ProxyClientKey: sv.proxyKey, IdentityLeases: i.parts.identityLeases,
+	})
+	if err != nil || f == nil {
+		return nil, err
+	}
+	i.parts.aggregator = f
+	return f.Aggregated(), nil
 }
 
 // writesWhenReadyWait bounds how long a write waits for a starting server to be
@@ -185,8 +202,8 @@ func (i *Instance) newAdmission() (*admission.Chain, error) {
 		first = append(first, f.EscalationCheck(i.parts.authz))
 	}
 	var resolver webhookutil.ServiceResolver
-	if ag := i.parts.aggregation; ag != nil {
-		resolver = ag.agg
+	if f := i.parts.aggregator; f != nil {
+		resolver = f.ServiceResolver()
 	}
 	chain, err := admission.New(admission.Config{
 		Registry: i.Registry, RESTConfig: i.LoopbackConfig(), ServerID: i.ServerID, ServiceResolver: resolver,
@@ -243,8 +260,8 @@ func (i *Instance) barrier() func(http.Handler) http.Handler {
 // APIs as the aggregator reads them.
 func (i *Instance) installOpenAPI() {
 	docs := openapi.New(i.Registry)
-	if ag := i.parts.aggregation; ag != nil {
-		ag.agg.SetOpenAPISink(docs.SetAggregated)
+	if f := i.parts.aggregator; f != nil {
+		f.SetOpenAPISink(docs.SetAggregated)
 	}
 	docs.InstallV2(i.Server.Mux())
 	docs.InstallV3(i.Server.Mux())
