@@ -170,7 +170,7 @@ func (i *Instance) startAggregation(ctx context.Context) error {
 // server serves changes and whenever an identity lease goes.
 func (i *Instance) startAutoregistration(ctx context.Context) error {
 	auto := i.parts.aggregation.auto
-	if leases := i.parts.identityLeases; leases != nil {
+	if leases := i.parts.identity.Leases(); leases != nil {
 		if _, err := leases.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(interface{}) { auto.Resync() }}); err != nil {
 			return err
 		}
@@ -225,11 +225,12 @@ func (i *Instance) servedGroupVersions() []aggregator.ServedGroupVersion {
 // exists (it goes when the server stops, or once expired, when the elected collector
 // removes it, so that every server decides alike; nil without identity leases).
 func (i *Instance) serverLive() func(id string) bool {
-	if i.parts.lease == nil {
+	leases := i.parts.identity.Leases()
+	if leases == nil {
 		return nil
 	}
 	return func(id string) bool {
-		_, ok, err := i.parts.identityLeases.GetStore().GetByKey(identity.Namespace + "/" + id)
+		_, ok, err := leases.GetStore().GetByKey(identity.Namespace + "/" + id)
 		return err == nil && ok
 	}
 }

@@ -86,7 +86,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		Version:               compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
 		ClientSkew:            skew,
 		WritesWhenReady:       gate,
-		StorageVersionBarrier: i.barrier(),
+		StorageVersionBarrier: i.parts.storageVersions.Barrier(),
 		Aggregated:            aggregated,
 		DisableWatchList:      !compat.Enabled(compatibility.WatchList),
 		CBOR:                  compat.Enabled(compatibility.CBORServingAndStorage),
@@ -229,15 +229,6 @@ func (m *migrationState) check(*http.Request) error {
 		return fmt.Errorf("installing the storage-migration definitions: %w", m.err)
 	}
 	return nil
-}
-
-// barrier is the storage version barrier of the chain's slot (nil without the
-// StorageVersion API).
-func (i *Instance) barrier() func(http.Handler) http.Handler {
-	if i.parts.svm == nil {
-		return nil
-	}
-	return i.parts.svm.Filter
 }
 
 // installOpenAPI serves the OpenAPI documents of the registry, and of the aggregated
