@@ -23,6 +23,10 @@
 //     and cleans up deleted definitions.
 //   - The conversion webhook client (a registry.Converter): ConversionReview v1 over
 //     HTTPS, one review per list.
+//   - Its server wiring (Feature): the Controller with its post-start hooks,
+//     publishing definitions through the storage version manager (package
+//     storageversion), and start-up waiting, once the stored definitions are served,
+//     for the manager's first round of built-in resources.
 //
 // # What it must not touch
 //

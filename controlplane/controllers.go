@@ -2,34 +2,21 @@ package controlplane
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/concordproject/concord/admission"
-	"github.com/concordproject/concord/apiextensions"
 	"github.com/concordproject/concord/compaction"
-	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/garbagecollector"
-	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/migration"
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
-	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storageprotection"
-	"github.com/concordproject/concord/storageversion"
 	"github.com/google/uuid"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 )
-
-// errIdentityLeasesNotSynced: the informer of identity leases has not read them yet.
-var errIdentityLeasesNotSynced = errors.New("the identity leases have not been read yet")
-
-// errNotSynced: the CRD controller has not served every stored definition yet.
-var errNotSynced = errors.New("the stored CustomResourceDefinitions are not all served yet")
 
 // startControllers is the controllers phase: the system namespaces, the identity
 // lease, the storage version garbage collector and manager, the CRD controller
@@ -57,7 +44,7 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	if err := i.startMirror(ctx); err != nil {
 		return ctx, err
 	}
-	if err := i.startCRDs(ctx); err != nil {
+	if err := i.parts.crds.Start(ctx, &i.components); err != nil {
 		return ctx, err
 	}
 	if err := i.startAdmission(ctx); err != nil {
@@ -143,51 +130,6 @@ func (i *Instance) startSystemNamespaces(ctx context.Context) error {
 	return nil
 }
 
-// startCRDs starts the CRD controller; ready once it serves every stored definition.
-// Then every built-in resource has had one storage version registration attempt.
-func (i *Instance) startCRDs(ctx context.Context) error {
-	svm := i.parts.svm
-	crds, err := apiextensions.NewController(i.Registry, i.Store, i.runtime)
-	if err != nil {
-		return err
-	}
-	if svm != nil {
-		crds.Publish = func(ctx context.Context, res *registry.Resource, put func(context.Context, *registry.Resource) error) error {
-			err := svm.Publish(ctx, res, put)
-			if errors.Is(err, storageversion.ErrPeersCatchingUp) {
-				return fmt.Errorf("%w: %w", apiextensions.ErrPublishAgain, err)
-			}
-			return err
-		}
-	}
-	crds.NoRatcheting = !i.Compatibility.Enabled(compatibility.CRDValidationRatcheting)
-	if err := i.start(ctx, lifecycle.Component{Name: "crd-controller", Run: crds.Run, Ready: func() error {
-		if !crds.HasSynced() {
-			return errNotSynced
-		}
-		return nil
-	}}); err != nil {
-		return fmt.Errorf("serving the stored CustomResourceDefinitions: %w", err)
-	}
-	// Its informer has synced, it reconciles, and every stored definition is served.
-	i.finish(hookCRDInformers)
-	i.finish(hookCRDControllers)
-	i.finish(hookCRDSynced)
-	if svm == nil {
-		return nil
-	}
-	// Every built-in resource has had one registration attempt: writes to those
-	// registered pass; the others stay refused (and readyz says why) while their
-	// registration is retried.
-	if err := svm.WaitFirstRound(ctx); err != nil {
-		return fmt.Errorf("registering storage versions: %w", err)
-	}
-	if err := svm.ResourcesSynced(ctx); err != nil {
-		klog.FromContext(ctx).Error(err, "Cannot withdraw the storage version entries of resources this server no longer serves; they stay until it restarts")
-	}
-	return nil
-}
-
 // startAdmission starts the admission chain; ready once it has read what its
 // plugins read (policies, webhooks, and the objects kube's plugins look up).
 func (i *Instance) startAdmission(ctx context.Context) error {
@@ -263,37 +205,19 @@ func (i *Instance) startAggregator(ctx context.Context) error {
 	return nil
 }
 
-// startIdentity starts the identity lease (ready once written), the garbage collector
-// of storage versions and identity leases, and the storage version manager. Stopped
-// in the reverse order, the manager withdraws this server's entries, the collector
-// gives its leadership up, and the lease is deleted, while the server still serves.
+// startIdentity starts the identity lease (ready once written) and the informer of
+// every server's, then the garbage collector of storage versions and identity leases,
+// and the storage version manager. Stopped in the reverse order, the manager withdraws
+// this server's entries, the collector gives its leadership up, and the lease is
+// deleted, while the server still serves.
 func (i *Instance) startIdentity(ctx context.Context) error {
-	lease, svm := i.parts.lease, i.parts.svm
-	if lease == nil {
+	if i.parts.identity == nil {
 		return nil
 	}
-	if err := i.start(ctx, lifecycle.Component{Name: "identity-lease", Run: lease.Run, Ready: lease.Ready}); err != nil {
+	if err := i.parts.identity.Start(ctx, &i.components); err != nil {
 		return err
 	}
-	i.finish(identity.LeaseControllerHook)
-	if err := i.parts.informers.Start(ctx, &i.components, "identity-leases", errIdentityLeasesNotSynced, i.parts.identityLeases); err != nil {
-		return err
-	}
-	collector, err := storageversion.NewCollector(storageversion.CollectorConfig{
-		Registry: i.Registry, Store: i.Store, Holder: lease.HolderIdentity(), RESTConfig: i.LoopbackConfig(),
-		LeaseDuration: lease.Duration(), Metrics: i.Metrics, ReconcileMetrics: i.runtime,
-	})
-	if err != nil {
-		return err
-	}
-	if err := i.start(ctx, lifecycle.Component{Name: "storage-version-gc", Run: collector.Run}); err != nil {
-		return err
-	}
-	i.finish(identity.LeaseCollectorHook)
-	if svm == nil {
-		return nil
-	}
-	return i.start(ctx, lifecycle.Component{Name: "storage-versions", Run: svm.Run})
+	return i.parts.storageVersions.Start(ctx, &i.components)
 }
 
 // startTypeChecking starts the ValidatingAdmissionPolicy status controller (their

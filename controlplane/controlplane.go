@@ -8,6 +8,7 @@ import (
 
 	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/aggregator"
+	"github.com/concordproject/concord/apiextensions"
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/encryption"
@@ -33,7 +34,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -80,12 +80,14 @@ type parts struct {
 	// configure → resources.
 	builtins []*registry.Resource
 	serving  serving // credentials → serving
-	lease    *identity.Lease
-	// identityLeases is an informer of the servers' identity leases (nil without
-	// them): resources → controllers, which start it.
-	identityLeases cache.SharedIndexInformer
-	svm            *storageversion.Manager
-	checks         *health.Endpoints
+	// identity is the identity lease and the informer of every server's (nil with
+	// APIServerIdentity off), storageVersions their collector and the storage version
+	// manager (nil likewise), crds the CRD controller: resources → serving (checks,
+	// barrier) → controllers, which start them.
+	identity        *identity.Feature
+	storageVersions *storageversion.Feature
+	crds            *apiextensions.Feature
+	checks          *health.Endpoints
 	// readyGate holds clients' writes until the server has been ready once: serving →
 	// controllers, which runs it.
 	readyGate *filters.ReadyGate
@@ -177,7 +179,7 @@ func (i *Instance) Done() <-chan struct{} { return i.done }
 //     admin token shared through etcd, the serving certificate, the tokens;
 //  3. resources: the built-in resources, the registry and the object store, the
 //     check that this release may join the servers sharing etcd (identity.CheckJoin),
-//     the identity lease and storage version manager;
+//     the identity lease, the storage version manager and the CRD controller;
 //  4. serving: health checks and the HTTP server with its handler chain;
 //  5. controllers: the system namespaces, the identity lease, the storage version
 //     manager and its garbage collector, the CRD controller (ready once every stored

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/health"
-	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/priorityclass"
@@ -24,11 +23,6 @@ const (
 	hookAdmission = "start-apiserver-admission-initializer"
 	// the informers the server starts before it serves (RBAC, service accounts)
 	hookInformers = "generic-apiserver-start-informers"
-	// the CRD controller: its informer synced, its reconciling started, every stored
-	// definition served
-	hookCRDInformers   = "start-apiextensions-informers"
-	hookCRDControllers = "start-apiextensions-controllers"
-	hookCRDSynced      = "crd-informer-synced"
 	// the watch caches opened at start-up have loaded (kube-apiserver's waits for the
 	// watch caches, a minute at most)
 	hookStorageReadiness = "storage-readiness"
@@ -88,14 +82,13 @@ func (i *Instance) healthChecks(ctx context.Context) (*health.Endpoints, error) 
 	if i.parts.flowControl != nil {
 		all = append(all, i.parts.flowControl.Hooks()...)
 	}
-	all = append(all, i.newHooks(hookCRDInformers, hookCRDControllers, hookCRDSynced, hookSystemNamespaces)...)
-	if i.parts.lease != nil {
-		all = append(all, i.newHooks(identity.LeaseControllerHook, identity.LeaseCollectorHook)...)
+	all = append(all, i.parts.crds.Checks()...)
+	all = append(all, i.newHooks(hookSystemNamespaces)...)
+	if id := i.parts.identity; id != nil {
+		all = append(all, id.Checks()...)
+		all = append(all, i.parts.storageVersions.Checks()...)
 	}
 	all = append(all, i.newHooks(hookStorageReadiness)...)
-	if i.parts.svm != nil {
-		all = append(all, i.parts.svm.PostStartHook())
-	}
 	if f := i.parts.rbacBootstrap; f != nil {
 		all = append(all, f.Checks()...)
 	}
@@ -112,9 +105,9 @@ func (i *Instance) healthChecks(ctx context.Context) (*health.Endpoints, error) 
 		}
 	}
 	readyOnly := []health.Checker{health.NamedCheck(InformerSyncCheck, func(*http.Request) error { return i.informersSynced() })}
-	if i.parts.svm != nil {
+	if svm := i.parts.storageVersions.Manager(); svm != nil {
 		// Ready only while writes are accepted, not just once they were at start-up.
-		readyOnly = append(readyOnly, i.parts.svm.WritesCheck())
+		readyOnly = append(readyOnly, svm.WritesCheck())
 	}
 	if !i.opts.DisableStorageMigration {
 		// Not ready while storage migration cannot start (its definitions cannot be

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/concordproject/concord/compatibility"
-
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/storageversion/publisher"
@@ -21,26 +20,34 @@ import (
 const mirrorKind = "concord-aggregated-apiserver"
 
 // newMirror builds the publisher of this server's StorageVersion entries to the
-// aggregator it runs behind (--aggregator-kubeconfig), or nil.
-func (i *Instance) newMirror() error {
+// aggregator it runs behind (nil without --aggregator-kubeconfig) and returns the
+// storage version manager's Mirror, which feeds it. This wiring stays in the
+// composition root, the one place that may import both sides: package storageversion
+// (layer 4) may not import the publisher (layer 5), and the publisher is a client
+// library for any aggregated server that imports no part of Concord's server (its
+// package documentation says so), so it gets no server Feature.
+func (i *Instance) newMirror() (func(context.Context, schema.GroupResource, storageversion.Entry) error, error) {
 	o := i.opts
 	if o.AggregatorKubeconfig == "" {
-		return nil
+		return nil, nil
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.AggregatorKubeconfig)
 	if err != nil {
-		return fmt.Errorf("--aggregator-kubeconfig: %w", err)
+		return nil, fmt.Errorf("--aggregator-kubeconfig: %w", err)
 	}
 	compatibility.IdentifyClient(cfg, i.Compatibility.ClientVersion())
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("--aggregator-kubeconfig: %w", err)
+		return nil, fmt.Errorf("--aggregator-kubeconfig: %w", err)
 	}
 	v := i.Compatibility.Versions
 	i.parts.mirror, err = publisher.New(publisher.Config{Client: client, ServerID: i.ServerID, Kind: mirrorKind,
 		Versions:      wire.ComponentVersions{Binary: v.Binary, Emulation: v.Emulation, MinCompatibility: v.MinCompatibility},
 		LeaseDuration: o.IdentityLease.LeaseDuration, RenewInterval: o.IdentityLease.RenewInterval, Metrics: i.runtime})
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return i.mirror, nil
 }
 
 // mirror is the storage version manager's Mirror: the entries of the resources of

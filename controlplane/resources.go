@@ -3,7 +3,6 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/concordproject/concord/apiextensions"
 	"github.com/concordproject/concord/builtin"
@@ -21,7 +20,6 @@ import (
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storageversion"
-	"github.com/concordproject/concord/wire"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -58,9 +56,9 @@ func servesVersion(resources []*registry.Resource, gr schema.GroupResource, v st
 // buildResources is the resources phase: the compatibility configuration (KEP-4330),
 // the registry of the built-in resources it selects and the CRD resource, the object
 // store (whose caches run from here on), the authorizer (whose RBAC informers read
-// the store from here on), and the server's identity lease and storage
-// version manager (KEP-1965, KEP-2339), built now because the handler chain and the
-// health checks need them; they start with the controllers.
+// the store from here on), and the server's identity lease, storage version manager
+// (KEP-1965, KEP-2339) and CRD controller, built now because the handler chain and
+// the health checks need them; they start with the controllers.
 func (i *Instance) buildResources(ctx context.Context) (context.Context, error) {
 	o, compat, builtins := i.opts, i.Compatibility, i.parts.builtins
 	var err error
@@ -130,54 +128,39 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 		return ctx, err
 	}
 	i.runtime = reconcile.NewMetrics(i.Metrics)
-	return ctx, i.buildIdentity(compat)
+	if err := i.buildIdentity(compat); err != nil {
+		return ctx, err
+	}
+	i.parts.crds, err = apiextensions.NewFeature(apiextensions.FeatureConfig{Registry: i.Registry, Store: i.Store,
+		ReconcileMetrics: i.runtime, NoRatcheting: !compat.Enabled(compatibility.CRDValidationRatcheting),
+		StorageVersions: i.parts.storageVersions.Manager()})
+	return ctx, err
 }
 
-// buildIdentity builds the identity lease (APIServerIdentity) and the storage version
-// manager (StorageVersionAPI, which depends on it), unless their gates are off.
+// buildIdentity builds the identity lease (APIServerIdentity), the storage version
+// manager (StorageVersionAPI, which depends on it) with its mirror at the aggregator,
+// and their collector, unless their gates are off.
 func (i *Instance) buildIdentity(compat *compatibility.Config) error {
-	if !compat.Enabled(compatibility.APIServerIdentity) {
-		if compat.Enabled(compatibility.StorageVersionAPI) {
-			return fmt.Errorf("feature gate %s requires %s", compatibility.StorageVersionAPI, compatibility.APIServerIdentity)
-		}
-		return nil
-	}
-	hostname, _ := os.Hostname()
-	v := compat.Versions
-	endpoint, err := i.endpoint()
+	o := i.opts
+	id, err := identity.NewFeature(identity.FeatureConfig{Registry: i.Registry, Store: i.Store, Informers: i.parts.informers,
+		Compatibility: compat, ServerID: i.ServerID, Endpoint: i.endpoint,
+		Duration: o.IdentityLease.LeaseDuration, RenewInterval: o.IdentityLease.RenewInterval})
 	if err != nil {
 		return err
 	}
-	lease, err := identity.NewLease(i.Registry, i.Store, identity.Config{
-		ID: i.ServerID, Hostname: hostname, Endpoint: endpoint.String(),
-		Duration: i.opts.IdentityLease.LeaseDuration, RenewInterval: i.opts.IdentityLease.RenewInterval,
-		Versions: wire.ComponentVersions{Binary: v.Binary, Emulation: v.Emulation, MinCompatibility: v.MinCompatibility},
-	})
-	if err != nil {
-		return err
-	}
-	i.parts.lease = lease
-	i.parts.identityLeases = i.Store.NewInformer(store.Source{Registry: i.Registry, Resource: identity.GroupResource, Version: "v1",
-		Namespace: identity.Namespace, LabelSelector: identity.LabelIdentity}, nil)
-	if !compat.Enabled(compatibility.StorageVersionAPI) {
-		return nil
-	}
-	if err := i.newMirror(); err != nil {
-		return err
-	}
+	// The mirror publishes the manager's entries: none without the manager.
 	var mirror func(context.Context, schema.GroupResource, storageversion.Entry) error
-	if i.parts.mirror != nil {
-		mirror = i.mirror
+	if id != nil && compat.Enabled(compatibility.StorageVersionAPI) {
+		if mirror, err = i.newMirror(); err != nil {
+			return err
+		}
 	}
-	svm, err := storageversion.NewManager(storageversion.Config{
-		ServerID: i.ServerID, Registry: i.Registry, Store: i.Store,
-		LeaseValid: lease.Valid, Metrics: i.Metrics, ReconcileMetrics: i.runtime, Started: i.started,
-		EncryptionKeys: i.Encryption.Keys, Mirror: mirror,
-	})
+	sv, err := storageversion.NewFeature(storageversion.FeatureConfig{Identity: id, Compatibility: compat, Loopback: i.LoopbackConfig(),
+		Manager: storageversion.Config{Registry: i.Registry, Store: i.Store, Metrics: i.Metrics, ReconcileMetrics: i.runtime,
+			Started: i.started, EncryptionKeys: i.Encryption.Keys, Mirror: mirror}})
 	if err != nil {
 		return err
 	}
-	lease.OnLapse(svm.Lapsed)
-	i.parts.svm = svm
+	i.parts.identity, i.parts.storageVersions = id, sv
 	return nil
 }

@@ -116,7 +116,7 @@ func (i *Instance) startServices(ctx context.Context) error {
 		return err
 	}
 	k, err := svcs.NewKubernetesService(service.KubernetesConfig{
-		Endpoint: endpoint, Leases: i.parts.identityLeases, Services: services, EndpointSlices: slices,
+		Endpoint: endpoint, Leases: i.parts.identity.Leases(), Services: services, EndpointSlices: slices,
 		Client: client, Metrics: i.runtime,
 	})
 	if err != nil {

@@ -86,7 +86,7 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 		Version:               compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
 		ClientSkew:            skew,
 		WritesWhenReady:       gate,
-		StorageVersionBarrier: i.barrier(),
+		StorageVersionBarrier: i.parts.storageVersions.Barrier(),
 		Aggregated:            aggregated,
 		DisableWatchList:      !compat.Enabled(compatibility.WatchList),
 		CBOR:                  compat.Enabled(compatibility.CBORServingAndStorage),
@@ -124,7 +124,7 @@ func (i *Instance) newAggregator() (*server.Aggregated, error) {
 	f, err := aggregator.NewFeature(aggregator.FeatureConfig{
 		Registry: i.Registry, Informers: i.parts.informers, Loopback: i.unlimitedLoopback(),
 		ReconcileMetrics: i.runtime, ServerID: i.ServerID, ClientCA: sv.clientCA, FrontProxyCA: sv.frontProxyCA,
-		ProxyClientCert: sv.proxyCert, ProxyClientKey: sv.proxyKey, IdentityLeases: i.parts.identityLeases,
+		ProxyClientCert: sv.proxyCert, ProxyClientKey: sv.proxyKey, IdentityLeases: i.parts.identity.Leases(),
 	})
 	if err != nil || f == nil {
 		return nil, err
@@ -245,15 +245,6 @@ func (m *migrationState) check(*http.Request) error {
 		return fmt.Errorf("installing the storage-migration definitions: %w", m.err)
 	}
 	return nil
-}
-
-// barrier is the storage version barrier of the chain's slot (nil without the
-// StorageVersion API).
-func (i *Instance) barrier() func(http.Handler) http.Handler {
-	if i.parts.svm == nil {
-		return nil
-	}
-	return i.parts.svm.Filter
 }
 
 // installOpenAPI serves the OpenAPI documents of the registry, and of the aggregated

@@ -23,4 +23,8 @@
 // leases of other servers, and of controller managers (IsComponentLease), is the
 // garbage collector's job (package storageversion); it uses IsIdentityLease,
 // IsComponentLease and Expired from here.
+//
+// Feature is the package's server wiring: NewFeature builds the lease and the
+// informer of every server's identity lease (which the storage versions, the
+// kubernetes Service and the aggregator read), and Start starts them.
 package identity

@@ -32,6 +32,10 @@
 //     the entries of servers whose identity lease is gone or expired, of objects left
 //     without entries or owner, and of expired identity leases (servers' and
 //     controller managers').
+//   - Its server wiring (Feature): the collector and, with the StorageVersion API, the
+//     manager, built on the server's identity lease (package identity's Feature),
+//     started in order, with their post-start hooks; the barrier and the /readyz check
+//     through it.
 //
 // # What it must not touch
 //
