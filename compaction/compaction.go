@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/storage"
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,7 +13,7 @@ import (
 
 // DefaultInterval is how often the history is compacted (kube-apiserver's
 // --etcd-compaction-interval).
-const DefaultInterval = 5 * time.Minute
+const DefaultInterval = etcd.DefaultCompactionInterval
 
 // turn is the controller's one key.
 type turn struct{}

@@ -77,7 +77,7 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	if err := i.startVersionSkew(ctx); err != nil {
 		return ctx, err
 	}
-	if iv := i.opts.EtcdCompactionInterval; iv > 0 {
+	if iv := i.opts.Etcd.CompactionInterval; iv > 0 {
 		if err := i.start(ctx, lifecycle.Component{Name: "etcd-compaction", Run: compaction.New(i.raw, iv, i.runtime, i.Metrics).Run}); err != nil {
 			return ctx, err
 		}

@@ -68,7 +68,7 @@ func (i *Instance) loadCredentials(ctx context.Context) (context.Context, error)
 		return ctx, err
 	}
 
-	creds, err := auth.EnsureClusterCredentials(ctx, i.client, o.EtcdPrefix+"/concord/credentials", o.certDir())
+	creds, err := auth.EnsureClusterCredentials(ctx, i.client, o.Etcd.Prefix+"/concord/credentials", o.certDir())
 	if err != nil {
 		return ctx, fmt.Errorf("cluster credentials: %w", err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/concordproject/concord/audit"
 	"github.com/concordproject/concord/auth"
-	"github.com/concordproject/concord/compaction"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/flowcontrol"
@@ -37,16 +36,9 @@ type Options struct {
 	AdvertiseAddress string
 	// Services are the flags of Services' cluster IPs and node ports.
 	Services service.Options
-	// Etcd is the external etcd; no endpoints means an embedded one in DataDir/etcd.
-	Etcd etcd.ClientConfig
-	// EtcdPrefix is the key prefix of all data.
-	EtcdPrefix string
-	// EtcdCompactionInterval is how often the servers sharing the etcd compact its
-	// history older than that (--etcd-compaction-interval, default 5m as kube's); 0
-	// leaves compaction to etcd or its operator.
-	EtcdCompactionInterval time.Duration
-	// EtcdUnsafeNoFsync makes an embedded etcd skip fsync (tests only).
-	EtcdUnsafeNoFsync bool
+	// Etcd holds the etcd flags: the cluster (none: an embedded one in DataDir/etcd),
+	// the key prefix, compaction.
+	Etcd etcd.Options
 	// CertDir holds ca.crt and the generated serving certificate (default DataDir/pki).
 	CertDir string
 	// TLSCertFile and TLSKeyFile bring your own serving certificate.
@@ -113,8 +105,6 @@ func NewOptions() *Options {
 		DataDir:                 "concord-data",
 		BindAddress:             "127.0.0.1",
 		SecurePort:              6443,
-		EtcdPrefix:              "/registry",
-		EtcdCompactionInterval:  compaction.DefaultInterval,
 		LogFormat:               "text",
 		EventTTL:                time.Hour,
 		ResourceQuotaSyncPeriod: quota.DefaultResyncPeriod,
@@ -123,6 +113,7 @@ func NewOptions() *Options {
 		Compatibility:           compatibility.Options{KubeGates: kubesemantics.FeatureGates()},
 		Audit:                   audit.NewOptions(),
 		Services:                service.NewOptions(),
+		Etcd:                    etcd.NewOptions(),
 		Store:                   store.NewOptions(),
 		Auth:                    auth.NewOptions(),
 		ServiceAccounts:         serviceaccount.NewOptions(),
@@ -140,11 +131,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"IP address the server advertises to the cluster (the endpoints of the kubernetes Service); default --bind-address, or the host's default interface address when that is 0.0.0.0 or ::.")
 	o.Services.AddFlags(fs)
 	o.Etcd.AddFlags(fs)
-	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "Prefix of every etcd key Concord writes.")
-	fs.DurationVar(&o.EtcdCompactionInterval, "etcd-compaction-interval", o.EtcdCompactionInterval,
-		"How often the servers sharing the etcd compact its history older than that, taking turns; 0 leaves compaction to etcd or its operator.")
-	fs.BoolVar(&o.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", o.EtcdUnsafeNoFsync, "Embedded etcd skips fsync: faster, loses data on a crash (tests only).")
-	_ = fs.MarkHidden("etcd-unsafe-no-fsync")
 	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Directory of the CA and serving certificates (default <data-dir>/pki).")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Serving certificate (PEM); generated when empty.")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "Private key of --tls-cert-file (PEM).")
@@ -192,14 +178,7 @@ func (o *Options) Validate() error {
 	if o.SecurePort < 0 || o.SecurePort > 65535 {
 		errs = append(errs, fmt.Errorf("--secure-port %d is not between 0 and 65535", o.SecurePort))
 	}
-	if len(o.Etcd.Endpoints) > 0 {
-		if err := o.Etcd.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if o.EtcdPrefix == "" || o.EtcdPrefix[0] != '/' {
-		errs = append(errs, fmt.Errorf("--etcd-prefix %q must start with /", o.EtcdPrefix))
-	}
+	errs = append(errs, o.Etcd.Validate()...)
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file must be given together"))
 	}
@@ -243,9 +222,6 @@ func (o *Options) validateLoad() []error {
 	errs = append(errs, o.FlowControl.Validate()...)
 	if o.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout %s must be positive", o.RequestTimeout))
-	}
-	if o.EtcdCompactionInterval < 0 {
-		errs = append(errs, fmt.Errorf("--etcd-compaction-interval %s must not be negative (0 turns compaction off)", o.EtcdCompactionInterval))
 	}
 	errs = append(errs, o.Memory.Validate()...)
 	return errs

@@ -91,7 +91,7 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	}
 	builtins, err = builtin.Configure(builtins, builtin.Options{Services: svcs, Semantics: i.parts.semantics,
 		Binder:            podbinding.New(i.Registry, i.Store, i.parts.semantics),
-		ComponentStatuses: componentstatus.New(i.client, o.EtcdPrefix),
+		ComponentStatuses: componentstatus.New(i.client, o.Etcd.Prefix),
 		Evictor:           podeviction.New(i.Registry, i.Store),
 		Connector:         podconnect.New(i.Registry, i.Store, i.parts.semantics),
 		Proxy:             clusterproxy.New(i.Registry, i.Store, svcs.PrimaryIPFamily()),

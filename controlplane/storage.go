@@ -17,7 +17,7 @@ func (i *Instance) startStorage(ctx context.Context) (context.Context, error) {
 	o := i.opts
 	if len(o.Etcd.Endpoints) == 0 {
 		var opts []etcd.LoopbackOption
-		if o.EtcdUnsafeNoFsync {
+		if o.Etcd.UnsafeNoFsync {
 			opts = append(opts, etcd.WithUnsafeNoFsync())
 		}
 		m, err := etcd.StartLoopback(ctx, filepath.Join(o.DataDir, "etcd"), opts...)
@@ -32,7 +32,7 @@ func (i *Instance) startStorage(ctx context.Context) (context.Context, error) {
 		}
 	} else {
 		var err error
-		if i.client, err = etcd.NewClient(ctx, o.Etcd); err != nil {
+		if i.client, err = etcd.NewClient(ctx, o.Etcd.ClientConfig); err != nil {
 			return ctx, err
 		}
 	}
@@ -41,6 +41,6 @@ func (i *Instance) startStorage(ctx context.Context) (context.Context, error) {
 	}
 	i.Metrics = prometheus.NewRegistry()
 	i.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	i.raw = storage.New(i.client, o.EtcdPrefix).WithMetrics(storage.NewMetrics(i.Metrics))
+	i.raw = storage.New(i.client, o.Etcd.Prefix).WithMetrics(storage.NewMetrics(i.Metrics))
 	return ctx, nil
 }

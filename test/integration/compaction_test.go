@@ -23,7 +23,7 @@ import (
 func TestEtcdCompaction(t *testing.T) {
 	const interval = 300 * time.Millisecond
 	c := harness.Start(t, 2, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
-		o.EtcdCompactionInterval = interval
+		o.Etcd.CompactionInterval = interval
 	}))
 	ctx := t.Context()
 	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")

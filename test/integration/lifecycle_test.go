@@ -26,7 +26,7 @@ func TestShutdownOrder(t *testing.T) {
 	o := controlplane.NewOptions()
 	o.DataDir = t.TempDir()
 	o.SecurePort = 0
-	o.EtcdUnsafeNoFsync = true
+	o.Etcd.UnsafeNoFsync = true
 	ctx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(t.Context()), ktesting.NewLogger(t, ktesting.NewConfig())))
 	inst, err := controlplane.Start(ctx, o)
 	if err != nil {
