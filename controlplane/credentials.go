@@ -64,9 +64,11 @@ func (i *Instance) loadCredentials(ctx context.Context) (context.Context, error)
 		i.ServerID = identity.DefaultServerID(hostname, port)
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("server", i.ServerID))
-	if err := i.loadEncryption(ctx); err != nil {
+	// KMS plugins are told the server ID.
+	if i.Encryption, err = o.Encryption.Load(ctx, i.ServerID); err != nil {
 		return ctx, err
 	}
+	i.raw.WithTransformers(i.Encryption.KeyTransformer)
 
 	creds, err := auth.EnsureClusterCredentials(ctx, i.client, o.Etcd.Prefix+"/concord/credentials", o.certDir())
 	if err != nil {

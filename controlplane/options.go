@@ -11,6 +11,7 @@ import (
 	"github.com/concordproject/concord/audit"
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/encryption"
 	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/flowcontrol"
 	"github.com/concordproject/concord/identity"
@@ -88,9 +89,8 @@ type Options struct {
 	Memory memory.Options
 	// LogFormat is "text" or "json".
 	LogFormat string
-	// EncryptionProviderConfig is the EncryptionConfiguration
-	// (apiserver.config.k8s.io/v1) that seals stored values (--encryption-provider-config).
-	EncryptionProviderConfig string
+	// Encryption holds --encryption-provider-config: encryption at rest.
+	Encryption encryption.Options
 	// Audit holds the audit flags (--audit-policy-file, --audit-log-*,
 	// --audit-webhook-*), kube-apiserver's.
 	Audit audit.Options
@@ -153,8 +153,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout,
 		"How long a request but a watch may take, the reading of its body included, before it is answered 504 Timeout.")
 	o.Memory.AddFlags(fs)
-	fs.StringVar(&o.EncryptionProviderConfig, "encryption-provider-config", o.EncryptionProviderConfig,
-		"EncryptionConfiguration (apiserver.config.k8s.io/v1) of the providers that encrypt stored values at rest, per resource (identity, aescbc, aesgcm, secretbox, kms v2). A new write key is migrated to by itself once every server writes with it.")
+	o.Encryption.AddFlags(fs)
 	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
 	o.Compatibility.AddFlags(fs)
 	o.Audit.AddFlags(fs)

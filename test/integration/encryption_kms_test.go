@@ -103,7 +103,7 @@ resources:
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.EncryptionProviderConfig = path }))
+	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Encryption.ProviderConfig = path }))
 	s := c.Servers[0]
 	client := s.Clientset(t)
 	if _, err := client.CoreV1().Secrets("default").Create(t.Context(), secretWith("vault", "kms-sealed"), metav1.CreateOptions{}); err != nil {
