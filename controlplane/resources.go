@@ -24,6 +24,7 @@ import (
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/wire"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 )
 
 // configure is the first phase, before anything starts or is written: the
@@ -75,10 +76,12 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	if err != nil {
 		return ctx, err
 	}
-	svcs, err := i.newServices(builtins)
-	if err != nil {
+	i.runtime = reconcile.NewMetrics(i.Metrics)
+	i.parts.identityLeases = i.newIdentityLeases(compat)
+	if i.parts.services, err = i.newServices(builtins); err != nil {
 		return ctx, err
 	}
+	svcs := i.parts.services.Services()
 	gates, err := kubesemantics.NewGates(compat.Versions.Emulation, compat.Versions.MinCompatibility, compat.FeatureGate())
 	if err != nil {
 		return ctx, err
@@ -125,8 +128,18 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	if err := i.startServiceAccounts(ctx); err != nil {
 		return ctx, err
 	}
-	i.runtime = reconcile.NewMetrics(i.Metrics)
 	return ctx, i.buildIdentity(compat)
+}
+
+// newIdentityLeases returns the informer of the servers' identity leases (nil when
+// APIServerIdentity is off), before the Services feature, whose kubernetes Service
+// names the servers they announce; startIdentity starts it.
+func (i *Instance) newIdentityLeases(compat *compatibility.Config) cache.SharedIndexInformer {
+	if !compat.Enabled(compatibility.APIServerIdentity) {
+		return nil
+	}
+	return i.Store.NewInformer(store.Source{Registry: i.Registry, Resource: identity.GroupResource, Version: "v1",
+		Namespace: identity.Namespace, LabelSelector: identity.LabelIdentity}, nil)
 }
 
 // buildIdentity builds the identity lease (APIServerIdentity) and the storage version
@@ -153,8 +166,6 @@ func (i *Instance) buildIdentity(compat *compatibility.Config) error {
 		return err
 	}
 	i.parts.lease = lease
-	i.parts.identityLeases = i.Store.NewInformer(store.Source{Registry: i.Registry, Resource: identity.GroupResource, Version: "v1",
-		Namespace: identity.Namespace, LabelSelector: identity.LabelIdentity}, nil)
 	if !compat.Enabled(compatibility.StorageVersionAPI) {
 		return nil
 	}
