@@ -11,11 +11,10 @@ import (
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/migration"
 	"github.com/concordproject/concord/namespace"
-	"github.com/concordproject/concord/priorityclass"
-	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/storageprotection"
+	"github.com/concordproject/concord/versionskew"
 	"github.com/google/uuid"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 )
 
 // startControllers is the controllers phase: the system namespaces, the identity
@@ -62,16 +61,16 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	if err := i.startBootstrapRoles(ctx); err != nil {
 		return ctx, err
 	}
-	if err := i.bootstrapPriorityClasses(ctx); err != nil {
+	if err := i.parts.priorityClasses.Start(ctx, &i.components); err != nil {
 		return ctx, err
 	}
-	if err := i.startServices(ctx); err != nil {
+	if err := i.parts.services.Start(ctx, &i.components); err != nil {
 		return ctx, err
 	}
 	if err := i.startAggregator(ctx); err != nil {
 		return ctx, fmt.Errorf("starting the aggregator: %w", err)
 	}
-	if err := i.startQuota(ctx); err != nil {
+	if err := i.parts.quota.Start(ctx, &i.components); err != nil {
 		return ctx, err
 	}
 	if err := i.startVersionSkew(ctx); err != nil {
@@ -141,44 +140,15 @@ func (i *Instance) startAdmission(ctx context.Context) error {
 	return nil
 }
 
-// servesPriorityClasses reports whether the server serves PriorityClasses in v1.
-func (i *Instance) servesPriorityClasses() bool {
-	return i.Registry.Served(priorityclass.GroupResource, "v1") != nil
-}
-
-// bootstrapPriorityClasses creates the system PriorityClasses that are missing.
-func (i *Instance) bootstrapPriorityClasses(ctx context.Context) error {
-	if !i.servesPriorityClasses() {
-		return nil
-	}
-	client, err := kubernetes.NewForConfig(i.unlimitedLoopback())
+// startVersionSkew builds and starts the version skew controller (none where its
+// resources are not served).
+func (i *Instance) startVersionSkew(ctx context.Context) error {
+	skew, err := versionskew.NewFeature(versionskew.FeatureConfig{Registry: i.Registry, Informers: i.parts.informers,
+		Loopback: i.unlimitedLoopback(), ServerID: i.ServerID, Metrics: i.Metrics, ReconcileMetrics: i.runtime, Log: klog.FromContext(ctx)})
 	if err != nil {
 		return err
 	}
-	if err := priorityclass.Bootstrap(ctx, client.SchedulingV1()); err != nil {
-		return err
-	}
-	i.finish(priorityclass.BootstrapHook)
-	return nil
-}
-
-// startQuota starts ResourceQuota admission (ready once it has read the quotas) and
-// the usage controller, leader-elected among the servers.
-func (i *Instance) startQuota(ctx context.Context) error {
-	if i.parts.quota == nil {
-		return nil
-	}
-	if err := i.start(ctx, lifecycle.Component{Name: "resourcequota-admission", Run: i.parts.quota.Run, Ready: i.parts.quota.Ready}); err != nil {
-		return fmt.Errorf("starting resource quota admission: %w", err)
-	}
-	usage, err := quota.NewController(quota.ControllerConfig{
-		Registry: i.Registry, Store: i.Store, RESTConfig: i.LoopbackConfig(),
-		Holder: i.ServerID + "_" + uuid.NewString(), ResyncPeriod: i.opts.ResourceQuotaSyncPeriod, ReconcileMetrics: i.runtime,
-	})
-	if err != nil {
-		return err
-	}
-	return i.start(ctx, lifecycle.Component{Name: "resourcequota-controller", Run: usage.Run})
+	return skew.Start(ctx, &i.components)
 }
 
 // startGarbageCollector starts the garbage collector, leader-elected among the

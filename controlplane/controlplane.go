@@ -18,6 +18,7 @@ import (
 	"github.com/concordproject/concord/informers"
 	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/lifecycle"
+	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/rbac"
 	"github.com/concordproject/concord/rbac/bootstrap"
@@ -93,9 +94,12 @@ type parts struct {
 	readyGate *filters.ReadyGate
 	// flowControl is API priority and fairness (nil when off): serving → controllers.
 	flowControl *flowcontrol.Controller
-	// quota is ResourceQuota admission (nil when quotas are not served): serving →
-	// controllers.
-	quota *quota.Admission
+	// quota is ResourceQuotas' admission and usage controller (nil when quotas are not
+	// served): serving → controllers.
+	quota *quota.Feature
+	// priorityClasses makes the system PriorityClasses (nil when they are not served):
+	// serving → controllers.
+	priorityClasses *priorityclass.Feature
 	// admission is the admission chain: serving → controllers.
 	admission *admission.Chain
 	// semantics are Kubernetes' rules for built-in resources, at the server's gates:
@@ -125,8 +129,9 @@ type parts struct {
 	// informers are the in-process informers shared by the server's components.
 	informers *informers.Shared
 	// services allocates Services' cluster IPs and node ports (nil when Services,
-	// IPAddresses and ServiceCIDRs are not all served in v1): resources → controllers.
-	services *service.Services
+	// IPAddresses, ServiceCIDRs and EndpointSlices are not all served in v1): resources
+	// → controllers.
+	services *service.Feature
 	// migration is the outcome of the last attempt to install the storage-migration
 	// definitions (readyz only).
 	migration migrationState

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/namespace"
-	"github.com/concordproject/concord/priorityclass"
-	"github.com/concordproject/concord/service"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 )
@@ -28,8 +27,6 @@ const (
 	hookStorageReadiness = "storage-readiness"
 	// the system namespaces controller (package namespace)
 	hookSystemNamespaces = namespace.SystemNamespacesHook
-	// the Service IP and node port repair controllers (package service)
-	hookServiceIPRepair = "start-service-ip-repair-controllers"
 )
 
 // storageReadinessTimeout is how long the storage-readiness hook waits for the watch
@@ -92,7 +89,10 @@ func (i *Instance) healthChecks(ctx context.Context) (*health.Endpoints, error) 
 	if f := i.parts.rbacBootstrap; f != nil {
 		all = append(all, f.Checks()...)
 	}
-	all = append(all, i.newHooks(i.optionalHooks()...)...)
+	// kube-apiserver lists the system PriorityClasses' hook after the Service IP
+	// repair controllers', before the kubernetes Service's.
+	services := i.parts.services.Checks()
+	all = append(all, slices.Insert(services, min(1, len(services)), i.parts.priorityClasses.Checks()...)...)
 	for _, c := range i.Encryption.HealthChecks() {
 		all = append(all, c)
 	}
@@ -119,22 +119,6 @@ func (i *Instance) healthChecks(ctx context.Context) (*health.Endpoints, error) 
 	}
 	i.parts.checks = checks
 	return checks, i.start(ctx, lifecycle.Component{Name: "log-flush", Run: i.parts.log.Run})
-}
-
-// optionalHooks names the hooks of the components a server runs only when it serves
-// their resources.
-func (i *Instance) optionalHooks() []string {
-	var names []string
-	if i.servesServices() {
-		names = append(names, hookServiceIPRepair)
-	}
-	if i.servesPriorityClasses() {
-		names = append(names, priorityclass.BootstrapHook)
-	}
-	if i.servesServices() {
-		names = append(names, service.BootstrapHook, service.DefaultCIDRHook)
-	}
-	return names
 }
 
 // informersSynced is the informer-sync check: every shared informer the server

@@ -72,10 +72,18 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	if err != nil {
 		return ctx, err
 	}
-	svcs, err := i.newServices(builtins)
-	if err != nil {
+	i.runtime = reconcile.NewMetrics(i.Metrics)
+	// Before the Services feature, whose kubernetes Service names the servers their
+	// identity leases announce.
+	if i.parts.identity, err = identity.NewFeature(identity.FeatureConfig{Registry: i.Registry, Store: i.Store,
+		Informers: i.parts.informers, Compatibility: compat, ServerID: i.ServerID, Endpoint: i.endpoint,
+		Duration: o.IdentityLease.LeaseDuration, RenewInterval: o.IdentityLease.RenewInterval}); err != nil {
 		return ctx, err
 	}
+	if i.parts.services, err = i.newServices(builtins); err != nil {
+		return ctx, err
+	}
+	svcs := i.parts.services.Services()
 	gates, err := kubesemantics.NewGates(compat.Versions.Emulation, compat.Versions.MinCompatibility, compat.FeatureGate())
 	if err != nil {
 		return ctx, err
@@ -127,8 +135,7 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	if err := i.parts.serviceAccounts.Start(ctx, &i.components); err != nil {
 		return ctx, err
 	}
-	i.runtime = reconcile.NewMetrics(i.Metrics)
-	if err := i.buildIdentity(compat); err != nil {
+	if err := i.buildStorageVersions(compat); err != nil {
 		return ctx, err
 	}
 	i.parts.crds, err = apiextensions.NewFeature(apiextensions.FeatureConfig{Registry: i.Registry, Store: i.Store,
@@ -137,17 +144,12 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	return ctx, err
 }
 
-// buildIdentity builds the identity lease (APIServerIdentity), the storage version
-// manager (StorageVersionAPI, which depends on it) with its mirror at the aggregator,
-// and their collector, unless their gates are off.
-func (i *Instance) buildIdentity(compat *compatibility.Config) error {
-	o := i.opts
-	id, err := identity.NewFeature(identity.FeatureConfig{Registry: i.Registry, Store: i.Store, Informers: i.parts.informers,
-		Compatibility: compat, ServerID: i.ServerID, Endpoint: i.endpoint,
-		Duration: o.IdentityLease.LeaseDuration, RenewInterval: o.IdentityLease.RenewInterval})
-	if err != nil {
-		return err
-	}
+// buildStorageVersions builds, over the identity lease, the storage version manager
+// (StorageVersionAPI) with its mirror at the aggregator, and their collector, unless
+// their gates are off.
+func (i *Instance) buildStorageVersions(compat *compatibility.Config) error {
+	id := i.parts.identity
+	var err error
 	// The mirror publishes the manager's entries: none without the manager.
 	var mirror func(context.Context, schema.GroupResource, storageversion.Entry) error
 	if id != nil && compat.Enabled(compatibility.StorageVersionAPI) {
@@ -161,6 +163,6 @@ func (i *Instance) buildIdentity(compat *compatibility.Config) error {
 	if err != nil {
 		return err
 	}
-	i.parts.identity, i.parts.storageVersions = id, sv
+	i.parts.storageVersions = sv
 	return nil
 }

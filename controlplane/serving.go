@@ -17,6 +17,7 @@ import (
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/openapi"
+	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/server"
 	"github.com/concordproject/concord/server/filters"
@@ -53,6 +54,10 @@ func (i *Instance) startServing(ctx context.Context) (context.Context, error) {
 	}
 	chain, err := i.newAdmission()
 	if err != nil {
+		return ctx, err
+	}
+	pcs := priorityclass.FeatureConfig{Registry: i.Registry, Loopback: i.unlimitedLoopback()}
+	if i.parts.priorityClasses, err = priorityclass.NewFeature(pcs); err != nil {
 		return ctx, err
 	}
 	checks, err := i.healthChecks(ctx)
@@ -187,14 +192,15 @@ func (i *Instance) newFlowControl() (*flowcontrol.Controller, error) {
 // are served (webhooks' Services resolved by the aggregator, if the server is one),
 // then ResourceQuota admission if quotas are served; startControllers starts them.
 func (i *Instance) newAdmission() (*admission.Chain, error) {
+	q, err := quota.NewFeature(quota.FeatureConfig{Registry: i.Registry, Store: i.Store, Loopback: i.unlimitedLoopback(),
+		ServerID: i.ServerID, ResyncPeriod: i.opts.ResourceQuotaSyncPeriod, ReconcileMetrics: i.runtime})
+	if err != nil {
+		return nil, err
+	}
+	i.parts.quota = q
 	var validating []k8sadmission.ValidationInterface
-	if i.Registry.Served(quota.GroupResource, "v1") != nil {
-		a, err := quota.NewAdmission(i.LoopbackConfig())
-		if err != nil {
-			return nil, err
-		}
-		i.parts.quota = a
-		validating = append(validating, a)
+	if q != nil {
+		validating = append(validating, q.Admission())
 	}
 	var first []k8sadmission.ValidationInterface
 	if f := i.parts.rbac; f != nil {

@@ -11,6 +11,8 @@
 //   - Bootstrap: the system classes system-node-critical (2000001000) and
 //     system-cluster-critical (2000000000), created at start when missing (the
 //     scheduling/bootstrap-system-priority-classes post-start hook).
+//   - Its wiring in a server (Feature): where PriorityClasses are served, the
+//     bootstrap at start and its post-start hook.
 //
 // # What it must not touch
 //

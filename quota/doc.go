@@ -35,6 +35,12 @@
 // whose write then failed. Changes of status.used alone are not followed: admission
 // charges before the object is stored, and a recalculation then would undo it.
 //
+// # Wiring
+//
+// Feature is how one server runs both, where quotas are served: the admission plugin
+// (the server puts it in its admission chain) with its informer, and the usage
+// controller, started in that order.
+//
 // # What it must not touch
 //
 // It serves and stores nothing itself: quotas are stored and served by the registry

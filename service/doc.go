@@ -33,6 +33,9 @@
 //     the primary range, port 443 "https" to the servers, and its EndpointSlices, one
 //     per port the live servers listen on, naming their addresses, from the servers'
 //     identity leases.
+//   - Its wiring in a server (Feature): the allocation built before the resources are
+//     registered, the informers and controllers above started in order, and the
+//     post-start hooks of kube-apiserver's names each marks done.
 //
 // # What it must not touch
 //

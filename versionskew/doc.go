@@ -24,6 +24,9 @@
 //     (VersionSkewOutOfAllowance) or comes back (VersionSkewWithinAllowance), and
 //     exports concord_version_skew_components and
 //     concord_version_skew_out_of_allowance{component,kind,role,emulation}.
+//   - Its wiring in a server (Feature): where the VersionSkew API and leases are
+//     served, the informer of leases every server runs, the Event recorder, and the
+//     controller's election.
 //
 // Request-level skew (clients outside the allowance, seen by what they send) is
 // package compatibility's.

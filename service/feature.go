@@ -1,0 +1,190 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/concordproject/concord/health"
+	"github.com/concordproject/concord/informers"
+	"github.com/concordproject/concord/lifecycle"
+	"github.com/concordproject/concord/reconcile"
+	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/storage"
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// RepairHook names the repair controller's post-start hook, kube-apiserver's (its IP
+// and node port repair controllers').
+const RepairHook = "start-service-ip-repair-controllers"
+
+// repairLease is the lease of the repair controller's election.
+const repairLease = "concord-service-ip-repair"
+
+// errInformersNotSynced: the informers of Services, IPAddresses, ServiceCIDRs and
+// EndpointSlices have not read them yet.
+var errInformersNotSynced = errors.New("the Services, IPAddresses, ServiceCIDRs and EndpointSlices have not been read yet")
+
+// FeatureConfig is what Services' cluster IPs and node ports need of the server.
+type FeatureConfig struct {
+	// Resources are the server's built-in resources, before they are registered: the
+	// allocation needs Services, IPAddresses, ServiceCIDRs and EndpointSlices in v1.
+	Resources []*registry.Resource
+	// ClusterIPRange, NodePortRange and RepairGrace are --service-cluster-ip-range,
+	// --service-node-port-range and --service-repair-grace.
+	ClusterIPRange, NodePortRange string
+	RepairGrace                   time.Duration
+	// Raw holds the node port records.
+	Raw *storage.Store
+	// Informers are the server's shared informers, of the resources above.
+	Informers *informers.Shared
+	// Loopback is the server's own client configuration, rate limits off: the
+	// IPAddresses, ServiceCIDRs, Events and the kubernetes Service are written with it.
+	Loopback *rest.Config
+	// Endpoint is where this server serves (its advertised address and port), Leases
+	// the informer of the servers' identity leases (nil without them; its owner starts
+	// it): the kubernetes Service's endpoints.
+	Endpoint netip.AddrPort
+	Leases   cache.SharedIndexInformer
+	// ServerID names the server in the repair controller's election.
+	ServerID string
+	// ReconcileMetrics receives the controllers' samples.
+	ReconcileMetrics *reconcile.Metrics
+}
+
+// Feature is Services' cluster IPs and node ports as one server runs them: the
+// allocation in the store's writes, the default ServiceCIDR controller, the repair
+// controller (elected among the servers) and the bootstrap controller of the
+// kubernetes Service.
+type Feature struct {
+	cfg    FeatureConfig
+	ranges []netip.Prefix
+	client kubernetes.Interface
+	alloc  *Services
+	// cidrs, addresses, services and slices are the informers the controllers read.
+	cidrs, addresses, services, slices cache.SharedIndexInformer
+	// repairHook, bootstrapHook and cidrHook are the post-start hooks, in
+	// kube-apiserver's order.
+	repairHook, bootstrapHook, cidrHook *health.PostStartHook
+}
+
+// NewFeature builds the allocation, before the resources are registered (the
+// services resource is configured with it, see Services). It returns nil, nil when
+// the resources do not serve all of Services, IPAddresses, ServiceCIDRs and
+// EndpointSlices in v1: Services are data then, without cluster IPs.
+func NewFeature(cfg FeatureConfig) (*Feature, error) {
+	for _, gr := range []schema.GroupResource{GroupResource, IPAddresses, ServiceCIDRs, EndpointSlices} {
+		at := slices.IndexFunc(cfg.Resources, func(r *registry.Resource) bool { return r.GroupResource() == gr })
+		if at < 0 || cfg.Resources[at].ServedVersion("v1") == nil {
+			klog.Background().V(2).Info("Services are served without cluster IPs: a resource the allocation needs is not served in v1", "resource", gr)
+			return nil, nil
+		}
+	}
+	ranges, err := ParseClusterIPRanges(cfg.ClusterIPRange)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := ParseNodePortRange(cfg.NodePortRange)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg.Loopback)
+	if err != nil {
+		return nil, err
+	}
+	f := &Feature{cfg: cfg, ranges: ranges, client: client,
+		cidrs:      cfg.Informers.Typed(ServiceCIDRs, func() runtime.Object { return &networkingv1.ServiceCIDR{} }),
+		addresses:  cfg.Informers.Typed(IPAddresses, func() runtime.Object { return &networkingv1.IPAddress{} }),
+		services:   cfg.Informers.Typed(GroupResource, func() runtime.Object { return &corev1.Service{} }),
+		slices:     cfg.Informers.Typed(EndpointSlices, func() runtime.Object { return &discoveryv1.EndpointSlice{} }),
+		repairHook: health.NewPostStartHook(RepairHook), bootstrapHook: health.NewPostStartHook(BootstrapHook),
+		cidrHook: health.NewPostStartHook(DefaultCIDRHook),
+	}
+	f.alloc = New(Config{ClusterIPRanges: ranges, NodePorts: ports, Raw: cfg.Raw, Client: client.NetworkingV1(),
+		ServiceCIDRs: f.cidrs, IPAddresses: f.addresses})
+	return f, nil
+}
+
+// Services is the allocation, which package builtin gives the services resource
+// (Services.Configure) and the cluster proxy reads the primary IP family of; nil on a
+// nil Feature, a server that does not allocate.
+func (f *Feature) Services() *Services {
+	if f == nil {
+		return nil
+	}
+	return f.alloc
+}
+
+// Checks are the post-start hooks of the repair controller, the kubernetes Service
+// and the default ServiceCIDR, in kube-apiserver's order; none on a nil Feature.
+func (f *Feature) Checks() []health.Checker {
+	if f == nil {
+		return nil
+	}
+	return []health.Checker{f.repairHook, f.bootstrapHook, f.cidrHook}
+}
+
+// Start starts, in g, the informers the allocation and the controllers read, the
+// default ServiceCIDR controller, the repair controller (elected among the servers),
+// and the bootstrap controller of the kubernetes Service, ready once that Service and
+// its endpoints, and the default ServiceCIDR, are written. A nil Feature starts
+// nothing.
+func (f *Feature) Start(ctx context.Context, g *lifecycle.Group) error {
+	if f == nil {
+		return nil
+	}
+	if err := f.cfg.Informers.Start(ctx, g, "service-informers", errInformersNotSynced, f.cidrs, f.services, f.slices, f.addresses); err != nil {
+		return err
+	}
+	cidrCtrl, err := NewDefaultCIDRController(f.ranges, f.cidrs, f.client.NetworkingV1(), f.cfg.ReconcileMetrics)
+	if err != nil {
+		return err
+	}
+	// Not waited for here: the kubernetes Service needs no ServiceCIDR object (the
+	// allocator knows the flag's range), and is waited for with it below.
+	if err := g.Start(ctx, lifecycle.Component{Name: "default-servicecidr", Run: cidrCtrl.Run}); err != nil {
+		return err
+	}
+	if err := f.startRepair(ctx, g); err != nil {
+		return err
+	}
+	k, err := f.alloc.NewKubernetesService(KubernetesConfig{
+		Endpoint: f.cfg.Endpoint, Leases: f.cfg.Leases, Services: f.services, EndpointSlices: f.slices,
+		Client: f.client, Metrics: f.cfg.ReconcileMetrics,
+	})
+	if err != nil {
+		return err
+	}
+	ready := func() error { return errors.Join(cidrCtrl.Ready(), k.Ready()) }
+	if err := g.Start(ctx, lifecycle.Component{Name: "kubernetes-service", Run: k.Run, Ready: ready}); err != nil {
+		return fmt.Errorf("creating the default ServiceCIDR and the kubernetes Service: %w", err)
+	}
+	f.cidrHook.Done()
+	f.bootstrapHook.Done()
+	return nil
+}
+
+// startRepair starts the repair controller, elected among the servers.
+func (f *Feature) startRepair(ctx context.Context, g *lifecycle.Group) error {
+	repair := f.alloc.NewRepair(RepairConfig{
+		Services: f.services, Client: f.client, Grace: f.cfg.RepairGrace, Metrics: f.cfg.ReconcileMetrics,
+	})
+	run := reconcile.Elected(f.client.CoordinationV1(), repairLease, f.cfg.ServerID+"_"+uuid.NewString(), repair.Run)
+	if err := g.Start(ctx, lifecycle.Component{Name: "service-ip-repair", Run: run}); err != nil {
+		return fmt.Errorf("starting the Service IP repair controller: %w", err)
+	}
+	f.repairHook.Done()
+	return nil
+}
