@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/etcd"
+	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/storage"
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,6 +41,12 @@ func New(st *storage.Store, interval time.Duration, metrics *reconcile.Metrics, 
 	}
 	c.ctrl = reconcile.New("etcd-compaction", reconcile.Func[turn](c.reconcile), reconcile.Options[turn]{Metrics: metrics})
 	return c
+}
+
+// NewComponent returns the compaction controller of st (New) as the server runs it:
+// the component etcd-compaction, compacting every interval (which must be positive).
+func NewComponent(st *storage.Store, interval time.Duration, metrics *reconcile.Metrics, reg prometheus.Registerer) lifecycle.Component {
+	return lifecycle.Component{Name: "etcd-compaction", Run: New(st, interval, metrics, reg).Run}
 }
 
 // Run takes turns until ctx is done.

@@ -12,7 +12,8 @@
 // waited a whole interval.
 //
 // It runs on the reconcile runtime: one key, looked at again every interval (a
-// failed turn is retried with the runtime's backoff). It owns only the turns and
-// the compaction call (storage.Store.CompactStep); it must not read or write
-// objects.
+// failed turn is retried with the runtime's backoff). It owns only the turns and the
+// compaction call (storage.Store.CompactStep); it must not read or write objects.
+// NewComponent is its server wiring: the Controller as the component the server
+// starts with its controllers.
 package compaction

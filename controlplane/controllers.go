@@ -3,14 +3,11 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/compaction"
 	"github.com/concordproject/concord/garbagecollector"
 	"github.com/concordproject/concord/lifecycle"
-	"github.com/concordproject/concord/migration"
-	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/storageprotection"
 	"github.com/concordproject/concord/versionskew"
 	"github.com/google/uuid"
@@ -34,7 +31,7 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	if err := i.start(ctx, lifecycle.Component{Name: "ready-for-writes", Run: i.parts.readyGate.Run}); err != nil {
 		return ctx, err
 	}
-	if err := i.startSystemNamespaces(ctx); err != nil {
+	if err := i.parts.namespaces.Start(ctx, &i.components); err != nil {
 		return ctx, err
 	}
 	if err := i.startIdentity(ctx); err != nil {
@@ -76,57 +73,18 @@ func (i *Instance) startControllers(ctx context.Context) (context.Context, error
 	if err := i.startVersionSkew(ctx); err != nil {
 		return ctx, err
 	}
-	if iv := i.opts.Etcd.CompactionInterval; iv > 0 {
-		if err := i.start(ctx, lifecycle.Component{Name: "etcd-compaction", Run: compaction.New(i.raw, iv, i.runtime, i.Metrics).Run}); err != nil {
+	if err := i.startCleanup(ctx); err != nil {
+		return ctx, err
+	}
+	if f := i.parts.migration; f != nil {
+		if err := f.Start(ctx, &i.components); err != nil {
 			return ctx, err
 		}
 	}
-	namespaces, err := namespace.NewController(i.Registry, i.Store, i.runtime)
-	if err != nil {
-		return ctx, err
-	}
-	if err := i.start(ctx, lifecycle.Component{Name: "namespace-controller", Run: namespaces.Run}); err != nil {
-		return ctx, err
-	}
-	protection, err := storageprotection.NewController(i.Registry, i.Store, i.runtime)
-	if err != nil {
-		return ctx, err
-	}
-	if err := i.start(ctx, lifecycle.Component{Name: "storage-protection-controller", Run: protection.Run}); err != nil {
-		return ctx, err
-	}
-	if err := i.startGarbageCollector(ctx); err != nil {
-		return ctx, err
-	}
-	if !i.opts.DisableStorageMigration {
-		// Leader-elected among the servers: one of them triggers and runs migrations.
-		if err := i.start(ctx, lifecycle.Component{Name: "storage-migration", Run: func(ctx context.Context) error {
-			// The candidate's identity starts with the server's, so that operators (and
-			// the safety suite) see which server leads.
-			le := migration.LeaderElection{Identity: i.ServerID + "_" + uuid.NewString()}
-			return migration.Run(ctx, migration.Config{RESTConfig: i.LoopbackConfig(), Metrics: i.Metrics, LeaderElection: le, Installed: i.parts.migration.set})
-		}}); err != nil {
-			return ctx, err
-		}
-	}
-	if err := i.startStorageReadiness(ctx); err != nil {
+	if err := i.parts.storageReadiness.Start(ctx, &i.components); err != nil {
 		return ctx, err
 	}
 	return ctx, i.start(ctx, closer("readiness", i.parts.checks.ShuttingDown))
-}
-
-// startSystemNamespaces starts the system namespaces controller; ready once it has
-// created the missing ones (the identity lease needs kube-system).
-func (i *Instance) startSystemNamespaces(ctx context.Context) error {
-	c, err := namespace.NewSystemController(i.Registry, i.Store, i.runtime)
-	if err != nil {
-		return err
-	}
-	if err := i.start(ctx, lifecycle.Component{Name: "system-namespaces", Run: c.Run, Ready: c.Ready}); err != nil {
-		return fmt.Errorf("creating the system namespaces: %w", err)
-	}
-	i.finish(hookSystemNamespaces)
-	return nil
 }
 
 // startAdmission starts the admission chain; ready once it has read what its
@@ -151,20 +109,34 @@ func (i *Instance) startVersionSkew(ctx context.Context) error {
 	return skew.Start(ctx, &i.components)
 }
 
-// startGarbageCollector starts the garbage collector, leader-elected among the
-// servers. Its election is timed from the identity lease duration, as the storage
-// version collector's: half of it (whole seconds, at least one), renewed within two
-// thirds of that, retried every sixth (15s, 10s and 2.5s by default).
-func (i *Instance) startGarbageCollector(ctx context.Context) error {
-	lease := max(time.Second, (i.opts.IdentityLease.LeaseDuration / 2).Truncate(time.Second))
-	gc, err := garbagecollector.New(garbagecollector.Config{
-		Registry: i.Registry, Store: i.Store, RESTConfig: i.LoopbackConfig(), Holder: i.ServerID + "_" + uuid.NewString(),
-		LeaseDuration: lease, RenewDeadline: lease * 2 / 3, RetryPeriod: lease / 6, ReconcileMetrics: i.runtime,
+// startCleanup starts the controllers that remove what is no longer needed, in
+// this order: etcd's compaction of its old history (unless
+// --etcd-compaction-interval=0), the namespace controller, the storage protection
+// controller, and the garbage collector.
+func (i *Instance) startCleanup(ctx context.Context) error {
+	if iv := i.opts.Etcd.CompactionInterval; iv > 0 {
+		if err := i.start(ctx, compaction.NewComponent(i.raw, iv, i.runtime, i.Metrics)); err != nil {
+			return err
+		}
+	}
+	if err := i.parts.namespaces.StartController(ctx, &i.components); err != nil {
+		return err
+	}
+	protection, err := storageprotection.NewComponent(i.Registry, i.Store, i.runtime)
+	if err != nil {
+		return err
+	}
+	if err := i.start(ctx, protection); err != nil {
+		return err
+	}
+	gc, err := garbagecollector.NewComponent(garbagecollector.ComponentConfig{
+		Registry: i.Registry, Store: i.Store, Loopback: i.unlimitedLoopback(), ServerID: i.ServerID,
+		IdentityLeaseDuration: i.opts.IdentityLease.LeaseDuration, ReconcileMetrics: i.runtime,
 	})
 	if err != nil {
 		return err
 	}
-	return i.start(ctx, lifecycle.Component{Name: "garbage-collector", Run: gc.Run})
+	return i.start(ctx, gc)
 }
 
 // startAggregator starts the aggregator, if the server is one.

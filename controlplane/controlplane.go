@@ -18,6 +18,8 @@ import (
 	"github.com/concordproject/concord/informers"
 	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/lifecycle"
+	"github.com/concordproject/concord/migration"
+	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/rbac"
@@ -88,7 +90,13 @@ type parts struct {
 	identity        *identity.Feature
 	storageVersions *storageversion.Feature
 	crds            *apiextensions.Feature
-	checks          *health.Endpoints
+	// namespaces are the namespace controllers, storageReadiness the watch caches'
+	// readiness, migration storage migration (nil with --disable-storage-migration):
+	// resources → serving (their checks) → controllers, which start them.
+	namespaces       *namespace.Feature
+	storageReadiness *store.Readiness
+	migration        *migration.Feature
+	checks           *health.Endpoints
 	// readyGate holds clients' writes until the server has been ready once: serving →
 	// controllers, which runs it.
 	readyGate *filters.ReadyGate
@@ -132,9 +140,6 @@ type parts struct {
 	// IPAddresses, ServiceCIDRs and EndpointSlices are not all served in v1): resources
 	// → controllers.
 	services *service.Feature
-	// migration is the outcome of the last attempt to install the storage-migration
-	// definitions (readyz only).
-	migration migrationState
 }
 
 // LoopbackConfig returns a client configuration with the server's own identity
@@ -184,7 +189,9 @@ func (i *Instance) Done() <-chan struct{} { return i.done }
 //     admin token shared through etcd, the serving certificate, the tokens;
 //  3. resources: the built-in resources, the registry and the object store, the
 //     check that this release may join the servers sharing etcd (identity.CheckJoin),
-//     the identity lease, the storage version manager and the CRD controller;
+//     the identity lease, the storage version manager, the CRD controller and the
+//     other components whose checks serving lists (namespace controllers, storage
+//     readiness, storage migration);
 //  4. serving: health checks and the HTTP server with its handler chain;
 //  5. controllers: the system namespaces, the identity lease, the storage version
 //     manager and its garbage collector, the CRD controller (ready once every stored

@@ -9,8 +9,6 @@ import (
 
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
-	"github.com/concordproject/concord/namespace"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 )
 
@@ -22,16 +20,7 @@ const (
 	hookAdmission = "start-apiserver-admission-initializer"
 	// the informers the server starts before it serves (RBAC, service accounts)
 	hookInformers = "generic-apiserver-start-informers"
-	// the watch caches opened at start-up have loaded (kube-apiserver's waits for the
-	// watch caches, a minute at most)
-	hookStorageReadiness = "storage-readiness"
-	// the system namespaces controller (package namespace)
-	hookSystemNamespaces = namespace.SystemNamespacesHook
 )
-
-// storageReadinessTimeout is how long the storage-readiness hook waits for the watch
-// caches at most, as kube-apiserver's --storage-initialization-timeout (1m).
-const storageReadinessTimeout = time.Minute
 
 // InformerSyncCheck is the readyz check that fails while an in-process informer the
 // server runs has not synced.
@@ -80,12 +69,12 @@ func (i *Instance) healthChecks(ctx context.Context) (*health.Endpoints, error) 
 		all = append(all, i.parts.flowControl.Hooks()...)
 	}
 	all = append(all, i.parts.crds.Checks()...)
-	all = append(all, i.newHooks(hookSystemNamespaces)...)
+	all = append(all, i.parts.namespaces.Checks()...)
 	if id := i.parts.identity; id != nil {
 		all = append(all, id.Checks()...)
 		all = append(all, i.parts.storageVersions.Checks()...)
 	}
-	all = append(all, i.newHooks(hookStorageReadiness)...)
+	all = append(all, i.parts.storageReadiness.Checks()...)
 	if f := i.parts.rbacBootstrap; f != nil {
 		all = append(all, f.Checks()...)
 	}
@@ -109,10 +98,8 @@ func (i *Instance) healthChecks(ctx context.Context) (*health.Endpoints, error) 
 		// Ready only while writes are accepted, not just once they were at start-up.
 		readyOnly = append(readyOnly, svm.WritesCheck())
 	}
-	if !i.opts.DisableStorageMigration {
-		// Not ready while storage migration cannot start (its definitions cannot be
-		// installed): an operator must see it, a restart would not help.
-		readyOnly = append(readyOnly, health.NamedCheck(MigrationDefinitionsCheck, i.parts.migration.check))
+	if f := i.parts.migration; f != nil {
+		readyOnly = append(readyOnly, f.ReadyCheck())
 	}
 	if err := checks.AddReadyz(readyOnly...); err != nil {
 		return nil, err
@@ -129,27 +116,4 @@ func (i *Instance) informersSynced() error {
 		errs = append(errs, ready())
 	}
 	return errors.Join(errs...)
-}
-
-// startStorageReadiness finishes the storage-readiness hook once every watch cache
-// open now has loaded its objects, or after storageReadinessTimeout, as
-// kube-apiserver does (it then serves from etcd meanwhile, and says so); ready once it
-// has.
-func (i *Instance) startStorageReadiness(ctx context.Context) error {
-	return i.start(ctx, lifecycle.Component{Name: "storage-readiness", Run: func(ctx context.Context) error {
-		wctx, cancel := context.WithTimeout(ctx, storageReadinessTimeout)
-		defer cancel()
-		err := wait.PollUntilContextCancel(wctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-			return i.Store.CachesLoaded() == nil, nil
-		})
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			klog.FromContext(ctx).Info("Watch caches not loaded in time; lists and watches read etcd until they are", "err", i.Store.CachesLoaded())
-		}
-		i.finish(hookStorageReadiness)
-		<-ctx.Done()
-		return nil
-	}, Ready: func() error { return i.hook(hookStorageReadiness).Check(nil) }})
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/concordproject/concord/informers"
 	"github.com/concordproject/concord/kubesemantics"
 	"github.com/concordproject/concord/lifecycle"
+	"github.com/concordproject/concord/migration"
+	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/podbinding"
 	"github.com/concordproject/concord/podconnect"
 	"github.com/concordproject/concord/podeviction"
@@ -57,8 +59,9 @@ func servesVersion(resources []*registry.Resource, gr schema.GroupResource, v st
 // the registry of the built-in resources it selects and the CRD resource, the object
 // store (whose caches run from here on), the authorizer (whose RBAC informers read
 // the store from here on), and the server's identity lease, storage version manager
-// (KEP-1965, KEP-2339) and CRD controller, built now because the handler chain and
-// the health checks need them; they start with the controllers.
+// (KEP-1965, KEP-2339), CRD controller, namespace controllers, watch caches'
+// readiness and storage migration, built now because the handler chain and the health
+// checks need them; they start with the controllers.
 func (i *Instance) buildResources(ctx context.Context) (context.Context, error) {
 	o, compat, builtins := i.opts, i.Compatibility, i.parts.builtins
 	var err error
@@ -141,7 +144,25 @@ func (i *Instance) buildResources(ctx context.Context) (context.Context, error) 
 	i.parts.crds, err = apiextensions.NewFeature(apiextensions.FeatureConfig{Registry: i.Registry, Store: i.Store,
 		ReconcileMetrics: i.runtime, NoRatcheting: !compat.Enabled(compatibility.CRDValidationRatcheting),
 		StorageVersions: i.parts.storageVersions.Manager()})
-	return ctx, err
+	if err != nil {
+		return ctx, err
+	}
+	return ctx, i.buildWithChecks()
+}
+
+// buildWithChecks builds the namespace controllers, the watch caches' readiness and
+// storage migration, which start with the controllers, now: the health checks list
+// their hooks and check.
+func (i *Instance) buildWithChecks() error {
+	var err error
+	i.parts.namespaces, err = namespace.NewFeature(namespace.FeatureConfig{Registry: i.Registry, Store: i.Store, ReconcileMetrics: i.runtime})
+	if err != nil {
+		return err
+	}
+	i.parts.storageReadiness = store.NewReadiness(i.Store)
+	i.parts.migration, err = migration.NewFeature(migration.FeatureConfig{Disabled: i.opts.DisableStorageMigration,
+		Loopback: i.unlimitedLoopback(), Metrics: i.Metrics, ServerID: i.ServerID})
+	return err
 }
 
 // buildStorageVersions builds, over the identity lease, the storage version manager

@@ -3,9 +3,7 @@ package controlplane
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/concordproject/concord/admission"
@@ -223,34 +221,6 @@ func (i *Instance) newAdmission() (*admission.Chain, error) {
 	}
 	i.parts.admission = chain
 	return chain, nil
-}
-
-// MigrationDefinitionsCheck is the readyz check that fails while the
-// storage-migration definitions cannot be installed.
-const MigrationDefinitionsCheck = "storage-migration-definitions"
-
-// migrationState is the outcome of the last attempt to install the storage-migration
-// definitions: its check fails, with the error, from a failed attempt until one
-// succeeds (a first attempt under way does not count: a fresh server is not held
-// back by it; a server that cannot install them is seen).
-type migrationState struct {
-	mu  sync.Mutex
-	err error // nil once an attempt succeeds: the last one
-}
-
-func (m *migrationState) set(err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.err = err
-}
-
-func (m *migrationState) check(*http.Request) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.err != nil {
-		return fmt.Errorf("installing the storage-migration definitions: %w", m.err)
-	}
-	return nil
 }
 
 // installOpenAPI serves the OpenAPI documents of the registry, and of the aggregated

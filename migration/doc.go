@@ -22,7 +22,9 @@
 //   - discovery: what the server serves, with storage version hashes.
 //   - this package: Run (leader-elected over a Lease; EnsureCRDs installs the
 //     definitions first), `concord controller-manager` (NewCommand) and `concord
-//     migrations` (NewMigrationsCommand, PrintMigrations).
+//     migrations` (NewMigrationsCommand, PrintMigrations), and its wiring in `concord
+//     server` (Feature: Run as a component of the server, and the readyz check
+//     DefinitionsCheck).
 //
 // # What it must not touch
 //

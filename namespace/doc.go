@@ -12,6 +12,10 @@
 // refuses to delete default, kube-system and kube-public (403), as Kubernetes'
 // NamespaceLifecycle admission does.
 //
+// Feature is the package's server wiring: NewFeature builds both controllers and the
+// system namespaces controller's post-start hook; Start starts the system namespaces
+// early in the server's start-up, StartController the lifecycle controller late.
+//
 // Namespaced creations in a missing or terminating namespace are refused by the
 // registry's store itself; this package does not touch that.
 package namespace

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
@@ -68,6 +69,17 @@ func NewController(reg *registry.Registry, st *store.Store, metrics *reconcile.M
 		}
 	}
 	return c, nil
+}
+
+// NewComponent returns the controller of the protected resources reg serves in v1,
+// stored in st (NewController), as the server runs it: the component
+// storage-protection-controller. Every server runs one.
+func NewComponent(reg *registry.Registry, st *store.Store, metrics *reconcile.Metrics) (lifecycle.Component, error) {
+	c, err := NewController(reg, st, metrics)
+	if err != nil {
+		return lifecycle.Component{}, err
+	}
+	return lifecycle.Component{Name: "storage-protection-controller", Run: c.Run}, nil
 }
 
 // Run follows the protected resources until ctx is done, and returns once its

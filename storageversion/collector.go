@@ -110,14 +110,6 @@ func NewCollector(cfg CollectorConfig) (*Collector, error) {
 	}, nil
 }
 
-// electionTimings derives the leader election's lease duration, renew deadline and
-// retry period from the identity lease duration d: half of d (whole seconds, at least
-// one), two thirds of that, and a sixth of it.
-func electionTimings(d time.Duration) (lease, renew, retry time.Duration) {
-	lease = max(time.Second, (d / 2).Truncate(time.Second))
-	return lease, lease * 2 / 3, lease / 6
-}
-
 // Run campaigns for leadership until ctx is done, collecting while it leads; when ctx
 // is done it gives leadership up (so that a peer takes over at once) and returns.
 func (c *Collector) Run(ctx context.Context) error {
@@ -125,7 +117,7 @@ func (c *Collector) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logger)
 	defer c.httpClient.CloseIdleConnections()
 	election := reconcile.LeaseElection(c.client.CoordinationV1(), c.cfg.ElectionLease, c.cfg.Holder)
-	election.LeaseDuration, election.RenewDeadline, election.RetryPeriod = electionTimings(c.cfg.LeaseDuration)
+	election.LeaseDuration, election.RenewDeadline, election.RetryPeriod = identity.ElectionTimings(c.cfg.LeaseDuration)
 	return reconcile.RunElected(ctx, election, c.lead)
 }
 

@@ -15,6 +15,10 @@
 //     in the storage version;
 //   - rewrite.go: the storage-migration fast path, re-encoding pages in place.
 //
+// Readiness (readiness.go) is the server's wiring of the watch caches' readiness: the
+// post-start hook storage-readiness, done once the caches open at start-up have
+// loaded.
+//
 // Every call names its target with a Ref (resource, version, namespace, name), so a
 // resource redefined at run time (a CRD's storage version flips) takes effect on the
 // next call; the Store holds no per-resource state but caches (packages cache and

@@ -180,7 +180,7 @@ func TestEmulationRollbackMigrates(t *testing.T) {
 	s.Options.Compatibility.EmulationVersion = []string{older}
 	s.Restart(t)
 	waitFor(t, "readyz with the storage-migration definitions installed", func() (bool, error) {
-		code, _, _, body := svHTTP(t, s.Config(), http.MethodGet, "/readyz/"+controlplane.MigrationDefinitionsCheck, nil)
+		code, _, _, body := svHTTP(t, s.Config(), http.MethodGet, "/readyz/"+migration.DefinitionsCheck, nil)
 		return code == http.StatusOK && strings.Contains(body, "ok"), nil
 	})
 	dyn = s.Dynamic(t)
@@ -325,7 +325,7 @@ func TestMigrationDefinitionsReadiness(t *testing.T) {
 	waitCRD(t, crdClient(t, c.Servers[0]), squatter.Name, "established", established)
 
 	s := c.AddServer(t) // runs storage migration
-	path := "/readyz/" + controlplane.MigrationDefinitionsCheck
+	path := "/readyz/" + migration.DefinitionsCheck
 	var body string
 	waitFor(t, "readyz to say the definitions cannot be installed", func() (bool, error) {
 		var code int
