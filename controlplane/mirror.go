@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/concordproject/concord/compatibility"
-	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/storageversion/publisher"
 	"github.com/concordproject/concord/wire"
@@ -20,51 +19,39 @@ import (
 const mirrorKind = "concord-aggregated-apiserver"
 
 // newMirror builds the publisher of this server's StorageVersion entries to the
-// aggregator it runs behind (nil without --aggregator-kubeconfig) and returns the
-// storage version manager's Mirror, which feeds it. This wiring stays in the
+// aggregator it runs behind (nil without --aggregator-kubeconfig) and returns it with
+// the storage version manager's Mirror, which feeds it the entries of the resources of
+// --aggregated-groups, before the server writes in them. This wiring stays in the
 // composition root, the one place that may import both sides: package storageversion
 // (layer 4) may not import the publisher (layer 5), and the publisher is a client
-// library for any aggregated server that imports no part of Concord's server (its
-// package documentation says so), so it gets no server Feature.
-func (i *Instance) newMirror() (func(context.Context, schema.GroupResource, storageversion.Entry) error, error) {
-	o := i.opts
+// library for any aggregated server that imports no part of Concord's server.
+func newMirror(c *core) (*publisher.Publisher, func(context.Context, schema.GroupResource, storageversion.Entry) error, error) {
+	o := c.opts
 	if o.AggregatorKubeconfig == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.AggregatorKubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("--aggregator-kubeconfig: %w", err)
+		return nil, nil, fmt.Errorf("--aggregator-kubeconfig: %w", err)
 	}
-	compatibility.IdentifyClient(cfg, i.Compatibility.ClientVersion())
+	compatibility.IdentifyClient(cfg, c.compat.ClientVersion())
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("--aggregator-kubeconfig: %w", err)
+		return nil, nil, fmt.Errorf("--aggregator-kubeconfig: %w", err)
 	}
-	v := i.Compatibility.Versions
-	i.parts.mirror, err = publisher.New(publisher.Config{Client: client, ServerID: i.ServerID, Kind: mirrorKind,
+	v := c.compat.Versions
+	p, err := publisher.New(publisher.Config{Client: client, ServerID: c.id, Kind: mirrorKind,
 		Versions:      wire.ComponentVersions{Binary: v.Binary, Emulation: v.Emulation, MinCompatibility: v.MinCompatibility},
-		LeaseDuration: o.IdentityLease.LeaseDuration, RenewInterval: o.IdentityLease.RenewInterval, Metrics: i.runtime})
+		LeaseDuration: o.IdentityLease.LeaseDuration, RenewInterval: o.IdentityLease.RenewInterval, Metrics: c.runtime})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return i.mirror, nil
-}
-
-// mirror is the storage version manager's Mirror: the entries of the resources of
-// --aggregated-groups go to the aggregator too, before the server writes in them.
-func (i *Instance) mirror(ctx context.Context, gr schema.GroupResource, e storageversion.Entry) error {
-	if !slices.Contains(i.opts.AggregatedGroups, gr.Group) {
-		return nil
+	mirror := func(ctx context.Context, gr schema.GroupResource, e storageversion.Entry) error {
+		if !slices.Contains(o.AggregatedGroups, gr.Group) {
+			return nil
+		}
+		return p.Put(ctx, publisher.Resource{GroupResource: gr, EncodingVersion: e.EncodingVersion,
+			DecodableVersions: e.DecodableVersions, ServedVersions: e.ServedVersions})
 	}
-	return i.parts.mirror.Put(ctx, publisher.Resource{GroupResource: gr, EncodingVersion: e.EncodingVersion,
-		DecodableVersions: e.DecodableVersions, ServedVersions: e.ServedVersions})
-}
-
-// startMirror keeps the identity lease and the entries at the aggregator until the
-// server stops, then withdraws them.
-func (i *Instance) startMirror(ctx context.Context) error {
-	if i.parts.mirror == nil {
-		return nil
-	}
-	return i.start(ctx, lifecycle.Component{Name: "aggregator-storage-versions", Run: i.parts.mirror.Run})
+	return p, mirror, nil
 }

@@ -6,15 +6,25 @@ import (
 	"path/filepath"
 
 	"github.com/concordproject/concord/etcd"
+	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/storage"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
+
+// stored is what the storage phase hands on: etcd's client, raw storage over it, and
+// the server's metrics registry (storage's metrics are the first in it).
+type stored struct {
+	client  *clientv3.Client
+	raw     *storage.Store
+	metrics *prometheus.Registry
+}
 
 // startStorage is the storage phase: the embedded etcd (the first component started,
 // so the last stopped) or a client of an external cluster, and raw storage over it.
-func (i *Instance) startStorage(ctx context.Context) (context.Context, error) {
-	o := i.opts
+func startStorage(ctx context.Context, g *lifecycle.Group, o *Options) (stored, error) {
+	var client *clientv3.Client
 	if len(o.Etcd.Endpoints) == 0 {
 		var opts []etcd.LoopbackOption
 		if o.Etcd.UnsafeNoFsync {
@@ -22,25 +32,25 @@ func (i *Instance) startStorage(ctx context.Context) (context.Context, error) {
 		}
 		m, err := etcd.StartLoopback(ctx, filepath.Join(o.DataDir, "etcd"), opts...)
 		if err != nil {
-			return ctx, fmt.Errorf("starting the embedded etcd: %w", err)
+			return stored{}, fmt.Errorf("starting the embedded etcd: %w", err)
 		}
-		if err := i.start(ctx, closer("etcd", m.Close)); err != nil {
-			return ctx, err
+		if err := g.Start(ctx, closer("etcd", m.Close)); err != nil {
+			return stored{}, err
 		}
-		if i.client, err = m.NewClient(ctx); err != nil {
-			return ctx, err
+		if client, err = m.NewClient(ctx); err != nil {
+			return stored{}, err
 		}
 	} else {
 		var err error
-		if i.client, err = etcd.NewClient(ctx, o.Etcd.ClientConfig); err != nil {
-			return ctx, err
+		if client, err = etcd.NewClient(ctx, o.Etcd.ClientConfig); err != nil {
+			return stored{}, err
 		}
 	}
-	if err := i.start(ctx, closer("etcd-client", func() { _ = i.client.Close() })); err != nil {
-		return ctx, err
+	if err := g.Start(ctx, closer("etcd-client", func() { _ = client.Close() })); err != nil {
+		return stored{}, err
 	}
-	i.Metrics = prometheus.NewRegistry()
-	i.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	i.raw = storage.New(i.client, o.Etcd.Prefix).WithMetrics(storage.NewMetrics(i.Metrics))
-	return ctx, nil
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	raw := storage.New(client, o.Etcd.Prefix).WithMetrics(storage.NewMetrics(metrics))
+	return stored{client: client, raw: raw, metrics: metrics}, nil
 }

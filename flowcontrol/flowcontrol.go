@@ -84,9 +84,9 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// Hooks are the post-start hooks for the server's health checks: the configuration
+// Checks are the post-start hooks for the server's health checks: the configuration
 // read, and the bootstrap configuration written.
-func (c *Controller) Hooks() []health.Checker { return []health.Checker{c.consumer, c.producer} }
+func (c *Controller) Checks() []health.Checker { return []health.Checker{c.consumer, c.producer} }
 
 // Run follows the configuration and keeps the bootstrap objects until ctx is done,
 // and returns once its informers and workers have stopped.
