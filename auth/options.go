@@ -68,12 +68,32 @@ func (o *Options) Validate() []error {
 	return errs
 }
 
-// TokenFile reads --token-auth-file (nil without one).
-func (o *Options) TokenFile() (map[string]User, error) {
-	if o.TokenAuthFile == "" {
-		return nil, nil
+// Authentication returns a server's authentication of what the flags and the
+// cluster's credentials say: static tokens (the admin's, the server's own loopback
+// token, --token-auth-file's), client certificates of the cluster CA, and an
+// aggregator's forwarded requests (--requestheader-*); tokens must be for audiences.
+// Service account tokens' authenticator is added to its Tokens.
+func (o *Options) Authentication(creds *ClusterCredentials, loopbackToken string, audiences []string) (*Authentication, error) {
+	var fileTokens map[string]User
+	if o.TokenAuthFile != "" {
+		var err error
+		if fileTokens, err = LoadTokenFile(o.TokenAuthFile); err != nil {
+			return nil, err
+		}
 	}
-	return LoadTokenFile(o.TokenAuthFile)
+	static, err := NewTokenAuthenticator(fileTokens, creds.AdminToken, loopbackToken)
+	if err != nil {
+		return nil, err
+	}
+	certs, err := NewCertificateAuthenticator(creds.CACert)
+	if err != nil {
+		return nil, err
+	}
+	requestHeader, err := o.RequestHeaderAuthenticator()
+	if err != nil {
+		return nil, err
+	}
+	return &Authentication{RequestHeader: requestHeader, Certificates: certs, Static: static, APIAudiences: audiences}, nil
 }
 
 // RequestHeaderAuthenticator authenticates the requests an aggregator forwards

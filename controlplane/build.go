@@ -86,7 +86,7 @@ func (fs *features) buildStorageVersions(c *core) error {
 func (fs *features) buildAdmission(c *core) error {
 	var err error
 	if fs.quota, err = quota.NewFeature(quota.FeatureConfig{Registry: c.registry, Store: c.store, Loopback: c.loopbackConfig(),
-		ServerID: c.id, ResyncPeriod: c.opts.ResourceQuotaSyncPeriod, ReconcileMetrics: c.runtime}); err != nil {
+		ServerID: c.id, ResyncPeriod: c.opts.Quota.SyncPeriod, ReconcileMetrics: c.runtime}); err != nil {
 		return err
 	}
 	chain := admission.Config{Registry: c.registry, RESTConfig: c.loopbackConfig(), ServerID: c.id,

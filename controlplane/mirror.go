@@ -27,10 +27,10 @@ const mirrorKind = "concord-aggregated-apiserver"
 // library for any aggregated server that imports no part of Concord's server.
 func newMirror(c *core) (*publisher.Publisher, func(context.Context, schema.GroupResource, storageversion.Entry) error, error) {
 	o := c.opts
-	if o.AggregatorKubeconfig == "" {
+	if o.Mirror.AggregatorKubeconfig == "" {
 		return nil, nil, nil
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", o.AggregatorKubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Mirror.AggregatorKubeconfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--aggregator-kubeconfig: %w", err)
 	}
@@ -47,7 +47,7 @@ func newMirror(c *core) (*publisher.Publisher, func(context.Context, schema.Grou
 		return nil, nil, err
 	}
 	mirror := func(ctx context.Context, gr schema.GroupResource, e storageversion.Entry) error {
-		if !slices.Contains(o.AggregatedGroups, gr.Group) {
+		if !slices.Contains(o.Mirror.AggregatedGroups, gr.Group) {
 			return nil
 		}
 		return p.Put(ctx, publisher.Resource{GroupResource: gr, EncodingVersion: e.EncodingVersion,

@@ -3,10 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/concordproject/concord/compatibility"
@@ -22,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 )
 
@@ -134,32 +130,5 @@ func buildResources(ctx context.Context, g *lifecycle.Group, c *core, cr *creden
 	return fs, nil
 }
 
-// endpoint returns where the server serves, for the cluster: --advertise-address
-// (else --bind-address, else the host's default interface) and the port it listens
-// on.
-func (c *core) endpoint() (netip.AddrPort, error) {
-	u, err := url.Parse(c.url)
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
-	port, err := strconv.ParseUint(u.Port(), 10, 16)
-	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("the server's port %q: %w", u.Port(), err)
-	}
-	addr := c.opts.AdvertiseAddress
-	if addr == "" {
-		addr = c.opts.BindAddress
-	}
-	if ip := net.ParseIP(addr); ip == nil || ip.IsUnspecified() {
-		host, err := utilnet.ChooseHostInterface()
-		if err != nil {
-			return netip.AddrPort{}, fmt.Errorf("choosing the address to advertise (set --advertise-address): %w", err)
-		}
-		addr = host.String()
-	}
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
-	return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
-}
+// endpoint returns where the server serves, for the cluster (ServingOptions.Advertised).
+func (c *core) endpoint() (netip.AddrPort, error) { return c.opts.Serving.Advertised(c.url) }

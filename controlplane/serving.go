@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -21,9 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 )
-
-// errNotListening: the HTTP server has not started listening yet.
-var errNotListening = errors.New("not listening yet")
 
 // serving is what the serving phase hands the controllers phase: the server, its
 // health checks, the gate that holds clients' writes until it is ready, and the hook
@@ -68,7 +64,7 @@ func startServing(ctx context.Context, g *lifecycle.Group, c *core, cr *credenti
 	sv.server, err = server.New(server.Config{
 		Registry: c.registry, Store: c.store, Authenticator: cr.authn, Authorizer: fs.authz, Audit: auditor,
 		Health: sv.checks, Metrics: c.metrics, ExtraMetrics: extraMetrics, FlowControl: fcFilter,
-		Profiling: o.Profiling, RequestTimeout: o.RequestTimeout, MaxBodyReadsPerUser: o.maxBodyReadsPerUser(),
+		Profiling: o.Serving.Profiling, RequestTimeout: o.Serving.RequestTimeout, MaxBodyReadsPerUser: o.maxBodyReadsPerUser(),
 		Version:    compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
 		ClientSkew: skew, WritesWhenReady: sv.gate, StorageVersionBarrier: fs.storageVersions.Barrier(),
 		Aggregated: aggregated, DisableWatchList: !compat.Enabled(compatibility.WatchList),
@@ -76,7 +72,7 @@ func startServing(ctx context.Context, g *lifecycle.Group, c *core, cr *credenti
 		// The annotations admission adds (admission policies' audit annotations and
 		// Audit action) go to the request's audit event.
 		Admission: k8sadmission.WithAudit(fs.admission.Chain()),
-		TLS:       cr.tlsConfig(), Listener: cr.listener,
+		TLS:       server.TLSConfig(cr.cert), Listener: cr.listener,
 	})
 	if err != nil {
 		return nil, err
@@ -85,23 +81,7 @@ func startServing(ctx context.Context, g *lifecycle.Group, c *core, cr *credenti
 		return nil, err
 	}
 	installOpenAPI(c, fs, sv.server)
-	return sv, g.Start(ctx, httpServer(sv.server))
-}
-
-// httpServer is the component that serves; ready once it listens.
-func httpServer(srv *server.Server) lifecycle.Component {
-	listening := make(chan struct{})
-	return lifecycle.Component{Name: "http-server",
-		Run: func(ctx context.Context) error { return srv.Run(ctx, listening) },
-		Ready: func() error {
-			select {
-			case <-listening:
-				return nil
-			default:
-				return errNotListening
-			}
-		},
-	}
+	return sv, g.Start(ctx, sv.server.Component())
 }
 
 // writesWhenReadyWait bounds how long a write waits for a starting server to be

@@ -25,6 +25,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"EncryptionConfiguration (apiserver.config.k8s.io/v1) of the providers that encrypt stored values at rest, per resource (identity, aescbc, aesgcm, secretbox, kms v2). A new write key is migrated to by itself once every server writes with it.")
 }
 
+// Validate checks nothing the loading does not: the configuration is read, and its
+// errors reported, at start.
+func (o *Options) Validate() []error { return nil }
+
 // Load reads the configuration for the server serverID (KMS plugins are told it) and
 // waits, up to kmsReadyTimeout, until its KMS plugins (if any) answer; nil, nil
 // without --encryption-provider-config.

@@ -95,7 +95,7 @@ func (c *Cluster) AddServer(t testing.TB) *Server {
 	i := len(c.Servers)
 	o := controlplane.NewOptions()
 	o.DataDir = filepath.Join(c.dir, fmt.Sprintf("server-%d", i))
-	o.SecurePort = 0
+	o.Serving.SecurePort = 0
 	o.Etcd.Endpoints = c.Etcd.Endpoints()
 	for _, f := range c.cfg.serverOpts {
 		f(i, o)
@@ -118,7 +118,7 @@ func (s *Server) start(t testing.TB) {
 	s.Instance, s.cancel = inst, cancel
 	s.mu.Unlock()
 	// A restart must come back on the same port, so that its ID and URL stay.
-	s.Options.SecurePort = portOf(inst.URL)
+	s.Options.Serving.SecurePort = portOf(inst.URL)
 	t.Cleanup(func() { s.Stop(t) })
 }
 

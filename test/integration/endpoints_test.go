@@ -112,7 +112,7 @@ func TestHealthVersionMetrics(t *testing.T) {
 func TestReadersMayReadButNotWrite(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 1, withTokens(t, "reader-token,reader,1001,\"dev,ops\"\n"),
-		harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Profiling = false }))
+		harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Serving.Profiling = false }))
 	cfg := rest.CopyConfig(c.Servers[0].Config())
 	cfg.BearerToken = "reader-token"
 	cs := kubernetes.NewForConfigOrDie(cfg)

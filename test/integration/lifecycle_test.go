@@ -25,7 +25,7 @@ import (
 func TestShutdownOrder(t *testing.T) {
 	o := controlplane.NewOptions()
 	o.DataDir = t.TempDir()
-	o.SecurePort = 0
+	o.Serving.SecurePort = 0
 	o.Etcd.UnsafeNoFsync = true
 	ctx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(t.Context()), ktesting.NewLogger(t, ktesting.NewConfig())))
 	inst, err := controlplane.Start(ctx, o)

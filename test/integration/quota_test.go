@@ -308,7 +308,7 @@ func quotaLeader(t *testing.T, c *harness.Cluster) int {
 // a watch of the quota sees used go up by the failed creation, then back.
 func TestResourceQuotaResync(t *testing.T) {
 	t.Parallel()
-	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.ResourceQuotaSyncPeriod = 2 * time.Second }))
+	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Quota.SyncPeriod = 2 * time.Second }))
 	s := c.Servers[0]
 	ctx := t.Context()
 	e := newQuotaEnv(t, s, "quota-resync", "q", map[string]string{"configmaps": "5", "count/podtemplates": "0"})

@@ -1547,7 +1547,7 @@ func TestStorageVersionHelperProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := controlplane.NewOptions()
-	o.DataDir, o.SecurePort, o.Etcd.Endpoints = h.DataDir, h.Port, h.Etcd
+	o.DataDir, o.Serving.SecurePort, o.Etcd.Endpoints = h.DataDir, h.Port, h.Etcd
 	o.IdentityLease.LeaseDuration, o.IdentityLease.RenewInterval = h.LeaseDuration, h.LeaseRenew
 	o.Compatibility.RuntimeConfig = h.RuntimeConfig
 	inst, err := controlplane.Start(context.Background(), o)
