@@ -2,10 +2,8 @@ package controlplane
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 
-	"github.com/concordproject/concord/etcd"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/storage"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,32 +19,16 @@ type stored struct {
 	metrics *prometheus.Registry
 }
 
-// startStorage is the storage phase: the embedded etcd (the first component started,
-// so the last stopped) or a client of an external cluster, and raw storage over it.
+// startStorage is the storage phase: the embedded etcd in <data-dir>/etcd (the first
+// component started, so the last stopped) or a client of an external cluster, and raw
+// storage over it.
 func startStorage(ctx context.Context, g *lifecycle.Group, o *Options) (stored, error) {
-	var client *clientv3.Client
-	if len(o.Etcd.Endpoints) == 0 {
-		var opts []etcd.LoopbackOption
-		if o.Etcd.UnsafeNoFsync {
-			opts = append(opts, etcd.WithUnsafeNoFsync())
-		}
-		m, err := etcd.StartLoopback(ctx, filepath.Join(o.DataDir, "etcd"), opts...)
-		if err != nil {
-			return stored{}, fmt.Errorf("starting the embedded etcd: %w", err)
-		}
-		if err := g.Start(ctx, closer("etcd", m.Close)); err != nil {
-			return stored{}, err
-		}
-		if client, err = m.NewClient(ctx); err != nil {
-			return stored{}, err
-		}
-	} else {
-		var err error
-		if client, err = etcd.NewClient(ctx, o.Etcd.ClientConfig); err != nil {
-			return stored{}, err
-		}
+	client, closeEtcd, err := o.Etcd.Open(ctx, filepath.Join(o.DataDir, "etcd"))
+	if err != nil {
+		return stored{}, err
 	}
-	if err := g.Start(ctx, closer("etcd-client", func() { _ = client.Close() })); err != nil {
+	if err := g.Start(ctx, closer("etcd", closeEtcd)); err != nil {
+		closeEtcd()
 		return stored{}, err
 	}
 	metrics := prometheus.NewRegistry()

@@ -1,10 +1,12 @@
 package etcd
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // DefaultCompactionInterval is kube-apiserver's --etcd-compaction-interval.
@@ -54,4 +56,31 @@ func (o *Options) Validate() []error {
 		errs = append(errs, fmt.Errorf("--etcd-compaction-interval %s must not be negative (0 turns compaction off)", o.CompactionInterval))
 	}
 	return errs
+}
+
+// Open connects to the cluster the options name or, when they name none, starts an
+// etcd embedded in dir; it returns a client of it and the function that closes the
+// client, then the embedded etcd.
+func (o *Options) Open(ctx context.Context, dir string) (*clientv3.Client, func(), error) {
+	if len(o.Endpoints) > 0 {
+		client, err := NewClient(ctx, o.ClientConfig)
+		if err != nil {
+			return nil, nil, err
+		}
+		return client, func() { _ = client.Close() }, nil
+	}
+	var opts []LoopbackOption
+	if o.UnsafeNoFsync {
+		opts = append(opts, WithUnsafeNoFsync())
+	}
+	m, err := StartLoopback(ctx, dir, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting the embedded etcd: %w", err)
+	}
+	client, err := m.NewClient(ctx)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return client, func() { _ = client.Close(); m.Close() }, nil
 }

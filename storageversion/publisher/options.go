@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // MirrorOptions are the flags of a Concord server that runs as an aggregated API
@@ -39,3 +43,24 @@ func (o *MirrorOptions) Validate() []error {
 	}
 	return errs
 }
+
+// NewPublisher builds the publisher of the server's entries at the aggregator of
+// --aggregator-kubeconfig (nil, nil without it): cfg with a Client of that
+// kubeconfig, which identify may mark as the server's (its version headers).
+func (o *MirrorOptions) NewPublisher(cfg Config, identify func(*rest.Config)) (*Publisher, error) {
+	if o.AggregatorKubeconfig == "" {
+		return nil, nil
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", o.AggregatorKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--aggregator-kubeconfig: %w", err)
+	}
+	identify(rc)
+	if cfg.Client, err = kubernetes.NewForConfig(rc); err != nil {
+		return nil, fmt.Errorf("--aggregator-kubeconfig: %w", err)
+	}
+	return New(cfg)
+}
+
+// Mirrors reports whether the entries of group are published at the aggregator.
+func (o *MirrorOptions) Mirrors(group string) bool { return slices.Contains(o.AggregatedGroups, group) }
