@@ -12,6 +12,7 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/concordproject/concord/catalog"
+	"github.com/concordproject/concord/wire"
 )
 
 // Config is the resolved compatibility of a server (Options.Complete): which release it
@@ -76,8 +77,8 @@ func (c *Config) ClientVersion() *utilversion.Version {
 
 // VersionInfo returns what /version serves: the binary's major and minor, the emulation
 // and minimum compatibility versions, and build's other fields. An empty GitVersion
-// becomes "v<binary>.0", and empty GoVersion, Compiler and Platform those of the
-// running binary.
+// becomes "v<binary>.0-concord" (wire.GitVersionSuffix: not a kube-apiserver), and
+// empty GoVersion, Compiler and Platform those of the running binary.
 func (c *Config) VersionInfo(build version.Info) version.Info {
 	info := build
 	b, e, m := c.Versions.Binary, c.Versions.Emulation, c.Versions.MinCompatibility
@@ -85,7 +86,7 @@ func (c *Config) VersionInfo(build version.Info) version.Info {
 	info.EmulationMajor, info.EmulationMinor = utilversion.Itoa(e.Major()), utilversion.Itoa(e.Minor())
 	info.MinCompatibilityMajor, info.MinCompatibilityMinor = utilversion.Itoa(m.Major()), utilversion.Itoa(m.Minor())
 	if info.GitVersion == "" {
-		info.GitVersion = "v" + b.WithPatch(0).String()
+		info.GitVersion = "v" + b.WithPatch(0).String() + wire.GitVersionSuffix
 	}
 	if info.GoVersion == "" {
 		info.GoVersion = runtime.Version()

@@ -24,10 +24,10 @@ func TestVersionInfo(t *testing.T) {
 		emulation                     string
 		emuMinor, minCompatMinor, git string
 	}{
-		{"", "37", "36", "v1.37.0"},
-		{"1.36", "36", "35", "v1.37.0"},
-		{"1.35", "35", "34", "v1.37.0"},
-		{"1.34", "34", "34", "v1.37.0"},
+		{"", "37", "36", "v1.37.0-concord"},
+		{"1.36", "36", "35", "v1.37.0-concord"},
+		{"1.35", "35", "34", "v1.37.0-concord"},
+		{"1.34", "34", "34", "v1.37.0-concord"},
 	}
 	for _, tt := range tests {
 		t.Run("emulation "+tt.emulation, func(t *testing.T) {

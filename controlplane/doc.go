@@ -1,19 +1,22 @@
-// Package controlplane assembles one complete Concord API server from its parts and
-// owns the `concord server` command:
+// Package controlplane is the composition root of a Concord API server and owns the
+// `concord server` command. It composes; it does not implement: each feature's
+// wiring (its components, post-start hooks, informers and handlers) lives in the
+// feature's package behind one constructor, NewFeature, whose Feature has Checks and
+// Start (rbac, aggregator, service, identity, storageversion, apiextensions, ...).
 //
-//  1. storage: an embedded etcd under <data-dir>/etcd, or an external cluster
-//     (--etcd-servers);
-//  2. credentials: the cluster CA and admin token shared through etcd (package auth),
-//     this server's serving certificate, the static token file;
-//  3. the compatibility configuration (KEP-4330: binary, emulation and minimum
-//     compatibility versions, feature gates, runtime config), the registry of built-in
-//     resources it selects from the API catalog, and the object store;
-//  4. the HTTP server (package server) with health checks, metrics and OpenAPI;
-//  5. bootstrap (the default, kube-system, kube-public and kube-node-lease
-//     namespaces) and in-process controllers: namespace lifecycle, and the
-//     CustomResourceDefinition controller that serves every stored CRD (start-up
-//     waits until it has);
-//  6. <data-dir>/admin.kubeconfig pointing at this server.
+// Start runs the phases in order, each a function that takes what the earlier ones
+// returned and returns what it makes, never a shared struct it fills:
 //
-// It wires; it does not implement. Behaviour belongs to the packages it assembles.
+//	configure    → the compatibility configuration and the built-in resources it selects
+//	startStorage → stored: etcd's client, raw storage, the metrics registry
+//	loadCredentials → credentials: listener, server ID, encryption, cluster CA, authentication
+//	newCore      → core: what every feature is built with (registry, object store, shared informers, loopback client)
+//	buildResources → features: every feature built once, the registry filled, the caches started
+//	startServing → serving: the health checks (the features' hooks) and the HTTP server
+//	startControllers: the features started, in one ordered list
+//
+// Options holds the server's own few flags and one option group per feature (each
+// with its AddFlags and Validate, in the feature's package), as kube-apiserver's.
+//
+// It must not hold behaviour: a rule, a retry or a loop here belongs to a feature.
 package controlplane

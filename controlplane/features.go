@@ -96,7 +96,11 @@ func buildEarly(c *core, cr *credentials, builtins []*registry.Resource) (*featu
 		Duration: c.opts.IdentityLease.LeaseDuration, RenewInterval: c.opts.IdentityLease.RenewInterval}); err != nil {
 		return nil, nil, err
 	}
-	if fs.services, err = newServices(c, builtins, fs.identity); err != nil {
+	// The allocation of Services' cluster IPs and node ports, which builtin.Configure
+	// gives the services resource (nil when the server does not allocate them).
+	if fs.services, err = service.NewFeature(service.FeatureConfig{Resources: builtins, Options: c.opts.Services, Raw: c.raw,
+		Informers: c.informers, Loopback: c.loopbackConfig(), Endpoint: c.endpoint, Leases: fs.identity.Leases(),
+		ServerID: c.id, ReconcileMetrics: c.runtime}); err != nil {
 		return nil, nil, err
 	}
 	gates, err := kubesemantics.NewGates(c.compat.Versions.Emulation, c.compat.Versions.MinCompatibility, c.compat.FeatureGate())
@@ -149,25 +153,6 @@ func (fs *features) buildAuth(c *core, cr *credentials) error {
 	}
 	cr.authn.Tokens = append(cr.authn.Tokens, fs.serviceAccounts.Authenticator())
 	return nil
-}
-
-// newServices builds the Services feature, whose allocation of cluster IPs and node
-// ports builtin.Configure gives the services resource (nil when the server does not
-// allocate them).
-func newServices(c *core, builtins []*registry.Resource, id *identity.Feature) (*service.Feature, error) {
-	// Only a server that allocates them needs its advertised address here (for the
-	// kubernetes Service): one that does not is not refused for the want of it.
-	endpoint, endpointErr := c.endpoint()
-	o := c.opts.Services
-	f, err := service.NewFeature(service.FeatureConfig{
-		Resources: builtins, ClusterIPRange: o.ClusterIPRange, NodePortRange: o.NodePortRange, RepairGrace: o.RepairGrace,
-		Raw: c.raw, Informers: c.informers, Loopback: c.loopbackConfig(), Endpoint: endpoint, Leases: id.Leases(),
-		ServerID: c.id, ReconcileMetrics: c.runtime,
-	})
-	if err != nil || f == nil {
-		return nil, err
-	}
-	return f, endpointErr
 }
 
 // publisherGroups are the groups whose StorageVersions an aggregated server's user

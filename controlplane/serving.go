@@ -65,7 +65,7 @@ func startServing(ctx context.Context, g *lifecycle.Group, c *core, cr *credenti
 		Registry: c.registry, Store: c.store, Authenticator: cr.authn, Authorizer: fs.authz, Audit: auditor,
 		Health: sv.checks, Metrics: c.metrics, ExtraMetrics: extraMetrics, FlowControl: fcFilter,
 		Profiling: o.Serving.Profiling, RequestTimeout: o.Serving.RequestTimeout, MaxBodyReadsPerUser: o.maxBodyReadsPerUser(),
-		Version:    compat.VersionInfo(version.Info{GitVersion: gitVersion(compat)}),
+		Version:    compat.VersionInfo(version.Info{}),
 		ClientSkew: skew, WritesWhenReady: sv.gate, StorageVersionBarrier: fs.storageVersions.Barrier(),
 		Aggregated: aggregated, DisableWatchList: !compat.Enabled(compatibility.WatchList),
 		CBOR: compat.Enabled(compatibility.CBORServingAndStorage),

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"time"
 
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/informers"
@@ -42,10 +41,8 @@ type FeatureConfig struct {
 	// Resources are the server's built-in resources, before they are registered: the
 	// allocation needs Services, IPAddresses, ServiceCIDRs and EndpointSlices in v1.
 	Resources []*registry.Resource
-	// ClusterIPRange, NodePortRange and RepairGrace are --service-cluster-ip-range,
-	// --service-node-port-range and --service-repair-grace.
-	ClusterIPRange, NodePortRange string
-	RepairGrace                   time.Duration
+	// Options are the --service-* flags.
+	Options
 	// Raw holds the node port records.
 	Raw *storage.Store
 	// Informers are the server's shared informers, of the resources above.
@@ -53,10 +50,12 @@ type FeatureConfig struct {
 	// Loopback is the server's own client configuration, rate limits off: the
 	// IPAddresses, ServiceCIDRs, Events and the kubernetes Service are written with it.
 	Loopback *rest.Config
-	// Endpoint is where this server serves (its advertised address and port), Leases
-	// the informer of the servers' identity leases (nil without them; its owner starts
-	// it): the kubernetes Service's endpoints.
-	Endpoint netip.AddrPort
+	// Endpoint returns where this server serves (its advertised address and port),
+	// Leases is the informer of the servers' identity leases (nil without them; its
+	// owner starts it): the kubernetes Service's endpoints. Endpoint is called only
+	// when the server allocates: one that does not is not refused for want of an
+	// address to advertise.
+	Endpoint func() (netip.AddrPort, error)
 	Leases   cache.SharedIndexInformer
 	// ServerID names the server in the repair controller's election.
 	ServerID string
@@ -69,10 +68,11 @@ type FeatureConfig struct {
 // controller (elected among the servers) and the bootstrap controller of the
 // kubernetes Service.
 type Feature struct {
-	cfg    FeatureConfig
-	ranges []netip.Prefix
-	client kubernetes.Interface
-	alloc  *Services
+	cfg      FeatureConfig
+	endpoint netip.AddrPort
+	ranges   []netip.Prefix
+	client   kubernetes.Interface
+	alloc    *Services
 	// cidrs, addresses, services and slices are the informers the controllers read.
 	cidrs, addresses, services, slices cache.SharedIndexInformer
 	// repairHook, bootstrapHook and cidrHook are the post-start hooks, in
@@ -92,6 +92,10 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 			return nil, nil
 		}
 	}
+	endpoint, err := cfg.Endpoint()
+	if err != nil {
+		return nil, err
+	}
 	ranges, err := ParseClusterIPRanges(cfg.ClusterIPRange)
 	if err != nil {
 		return nil, err
@@ -104,7 +108,7 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Feature{cfg: cfg, ranges: ranges, client: client,
+	f := &Feature{cfg: cfg, endpoint: endpoint, ranges: ranges, client: client,
 		cidrs:      cfg.Informers.Typed(ServiceCIDRs, func() runtime.Object { return &networkingv1.ServiceCIDR{} }),
 		addresses:  cfg.Informers.Typed(IPAddresses, func() runtime.Object { return &networkingv1.IPAddress{} }),
 		services:   cfg.Informers.Typed(GroupResource, func() runtime.Object { return &corev1.Service{} }),
@@ -161,7 +165,7 @@ func (f *Feature) Start(ctx context.Context, g *lifecycle.Group) error {
 		return err
 	}
 	k, err := f.alloc.NewKubernetesService(KubernetesConfig{
-		Endpoint: f.cfg.Endpoint, Leases: f.cfg.Leases, Services: f.services, EndpointSlices: f.slices,
+		Endpoint: f.endpoint, Leases: f.cfg.Leases, Services: f.services, EndpointSlices: f.slices,
 		Client: f.client, Metrics: f.cfg.ReconcileMetrics,
 	})
 	if err != nil {

@@ -1,6 +1,8 @@
 package service_test
 
 import (
+	"errors"
+	"net/netip"
 	"slices"
 	"testing"
 
@@ -31,7 +33,8 @@ func servedV1(grs ...schema.GroupResource) []*registry.Resource {
 func TestNewFeature(t *testing.T) {
 	reg := registry.New()
 	cfg := service.FeatureConfig{
-		ClusterIPRange: service.DefaultClusterIPRange, NodePortRange: service.DefaultNodePortRange,
+		Options:   service.NewOptions(),
+		Endpoint:  func() (netip.AddrPort, error) { return netip.MustParseAddrPort("127.0.0.1:6443"), nil },
 		Informers: informers.New(reg, store.NewStore(nil)), Loopback: &rest.Config{Host: "https://127.0.0.1:1"},
 	}
 	all := []schema.GroupResource{service.GroupResource, service.IPAddresses, service.ServiceCIDRs, service.EndpointSlices}
@@ -51,6 +54,13 @@ func TestNewFeature(t *testing.T) {
 		t.Fatalf("Checks: %v, want %v", names, want)
 	}
 
+	// A server that does not allocate is not refused for want of an address to
+	// advertise; one that does is.
+	errNoAddress := errors.New("no address")
+	cfg.Endpoint = func() (netip.AddrPort, error) { return netip.AddrPort{}, errNoAddress }
+	if _, err := service.NewFeature(cfg); !errors.Is(err, errNoAddress) {
+		t.Fatalf("NewFeature without an address to advertise: %v, want it refused", err)
+	}
 	cfg.Resources = servedV1(all[:3]...)
 	f, err = service.NewFeature(cfg)
 	if err != nil || f != nil {
