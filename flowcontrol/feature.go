@@ -16,7 +16,7 @@ import (
 // it served in v1.
 var FlowSchemas = schema.GroupResource{Group: flowcontrolv1.GroupName, Resource: "flowschemas"}
 
-// ErrNoAPI: API priority and fairness is on but its API is not served.
+// ErrNoAPI means API priority and fairness is on but its API is not served.
 var ErrNoAPI = errors.New("--enable-priority-and-fairness needs flowcontrol.apiserver.k8s.io/v1 served (see --runtime-config), or pass --enable-priority-and-fairness=false")
 
 // NewFeature builds API priority and fairness as the options say (nil, nil when it

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// ErrNotSynced: a started informer has not delivered its initial list yet.
+// ErrNotSynced means a started informer has not delivered its initial list yet.
 var ErrNotSynced = errors.New("informers not synced")
 
 // Shared are a server's shared in-process informers. Safe for concurrent use.

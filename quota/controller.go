@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/concordproject/concord/reconcile"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // ElectionLease is the Lease in kube-system the usage controllers' election uses.
@@ -33,8 +35,9 @@ const ElectionLease = "concord-resourcequota-controller"
 const (
 	DefaultResyncPeriod = 5 * time.Minute // kube-controller-manager's --resource-quota-sync-period
 	defaultWorkers      = 5               // its --concurrent-resource-quota-syncs
-	// givenBackRecount is how soon a quota is counted again after a recount gave
-	// some of its usage back (see usage.reconcile).
+	// givenBackRecount is how long a recount that would give some of a quota's usage
+	// back waits for a second recount to agree before it is written (see
+	// usage.reconcile).
 	givenBackRecount = time.Second
 )
 
@@ -100,13 +103,20 @@ type usage struct {
 	monitors   *monitors
 	evaluators quota.Registry
 	ctrl       *reconcile.Controller[types.NamespacedName]
+
+	// givenBack holds, per quota, when a recount first found less usage than its
+	// status says: the give-back is written once a recount givenBackRecount later
+	// still finds it (workers reconcile different quotas at once).
+	mu        sync.Mutex
+	givenBack map[types.NamespacedName]time.Time
+	clock     clock.PassiveClock
 }
 
 // lead keeps the quotas' status until ctx is done (leadership lost).
 func (c *Controller) lead(ctx context.Context) {
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	informer := factory.Core().V1().ResourceQuotas()
-	u := &usage{ctx: ctx, cfg: c.cfg, client: c.client, quotas: informer.Lister()}
+	u := &usage{ctx: ctx, cfg: c.cfg, client: c.client, quotas: informer.Lister(), clock: clock.RealClock{}}
 	u.monitors = newMonitors(ctx, c.cfg.Registry, c.cfg.Store, u.namespaceChanged, u.queueAll)
 	defer u.monitors.stop()
 	u.evaluators = generic.NewRegistry(append(objectCountEvaluators(u.count), servicesEvaluator{list: u.listServices}))
@@ -199,22 +209,49 @@ func (u *usage) reconcile(ctx context.Context, key types.NamespacedName) (reconc
 	}
 	used = quota.Mask(used, quota.ResourceNames(rq.Spec.Hard))
 	if quota.Equals(rq.Status.Hard, rq.Spec.Hard) && quota.Equals(rq.Status.Used, used) {
+		u.settled(key, true) // a give-back awaited, if any, is moot
 		return reconcile.Result{RequeueAfter: u.cfg.ResyncPeriod}, nil
+	}
+	kept, _ := quota.LessThanOrEqual(rq.Status.Used, used)
+	if !u.settled(key, kept) {
+		// A recount that gives usage back may have been made while a write admission
+		// charged for was still on its way to etcd (any change can queue the quota
+		// then: a deletion, a newly served resource); written, it would let another
+		// write in over the quota. It is written only once a recount a while later
+		// agrees.
+		return reconcile.Result{RequeueAfter: givenBackRecount}, nil
 	}
 	next := rq.DeepCopy()
 	next.Status = corev1.ResourceQuotaStatus{Hard: quota.Add(corev1.ResourceList{}, rq.Spec.Hard), Used: used}
 	if _, err := u.client.CoreV1().ResourceQuotas(rq.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
 		return reconcile.Result{}, err
 	}
-	if kept, _ := quota.LessThanOrEqual(rq.Status.Used, used); !kept {
-		// A recount that gives a charge back may have been made while the write
-		// admission charged it for was still on its way to etcd (any other change
-		// can queue the quota then: a deletion, a newly served resource). Nothing
-		// else would count that write once it lands, until the resync: count again
-		// shortly.
-		return reconcile.Result{RequeueAfter: givenBackRecount}, nil
-	}
 	return reconcile.Result{RequeueAfter: u.cfg.ResyncPeriod}, nil
+}
+
+// settled reports whether the recount of quota key may be written: at once when it
+// keeps every usage (kept), else once an earlier recount, at least givenBackRecount
+// ago, gave usage back too.
+func (u *usage) settled(key types.NamespacedName, kept bool) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if kept {
+		delete(u.givenBack, key)
+		return true
+	}
+	first, ok := u.givenBack[key]
+	if !ok {
+		if u.givenBack == nil {
+			u.givenBack = map[types.NamespacedName]time.Time{}
+		}
+		u.givenBack[key] = u.clock.Now()
+		return false
+	}
+	if u.clock.Since(first) < givenBackRecount {
+		return false
+	}
+	delete(u.givenBack, key)
+	return true
 }
 
 // addEvaluators registers an object-count evaluator for every resource hard counts

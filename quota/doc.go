@@ -33,7 +33,10 @@
 // mirroring it, when an object it counts is deleted (usage given back), when the
 // served resources change, and every resync period, which also takes back a charge
 // whose write then failed. Changes of status.used alone are not followed: admission
-// charges before the object is stored, and a recalculation then would undo it.
+// charges before the object is stored, and a recalculation then would undo it. For
+// the same reason a recount that gives usage back is written only once a second one,
+// a second later, agrees: a write charged for but not yet stored is not given back,
+// which would let another write in over the quota.
 //
 // # Wiring
 //
