@@ -76,9 +76,13 @@ type core struct {
 	loopback *rest.Config
 }
 
+// newCore makes the core of the phases before it: an empty registry, the object store
+// over raw storage, the shared informers of both, and the server's client (loopback,
+// its rate limits turned off here).
 func newCore(o *Options, compat *compatibility.Config, st stored, cr *credentials, loopback *rest.Config, started time.Time) *core {
 	reg := registry.New()
 	s := store.NewStore(st.raw)
+	loopback = rest.CopyConfig(loopback)
 	loopback.QPS = -1
 	return &core{opts: o, compat: compat, id: cr.serverID, url: cr.url, started: started, client: st.client, raw: st.raw,
 		metrics: st.metrics, runtime: reconcile.NewMetrics(st.metrics), registry: reg, store: s,
