@@ -9,7 +9,7 @@
 //
 //	inf := shared.Typed(rbac.RolesGR, func() runtime.Object { return &rbacv1.Role{} })
 //	...
-//	err := shared.Start(ctx, group, "rbac-informers", errRBACNotSynced, inf)
+//	err := shared.Start(ctx, group, "rbac-informers", errNotSynced, inf)
 //
 // Model: client-go's SharedInformerFactory, with the object store as the source.
 package informers

@@ -45,15 +45,14 @@
 //
 // # Usage
 //
-//	svm, _ := storageversion.NewManager(storageversion.Config{ServerID: id, Registry: reg,
-//		Store: store, LeaseValid: lease.Valid, Metrics: metrics, Started: started})
-//	// server.Config.StorageVersionBarrier: svm.Filter; health: svm.PostStartHook()
-//	// once serving, with the identity lease written:
-//	_ = svm.Start(ctx)
-//	crds.Publish = svm.Publish            // the CRD controller's put
-//	_ = svm.WaitFirstRound(ctx)           // then ResourcesSynced once CRDs are served
-//	gc, _ := storageversion.NewCollector(storageversion.CollectorConfig{...})
-//	go gc.Run(ctx)
-//	// on shutdown, before the server stops serving:
-//	_ = svm.Shutdown(shutdownCtx)
+// A server builds it through Feature, over the identity lease's Feature:
+//
+//	f, _ := storageversion.NewFeature(storageversion.FeatureConfig{Identity: id, Compatibility: compat,
+//		Loopback: loopback, Manager: storageversion.Config{Registry: reg, Store: store, Metrics: metrics}})
+//	// server.Config.StorageVersionBarrier: f.Barrier(); health: f.Checks(), f.Manager().WritesCheck()
+//	// once serving, with the identity lease written: the collector, then the manager
+//	// (which withdraws this server's entries when stopped, before the server stops serving)
+//	_ = f.Start(ctx, group)
+//	// the CRD controller publishes through f.Manager().Publish, and start-up waits for
+//	// f.Manager().WaitFirstRound, then ResourcesSynced once CRDs are served
 package storageversion
