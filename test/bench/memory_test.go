@@ -68,6 +68,7 @@ type rssSampler struct {
 	stopped  chan struct{}
 	done     chan struct{}
 	peak     int64 // KiB
+	peakAnon int64 // KiB, of anonymous memory
 	err      error
 }
 
@@ -79,12 +80,12 @@ func sampleRSS(pid int) *rssSampler {
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			rss, err := vmRSS(pid)
+			rss, anon, err := residentMemory(pid)
 			if err != nil {
 				s.err = err
 				return
 			}
-			s.peak = max(s.peak, rss)
+			s.peak, s.peakAnon = max(s.peak, rss), max(s.peakAnon, anon)
 			select {
 			case <-s.stopped:
 				return
@@ -95,11 +96,12 @@ func sampleRSS(pid int) *rssSampler {
 	return s
 }
 
-// stop ends the sampling and returns the peak resident memory, in KiB.
-func (s *rssSampler) stop() (int64, error) {
+// stop ends the sampling and returns the peak resident memory, in KiB, all of it
+// and of anonymous memory.
+func (s *rssSampler) stop() (peak, peakAnon int64, err error) {
 	s.stopOnce.Do(func() { close(s.stopped) })
 	<-s.done
-	return s.peak, s.err
+	return s.peak, s.peakAnon, s.err
 }
 
 // seedRaw writes n keys straight into etcd, in transactions of seedBatch puts made by

@@ -253,9 +253,10 @@ func (mb *migrationBench) seed(ctx context.Context, n int) error {
 }
 
 // migrationMemory is the server's memory during the migrations of one sub-benchmark:
-// its highest resident memory, the most that grew over the resident memory just
-// before a migration (KiB), and its live heap after the last one (bytes).
-type migrationMemory struct{ peakRSS, growth, heapAfter int64 }
+// its highest resident memory and highest anonymous resident memory (the executable's
+// pages left out), the most that grew over the resident memory just before a
+// migration (KiB), and its live heap after the last one (bytes).
+type migrationMemory struct{ peakRSS, peakAnon, growth, heapAfter int64 }
 
 // benchMigrate reseeds and migrates n objects b.N times, timing the migrations only.
 func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.Options, n int) {
@@ -310,11 +311,11 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 		profiled()
 		elapsed += time.Since(start)
 		b.StopTimer()
-		peak, rerr := rss.stop()
+		peak, peakAnon, rerr := rss.stop()
 		if rerr != nil {
 			b.Fatal(rerr)
 		}
-		mem.peakRSS, mem.growth = max(mem.peakRSS, peak), max(mem.growth, peak-rssBefore)
+		mem.peakRSS, mem.peakAnon, mem.growth = max(mem.peakRSS, peak), max(mem.peakAnon, peakAnon), max(mem.growth, peak-rssBefore)
 		after, cerr := mb.cl.cpu()
 		if cerr != nil {
 			b.Fatal(cerr)
@@ -345,6 +346,7 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 	}
 	b.ReportMetric(float64(cached)/(1<<20), "server-cache-after-MiB")
 	b.ReportMetric(float64(mem.peakRSS)/1024, "server-peak-rss-MiB")
+	b.ReportMetric(float64(mem.peakAnon)/1024, "server-peak-rss-anon-MiB")
 	b.ReportMetric(float64(mem.growth)/1024, "server-rss-growth-MiB")
 	b.ReportMetric(float64(heap)/(1<<20), "server-heap-after-MiB")
 	txnRate := float64(txns) / txnElapsed.Seconds()

@@ -201,11 +201,23 @@ func startProfile(name string) (stop func() error, err error) {
 
 // vmRSS returns the resident memory of process pid, in KiB.
 func vmRSS(pid int) (int64, error) {
+	rss, _, err := residentMemory(pid)
+	return rss, err
+}
+
+// residentMemory returns a process's resident memory in KiB, all of it (VmRSS) and
+// its anonymous part (RssAnon: the heap, stacks and runtime's, not the executable's
+// pages, which the kernel may drop and read again).
+func residentMemory(pid int) (rss, anon int64, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return statusField(data, "VmRSS")
+	if rss, err = statusField(data, "VmRSS"); err != nil {
+		return 0, 0, err
+	}
+	anon, err = statusField(data, "RssAnon")
+	return rss, anon, err
 }
 
 // statusField returns the number of field key ("VmRSS", "PPid") of the text of a

@@ -174,11 +174,11 @@ func TestRSSSamplerKeepsThePeak(t *testing.T) {
 		t.Skipf("no /proc here: %v", err)
 	}
 	s := sampleRSS(os.Getpid())
-	peak, err := s.stop()
-	if err != nil || peak <= 0 {
-		t.Errorf("peak resident memory = %d KiB, %v; want a positive figure", peak, err)
+	peak, anon, err := s.stop()
+	if err != nil || peak <= 0 || anon <= 0 || anon > peak {
+		t.Errorf("peak resident memory = %d KiB, anonymous %d KiB, %v; want positive figures, the anonymous part at most the whole", peak, anon, err)
 	}
-	if again, _ := s.stop(); again != peak {
+	if again, _, _ := s.stop(); again != peak {
 		t.Errorf("a second stop returned %d, the first %d", again, peak)
 	}
 }

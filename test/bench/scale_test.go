@@ -278,7 +278,7 @@ func (sc *scale) measure(ctx context.Context, n int) (scaleRow, error) {
 		return row, err
 	}
 	row.relist, err = sc.relist(ctx, srv)
-	peak, rerr := rss.stop()
+	peak, _, rerr := rss.stop()
 	if err := errors.Join(err, rerr); err != nil {
 		return row, fmt.Errorf("relist: %w", err)
 	}
