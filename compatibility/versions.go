@@ -8,6 +8,7 @@ import (
 	basecompatibility "k8s.io/component-base/compatibility"
 
 	"github.com/concordproject/concord/catalog"
+	"github.com/concordproject/concord/wire"
 )
 
 // Component is the component name of the version flags ("--emulation-version=kube=1.36")
@@ -183,4 +184,10 @@ func (v Versions) Effective() basecompatibility.EffectiveVersion {
 	e.SetEmulationVersion(v.Emulation)
 	e.SetMinCompatibilityVersion(v.MinCompatibility)
 	return e
+}
+
+// Component returns the versions as a component announces them on its identity
+// lease (wire.LabelEmulationVersion and the others).
+func (v Versions) Component() wire.ComponentVersions {
+	return wire.ComponentVersions{Binary: v.Binary, Emulation: v.Emulation, MinCompatibility: v.MinCompatibility}
 }

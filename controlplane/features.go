@@ -92,8 +92,7 @@ func buildEarly(c *core, cr *credentials, builtins []*registry.Resource) (*featu
 	// Before the Services feature, whose kubernetes Service names the servers their
 	// identity leases announce.
 	if fs.identity, err = identity.NewFeature(identity.FeatureConfig{Registry: c.registry, Store: c.store, Informers: c.informers,
-		Compatibility: c.compat, ServerID: c.id, Endpoint: c.endpoint,
-		Duration: c.opts.IdentityLease.LeaseDuration, RenewInterval: c.opts.IdentityLease.RenewInterval}); err != nil {
+		Compatibility: c.compat, ServerID: c.id, Endpoint: c.endpoint, Options: c.opts.IdentityLease}); err != nil {
 		return nil, nil, err
 	}
 	// The allocation of Services' cluster IPs and node ports, which builtin.Configure

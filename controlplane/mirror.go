@@ -6,7 +6,6 @@ import (
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/storageversion/publisher"
-	"github.com/concordproject/concord/wire"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 )
@@ -19,9 +18,9 @@ import (
 // (layer 4) may not import the publisher (layer 5), and the publisher is a client
 // library for any aggregated server that imports no part of Concord's server.
 func newMirror(c *core) (*publisher.Publisher, func(context.Context, schema.GroupResource, storageversion.Entry) error, error) {
-	o, v := c.opts, c.compat.Versions
+	o := c.opts
 	p, err := o.Mirror.NewPublisher(publisher.Config{ServerID: c.id, Kind: mirrorKind,
-		Versions:      wire.ComponentVersions{Binary: v.Binary, Emulation: v.Emulation, MinCompatibility: v.MinCompatibility},
+		Versions:      c.compat.Versions.Component(),
 		LeaseDuration: o.IdentityLease.LeaseDuration, RenewInterval: o.IdentityLease.RenewInterval, Metrics: c.runtime},
 		func(rc *rest.Config) { compatibility.IdentifyClient(rc, c.compat.ClientVersion()) })
 	if err != nil || p == nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/netip"
 	"os"
-	"time"
 
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/health"
@@ -13,7 +12,6 @@ import (
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
-	"github.com/concordproject/concord/wire"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -40,9 +38,9 @@ type FeatureConfig struct {
 	// It is called only with the gate on: choosing the address may fail on a host
 	// where a server without identity leases runs fine.
 	Endpoint func() (netip.AddrPort, error)
-	// Duration and RenewInterval time the lease (--identity-lease-duration,
+	// Options time the lease (--identity-lease-duration,
 	// --identity-lease-renew-interval).
-	Duration, RenewInterval time.Duration
+	Options
 }
 
 // Feature is the identity lease as one server runs it (APIServerIdentity, KEP-1965):
@@ -68,11 +66,10 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := compat.Versions
 	lease, err := NewLease(cfg.Registry, cfg.Store, Config{
 		ID: cfg.ServerID, Hostname: hostname, Endpoint: endpoint.String(),
-		Duration: cfg.Duration, RenewInterval: cfg.RenewInterval,
-		Versions: wire.ComponentVersions{Binary: v.Binary, Emulation: v.Emulation, MinCompatibility: v.MinCompatibility},
+		Duration: cfg.LeaseDuration, RenewInterval: cfg.RenewInterval,
+		Versions: compat.Versions.Component(),
 	})
 	if err != nil {
 		return nil, err

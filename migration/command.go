@@ -171,7 +171,7 @@ func (o *Options) run(cmd *cobra.Command) error {
 		return err
 	}
 	cfg.NoStorageVersions = !compat.Enabled(compatibility.StorageVersionAPI)
-	lease, err := identityLease(rc, id, wire.ComponentVersions{Binary: v.Binary, Emulation: v.Emulation, MinCompatibility: v.MinCompatibility})
+	lease, err := identityLease(rc, id, v.Component())
 	if err != nil {
 		return err
 	}
