@@ -70,7 +70,7 @@ func (s *Shared) Start(ctx context.Context, g *lifecycle.Group, name string, not
 	if len(fresh) == 0 {
 		return nil
 	}
-	return g.Start(ctx, Component(name, notSynced, fresh...))
+	return g.Start(ctx, component(name, notSynced, fresh...))
 }
 
 // claim records those of infs not started yet as started by component name, and
@@ -106,9 +106,9 @@ func (s *Shared) Synced() error {
 	return nil
 }
 
-// Component runs infs until stopped; it is ready once they have all synced, else
-// notSynced says what is missing. For informers of a single component, not shared.
-func Component(name string, notSynced error, infs ...cache.SharedIndexInformer) lifecycle.Component {
+// component runs infs until stopped; it is ready once they have all synced, else
+// notSynced says what is missing.
+func component(name string, notSynced error, infs ...cache.SharedIndexInformer) lifecycle.Component {
 	return lifecycle.Component{Name: name,
 		Run: func(ctx context.Context) error {
 			reconcile.StartInformers(ctx, infs...)()

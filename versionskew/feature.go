@@ -91,7 +91,7 @@ func (f *Feature) Start(ctx context.Context, g *lifecycle.Group) error {
 	if f == nil {
 		return nil
 	}
-	if err := g.Start(ctx, informers.Component("version-skew-leases", errLeasesNotSynced, f.leases)); err != nil {
+	if err := f.cfg.Informers.Start(ctx, g, "version-skew-leases", errLeasesNotSynced, f.leases); err != nil {
 		return err
 	}
 	served := func(gvr schema.GroupVersionResource) bool {
