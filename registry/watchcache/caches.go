@@ -98,7 +98,7 @@ func (m *Caches) Run(ctx context.Context, opts Options) error {
 	}
 	m.mu.Lock()
 	m.opts, m.ctx = opts, ctx
-	m.metrics.Store(newMetrics(opts.Registerer, opts.MemoryLimit))
+	m.metrics.Store(newMetrics(opts.Registerer, opts.MemoryLimit, m))
 	m.mu.Unlock()
 	// A timer, not a retry: caches idle for IdleTimeout are swept.
 	t := time.NewTicker(min(sweepEvery, opts.IdleTimeout/2))
@@ -320,28 +320,18 @@ func (m *Caches) remove(c *Cache) {
 	if m.caches[c.prefix] == c {
 		delete(m.caches, c.prefix)
 	}
-	if mt := m.metrics.Load(); mt != nil {
-		mt.bytes.DeleteLabelValues(c.resource)
-		mt.objects.DeleteLabelValues(c.resource)
-	}
 }
 
-// sweep stops idle caches, forgets old snapshots and updates the gauges.
+// sweep stops idle caches and forgets old snapshots.
 func (m *Caches) sweep(now time.Time) {
 	m.mu.Lock()
-	all, idle, mt := m.all(), m.opts.IdleTimeout, m.metrics.Load()
+	all, idle := m.all(), m.opts.IdleTimeout
 	m.mu.Unlock()
 	for _, c := range all {
 		c.expireSnapshots(now.Add(-snapshotTTL))
 		if c.Watchers() == 0 && now.Sub(c.idleSince()) > idle {
 			m.evict(c, "idle")
-			continue
 		}
-		c.mu.RLock()
-		b, n := c.bytes, c.objects
-		c.mu.RUnlock()
-		mt.bytes.WithLabelValues(c.resource).Set(float64(b))
-		mt.objects.WithLabelValues(c.resource).Set(float64(n))
 	}
 }
 

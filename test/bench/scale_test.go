@@ -288,8 +288,6 @@ func (sc *scale) measure(ctx context.Context, n int) (scaleRow, error) {
 	}
 	row.relistCPU = after.minus(before)
 	row.relistPeakRSS = peak * 1024
-	// The caches' memory gauge is set by their sweep, every five seconds.
-	time.Sleep(6 * time.Second)
 	if _, row.relistHeap, row.relistCache, err = serverMemory(ctx, srv.p.pid(), rc); err != nil {
 		return row, err
 	}
