@@ -48,8 +48,16 @@
 //
 //	go test ./test/safety -run Torture -timeout 0 -args -duration 30m -seed 7
 //
-// which prints a report (scenarios, faults, operations, anomalies). Model: etcd's
-// tests/robustness (traffic, failpoints, a linearizability check, a report).
+// which prints a report (scenarios, faults, operations, anomalies). The migration-kill
+// scenario migrates 2,000 widgets unless -migration-kill-objects asks for more: at the
+// scale of a million, the first 2,000 are created through the servers and the rest are
+// copies of one of them written straight into etcd (seed_test.go), and the scenario is
+// given longer to settle:
+//
+//	go test ./test/safety -run Torture -timeout 0 -args -duration 1s -only migration-kill -migration-kill-objects 1000000
+//
+// Model: etcd's tests/robustness (traffic, failpoints, a linearizability check, a
+// report).
 //
 // A kube fleet publishes no StorageVersions (kube-apiservers on one host share one
 // identity) and keeps built-ins in protobuf, which the checker decodes: the checks that

@@ -186,7 +186,9 @@ func (m *member) start(t *testing.T, dir, initial, state string) {
 	m.proc = startProc(t, dir, m.name, concordBinary(t), "etcd", "--name", m.name, "--data-dir", m.dataDir,
 		"--listen-client-urls", m.clientURL, "--advertise-client-urls", m.clientURL,
 		"--listen-peer-urls", m.peerURL, "--initial-advertise-peer-urls", m.peerURL,
-		"--initial-cluster", initial, "--initial-cluster-state", state, "--unsafe-no-fsync")
+		"--initial-cluster", initial, "--initial-cluster-state", state, "--unsafe-no-fsync",
+		// A million widgets and their migration pass etcd's default quota of 2 GiB.
+		"--quota-backend-bytes", fmt.Sprint(int64(16)<<30))
 }
 
 // server is one `concord server` of the fleet, or a kube-apiserver of a kube fleet,

@@ -281,6 +281,20 @@ func (c *checker) delete(key string) {
 	delete(c.resource, key)
 }
 
+// encodings counts the objects of resource name (a StorageVersion's name) by the
+// version they are stored in, as far as the checker has seen.
+func (c *checker) encodings(name string) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, n := range c.resource {
+		if n == name {
+			out[c.objects[k]]++
+		}
+	}
+	return out
+}
+
 // results returns the anomalies found so far, the events seen and the migrations
 // seen Running while the servers disagreed.
 func (c *checker) results() ([]string, int, int) {

@@ -13,7 +13,6 @@ import (
 
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/test/kubepeer"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -262,18 +261,17 @@ func (f *fleet) storedInStorageVersion(ctx context.Context, s *server) {
 				want = crd.Spec.Group + "/" + v.Name
 			}
 		}
-		resp, err := f.etcd.Get(ctx, "/registry/"+crd.Spec.Group+"/"+crd.Spec.Names.Plural+"/", clientv3.WithPrefix())
+		stale := 0
+		err := f.eachStored(ctx, "/registry/"+crd.Spec.Group+"/"+crd.Spec.Names.Plural+"/", func(key string, value []byte) {
+			if obj, err := storedObject(value); err != nil || obj["apiVersion"] != want {
+				if stale++; stale <= 3 {
+					f.anomaly("the fleet settled with %s stored as %v, not in %s's storage version %s (%v)", key, obj["apiVersion"], crd.Name, want, err)
+				}
+			}
+		})
 		if err != nil {
 			f.anomaly("reading the %s from etcd: %v", crd.Name, err)
 			continue
-		}
-		stale := 0
-		for _, kv := range resp.Kvs {
-			if obj, err := storedObject(kv.Value); err != nil || obj["apiVersion"] != want {
-				if stale++; stale <= 3 {
-					f.anomaly("the fleet settled with %s stored as %v, not in %s's storage version %s (%v)", kv.Key, obj["apiVersion"], crd.Name, want, err)
-				}
-			}
 		}
 		if stale > 3 {
 			f.anomaly("and %d more %s not in %s", stale-3, crd.Spec.Names.Plural, want)

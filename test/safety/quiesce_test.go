@@ -242,10 +242,10 @@ func (f *fleet) quiesce(t *testing.T) {
 	s := f.randomLive(f.rng)
 	why := "not checked"
 	f.settleFrom = time.Now()
-	deadline := f.settleFrom.Add(3 * time.Minute)
+	deadline := f.settleFrom.Add(f.settleWithin)
 	for why != "" {
 		if time.Now().After(deadline) {
-			f.anomaly("not settled within 3 minutes: %s", why)
+			f.anomaly("not settled within %v: %s", f.settleWithin, why)
 			return
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)

@@ -7,10 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concordproject/concord/wire"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-var onlyFlag = flag.String("only", "", "TestTorture runs only the scenarios of this kind")
+var (
+	onlyFlag             = flag.String("only", "", "TestTorture runs only the scenarios of this kind")
+	migrationObjectsFlag = flag.Int("migration-kill-objects", 2000, "how many widgets the migration-kill scenario migrates; past 2000 the rest are written straight into etcd (the issue's scale: 1000000)")
+)
 
 // scenarioFunc runs one scenario, from its seed, on a fleet of its own.
 type scenarioFunc func(t *testing.T, rep *report, seed uint64)
@@ -213,18 +217,27 @@ func memberLoss(t *testing.T, rep *report, seed uint64) {
 	f.finish(tr)
 }
 
-// migrationKill: two thousand widgets stored in v1, their storage version flipped to v2,
-// and the migration leader (whose rewrite requests it serves itself) killed with -9
-// while it migrates, then restarted.
+// migrationKill: widgets stored in v1 (two thousand created through the servers, and
+// past -migration-kill-objects' first two thousand, copies of one of them written
+// straight into etcd), their storage version flipped to v2, and the migration leader
+// (whose rewrite requests it serves itself) killed with -9 while it migrates, then
+// restarted.
 func migrationKill(t *testing.T, rep *report, seed uint64) {
+	n := max(*migrationObjectsFlag, 1)
 	f := newFleet(t, rep, "migration-kill", seed, 1, release{}, release{}, release{})
 	f.createWidgets()
-	f.seedWidgets(2000)
+	f.seedWidgets(min(n, apiSeeded))
+	if n > apiSeeded {
+		f.seedStored(apiSeeded, n)
+	}
+	// A million objects take a minute to migrate, and longer to settle after a kill.
+	f.settleWithin = 3*time.Minute + time.Duration(n/5000)*time.Second
 	tr := f.startTraffic(2)
 	f.storeWidgetsAs("v2")
 	leader := f.migrationLeader()
-	time.Sleep(time.Duration(f.rng.IntN(1500)) * time.Millisecond)
+	time.Sleep(time.Duration(f.rng.IntN(1500+n/50)) * time.Millisecond)
 	f.stop(leader, false)
+	t.Logf("%s killed with the widgets stored as %v", leader.id, f.check.encodings(wire.StorageVersionName(widgets.GroupResource())))
 	time.Sleep(time.Second)
 	f.restart(leader, release{binary: leader.binary, emulation: leader.emulation, minCompat: leader.minCompat})
 	f.finish(tr)

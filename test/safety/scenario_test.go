@@ -53,6 +53,9 @@ type fleet struct {
 	// settleFrom is when the current wait for the fleet to settle began: after the
 	// last change (kubeSettled asks the controller-manager to have looked since).
 	settleFrom time.Time
+	// settleWithin is how long the fleet may take to settle (3 minutes; longer where a
+	// scenario holds many objects).
+	settleWithin time.Duration
 
 	mu        sync.Mutex
 	anomalies []string
@@ -92,7 +95,7 @@ func newFleet(t *testing.T, rep *report, name string, seed uint64, members int, 
 	if keep := os.Getenv("SAFETY_KEEP"); keep != "" { // keep the logs for a look afterwards
 		dir, _ = os.MkdirTemp(keep, name+"-")
 	}
-	f := &fleet{t: t, name: name, dir: dir, seed: seed, rng: rand.New(rand.NewPCG(seed, 0)), rec: newRecorder(), report: rep, fields: newFieldLedger(t)}
+	f := &fleet{t: t, name: name, dir: dir, seed: seed, settleWithin: 3 * time.Minute, rng: rand.New(rand.NewPCG(seed, 0)), rec: newRecorder(), report: rep, fields: newFieldLedger(t)}
 	cat, err := catalog.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +398,7 @@ func (f *fleet) waitSettled(what string) {
 	f.t.Helper()
 	why := ""
 	f.settleFrom = time.Now()
-	deadline := f.settleFrom.Add(3 * time.Minute)
+	deadline := f.settleFrom.Add(f.settleWithin)
 	for {
 		ctx, cancel := context.WithTimeout(f.t.Context(), 15*time.Second)
 		why = f.settled(ctx, f.randomLive(f.rng))
@@ -404,7 +407,7 @@ func (f *fleet) waitSettled(what string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			f.t.Fatalf("the fleet did not settle %s within 3 minutes: %s", what, why)
+			f.t.Fatalf("the fleet did not settle %s within %v: %s", what, f.settleWithin, why)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -482,6 +485,14 @@ func (r *report) String() string {
 
 func joinComma(s []string) string { return strings.Join(s, ",") }
 
+// apiSeeded is how many widgets seedWidgets creates through the servers at most; the
+// rest of a larger seed is written straight into etcd (seedStored).
+const apiSeeded = 2000
+
+// seedValue is a seeded widget's spec.v: objects of about 1 KiB, as the scale
+// asks.
+var seedValue = "seed-" + strings.Repeat("x", 900)
+
 // seedWidgets creates n widgets besides the writers' ones, eight at a time.
 func (f *fleet) seedWidgets(n int) {
 	f.t.Helper()
@@ -491,7 +502,7 @@ func (f *fleet) seedWidgets(n int) {
 		wg.Go(func() {
 			s := f.servers[w%len(f.servers)]
 			for i := w; i < n; i += 8 {
-				if _, err := s.dynamicClients.Resource(widgets).Namespace(namespace).Create(f.t.Context(), widget(fmt.Sprintf("bulk-%d", i), "seed"), metav1.CreateOptions{}); err != nil {
+				if _, err := s.dynamicClients.Resource(widgets).Namespace(namespace).Create(f.t.Context(), widget(bulkName(i), seedValue), metav1.CreateOptions{}); err != nil {
 					failed.Add(1)
 				}
 			}
@@ -502,6 +513,8 @@ func (f *fleet) seedWidgets(n int) {
 		f.t.Fatalf("%d of %d widgets not created", failed.Load(), n)
 	}
 }
+
+func bulkName(i int) string { return fmt.Sprintf("bulk-%d", i) }
 
 // migrationLeader returns the server that holds the storage-migration lease (its
 // candidates' identities start with their server's ID).
