@@ -44,11 +44,14 @@ type checker struct {
 	// fields holds every stored PodTemplate to the write it names.
 	fields *fieldLedger
 
-	mu        sync.Mutex
-	svs       map[string]svStatus // StorageVersion name → status
-	objects   map[string]string   // object key → encoded apiVersion
-	resource  map[string]string   // object key → StorageVersion name
-	succeeded map[string]bool     // migrations seen Succeeded
+	mu       sync.Mutex
+	svs      map[string]svStatus // StorageVersion name → status
+	objects  map[string]string   // object key → encoded apiVersion
+	resource map[string]string   // object key → StorageVersion name
+	// stored counts the objects of each resource (StorageVersion name) by the version
+	// they are stored in.
+	stored    map[string]map[string]int
+	succeeded map[string]bool // migrations seen Succeeded
 	// runningWhileDisagreeing are the migrations seen Running while the servers
 	// disagreed (a page under way when a server changed its entry).
 	runningWhileDisagreeing map[string]bool
@@ -62,7 +65,7 @@ type checker struct {
 // the test ends.
 func (f *fleet) startChecker(t *testing.T) *checker {
 	c := &checker{live: f.isLive, kube: f.kube, fields: f.fields, svs: map[string]svStatus{}, objects: map[string]string{},
-		resource: map[string]string{}, succeeded: map[string]bool{}, runningWhileDisagreeing: map[string]bool{}}
+		resource: map[string]string{}, stored: map[string]map[string]int{}, succeeded: map[string]bool{}, runningWhileDisagreeing: map[string]bool{}}
 	resp, err := f.etcd.Get(t.Context(), "/registry/", clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +171,12 @@ func (c *checker) put(key string, value []byte, rev int64, initial bool) {
 		return
 	}
 	name := wire.StorageVersionName(gr)
+	c.forget(key)
 	c.objects[key], c.resource[key] = head.APIVersion, name
+	if c.stored[name] == nil {
+		c.stored[name] = map[string]int{}
+	}
+	c.stored[name][head.APIVersion]++
 	if !initial {
 		c.checkWrite(key, name, head.APIVersion, rev)
 	}
@@ -277,22 +285,24 @@ func (c *checker) delete(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.events++
+	c.forget(key)
+}
+
+// forget takes key's object out of the checker's state. Called with c.mu held.
+func (c *checker) forget(key string) {
+	if name, ok := c.resource[key]; ok {
+		c.stored[name][c.objects[key]]--
+	}
 	delete(c.objects, key)
 	delete(c.resource, key)
 }
 
-// encodings counts the objects of resource name (a StorageVersion's name) by the
-// version they are stored in, as far as the checker has seen.
-func (c *checker) encodings(name string) map[string]int {
+// encodings counts the objects of resource name (a StorageVersion's name) stored in
+// version v, as far as the checker has seen.
+func (c *checker) encodings(name, v string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := map[string]int{}
-	for k, n := range c.resource {
-		if n == name {
-			out[c.objects[k]]++
-		}
-	}
-	return out
+	return c.stored[name][v]
 }
 
 // results returns the anomalies found so far, the events seen and the migrations

@@ -220,8 +220,8 @@ func memberLoss(t *testing.T, rep *report, seed uint64) {
 // migrationKill: widgets stored in v1 (two thousand created through the servers, and
 // past -migration-kill-objects' first two thousand, copies of one of them written
 // straight into etcd), their storage version flipped to v2, and the migration leader
-// (whose rewrite requests it serves itself) killed with -9 while it migrates, then
-// restarted.
+// (whose rewrite requests it serves itself) killed with -9 once it has rewritten up to
+// half of them, then restarted.
 func migrationKill(t *testing.T, rep *report, seed uint64) {
 	n := max(*migrationObjectsFlag, 1)
 	f := newFleet(t, rep, "migration-kill", seed, 1, release{}, release{}, release{})
@@ -230,14 +230,22 @@ func migrationKill(t *testing.T, rep *report, seed uint64) {
 	if n > apiSeeded {
 		f.seedStored(apiSeeded, n)
 	}
-	// A million objects take a minute to migrate, and longer to settle after a kill.
-	f.settleWithin = 3*time.Minute + time.Duration(n/5000)*time.Second
+	// Three servers, etcd and the writers on one machine migrate a few thousand widgets
+	// a second: a million take minutes, and longer to settle after a kill.
+	f.settleWithin = 3*time.Minute + time.Duration(n/1000)*time.Second
 	tr := f.startTraffic(2)
 	f.storeWidgetsAs("v2")
 	leader := f.migrationLeader()
-	time.Sleep(time.Duration(f.rng.IntN(1500+n/50)) * time.Millisecond)
+	// Killed once the migration has rewritten some of the widgets (up to half), or
+	// has ended.
+	name, target := wire.StorageVersionName(widgets.GroupResource()), 1+f.rng.IntN(n/2+1)
+	waitUntil(t, f.settleWithin, "the widgets' migration", func() bool {
+		v2 := f.check.encodings(name, widgets.Group+"/v2")
+		return v2 >= target || f.check.encodings(name, widgets.Group+"/v1") == 0
+	})
 	f.stop(leader, false)
-	t.Logf("%s killed with the widgets stored as %v", leader.id, f.check.encodings(wire.StorageVersionName(widgets.GroupResource())))
+	t.Logf("%s killed with %d widgets stored in v2 and %d in v1", leader.id,
+		f.check.encodings(name, widgets.Group+"/v2"), f.check.encodings(name, widgets.Group+"/v1"))
 	time.Sleep(time.Second)
 	f.restart(leader, release{binary: leader.binary, emulation: leader.emulation, minCompat: leader.minCompat})
 	f.finish(tr)
