@@ -32,31 +32,38 @@ const (
 	leaseRenew    = time.Second
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	errBuild  error
-)
+// binDir holds the concord binary the fleets run; TestMain removes it.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "concord-safety-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// built builds the concord binary the first time it is called.
+var built = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "concord")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/concordproject/concord/cmd/concord").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return bin, nil
+})
 
 // concordBinary builds the concord binary once per test process.
 func concordBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "concord-safety-")
-		if err != nil {
-			errBuild = err
-			return
-		}
-		binPath = filepath.Join(dir, "concord")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/concordproject/concord/cmd/concord").CombinedOutput()
-		if err != nil {
-			errBuild = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if errBuild != nil {
-		t.Fatal(errBuild)
+	bin, err := built()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return binPath
+	return bin
 }
 
 // proc is one process of the fleet, its output in a log file.
