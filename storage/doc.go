@@ -8,7 +8,10 @@
 //     read (one transaction); on a mismatch they return ErrConflict together with the
 //     current value, so a retry loop needs no extra read;
 //   - List reads one page of a key range at one revision, and a continue token pins
-//     the following pages to that same revision;
+//     the following pages to that same revision; a page that need not say how many
+//     keys follow it (ListOptions.Uncounted: a cache's load, a rewrite's later pages)
+//     is read through etcd's range stream and cut after the page, so that paging
+//     through a million keys costs etcd the pages, not a count of the rest at each;
 //   - Watch streams every change under a prefix after a revision, in order;
 //   - with WithTransformers, every value is sealed on its way to etcd and opened on
 //     the way back (encryption at rest, package encryption's transformers), and values

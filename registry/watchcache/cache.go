@@ -265,7 +265,7 @@ func (c *Cache) load(ctx context.Context, st *storage.Store) error {
 	rev := c.Revision()
 	start := ""
 	for {
-		page, err := st.List(ctx, c.prefix, storage.ListOptions{Revision: rev, Limit: loadPage, Start: start})
+		page, err := st.List(ctx, c.prefix, storage.ListOptions{Revision: rev, Limit: loadPage, Start: start, Uncounted: true})
 		if errors.Is(err, storage.ErrCompacted) && start == "" {
 			rev = 0
 			continue
