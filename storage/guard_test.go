@@ -69,3 +69,52 @@ func TestWriteBatchGuarded(t *testing.T) {
 		}
 	}
 }
+
+// Each transaction of a batch carries as many writes as etcd takes in one (its
+// default --max-txn-ops, 128; under a guard, whose transaction nests the writes',
+// 127): the writes of a transaction share its revision.
+func TestWriteBatchTransactionsAreFull(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	guardRev, err := s.Create(ctx, "f/sv", []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		guard *storage.Guard
+		n     int
+		txns  int
+	}{
+		{nil, 256, 2},
+		{nil, 257, 3},
+		{&storage.Guard{Key: "f/sv", Revision: guardRev}, 254, 2},
+		{&storage.Guard{Key: "f/sv", Revision: guardRev}, 256, 3},
+	} {
+		writes := make([]storage.Write, tc.n)
+		for i := range writes {
+			key := fmt.Sprintf("f/%v/%d/%03d", tc.guard != nil, tc.n, i)
+			rev, err := s.Create(ctx, key, []byte("old"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writes[i] = storage.Write{Key: key, Value: []byte("new"), Expected: rev}
+		}
+		var revs []int64
+		var errs []error
+		if tc.guard != nil {
+			revs, errs = s.WriteBatchGuarded(ctx, *tc.guard, writes)
+		} else {
+			revs, errs = s.WriteBatch(ctx, writes)
+		}
+		txns := map[int64]bool{}
+		for i := range writes {
+			if errs[i] != nil {
+				t.Fatalf("guarded %v, %d writes: write %d: %v", tc.guard != nil, tc.n, i, errs[i])
+			}
+			txns[revs[i]] = true
+		}
+		if len(txns) != tc.txns {
+			t.Errorf("guarded %v: %d writes took %d transactions, want %d", tc.guard != nil, tc.n, len(txns), tc.txns)
+		}
+	}
+}

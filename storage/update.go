@@ -66,8 +66,12 @@ func (s *Store) WriteBatch(ctx context.Context, writes []Write) ([]int64, []erro
 }
 
 // maxBatchOps is how many writes one transaction of a batch carries: etcd's default
-// --max-txn-ops.
-const maxBatchOps = 128
+// --max-txn-ops. A guarded batch's transaction nests the writes' transaction in the
+// guard's, which counts one of the limit (etcd refuses 128 nested under one).
+const (
+	maxBatchOps   = 128
+	maxGuardedOps = maxBatchOps - 1
+)
 
 // batchParallel is how many transactions of one batch are in flight at once: etcd
 // commits concurrent transactions together, so the writes of a page wait for one
@@ -81,8 +85,12 @@ func (s *Store) writeBatch(ctx context.Context, guard *Guard, writes []Write) ([
 	errs := make([]error, len(writes))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, batchParallel)
-	for start := 0; start < len(writes); start += maxBatchOps {
-		end := min(start+maxBatchOps, len(writes))
+	group := maxBatchOps
+	if guard != nil {
+		group = maxGuardedOps
+	}
+	for start := 0; start < len(writes); start += group {
+		end := min(start+group, len(writes))
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
