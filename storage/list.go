@@ -27,7 +27,7 @@ type ListOptions struct {
 	// through a prefix costs it the square of the prefix's size; an uncounted page is
 	// read through etcd's range stream (etcd 3.7), cut once the page and the key after
 	// it have arrived, in time proportional to the page. An etcd without range streams
-	// answers it as a counted page.
+	// answers it, and every uncounted page after it, as a counted page.
 	Uncounted bool
 }
 
@@ -63,11 +63,12 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (*Lis
 		getOpts = append(getOpts, clientv3.WithLimit(opts.Limit))
 	}
 	defer s.observe("list", prefix, time.Now())
-	if opts.Uncounted && opts.Limit > 0 {
+	if opts.Uncounted && opts.Limit > 0 && !s.noRangeStream.Load() {
 		out, err := s.listUncounted(ctx, start, end, opts)
 		if !errors.Is(err, errNoRangeStream) {
 			return out, err
 		}
+		s.noRangeStream.Store(true)
 	}
 	resp, err := s.client.Get(ctx, start, getOpts...)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +14,9 @@ import (
 	"github.com/concordproject/concord/etcd/etcdtest"
 	"github.com/concordproject/concord/storage"
 	"github.com/prometheus/client_golang/prometheus"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 )
 
 // seedKeys writes n keys under /test/<prefix>/, a hundred to a transaction.
@@ -210,5 +213,42 @@ func BenchmarkPages(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n/500), "µs/page")
 		})
+	}
+}
+
+// rangeOnly is an etcd KV service before range streams (etcd 3.6 and older): it
+// forwards ranges to a real etcd and answers every other call Unimplemented.
+type rangeOnly struct {
+	pb.UnimplementedKVServer
+	kv pb.KVClient
+}
+
+func (r rangeOnly) Range(ctx context.Context, req *pb.RangeRequest) (*pb.RangeResponse, error) {
+	return r.kv.Range(ctx, req)
+}
+
+// An etcd without range streams answers uncounted pages as counted ones.
+func TestUncountedPagesFromAnEtcdWithoutRangeStreams(t *testing.T) {
+	cli := etcdtest.Start(t)
+	seedKeys(t, cli, "o/r", 25)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	pb.RegisterKVServer(srv, rangeOnly{kv: pb.NewKVClient(cli.ActiveConnection())})
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	old, err := clientv3.New(clientv3.Config{Endpoints: []string{ln.Addr().String()}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = old.Close() })
+	s := storage.New(old, "/test")
+	for range 2 { // the second after the store has learnt that etcd has none
+		keys, remaining := pageThrough(t, s, "o/r", storage.ListOptions{Limit: 10, Uncounted: true})
+		if len(keys) != 25 || !slices.Equal(remaining, []int64{15, 5, 0}) {
+			t.Fatalf("pages of %d keys, remaining %v; want 25 keys, remaining [15 5 0] (counted)", len(keys), remaining)
+		}
 	}
 }

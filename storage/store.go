@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -117,6 +118,9 @@ type Store struct {
 	leases  *leases
 	// transformers, if set, seal and open values (WithTransformers).
 	transformers Transformers
+	// noRangeStream is set once etcd answered that it serves no range streams:
+	// uncounted pages are read as counted ones from then on.
+	noRangeStream atomic.Bool
 }
 
 // New returns a Store over client whose keys all live under prefix (e.g. "/registry").
