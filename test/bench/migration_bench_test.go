@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/migration/migrator"
+	"github.com/concordproject/concord/wire"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -71,7 +72,8 @@ type migrationBench struct {
 
 // BenchmarkMigration measures storage migration throughput, in objects rewritten per
 // second, through the client-side path (list, then PUT each object back, at
-// concurrency 1 and 16) and the server-side fast path (Concord's rewrite endpoint),
+// concurrency 1 and 16) and the server-side fast path (Concord's rewrite endpoint, its
+// writes guarded by the widgets' StorageVersion as the migration controller's are),
 // for each of -concord.migration-sizes objects of 1 KiB, next to raw etcd
 // transaction throughput measured in the same run: conditional updates of 1 KiB
 // values, If(ModRevision == rev).Then(Put), one per transaction, at concurrency 1 and
@@ -306,6 +308,11 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 		rss := sampleRSS(mb.cl.server.pid())
 		b.StartTimer()
 		start := time.Now()
+		// As the migration controller does, every write is guarded by the widgets'
+		// StorageVersion (in etcd's transaction with the write).
+		if res.StorageVersion, err = mb.storageVersion(ctx); err != nil {
+			b.Fatal(err)
+		}
 		profiled := mb.profile(ctx, path, n)
 		cp, err := m.Migrate(ctx, res, migrator.Checkpoint{}, nil)
 		profiled()
@@ -540,4 +547,21 @@ func ratioOf(a, b float64) float64 {
 
 func (c cpu) plus(o cpu) cpu {
 	return cpu{server: c.server + o.server, etcd: c.etcd + o.etcd, self: c.self + o.self, machine: c.machine + o.machine}
+}
+
+// storageVersionsGVR is the StorageVersion API's resource.
+var storageVersionsGVR = schema.GroupVersionResource{Group: "internal.apiserver.k8s.io", Version: "v1alpha1", Resource: "storageversions"}
+
+// storageVersion returns the resourceVersion of the widgets' StorageVersion, which
+// the migration controller gives its migrations to guard their writes with.
+func (mb *migrationBench) storageVersion(ctx context.Context) (string, error) {
+	dyn, err := dynamic.NewForConfig(mb.rest)
+	if err != nil {
+		return "", err
+	}
+	sv, err := dyn.Resource(storageVersionsGVR).Get(ctx, wire.StorageVersionName(benchWidgets.GroupResource()), metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("the widgets' StorageVersion: %w", err)
+	}
+	return sv.GetResourceVersion(), nil
 }
