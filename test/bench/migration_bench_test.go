@@ -383,6 +383,9 @@ func (mb *migrationBench) profile(ctx context.Context, path string, n int) func(
 	if body, err := rc.Get().AbsPath("/debug/pprof/heap").DoRaw(ctx); err == nil {
 		_ = os.WriteFile(name+".before.heap.pprof", body, 0o600)
 	}
+	if body, err := rc.Get().AbsPath("/debug/pprof/heap").Param("debug", "1").DoRaw(ctx); err == nil {
+		_ = os.WriteFile(name+".before.heap.txt", body, 0o600)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
