@@ -80,15 +80,24 @@ func (m *monitors) sync() {
 	}
 }
 
+// monitorBacklog is how many changes a monitor's watch may deliver that the graph has
+// not observed yet: past it the watch waits, and etcd is not read meanwhile (a
+// million creations written at etcd's pace would otherwise wait in the informer's
+// queue and in etcd's client).
+const monitorBacklog = 10000
+
 // start runs a monitor of res.
 func (m *monitors) start(res *registry.Resource) *monitor {
 	mon := &monitor{res: res, version: res.PreferredVersion(), done: make(chan struct{})}
 	gv := res.GroupVersion(mon.version).String()
 	kind := res.Names.Kind
 	// metadataOnly only reads what the watch shares and builds its own object.
-	mon.informer = m.store.NewInformer(store.Source{Registry: m.registry, Resource: res.GroupResource(), Version: mon.version, Shared: true, FromStorage: true}, nil)
+	pace := store.NewPacer(monitorBacklog)
+	mon.informer = m.store.NewInformer(store.Source{Registry: m.registry, Resource: res.GroupResource(), Version: mon.version,
+		Shared: true, FromStorage: true, Pace: pace}, nil)
 	_ = mon.informer.SetTransform(metadataOnly) // only fails once the informer runs
 	observe := func(typ changeType, obj, old interface{}) {
+		defer pace.Handled()
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
