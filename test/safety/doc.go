@@ -48,13 +48,12 @@
 //
 //	go test ./test/safety -run Torture -timeout 0 -args -duration 30m -seed 7
 //
-// which prints a report (scenarios, faults, operations, anomalies). The migration-kill
-// scenario migrates 2,000 widgets unless -migration-kill-objects asks for more: at the
-// scale of a million, the first 2,000 are created through the servers and the rest are
-// copies of one of them written straight into etcd (seed_test.go), and the scenario is
-// given longer to settle:
+// which prints a report (scenarios, faults, operations, anomalies). Its migration-kill
+// scenario migrates a million widgets (-migration-kill-objects): 2,000 created through
+// the servers, the rest copies of one of them written straight into etcd
+// (seed_test.go), with longer to settle; it alone, once:
 //
-//	go test ./test/safety -run Torture -timeout 0 -args -duration 1s -only migration-kill -migration-kill-objects 1000000
+//	go test ./test/safety -run Torture -timeout 0 -args -duration 1s -only migration-kill
 //
 // Model: etcd's tests/robustness (traffic, failpoints, a linearizability check, a
 // report).

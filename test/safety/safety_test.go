@@ -13,7 +13,7 @@ import (
 
 var (
 	onlyFlag             = flag.String("only", "", "TestTorture runs only the scenarios of this kind")
-	migrationObjectsFlag = flag.Int("migration-kill-objects", 2000, "how many widgets the migration-kill scenario migrates; past 2000 the rest are written straight into etcd (the issue's scale: 1000000)")
+	migrationObjectsFlag = flag.Int("migration-kill-objects", 1000000, "how many widgets the migration-kill scenario migrates; past 2000 the rest are written straight into etcd")
 )
 
 // scenarioFunc runs one scenario, from its seed, on a fleet of its own.
