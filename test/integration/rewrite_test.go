@@ -8,8 +8,11 @@ import (
 	"testing"
 
 	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/migration/migrator"
 	"github.com/concordproject/concord/wire"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 )
 
@@ -74,5 +77,44 @@ func TestRewriteEndpoint(t *testing.T) {
 	reader := rest.AnonymousClientConfig(s.Config())
 	if code, _ := rewrite(t, reader, "/concord/v1/rewrite/core/configmaps"); code != 401 {
 		t.Fatalf("anonymous: %d", code)
+	}
+}
+
+var storageVersionsGVR = schema.GroupVersionResource{Group: "internal.apiserver.k8s.io", Version: "v1alpha1", Resource: "storageversions"}
+
+// A rewrite guarded by the resource's StorageVersion, as the migration controller asks
+// for, goes to etcd in transactions as full as etcd takes under the guard (127 writes):
+// 300 widgets in one page share 3 revisions.
+func TestGuardedRewriteFillsTransactions(t *testing.T) {
+	t.Parallel()
+	c := startMigrationCluster(t, 1)
+	s := c.Servers[0]
+	e := newMigrationEnv(t, c, "guarded.batches.example.com", "v1")
+	const n = 300
+	e.seed("w", "v1", n, 1)
+	e.flip("v2")
+	sv, err := s.Dynamic(t).Resource(storageVersionsGVR).Get(t.Context(), wire.StorageVersionName(e.gr), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := migrator.New(s.Config(), migrator.Options{Mode: migrator.ModeServer, PageSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := migrator.Resource{GroupVersionResource: e.gvr("v2"), Namespaced: true, StorageVersion: sv.GetResourceVersion()}
+	cp, err := m.Migrate(t.Context(), res, migrator.Checkpoint{}, nil)
+	if err != nil || cp.Migrated != n {
+		t.Fatalf("migrated %+v, %v; want all %d", cp.Counts, err, n)
+	}
+	resp, err := c.EtcdClient.Get(t.Context(), "/registry/"+e.gr.Group+"/"+e.gr.Resource+"/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	revisions := map[int64]int{}
+	for _, kv := range resp.Kvs {
+		revisions[kv.ModRevision]++
+	}
+	if len(resp.Kvs) != n || len(revisions) != 3 {
+		t.Fatalf("%d widgets rewritten at %d revisions (%v), want %d at 3", len(resp.Kvs), len(revisions), revisions, n)
 	}
 }
