@@ -99,6 +99,6 @@ func TestServerBehindEtcdGRPCProxy(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("the dependent: %v", err)
+		return fmt.Errorf("the dependent: %w", err)
 	})
 }
