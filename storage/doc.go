@@ -12,7 +12,11 @@
 //     keys follow it (ListOptions.Uncounted: a cache's load, a rewrite's later pages)
 //     is read through etcd's range stream and cut after the page, so that paging
 //     through a million keys costs etcd the pages, not a count of the rest at each;
-//   - Watch streams every change under a prefix after a revision, in order;
+//   - Watch streams every change under a prefix after a revision, in order, over
+//     etcd's Watch service spoken directly (not clientv3's Watcher, which buffers
+//     without bound what its reader has not taken): it receives from etcd only as
+//     fast as its reader takes, so a slow reader's backlog stays in etcd; a stream
+//     that breaks is opened again where the reader stands, unseen by it;
 //   - with WithTransformers, every value is sealed on its way to etcd and opened on
 //     the way back (encryption at rest, package encryption's transformers), and values
 //     sealed otherwise than writes are now are marked Stale, so that a storage

@@ -2,11 +2,15 @@ package storage
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // EventType says what happened to a key.
@@ -57,100 +61,149 @@ type WatchOptions struct {
 // Watch streams every change under prefix strictly after revision rev (0: from now on)
 // until ctx is done; then the channel closes. A watch from a compacted revision yields
 // one Error event matching ErrCompacted. Events arrive in revision order.
+//
+// The watch reads etcd only as fast as its reader takes the events (see watchStream):
+// a reader slower than etcd's writes leaves them in etcd, never in this process. A
+// stream that breaks (etcd restarted, its leader lost, the connection cut) is opened
+// again where it stood, and the reader sees nothing of it; only a stream that cannot
+// be opened again within the resumeWatch policy ends the watch with an Error event.
 func (s *Store) Watch(ctx context.Context, prefix string, rev int64, opts WatchOptions) <-chan Event {
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
 	out := make(chan Event, 100)
-	wopts := []clientv3.OpOption{clientv3.WithPrefix()}
-	if !opts.WithoutPrevious {
-		wopts = append(wopts, clientv3.WithPrevKV())
-	}
-	if rev > 0 {
-		// Start at rev itself, not rev+1, and drop what happened at rev below: etcd
-		// withholds progress notifications from a watcher whose start revision the
-		// store has not reached yet, so an idle watch started at the current revision
-		// would never learn that time moves on.
-		wopts = append(wopts, clientv3.WithRev(rev))
-	}
-	if opts.ProgressInterval > 0 {
-		wopts = append(wopts, clientv3.WithProgressNotify())
-	}
-	// A watch context carrying a distinct value gets its own gRPC stream, so that
-	// RequestProgress below concerns only this watcher.
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	wch := s.client.Watch(wctx, s.abs(prefix), wopts...)
-	go func() {
-		defer close(out)
-		defer cancel()
-		var tick <-chan time.Time
-		if opts.ProgressInterval > 0 {
-			// A protocol timer, not a retry: etcd tells a watcher its revision only
-			// when asked (RequestProgress).
-			t := time.NewTicker(opts.ProgressInterval)
-			defer t.Stop()
-			tick = t.C
-		}
-		send := func(e Event) bool {
-			select {
-			case out <- e:
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick:
-				_ = s.client.RequestProgress(wctx)
-			case <-opts.ProgressRequests:
-				_ = s.client.RequestProgress(wctx)
-			case resp, ok := <-wch:
-				if !ok {
-					if ctx.Err() == nil {
-						send(Event{Type: Error, Err: fmt.Errorf("etcd watch closed")})
-					}
-					return
-				}
-				if err := resp.Err(); err != nil {
-					if resp.CompactRevision != 0 {
-						err = fmt.Errorf("%w: oldest available revision is %d", ErrCompacted, resp.CompactRevision)
-					} else {
-						err = translate(err)
-					}
-					send(Event{Type: Error, Err: err, Revision: resp.CompactRevision})
-					return
-				}
-				if resp.IsProgressNotify() {
-					if !send(Event{Type: Progress, Revision: resp.Header.Revision}) {
-						return
-					}
-					continue
-				}
-				events, err := s.eventsAfter(wctx, resp, rev)
-				for _, e := range events {
-					if !send(e) {
-						return
-					}
-				}
-				if err != nil {
-					send(Event{Type: Error, Err: err})
-					return
-				}
-			}
-		}
-	}()
+	w := &watch{s: s, key: s.abs(prefix), opts: opts, out: out, last: rev}
+	go w.run(ctx)
 	return out
+}
+
+// A watch is the state of one Watch: where it stands, so that a new stream resumes
+// there.
+type watch struct {
+	s    *Store
+	key  string
+	opts WatchOptions
+	out  chan<- Event
+	// last is the newest revision the reader has been told of (an event's, a
+	// progress notification's, or the start's): a stream opens at it and drops it.
+	// etcd withholds progress notifications from a watcher whose start revision the
+	// store has not reached yet, so a watch opened at rev+1 on an idle store would
+	// never learn that time moves on.
+	last int64
+}
+
+func (w *watch) run(ctx context.Context) {
+	defer close(w.out)
+	var tick <-chan time.Time
+	if w.opts.ProgressInterval > 0 {
+		// A protocol timer, not a retry: etcd tells a watcher its revision only
+		// when asked (a progress request).
+		t := time.NewTicker(w.opts.ProgressInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		ws, first, err := w.open(ctx)
+		if err == nil {
+			err = w.follow(ctx, ws, first, tick)
+			ws.close()
+			var broken *brokenStreamError
+			if errors.As(err, &broken) && ctx.Err() == nil {
+				continue // a stream that worked broke: open another at w.last
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		end := Event{Type: Error, Err: err}
+		var compacted *compactedError
+		if errors.As(err, &compacted) {
+			end.Revision = compacted.oldest
+		}
+		w.send(ctx, end)
+		return
+	}
+}
+
+// follow hands on what one stream delivers, first first, until it breaks, etcd ends
+// the watch, or ctx is done.
+func (w *watch) follow(ctx context.Context, ws *watchStream, first *pb.WatchResponse, tick <-chan time.Time) error {
+	if err := w.handle(ctx, first); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick:
+			ws.requestProgress()
+		case <-w.opts.ProgressRequests:
+			ws.requestProgress()
+		case r := <-ws.recv:
+			if r.err != nil {
+				return watchStreamError(r.err)
+			}
+			if err := w.handle(ctx, r.resp); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// handle hands on one response of etcd's: its changes after w.last, or the progress
+// it reports; an error if etcd ended the watch or ctx is done.
+func (w *watch) handle(ctx context.Context, resp *pb.WatchResponse) error {
+	switch {
+	case resp.CompactRevision != 0:
+		return &compactedError{oldest: resp.CompactRevision}
+	case resp.Canceled:
+		if resp.CancelReason != "" {
+			return translate(rpctypes.Error(status.Error(codes.FailedPrecondition, resp.CancelReason)))
+		}
+		return translate(rpctypes.ErrFutureRev)
+	case resp.Created:
+		if w.last == 0 && resp.Header != nil {
+			w.last = resp.Header.Revision // from now on: nothing at or before it is ours
+		}
+		return nil
+	case len(resp.Events) == 0:
+		if resp.Header == nil || resp.Header.Revision == 0 {
+			return nil
+		}
+		if !w.send(ctx, Event{Type: Progress, Revision: resp.Header.Revision}) {
+			return ctx.Err()
+		}
+		w.last = max(w.last, resp.Header.Revision)
+		return nil
+	}
+	events, err := w.s.eventsAfter(ctx, resp.Events, w.last)
+	if err != nil {
+		return err
+	}
+	for _, e := range events {
+		if !w.send(ctx, e) {
+			return ctx.Err()
+		}
+		w.last = e.Revision
+	}
+	return nil
+}
+
+func (w *watch) send(ctx context.Context, e Event) bool {
+	select {
+	case w.out <- e:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // eventsAfter returns the changes of one watch response newer than rev, the last one
 // marked BatchEnd, or the error opening one of their values (then none: the watch
 // ends with that error).
-func (s *Store) eventsAfter(ctx context.Context, resp clientv3.WatchResponse, rev int64) ([]Event, error) {
-	out := make([]Event, 0, len(resp.Events))
-	for _, ev := range resp.Events {
+func (s *Store) eventsAfter(ctx context.Context, changes []*mvccpb.Event, rev int64) ([]Event, error) {
+	out := make([]Event, 0, len(changes))
+	for _, ev := range changes {
 		if ev.Kv.ModRevision <= rev {
 			continue
 		}
@@ -164,7 +217,7 @@ func (s *Store) eventsAfter(ctx context.Context, resp clientv3.WatchResponse, re
 				return nil, err
 			}
 		}
-		if ev.Type == clientv3.EventTypeDelete {
+		if ev.Type == mvccpb.DELETE {
 			e.Type = Deleted
 		}
 		out = append(out, e)

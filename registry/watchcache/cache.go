@@ -181,8 +181,8 @@ func (c *Cache) run(ctx context.Context, st *storage.Store, opts Options) {
 //
 // A private cache is paced by its one watcher, so that a watch that replays a long
 // history, or whose client is slower than etcd's writes, holds at most maxPending
-// changes (and what etcd sent meanwhile) in memory: etcd's client buffers every
-// response it receives, without bound, for as long as nobody reads them.
+// changes in memory; the rest stays in etcd (package storage's watch receives only
+// as fast as it is read, and this one is closed while the watcher is full).
 func (c *Cache) follow(ctx context.Context, st *storage.Store, opts Options) bool {
 	logger := klog.FromContext(ctx).WithValues("watchCache", c.resource)
 	wctx, cancel := context.WithCancel(ctx)

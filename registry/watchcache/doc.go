@@ -32,8 +32,7 @@
 // otherwise stay on a watch of its own that reads every change's previous value
 // from etcd); a store's storage-only watch uses one throughout. A private Cache is
 // paced by its one watcher: while the watcher holds maxPending changes it has yet to
-// take, the cache reads nothing from etcd (whose client would buffer every response
-// without bound), and it watches again from where it stood once the watcher has
+// take, the cache reads nothing from etcd (its etcd watch is closed), and it watches again from where it stood once the watcher has
 // taken them; such a watcher is never ended for falling behind.
 //
 // It caches stored bytes, never decoded objects, and beside each object the one

@@ -1,0 +1,236 @@
+package storage_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/concordproject/concord/etcd/etcdtest"
+	"github.com/concordproject/concord/storage"
+	"github.com/prometheus/client_golang/prometheus"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// slowWatchers reads etcd's count of watchers it holds back because they do not take
+// what it sends (the embedded etcd's metrics are in this process's registry).
+func slowWatchers(t *testing.T) float64 {
+	t.Helper()
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "etcd_debugging_mvcc_slow_watcher_total" {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("etcd reports no slow_watcher_total")
+	return 0
+}
+
+// nextEvent returns the watch's next change (progress notifications skipped).
+func nextEvent(t *testing.T, events <-chan storage.Event) storage.Event {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("the watch ended")
+			}
+			if ev.Type != storage.Progress {
+				return ev
+			}
+		case <-deadline:
+			t.Fatal("no event within 30s")
+		}
+	}
+}
+
+// A watch whose reader takes nothing reads no more from etcd than gRPC's window:
+// etcd holds the rest back (it counts the watcher as slow), and the reader, once it
+// reads, gets every change in order. A watch through clientv3's Watcher buffered
+// every change in the reader's process instead, and etcd never saw a slow watcher.
+func TestWatchLeavesWhatItsReaderHasNotTakenInEtcd(t *testing.T) {
+	ctx := t.Context()
+	cli := etcdtest.Start(t)
+	s := storage.New(cli, "/test")
+	base, err := s.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowBefore := slowWatchers(t)
+	events := s.Watch(ctx, "slow/r", base, storage.WatchOptions{WithoutPrevious: true})
+	// 64 MiB of changes: more than gRPC's flow-control windows (at most 16 MiB) and
+	// etcd's send queue (128 responses) hold.
+	const n, size = 1024, 64 << 10
+	value := strings.Repeat("x", size)
+	for i := range n {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/test/slow/r/%04d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for slowWatchers(t) <= slowBefore {
+		if time.Now().After(deadline) {
+			t.Fatal("etcd never held the watch back: its changes were read into this process")
+		}
+		// Waiting on etcd's notice, which its next write to the watcher makes.
+		if _, err := cli.Put(ctx, "/test/slow/other", "nudge"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := base
+	for i := range n {
+		ev := nextEvent(t, events)
+		want := fmt.Sprintf("slow/r/%04d", i)
+		if ev.Type != storage.Put || ev.KV.Key != want || len(ev.KV.Value) != size || ev.Revision <= last {
+			t.Fatalf("event %d: %v %s at %d (after %d), want a put of %s", i, ev.Type, ev.KV.Key, ev.Revision, last, want)
+		}
+		last = ev.Revision
+	}
+}
+
+// cuttable is etcd's Watch service passed through to a real etcd, whose streams the
+// test can break as a restarting or unreachable etcd would.
+type cuttable struct {
+	pb.UnimplementedWatchServer
+	upstream pb.WatchClient
+
+	mu     sync.Mutex
+	cut    chan struct{}
+	starts []int64 // the start revision of every watch asked for
+}
+
+func (c *cuttable) Watch(srv pb.Watch_WatchServer) error {
+	c.mu.Lock()
+	cut := c.cut
+	c.mu.Unlock()
+	ctx, cancel := context.WithCancel(srv.Context())
+	defer cancel()
+	up, err := c.upstream.Watch(ctx)
+	if err != nil {
+		return err
+	}
+	errs := make(chan error, 2)
+	go func() {
+		for {
+			req, err := srv.Recv()
+			if err != nil {
+				errs <- err
+				return
+			}
+			if cr := req.GetCreateRequest(); cr != nil {
+				c.mu.Lock()
+				c.starts = append(c.starts, cr.StartRevision)
+				c.mu.Unlock()
+			}
+			if err := up.Send(req); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	go func() {
+		for {
+			resp, err := up.Recv()
+			if err == nil {
+				err = srv.Send(resp)
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-errs:
+		return err
+	case <-cut:
+		return status.Error(codes.Unavailable, "cut by the test")
+	}
+}
+
+// cutAll breaks every stream open now.
+func (c *cuttable) cutAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	close(c.cut)
+	c.cut = make(chan struct{})
+}
+
+func (c *cuttable) startRevisions() []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]int64(nil), c.starts...)
+}
+
+// A watch whose stream breaks opens another where it stood: its reader sees every
+// change once, in order, and no error.
+func TestWatchResumesWhereItsStreamBroke(t *testing.T) {
+	ctx := t.Context()
+	cli := etcdtest.Start(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &cuttable{upstream: pb.NewWatchClient(cli.ActiveConnection()), cut: make(chan struct{})}
+	srv := grpc.NewServer()
+	pb.RegisterWatchServer(srv, proxy)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	through, err := clientv3.New(clientv3.Config{Endpoints: []string{ln.Addr().String()}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = through.Close() })
+
+	s := storage.New(cli, "/test")
+	base, err := s.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := storage.New(through, "/test").Watch(ctx, "cut/r", base, storage.WatchOptions{})
+	put := func(i int) int64 {
+		rev, err := s.Create(ctx, fmt.Sprintf("cut/r/%02d", i), []byte(fmt.Sprint(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rev
+	}
+	var written []int64
+	read := func(from, to int) {
+		for i := from; i < to; i++ {
+			ev := nextEvent(t, events)
+			if ev.Type != storage.Put || ev.Revision != written[i] || string(ev.KV.Value) != fmt.Sprint(i) {
+				t.Fatalf("change %d: %+v, want the put of %d at %d", i, ev, i, written[i])
+			}
+		}
+	}
+	for i := range 5 {
+		written = append(written, put(i))
+	}
+	read(0, 5)
+	proxy.cutAll()
+	for i := 5; i < 10; i++ {
+		written = append(written, put(i))
+	}
+	read(5, 10)
+	select {
+	case ev := <-events:
+		t.Fatalf("after the last change: %+v", ev)
+	default:
+	}
+	starts := proxy.startRevisions()
+	if len(starts) != 2 || starts[0] != base || starts[1] != written[4] {
+		t.Fatalf("watches started at %v, want [%d %d]: the second where the reader stood", starts, base, written[4])
+	}
+}
