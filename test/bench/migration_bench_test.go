@@ -291,6 +291,7 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 		if err := mb.seed(ctx, n); err != nil {
 			b.Fatal(err)
 		}
+		mb.profileIntake(ctx, path, n)
 		// The server takes in the seeded objects (its watch caches and the garbage
 		// collector's informers follow every resource): let it finish before measuring.
 		if err := waitIdle(ctx, mb.cl.server.pid(), 10*time.Minute); err != nil {
@@ -370,7 +371,8 @@ func (mb *migrationBench) benchMigrate(b *testing.B, path string, opts migrator.
 // profile starts, with -concord.migration-profile, a CPU profile of the server for
 // the first -concord.migration-profile-seconds of a migration; the function it
 // returns waits for it and writes it, then the server's heap profile, to the
-// profile directory (and the heap profile before the migration beside it).
+// profile directory (beside them the heap profiles before the migration and as of
+// the last collection within those seconds).
 func (mb *migrationBench) profile(ctx context.Context, path string, n int) func() {
 	dir := *migrationProfile
 	if dir == "" {
@@ -392,12 +394,34 @@ func (mb *migrationBench) profile(ctx context.Context, path string, n int) func(
 		if body, err := rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", fmt.Sprint(*migrationProfileSeconds)).DoRaw(ctx); err == nil {
 			_ = os.WriteFile(name+".cpu.pprof", body, 0o600)
 		}
+		// As of the last collection during the migration: its in-use figures are
+		// what was live then.
+		if body, err := rc.Get().AbsPath("/debug/pprof/heap").DoRaw(ctx); err == nil {
+			_ = os.WriteFile(name+".during.heap.pprof", body, 0o600)
+		}
 	}()
 	return func() {
 		<-done
 		if body, err := rc.Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx); err == nil {
 			_ = os.WriteFile(name+".heap.pprof", body, 0o600)
 		}
+	}
+}
+
+// profileIntake writes, with -concord.migration-profile, the server's goroutines
+// and live heap as the seeding ends: what it holds of the changes it has yet to take
+// in.
+func (mb *migrationBench) profileIntake(ctx context.Context, path string, n int) {
+	if *migrationProfile == "" {
+		return
+	}
+	name := filepath.Join(*migrationProfile, fmt.Sprintf("%s-n=%d", strings.ReplaceAll(path, "/", "-"), n))
+	rc := mb.cl.clientset.CoreV1().RESTClient()
+	if body, err := rc.Get().AbsPath("/debug/pprof/goroutine").Param("debug", "1").DoRaw(ctx); err == nil {
+		_ = os.WriteFile(name+".intake.goroutine.txt", body, 0o600)
+	}
+	if body, err := rc.Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx); err == nil {
+		_ = os.WriteFile(name+".intake.heap.pprof", body, 0o600)
 	}
 }
 
