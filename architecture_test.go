@@ -133,7 +133,7 @@ func bullet(t *testing.T, doc, start string) []string {
 
 // TestArchitectureLayers checks the rules of docs/architecture.md's layers: every
 // package is in one layer and imports nothing of a later one; the leaves import no
-// package of the module; only the packages it names import etcd's client; the
+// package of the module, the packages one step above them only leaves; only the packages it names import etcd's client; the
 // storage-migration packages are clients of the API only.
 func TestArchitectureLayers(t *testing.T) {
 	const module = "github.com/concordproject/concord/"
@@ -150,6 +150,7 @@ func TestArchitectureLayers(t *testing.T) {
 		return layer[p]
 	}
 	leaves := bullet(t, doc, "Leaves import no package")
+	nearLeaves := bullet(t, doc, "One step above them, importing leaves only")
 	etcdImporters := bullet(t, doc, "etcd's client")
 	migrationForbidden := bullet(t, doc, "migration's packages")
 	for _, p := range modulePackages(t) {
@@ -170,6 +171,8 @@ func TestArchitectureLayers(t *testing.T) {
 				t.Errorf("%s (layer %d) imports %s (layer %d)", p, layerOf(p), rel, layerOf(rel))
 			case slices.Contains(leaves, p):
 				t.Errorf("%s is a leaf but imports %s", p, rel)
+			case slices.Contains(nearLeaves, p) && !slices.Contains(leaves, rel):
+				t.Errorf("%s imports leaves only, but imports %s", p, rel)
 			case (p == "migration" || strings.HasPrefix(p, "migration/")) && slices.Contains(migrationForbidden, rel):
 				t.Errorf("%s is a client of the API but imports %s", p, rel)
 			}
