@@ -37,9 +37,11 @@ type Event struct {
 	// Prev is the value before the change: nil for a creation.
 	Prev *KeyValue
 	Err  error
-	// BatchEnd marks the last event of what etcd sent together. etcd never splits the
-	// changes of one revision (one transaction) across batches, so a reader that has
-	// applied every event up to a BatchEnd holds whole transactions only.
+	// BatchEnd marks the last event of what the watch hands on together: what etcd
+	// sent in one response, or of a response etcd sent in fragments, the revisions it
+	// has completed. A revision (one transaction) is never split across batches, so a
+	// reader that has applied every event up to a BatchEnd holds whole transactions
+	// only.
 	BatchEnd bool
 }
 
@@ -90,6 +92,9 @@ type watch struct {
 	// store has not reached yet, so a watch opened at rev+1 on an idle store would
 	// never learn that time moves on.
 	last int64
+	// carry is the last revision's changes of a fragment etcd has not finished yet:
+	// the next fragment may continue it, and the reader gets a revision whole.
+	carry []*mvccpb.Event
 }
 
 func (w *watch) run(ctx context.Context) {
@@ -103,6 +108,7 @@ func (w *watch) run(ctx context.Context) {
 		tick = t.C
 	}
 	for {
+		w.carry = nil // a new stream sends the carried revision again, whole
 		ws, first, err := w.open(ctx)
 		if err == nil {
 			err = w.follow(ctx, ws, first, tick)
@@ -167,7 +173,7 @@ func (w *watch) handle(ctx context.Context, resp *pb.WatchResponse) error {
 		}
 		return nil
 	case len(resp.Events) == 0:
-		if resp.Header == nil || resp.Header.Revision == 0 {
+		if resp.Header == nil || resp.Header.Revision == 0 || len(w.carry) > 0 {
 			return nil
 		}
 		if !w.send(ctx, Event{Type: Progress, Revision: resp.Header.Revision}) {
@@ -176,7 +182,7 @@ func (w *watch) handle(ctx context.Context, resp *pb.WatchResponse) error {
 		w.last = max(w.last, resp.Header.Revision)
 		return nil
 	}
-	events, err := w.s.eventsAfter(ctx, resp.Events, w.last)
+	events, err := w.s.eventsAfter(ctx, w.whole(resp), w.last)
 	if err != nil {
 		return err
 	}
@@ -187,6 +193,27 @@ func (w *watch) handle(ctx context.Context, resp *pb.WatchResponse) error {
 		w.last = e.Revision
 	}
 	return nil
+}
+
+// whole returns the changes of resp, with those carried from the fragment before,
+// less the last revision's if etcd has more fragments of the response to send:
+// those are carried to the next.
+func (w *watch) whole(resp *pb.WatchResponse) []*mvccpb.Event {
+	changes := resp.Events
+	if len(w.carry) > 0 {
+		changes = append(w.carry, changes...)
+		w.carry = nil
+	}
+	if !resp.Fragment || len(changes) == 0 {
+		return changes
+	}
+	last := changes[len(changes)-1].Kv.ModRevision
+	cut := len(changes)
+	for cut > 0 && changes[cut-1].Kv.ModRevision == last {
+		cut--
+	}
+	w.carry = changes[cut:]
+	return changes[:cut]
 }
 
 func (w *watch) send(ctx context.Context, e Event) bool {

@@ -105,9 +105,29 @@ type cuttable struct {
 	pb.UnimplementedWatchServer
 	upstream pb.WatchClient
 
-	mu     sync.Mutex
-	cut    chan struct{}
-	starts []int64 // the start revision of every watch asked for
+	// cutAfterFragment breaks the first stream that has passed on a fragment.
+	cutAfterFragment bool
+
+	mu        sync.Mutex
+	cut       chan struct{}
+	starts    []int64 // the start revision of every watch asked for
+	fragments int     // responses passed on that etcd sent in fragments
+}
+
+// pass passes resp on, and reports whether the stream is to be cut after it.
+func (c *cuttable) pass(srv pb.Watch_WatchServer, resp *pb.WatchResponse) (bool, error) {
+	if err := srv.Send(resp); err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !resp.Fragment {
+		return false, nil
+	}
+	c.fragments++
+	cut := c.cutAfterFragment
+	c.cutAfterFragment = false
+	return cut, nil
 }
 
 func (c *cuttable) Watch(srv pb.Watch_WatchServer) error {
@@ -142,8 +162,12 @@ func (c *cuttable) Watch(srv pb.Watch_WatchServer) error {
 	go func() {
 		for {
 			resp, err := up.Recv()
+			cut := false
 			if err == nil {
-				err = srv.Send(resp)
+				cut, err = c.pass(srv, resp)
+			}
+			if cut {
+				err = status.Error(codes.Unavailable, "cut by the test after a fragment")
 			}
 			if err != nil {
 				errs <- err
@@ -173,11 +197,10 @@ func (c *cuttable) startRevisions() []int64 {
 	return append([]int64(nil), c.starts...)
 }
 
-// A watch whose stream breaks opens another where it stood: its reader sees every
-// change once, in order, and no error.
-func TestWatchResumesWhereItsStreamBroke(t *testing.T) {
-	ctx := t.Context()
-	cli := etcdtest.Start(t)
+// startCuttable serves etcd's Watch service of cli through a cuttable, and returns
+// it with a client of it.
+func startCuttable(t *testing.T, cli *clientv3.Client) (*cuttable, *clientv3.Client) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +215,15 @@ func TestWatchResumesWhereItsStreamBroke(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = through.Close() })
+	return proxy, through
+}
 
+// A watch whose stream breaks opens another where it stood: its reader sees every
+// change once, in order, and no error.
+func TestWatchResumesWhereItsStreamBroke(t *testing.T) {
+	ctx := t.Context()
+	cli := etcdtest.Start(t)
+	proxy, through := startCuttable(t, cli)
 	s := storage.New(cli, "/test")
 	base, err := s.CurrentRevision(ctx)
 	if err != nil {
@@ -232,5 +263,56 @@ func TestWatchResumesWhereItsStreamBroke(t *testing.T) {
 	starts := proxy.startRevisions()
 	if len(starts) != 2 || starts[0] != base || starts[1] != written[4] {
 		t.Fatalf("watches started at %v, want [%d %d]: the second where the reader stood", starts, base, written[4])
+	}
+}
+
+// A watch that catches up asks etcd for its responses in fragments of at most etcd's
+// request size, and hands on whole revisions only: a transaction etcd split across
+// two fragments reaches the reader in one batch, and a stream cut after a fragment
+// resumes without losing or repeating a change.
+func TestWatchHandsOnWholeRevisionsFromFragments(t *testing.T) {
+	ctx := t.Context()
+	cli := etcdtest.Start(t)
+	proxy, through := startCuttable(t, cli)
+	proxy.cutAfterFragment = true
+	s := storage.New(cli, "/test")
+	base, err := s.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 30 transactions of 20 values of 60 KiB, each just under etcd's request size:
+	// one response of 36 MiB to a watch from before them.
+	const txns, per = 30, 20
+	value := strings.Repeat("f", 60<<10)
+	for i := range txns {
+		ops := make([]clientv3.Op, 0, per)
+		for j := range per {
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/test/frag/r/%02d-%02d", i, j), value))
+		}
+		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events := storage.New(through, "/test").Watch(ctx, "frag/r", base, storage.WatchOptions{WithoutPrevious: true})
+	var prev storage.Event
+	for i := range txns * per {
+		ev := nextEvent(t, events)
+		want := fmt.Sprintf("frag/r/%02d-%02d", i/per, i%per)
+		if ev.Type != storage.Put || ev.KV.Key != want {
+			t.Fatalf("change %d: %v %s, want a put of %s", i, ev.Type, ev.KV.Key, want)
+		}
+		if i > 0 && prev.BatchEnd && prev.Revision == ev.Revision {
+			t.Fatalf("change %d: a batch ended inside revision %d", i, ev.Revision)
+		}
+		prev = ev
+	}
+	if !prev.BatchEnd {
+		t.Fatal("the last change ends no batch")
+	}
+	proxy.mu.Lock()
+	fragments, starts := proxy.fragments, len(proxy.starts)
+	proxy.mu.Unlock()
+	if fragments < 2 || starts != 2 {
+		t.Fatalf("%d fragments passed on, %d watches opened; want fragments, and a second watch after the cut", fragments, starts)
 	}
 }

@@ -77,6 +77,11 @@ func (w *watch) dial(ctx context.Context) (*watchStream, *pb.WatchResponse, erro
 		StartRevision:  w.last,
 		PrevKv:         !w.opts.WithoutPrevious,
 		ProgressNotify: w.opts.ProgressInterval > 0,
+		// A watch that catches up gets up to a thousand revisions in one response
+		// (a hundred megabytes and more), which gRPC receives whole before any of it
+		// is handed on; in fragments of at most etcd's request size, it receives
+		// that much at a time.
+		Fragment: true,
 	}
 	if err := stream.Send(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: create}}); err != nil {
 		cancel()
