@@ -114,7 +114,7 @@ type graph struct {
 	// observed (nil if none): objects nothing refers to have no node.
 	lookup func(ref objectRef) (objectRef, metav1.Object)
 	// plain holds the namespace of each observed object that has no node, by uid.
-	plain map[types.UID]string
+	plain *namespacesByUID
 
 	mu    sync.Mutex
 	nodes map[types.UID]*node
@@ -131,7 +131,7 @@ type graph struct {
 }
 
 func newGraph(q queues) *graph {
-	return &graph{q: q, nodes: map[types.UID]*node{}, plain: map[types.UID]string{}, absent: lru.New(absentCacheSize), orphaning: lru.New(orphaningCacheSize)}
+	return &graph{q: q, nodes: map[types.UID]*node{}, plain: newNamespacesByUID(), absent: lru.New(absentCacheSize), orphaning: lru.New(orphaningCacheSize)}
 }
 
 // orphanedAt returns the revision at which the collector finished orphaning the
@@ -203,9 +203,9 @@ func (g *graph) observe(typ changeType, apiVersion, kind string, obj, old metav1
 		// Nothing refers to it and it refers to nothing: no node, only its namespace
 		// by uid (a dependent that names it later finds it in its monitor, in
 		// whichever namespace it is: see ownerNode).
-		g.plain[ref.UID] = ref.Namespace
+		g.plain.set(ref.UID, ref.Namespace)
 	case typ != deleted && !found:
-		delete(g.plain, ref.UID)
+		g.plain.delete(ref.UID)
 		n = &node{ref: ref, owners: obj.GetOwnerReferences(),
 			deleting: obj.GetDeletionTimestamp() != nil, deletingDependents: waitsForDependents(obj)}
 		g.nodes[ref.UID] = n
@@ -220,7 +220,7 @@ func (g *graph) observe(typ changeType, apiVersion, kind string, obj, old metav1
 	case found:
 		g.remove(n, ref)
 	default:
-		delete(g.plain, ref.UID)
+		g.plain.delete(ref.UID)
 	}
 }
 
@@ -325,11 +325,11 @@ func related(obj metav1.Object) bool {
 // without a node of its own), else a virtual node the collector checks against the API.
 func (g *graph) ownerNode(o metav1.OwnerReference, ns string) *node {
 	ref := refOf(o, ns)
-	if at, ok := g.plain[o.UID]; ok && g.lookup != nil {
+	if at, ok := g.plain.get(o.UID); ok && g.lookup != nil {
 		where := ref
 		where.Namespace = at
 		if seen, obj := g.lookup(where); obj != nil && obj.GetUID() == o.UID {
-			delete(g.plain, o.UID)
+			g.plain.delete(o.UID)
 			return &node{ref: seen, owners: obj.GetOwnerReferences(), deleting: obj.GetDeletionTimestamp() != nil,
 				deletingDependents: waitsForDependents(obj)}
 		}

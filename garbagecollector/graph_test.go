@@ -178,7 +178,7 @@ func TestGraphPlainObjectsHaveNoNode(t *testing.T) {
 	g.observe(deleted, "v1", "ConfigMap", obj("a", "gone", "o3"), nil)
 	observe(obj("a", "gone", "o3"))
 	g.observe(deleted, "v1", "ConfigMap", obj("a", "gone", "o3"), nil)
-	if _, ok := g.plain["o3"]; ok {
+	if _, ok := g.plain.get("o3"); ok {
 		t.Fatal("a deleted object is still remembered")
 	}
 }
