@@ -42,7 +42,7 @@ const eventSource = "garbage-collector-controller"
 // Config configures a Collector.
 type Config struct {
 	// Registry and Store are the server's: the monitors follow the registry's
-	// resources through the store's in-process informers.
+	// resources through the store (client-go reflectors of its objects).
 	Registry *registry.Registry
 	Store    *store.Store
 	// RESTConfig reaches this server as itself: objects are read, deleted and changed

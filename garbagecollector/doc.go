@@ -9,10 +9,13 @@
 //
 //   - The dependency graph (graph.go): the objects of every resource the server
 //     serves and stores, built-in or custom (but Events), with their owner
-//     references and dependents, fed by monitors (monitors.go), the store's
-//     in-process informers reduced to metadata (read straight from etcd, each paced
-//     by what the graph has observed: store.Pacer), which follow the registry as
-//     CRDs come and go. An object that nothing refers to and
+//     references and dependents, fed by monitors (monitors.go), client-go
+//     reflectors of the store's objects (read straight from etcd) into a compact
+//     store of their metadata (followed.go: numbers, an arena of bytes and a table,
+//     nothing for Go's collector to trace), which the graph observes change by
+//     change, so that a monitor reads etcd no faster than the graph takes its
+//     changes; they follow the registry as CRDs come and go. An object that nothing
+//     refers to and
 //     that refers to nothing (no owners, no deletion under way, none of the
 //     collector's finalizers) has no node, only its namespace by uid: a dependent
 //     that names it later finds it in its monitor, in its namespace or another. An

@@ -7,8 +7,8 @@ import (
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -23,19 +23,20 @@ var ignoredResources = map[schema.GroupResource]bool{
 
 // monitor follows one resource's objects (their metadata) into the graph.
 type monitor struct {
-	res      *registry.Resource // the definition it started with
-	version  string
-	informer cache.SharedIndexInformer
-	stop     context.CancelFunc
-	done     chan struct{}
+	res     *registry.Resource // the definition it started with
+	version string
+	objects *followed
+	stop    context.CancelFunc
+	done    chan struct{}
 }
 
 // monitors keep a monitor for every resource of the registry the collector follows
 // (persisted, not ignored), built-in or custom: started when a resource is served,
 // kept while it is redefined (a CRD's new storage version) and still has the version
 // the monitor reads, stopped when it no longer is (a CRD deleted), then the objects the
-// monitor knew that are gone from storage are removed from the graph as deleted. A monitor is an in-process informer
-// of the store, its objects reduced to their metadata.
+// monitor knew that are gone from storage are removed from the graph as deleted. A
+// monitor is a client-go reflector of the store's objects into a followed store, which
+// keeps their metadata.
 type monitors struct {
 	registry *registry.Registry
 	store    *store.Store
@@ -80,47 +81,24 @@ func (m *monitors) sync() {
 	}
 }
 
-// monitorBacklog is how many changes a monitor's watch may deliver that the graph has
-// not observed yet: past it the watch waits, and etcd is not read meanwhile (a
-// million creations written at etcd's pace would otherwise wait in the informer's
-// queue and in etcd's client).
-const monitorBacklog = 10000
-
-// start runs a monitor of res.
+// start runs a monitor of res: a reflector of the store's objects (read from etcd,
+// shared, never changed) into a followed store, whose changes the graph observes.
 func (m *monitors) start(res *registry.Resource) *monitor {
 	mon := &monitor{res: res, version: res.PreferredVersion(), done: make(chan struct{})}
 	gv := res.GroupVersion(mon.version).String()
 	kind := res.Names.Kind
-	// metadataOnly only reads what the watch shares and builds its own object.
-	pace := store.NewPacer(monitorBacklog)
-	mon.informer = m.store.NewInformer(store.Source{Registry: m.registry, Resource: res.GroupResource(), Version: mon.version,
-		Shared: true, FromStorage: true, Pace: pace}, nil)
-	_ = mon.informer.SetTransform(metadataOnly) // only fails once the informer runs
-	observe := func(typ changeType, obj, old interface{}) {
-		defer pace.Handled()
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		o, err := meta.Accessor(obj)
-		if err != nil {
-			return
-		}
-		var prev metav1.Object
-		if old != nil {
-			prev, _ = meta.Accessor(old)
-		}
-		m.graph.observe(typ, gv, kind, o, prev)
-	}
-	_, _ = mon.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { observe(added, obj, nil) },
-		UpdateFunc: func(old, obj interface{}) { observe(updated, obj, old) },
-		DeleteFunc: func(obj interface{}) { observe(deleted, obj, nil) },
+	mon.objects = newFollowed(func(typ changeType, obj, old metav1.Object) {
+		m.graph.observe(typ, gv, kind, obj, old)
 	})
+	lw := m.store.ListWatch(store.Source{Registry: m.registry, Resource: res.GroupResource(), Version: mon.version,
+		Shared: true, FromStorage: true})
+	reflector := cache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, mon.objects,
+		cache.ReflectorOptions{Name: "garbage collector monitor of " + res.GroupResource().String()})
 	ctx, cancel := context.WithCancel(m.ctx)
 	mon.stop = cancel
 	m.wg.Go(func() {
 		defer close(mon.done)
-		mon.informer.RunWithContext(ctx)
+		reflector.RunWithContext(ctx)
 	})
 	klog.FromContext(m.ctx).V(4).Info("Following resource", "resource", res.GroupResource(), "version", mon.version)
 	return mon
@@ -135,11 +113,7 @@ func (m *monitors) retire(mon *monitor) {
 	m.wg.Go(func() {
 		<-mon.done
 		gv, kind := mon.res.GroupVersion(mon.version).String(), mon.res.Names.Kind
-		for _, obj := range mon.informer.GetStore().List() {
-			o, err := meta.Accessor(obj)
-			if err != nil {
-				continue
-			}
+		for _, o := range mon.objects.list() {
 			cur, err := m.store.Get(ctx, store.Ref{Resource: mon.res, Version: mon.version, Namespace: o.GetNamespace(), Name: o.GetName()}, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) || (err == nil && cur.GetUID() != o.GetUID()) {
 				m.graph.observe(deleted, gv, kind, o, nil)
@@ -153,7 +127,7 @@ func (m *monitors) synced() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, mon := range m.running {
-		if !mon.informer.HasSynced() {
+		if !mon.objects.synced.Load() {
 			return false
 		}
 	}
@@ -176,16 +150,10 @@ func (m *monitors) held(gk schema.GroupKind, namespace, name string) (*monitor, 
 	if mon == nil {
 		return nil, nil
 	}
-	key := name
-	if namespace != "" && mon.res.Namespaced {
-		key = namespace + "/" + name
+	if !mon.res.Namespaced {
+		namespace = ""
 	}
-	obj, ok, err := mon.informer.GetStore().GetByKey(key)
-	if err != nil || !ok {
-		return mon, nil
-	}
-	o, _ := obj.(*monitored)
-	return mon, o
+	return mon, mon.objects.get(namespace, name)
 }
 
 // observed returns the object the monitor of ref's kind holds at ref's namespace and

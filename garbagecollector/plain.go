@@ -12,19 +12,25 @@ import (
 // holds no pointer for Go's collector to trace; a uid that is not a UUID (written by
 // another server into etcd, say) is held as it is.
 type namespacesByUID struct {
-	byUUID map[uuid.UUID]uint32
-	other  map[types.UID]string
-	// names are the namespaces in use, each with how many entries name it; a freed
-	// slot is reused.
+	byUUID     map[uuid.UUID]uint32
+	other      map[types.UID]string
+	namespaces nameTable
+}
+
+func newNamespacesByUID() *namespacesByUID {
+	return &namespacesByUID{byUUID: map[uuid.UUID]uint32{}, other: map[types.UID]string{}, namespaces: newNameTable()}
+}
+
+// nameTable numbers the names in use, each with how many entries name it; a freed
+// number is given to the next new name.
+type nameTable struct {
 	names []string
 	uses  []int
 	index map[string]uint32
 	free  []uint32
 }
 
-func newNamespacesByUID() *namespacesByUID {
-	return &namespacesByUID{byUUID: map[uuid.UUID]uint32{}, other: map[types.UID]string{}, index: map[string]uint32{}}
-}
+func newNameTable() nameTable { return nameTable{index: map[string]uint32{}} }
 
 // parse returns uid as a UUID, if it is one in its canonical form (so that it is
 // given back as it was).
@@ -39,7 +45,7 @@ func (p *namespacesByUID) get(uid types.UID) (string, bool) {
 		if !found {
 			return "", false
 		}
-		return p.names[i], true
+		return p.namespaces.names[i], true
 	}
 	ns, found := p.other[uid]
 	return ns, found
@@ -51,9 +57,9 @@ func (p *namespacesByUID) set(uid types.UID, ns string) {
 		p.other[uid] = ns
 		return
 	}
-	i := p.use(ns)
+	i := p.namespaces.use(ns)
 	if old, found := p.byUUID[id]; found {
-		p.release(old)
+		p.namespaces.release(old)
 	}
 	p.byUUID[id] = i
 }
@@ -66,12 +72,12 @@ func (p *namespacesByUID) delete(uid types.UID) {
 	}
 	if i, found := p.byUUID[id]; found {
 		delete(p.byUUID, id)
-		p.release(i)
+		p.namespaces.release(i)
 	}
 }
 
-// use returns the slot of ns, counting one more entry that names it.
-func (p *namespacesByUID) use(ns string) uint32 {
+// use returns the number of ns, counting one more entry that names it.
+func (p *nameTable) use(ns string) uint32 {
 	i, found := p.index[ns]
 	switch {
 	case found:
@@ -88,9 +94,9 @@ func (p *namespacesByUID) use(ns string) uint32 {
 	return i
 }
 
-// release counts one entry fewer that names slot i's namespace, and frees the slot
+// release counts one entry fewer that names number i's name, and frees the number
 // once none does.
-func (p *namespacesByUID) release(i uint32) {
+func (p *nameTable) release(i uint32) {
 	p.uses[i]--
 	if p.uses[i] > 0 {
 		return

@@ -22,20 +22,20 @@ func TestNamespacesByUID(t *testing.T) {
 			t.Errorf("get(%s) = %q, %v; want %q", uid, got, ok, want)
 		}
 	}
-	if len(p.names) != 1 || p.uses[0] != 2 {
-		t.Fatalf("namespaces in use %q, uses %v; want one, named twice", p.names, p.uses)
+	if len(p.namespaces.names) != 1 || p.namespaces.uses[0] != 2 {
+		t.Fatalf("namespaces in use %q, uses %v; want one, named twice", p.namespaces.names, p.namespaces.uses)
 	}
 	p.set(b, "") // moved: a cluster-scoped object's
 	p.delete(a)
 	if _, ok := p.get(a); ok {
 		t.Error("a deleted uid is still held")
 	}
-	if _, found := p.index["one"]; found {
-		t.Errorf("the namespace no entry names keeps its slot: %v", p.index)
+	if _, found := p.namespaces.index["one"]; found {
+		t.Errorf("the namespace no entry names keeps its slot: %v", p.namespaces.index)
 	}
 	p.set(a, "four")
-	if got, _ := p.get(a); got != "four" || len(p.names) != 2 {
-		t.Errorf("get = %q with %d slots; want four, a freed slot reused", got, len(p.names))
+	if got, _ := p.get(a); got != "four" || len(p.namespaces.names) != 2 {
+		t.Errorf("get = %q with %d slots; want four, a freed slot reused", got, len(p.namespaces.names))
 	}
 	p.delete("not-a-uuid")
 	if _, ok := p.get("not-a-uuid"); ok {

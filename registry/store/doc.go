@@ -15,10 +15,8 @@
 //     in the storage version;
 //   - rewrite.go: the storage-migration fast path, re-encoding pages in place.
 //
-// informer.go and pacer.go are the source of the server's in-process client-go
-// informers: a ListWatch of one resource through the store (or straight from etcd),
-// and a Pacer that holds an informer's watch while its handlers lag behind it, since
-// client-go queues whatever the watch delivers without bound.
+// informer.go is the source of the server's in-process client-go informers and
+// reflectors: a ListWatch of one resource through the store (or straight from etcd).
 //
 // Readiness (readiness.go) is the server's wiring of the watch caches' readiness: the
 // post-start hook storage-readiness, done once the caches open at start-up have

@@ -37,9 +37,6 @@ type Source struct {
 	// resource, such as the garbage collector's, so that following a resource does
 	// not make the server keep all of its objects in memory.
 	FromStorage bool
-	// Pace, if set, holds the informer's watch while its handlers have not taken
-	// Pace's limit of the changes it delivered (the handlers call Pace.Handled).
-	Pace *Pacer
 }
 
 // ListWatch lists and watches src through s, for client-go informers inside the
@@ -83,9 +80,6 @@ func (s *Store) ListWatch(src Source) *cache.ListWatch {
 			w, err := watchFn(ctx, r, opts)
 			if err != nil {
 				return nil, err
-			}
-			if src.Pace != nil {
-				w = src.Pace.paced(ctx, w)
 			}
 			// Informers hand their objects to code that may change them.
 			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
