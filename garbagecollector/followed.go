@@ -135,12 +135,15 @@ func (f *followed) store(obj interface{}) (uint32, bool) {
 	var old *monitored
 	if found {
 		old = f.read(slot)
+		prev := f.records[slot]
 		f.release(slot)
+		f.write(slot, m)
+		// Released after the write: the namespace keeps its number (the index
+		// hashes it) while the object is rewritten.
+		f.namespaces.release(prev.ns)
 	} else {
 		slot = f.allocate()
-	}
-	f.write(slot, m)
-	if !found {
+		f.write(slot, m)
 		f.insert(slot)
 	}
 	f.mu.Unlock()
@@ -162,8 +165,9 @@ func (f *followed) remove(namespace, name string) *monitored {
 	}
 	old := f.read(slot)
 	f.unindex(slot)
+	ns := f.records[slot].ns
 	f.release(slot)
-	f.records[slot] = keptObject{}
+	f.namespaces.release(ns)
 	f.free = append(f.free, slot)
 	return old
 }
@@ -203,12 +207,12 @@ func (f *followed) write(slot uint32, m *monitored) {
 	}
 }
 
-// release forgets what slot holds (its record stays, for the caller to overwrite or
-// clear).
+// release forgets what slot holds but its namespace's number, which the caller
+// releases: its bytes become the arena's garbage, its record is cleared (a compaction
+// skips it), its relations go.
 func (f *followed) release(slot uint32) {
-	r := f.records[slot]
-	f.garbage += r.size()
-	f.namespaces.release(r.ns)
+	f.garbage += f.records[slot].size()
+	f.records[slot] = keptObject{}
 	delete(f.rels, slot)
 }
 

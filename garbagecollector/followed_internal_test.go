@@ -131,3 +131,20 @@ func TestFollowedReplace(t *testing.T) {
 		t.Fatalf("holds %d objects after the list (first %q)", len(names), names[0])
 	}
 }
+
+// The only object of a namespace stays found through its updates, while other
+// namespaces come and go around it (their numbers freed and given again).
+func TestFollowedKeepsANamespacesOnlyObject(t *testing.T) {
+	f, _ := newRecorded()
+	for rv := 1; rv <= 50; rv++ {
+		_ = f.Update(object("solo", "only", rv))
+		_ = f.Add(object(fmt.Sprint("passing-", rv), "x", rv))
+		_ = f.Delete(object(fmt.Sprint("passing-", rv), "x", rv))
+		if m := f.get("solo", "only"); m == nil || m.GetResourceVersion() != fmt.Sprint(rv) {
+			t.Fatalf("after update %d: holds %+v", rv, m)
+		}
+	}
+	if n := len(f.namespaces.index); n != 1 {
+		t.Fatalf("%d namespaces numbered, want the one still in use", n)
+	}
+}
