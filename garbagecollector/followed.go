@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
 )
 
 // followed is what a monitor holds of its resource's objects, and its store for
@@ -64,14 +64,32 @@ func (f *followed) Update(obj interface{}) error { f.store(obj); return nil }
 
 // Delete removes an object the reflector watched go.
 func (f *followed) Delete(obj interface{}) error {
-	u, ok := obj.(*unstructured.Unstructured)
+	m, ok := kept(obj)
 	if !ok {
 		return nil
 	}
-	if old := f.remove(u.GetNamespace(), u.GetName()); old != nil {
+	if old := f.remove(m.namespace, m.GetName()); old != nil {
 		f.observe(deleted, old, nil)
 	}
 	return nil
+}
+
+var _ cache.TransformingStore = (*followed)(nil)
+
+// Transformer is what the reflector keeps of each object of a watch-list's starting
+// state until the state is whole and it calls Replace: the metadata this store keeps,
+// not the objects.
+func (f *followed) Transformer() cache.TransformFunc { return metadataOnly }
+
+// kept returns what the store keeps of obj: the reflector hands it objects as the
+// store reads them, or transformed already (a watch-list's starting state).
+func kept(obj interface{}) (*monitored, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, _ := metadataOnly(obj)
+	o, ok := m.(*monitored)
+	return o, ok
 }
 
 // Replace stores a list: its objects are stored (added or updated), and those the
@@ -124,12 +142,10 @@ func (f *followed) collect(keep func(slot uint32) bool) []*monitored {
 
 // store stores obj and has the graph observe it; it returns obj's slot.
 func (f *followed) store(obj interface{}) (uint32, bool) {
-	u, ok := obj.(*unstructured.Unstructured)
+	m, ok := kept(obj)
 	if !ok {
 		return 0, false
 	}
-	cur, _ := metadataOnly(u)
-	m := cur.(*monitored)
 	f.mu.Lock()
 	slot, found := f.find(m.namespace, m.GetName())
 	var old *monitored
@@ -147,10 +163,15 @@ func (f *followed) store(obj interface{}) (uint32, bool) {
 		f.insert(slot)
 	}
 	f.mu.Unlock()
-	if old != nil {
-		f.observe(updated, m, old)
-	} else {
+	switch {
+	case old == nil:
 		f.observe(added, m, nil)
+	case old.GetUID() != m.GetUID():
+		// Deleted and made again under its name while the reflector listed again.
+		f.observe(deleted, old, nil)
+		f.observe(added, m, nil)
+	default:
+		f.observe(updated, m, old)
 	}
 	return slot, true
 }

@@ -1,16 +1,53 @@
 package garbagecollector
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 )
+
+// checkIndex fails t unless every object held is in the index once, where a lookup
+// finds it: no empty entry between its home and its place.
+func checkIndex(t *testing.T, f *followed) {
+	t.Helper()
+	mask := len(f.index) - 1
+	seen := map[uint32]bool{}
+	for at, e := range f.index {
+		if e == 0 {
+			continue
+		}
+		slot := e - 1
+		if f.records[slot].nameLen == 0 || seen[slot] {
+			t.Fatalf("index entry %d: slot %d is free or indexed twice", at, slot)
+		}
+		seen[slot] = true
+		for i := f.home(slot); i != at; i = (i + 1) & mask {
+			if f.index[i] == 0 {
+				t.Fatalf("index entry %d (slot %d): an empty entry at %d lies between it and its home", at, slot, i)
+			}
+		}
+	}
+	held := 0
+	for _, r := range f.records {
+		if r.nameLen != 0 {
+			held++
+		}
+	}
+	if held != len(seen) || f.used != held {
+		t.Fatalf("%d objects held, %d indexed, %d counted", held, len(seen), f.used)
+	}
+}
 
 type observation struct {
 	typ      changeType
@@ -70,6 +107,9 @@ func TestFollowedHoldsWhatItWasGiven(t *testing.T) {
 				want = observation{typ: updated, key: key, old: fmt.Sprint(before)}
 			}
 		}
+		if rv%97 == 0 {
+			checkIndex(t, f)
+		}
 		if had || want.typ != deleted {
 			if len(*seen) != 1 || (*seen)[0] != want {
 				t.Fatalf("change %d: observed %+v, want %+v", rv, *seen, want)
@@ -82,14 +122,15 @@ func TestFollowedHoldsWhatItWasGiven(t *testing.T) {
 	for key, rv := range model {
 		ns, name, _ := strings.Cut(key, "/")
 		m := f.get(ns, name)
-		live += len(m.ids)
 		if m == nil || m.GetResourceVersion() != fmt.Sprint(rv) || m.GetUID() != types.UID("uid-"+ns+"-"+name) {
 			t.Fatalf("%s: held %+v, want resourceVersion %d", key, m, rv)
 		}
+		live += len(m.ids)
 		if got, want := len(m.GetFinalizers()) == 1, rv%7 == 0; got != want {
 			t.Fatalf("%s at %d: finalizers %v", key, rv, m.GetFinalizers())
 		}
 	}
+	checkIndex(t, f)
 	if n := len(f.list()); n != len(model) {
 		t.Fatalf("holds %d objects, want %d", n, len(model))
 	}
@@ -143,8 +184,91 @@ func TestFollowedKeepsANamespacesOnlyObject(t *testing.T) {
 		if m := f.get("solo", "only"); m == nil || m.GetResourceVersion() != fmt.Sprint(rv) {
 			t.Fatalf("after update %d: holds %+v", rv, m)
 		}
+		checkIndex(t, f)
 	}
 	if n := len(f.namespaces.index); n != 1 {
 		t.Fatalf("%d namespaces numbered, want the one still in use", n)
+	}
+}
+
+// An object deleted and made again under its name while the reflector was listing
+// again is observed as deleted and added, not as updated (the graph keys by uid).
+func TestFollowedReplaceOfARecreatedObject(t *testing.T) {
+	f, seen := newRecorded()
+	_ = f.Add(object("ns", "o", 1))
+	again := object("ns", "o", 2)
+	again.SetUID("another")
+	*seen = (*seen)[:0]
+	_ = f.Replace([]interface{}{again}, "2")
+	want := []observation{{typ: deleted, key: "ns/o"}, {typ: added, key: "ns/o"}}
+	if !slices.Equal(*seen, want) {
+		t.Fatalf("observed %+v, want %+v", *seen, want)
+	}
+}
+
+// The reflector's watch-list keeps a starting state of what the store keeps (its
+// transform), and the store takes that state as it takes listed objects.
+func TestFollowedTakesAWatchListsState(t *testing.T) {
+	f, seen := newRecorded()
+	listed := false
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			listed = true
+			return &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "v1", "kind": "List"}}, nil
+		},
+		WatchFuncWithContext: func(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			w := watch.NewFakeWithChanSize(10, false)
+			if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+				for i := range 3 {
+					u := object("ns", fmt.Sprint("o", i), 5)
+					u.SetAPIVersion("v1")
+					u.SetKind("ConfigMap")
+					w.Add(u)
+				}
+				end := &unstructured.Unstructured{}
+				end.SetAPIVersion("v1")
+				end.SetKind("ConfigMap")
+				end.SetResourceVersion("5")
+				end.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+				w.Action(watch.Bookmark, end)
+			}
+			return w, nil
+		},
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	r := cache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, f, cache.ReflectorOptions{})
+	done := make(chan struct{})
+	go func() { defer close(done); r.RunWithContext(ctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.After(30 * time.Second)
+	for !f.synced.Load() {
+		select {
+		case <-deadline:
+			t.Fatal("the watch-list's state was never stored")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if listed || len(f.list()) != 3 || len(*seen) != 3 {
+		t.Fatalf("listed %v, holds %d, observed %d: want the watch-list's three objects", listed, len(f.list()), len(*seen))
+	}
+}
+
+// In a table that never grows, removals shift back entries whose run wraps around
+// its end.
+func TestFollowedIndexWrapsAround(t *testing.T) {
+	f, _ := newRecorded()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for op := range 20000 {
+		name := fmt.Sprint("w", rng.IntN(31))
+		if rng.IntN(2) == 0 {
+			_ = f.Delete(object("ns", name, op+1))
+		} else {
+			_ = f.Add(object("ns", name, op+1))
+		}
+		checkIndex(t, f)
+	}
+	if len(f.index) != 64 {
+		t.Fatalf("the table grew to %d entries", len(f.index))
 	}
 }

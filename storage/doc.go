@@ -23,8 +23,9 @@
 //     migration knows to rewrite them; a value that cannot be opened is ErrUnreadable.
 //
 // It knows nothing about objects, versions or conversion: the registry package decodes
-// and encodes. It must not import registry, server, or any Kubernetes API types (k8s.io/apiserver's
-// value transformers are its one Kubernetes dependency).
+// and encodes. It must not import registry, server, or any Kubernetes API types; of
+// Kubernetes it uses k8s.io/apiserver's value transformers and apimachinery's
+// backoff (for package retry, the one package of Concord it imports).
 //
 // A typical read-modify-write:
 //

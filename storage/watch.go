@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/concordproject/concord/retry"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -65,10 +66,12 @@ type WatchOptions struct {
 // one Error event matching ErrCompacted. Events arrive in revision order.
 //
 // The watch reads etcd only as fast as its reader takes the events (see watchStream):
-// a reader slower than etcd's writes leaves them in etcd, never in this process. A
+// a reader slower than etcd's writes leaves them in etcd, not in this process. A
 // stream that breaks (etcd restarted, its leader lost, the connection cut) is opened
-// again where it stood, and the reader sees nothing of it; only a stream that cannot
-// be opened again within the resumeWatch policy ends the watch with an Error event.
+// again where it stood, and the reader sees nothing of it. While etcd cannot be
+// reached, the watch waits for the connection to come back; a stream etcd breaks
+// again before it has delivered anything new is opened again under the resumeWatch
+// policy's backoff, and the watch ends with an Error event once that is spent.
 func (s *Store) Watch(ctx context.Context, prefix string, rev int64, opts WatchOptions) <-chan Event {
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
@@ -108,15 +111,9 @@ func (w *watch) run(ctx context.Context) {
 		tick = t.C
 	}
 	for {
-		w.carry = nil // a new stream sends the carried revision again, whole
-		ws, first, err := w.open(ctx)
-		if err == nil {
-			err = w.follow(ctx, ws, first, tick)
-			ws.close()
-			var broken *brokenStreamError
-			if errors.As(err, &broken) && ctx.Err() == nil {
-				continue // a stream that worked broke: open another at w.last
-			}
+		err := retry.Do(ctx, resumeWatch, func(ctx context.Context) error { return w.stream(ctx, tick) })
+		if errors.Is(err, errProgressed) && ctx.Err() == nil {
+			continue // a stream that delivered something broke: its successor starts afresh
 		}
 		if ctx.Err() != nil {
 			return
@@ -129,6 +126,29 @@ func (w *watch) run(ctx context.Context) {
 		w.send(ctx, end)
 		return
 	}
+}
+
+// errProgressed ends an attempt whose stream delivered something before it broke:
+// opening the next is not a retry of the same failure.
+var errProgressed = errors.New("the stream delivered changes before it broke")
+
+// stream opens one stream at w.last and follows it until it ends: errProgressed if it
+// broke after the watch moved on, a brokenStreamError if it broke before (worth
+// another attempt after the policy's wait), else why the watch ends.
+func (w *watch) stream(ctx context.Context, tick <-chan time.Time) error {
+	w.carry = nil // a new stream sends the carried revision again, whole
+	from := w.last
+	ws, first, err := w.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer ws.close()
+	err = w.follow(ctx, ws, first, tick)
+	var broken *brokenStreamError
+	if errors.As(err, &broken) && w.last != from {
+		return errProgressed
+	}
+	return err
 }
 
 // follow hands on what one stream delivers, first first, until it breaks, etcd ends

@@ -251,6 +251,15 @@ func TestWatchResumesWhereItsStreamBroke(t *testing.T) {
 	}
 	read(0, 5)
 	proxy.cutAll()
+	// The next writes after the watch has opened its second stream: the revision it
+	// asks for is then the last it handed on, whatever the cut let through.
+	deadline := time.Now().Add(30 * time.Second)
+	for len(proxy.startRevisions()) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch never opened a second stream")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	for i := 5; i < 10; i++ {
 		written = append(written, put(i))
 	}

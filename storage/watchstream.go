@@ -24,10 +24,11 @@ import (
 // the watch's channel is read, so a reader slower than etcd's writes (a million
 // objects written at etcd's pace, a collector catching up) held its backlog in this
 // process, hundreds of megabytes of it. Here one goroutine receives a response and
-// waits until the watch has handed it on before it receives the next: what etcd sent
-// and nobody read waits in gRPC's flow-control window (at most a few MiB per stream),
-// then in etcd, which keeps a watcher that does not keep up as a slow one and sends
-// it the rest from its history once it reads again.
+// waits until the watch takes it before it receives the next: besides the response
+// being handed on and the one received, what etcd sent and nobody read waits in
+// gRPC's flow-control window (up to 16 MiB per stream, as gRPC's estimate of the
+// connection grows it), then in etcd, which keeps a watcher that does not keep up as
+// a slow one and sends it the rest from its history once it reads again.
 type watchStream struct {
 	stream pb.Watch_WatchClient
 	cancel context.CancelFunc
@@ -40,24 +41,13 @@ type received struct {
 	err  error
 }
 
-// resumeWatch is the policy of opening a watch's stream again: while etcd is
-// unavailable (restarting, without a leader, unreachable), for about a minute.
+// resumeWatch is the policy of opening a watch's stream again when etcd breaks it
+// before it has delivered anything new (restarting, without a leader): for about a
+// minute. A dial waits for the connection meanwhile (gRPC's wait for ready), however
+// long etcd cannot be reached.
 var resumeWatch = retry.Policy{
 	Backoff:   wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 16, Cap: 5 * time.Second},
 	Retriable: func(err error) bool { var b *brokenStreamError; return errors.As(err, &b) },
-}
-
-// open opens a stream at w.last and returns it with its first response, under the
-// resumeWatch policy.
-func (w *watch) open(ctx context.Context) (*watchStream, *pb.WatchResponse, error) {
-	var ws *watchStream
-	var first *pb.WatchResponse
-	err := retry.Do(ctx, resumeWatch, func(ctx context.Context) error {
-		var err error
-		ws, first, err = w.dial(ctx)
-		return err
-	})
-	return ws, first, err
 }
 
 // dial opens one stream, asks for the watch, and waits for etcd's first response.
