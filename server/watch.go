@@ -10,6 +10,7 @@ import (
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/respond"
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,16 +55,15 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 		}
 		opts.FieldSelector = sel
 	}
-	wi, err := s.startWatch(ctx, q, opts)
+	stream, err := s.startWatch(ctx, q, opts)
 	if err != nil {
 		respond.Error(w, r, err)
 		return
 	}
-	defer wi.Stop()
+	defer stream.Stop()
 	labels := []string{"watch", q.res.Group, q.version.Name, q.res.Names.Plural}
 	s.metrics.longrun.WithLabelValues(labels...).Inc()
 	defer s.metrics.longrun.WithLabelValues(labels...).Dec()
-	sent := s.metrics.watchSent.WithLabelValues(q.res.Group, q.version.Name, q.res.Names.Plural)
 
 	appendEvent, ctype := watchEncoding(q)
 	w.Header().Set("Content-Type", ctype)
@@ -71,54 +71,41 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	ew := s.eventWriter(r, q, wi.ResultChan(), appendEvent)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-ew.events:
-			if !ok {
-				return
-			}
-			n, open := ew.batch(ev)
-			if _, err := w.Write(ew.buf); err != nil {
-				return
-			}
-			sent.Add(float64(n))
-			// Flush at once unless more events are already waiting.
-			if len(ew.events) == 0 {
-				if err := rc.Flush(); err != nil {
-					return
-				}
-			}
-			if !open {
-				return
-			}
-		}
-	}
+	ew := s.eventWriter(r, q, appendEvent)
+	ew.w, ew.rc = w, rc
+	ew.sent = s.metrics.watchSent.WithLabelValues(q.res.Group, q.version.Name, q.res.Names.Plural)
+	stream.Run(ew)
+	ew.Flush() // the watch's last events, an Error event among them
 }
 
-// watchWriteBatch is how many bytes of events a watch writes at most at once.
+// watchWriteBatch is how many bytes of events a watch keeps at most before it writes
+// them.
 const watchWriteBatch = 32 << 10
 
-// eventWriter encodes the events of a watch a batch at a time: an event and those
-// already waiting behind it, up to watchWriteBatch bytes, go into one buffer written
-// at once. The response writer hands every write of more than its own small buffer to
-// the connection's goroutine and waits for it: one handoff per batch instead of one
-// per few events.
+// eventWriter is the store.Sink of a watch's response: it encodes each event into a
+// buffer, written (and flushed) when the store is about to wait for more changes, or
+// once it holds watchWriteBatch bytes. The events of one change, or of a backlog, go
+// to the client in one write: the response writer hands each write to the
+// connection's goroutine and waits for it.
 type eventWriter struct {
-	events <-chan watch.Event
 	encode func(dst []byte, ev watch.Event) []byte
 	buf    []byte
+	// n is how many events buf holds.
+	n    int
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	sent prometheus.Counter
+	// unflushed: written since the last flush.
+	unflushed bool
 }
 
 // eventWriter returns the writer of the events of a watch, each rendered for the
 // request (watchObject) and encoded with appendEvent; an event that cannot be is an
 // Error event.
-func (s *Server) eventWriter(r *http.Request, q *apiRequest, events <-chan watch.Event,
+func (s *Server) eventWriter(r *http.Request, q *apiRequest,
 	appendEvent func([]byte, watch.EventType, runtime.Object) ([]byte, error)) *eventWriter {
 	columnsSent := false
-	return &eventWriter{events: events, encode: func(dst []byte, ev watch.Event) []byte {
+	return &eventWriter{encode: func(dst []byte, ev watch.Event) []byte {
 		obj, err := s.watchObject(r, q, ev, &columnsSent)
 		if err != nil {
 			ev, obj = watch.Event{Type: watch.Error}, respond.ErrorToStatus(err)
@@ -131,36 +118,46 @@ func (s *Server) eventWriter(r *http.Request, q *apiRequest, events <-chan watch
 	}}
 }
 
-// batch encodes ev and the events waiting behind it into buf, and returns how many
-// it encoded and whether the watch's channel is still open.
-func (ew *eventWriter) batch(ev watch.Event) (n int, open bool) {
-	ew.buf = ew.encode(ew.buf[:0], ev)
-	n = 1
-	for len(ew.buf) < watchWriteBatch {
-		select {
-		case ev, ok := <-ew.events:
-			if !ok {
-				return n, false
-			}
-			ew.buf = ew.encode(ew.buf, ev)
-			n++
-		default:
-			return n, true
-		}
+// Send encodes ev, and writes what the buffer holds once it is full.
+func (ew *eventWriter) Send(ev watch.Event) bool {
+	ew.buf = ew.encode(ew.buf, ev)
+	ew.n++
+	return len(ew.buf) < watchWriteBatch || ew.write()
+}
+
+// write writes what the buffer holds.
+func (ew *eventWriter) write() bool {
+	if ew.n == 0 {
+		return true
 	}
-	return n, true
+	_, err := ew.w.Write(ew.buf)
+	ew.sent.Add(float64(ew.n))
+	ew.buf, ew.n, ew.unflushed = ew.buf[:0], 0, true
+	return err == nil
+}
+
+// Flush writes what the buffer holds and flushes the response.
+func (ew *eventWriter) Flush() bool {
+	if !ew.write() {
+		return false
+	}
+	if !ew.unflushed {
+		return true
+	}
+	ew.unflushed = false
+	return ew.rc.Flush() == nil
 }
 
 // startWatch starts the store's watch for a request. A watch of the objects
 // themselves has its starting state sent as list items are, in the same encodings
 // (store.EncodedObject).
-func (s *Server) startWatch(ctx context.Context, q *apiRequest, opts metav1.ListOptions) (watch.Interface, error) {
+func (s *Server) startWatch(ctx context.Context, q *apiRequest, opts metav1.ListOptions) (*store.Stream, error) {
 	ref := store.Ref{Resource: q.res, Version: q.version.Name, Namespace: q.info.Namespace}
 	if q.out.Output != respond.OutputObject {
-		return s.cfg.Store.Watch(ctx, ref, opts)
+		return s.cfg.Store.Stream(ctx, ref, opts, nil)
 	}
 	n := respond.Negotiation{Protobuf: q.out.Protobuf, CBOR: q.out.CBOR}
-	return s.cfg.Store.WatchEncoded(ctx, ref, opts, store.ItemEncoder{
+	return s.cfg.Store.Stream(ctx, ref, opts, &store.ItemEncoder{
 		Format: respond.ItemFormat(n),
 		Encode: func(o *registry.Object) ([]byte, error) { return respond.EncodeItem(n, o) },
 	})

@@ -170,7 +170,12 @@ type decodedKey struct {
 // event and definition while it is in use (the event holds it weakly), with the
 // change's revision as its resourceVersion. Shared: do not modify.
 func eventObject(ev *watchcache.Event, res *registry.Resource, prev bool) (*registry.Object, error) {
-	return watchcache.MemoWeak(ev, decodedKey{res, prev}, func() (*registry.Object, error) {
+	return decodedObject(ev, decodedKey{res, prev}, res, prev)
+}
+
+// decodedObject is eventObject with its memo key, decodedKey{res, prev}, given boxed.
+func decodedObject(ev *watchcache.Event, key any, res *registry.Resource, prev bool) (*registry.Object, error) {
+	return watchcache.MemoWeak(ev, key, func() (*registry.Object, error) {
 		kv := ev.KV
 		if prev {
 			kv = ev.Prev

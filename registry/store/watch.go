@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/watchcache"
@@ -37,7 +38,7 @@ const InitialEventsAnnotation = metav1.InitialEventsAnnotationKey
 // An object that stops matching the selectors is sent as DELETED, one that starts to
 // match as ADDED. The watch ends when ctx is done or Stop is called.
 func (s *Store) Watch(ctx context.Context, ref Ref, opts metav1.ListOptions) (watch.Interface, error) {
-	return s.watch(ctx, ref, opts, nil, false)
+	return s.watchChan(ctx, ref, opts, nil, false)
 }
 
 // WatchStorage is Watch served by etcd alone, never by the resource's watch cache,
@@ -47,7 +48,7 @@ func (s *Store) Watch(ctx context.Context, ref Ref, opts metav1.ListOptions) (wa
 // follows a resource nobody else reads, so that the server does not keep every object
 // of it in memory for that watcher's sake.
 func (s *Store) WatchStorage(ctx context.Context, ref Ref, opts metav1.ListOptions) (watch.Interface, error) {
-	return s.watch(ctx, ref, opts, nil, true)
+	return s.watchChan(ctx, ref, opts, nil, true)
 }
 
 // WatchEncoded is Watch whose starting state, when the resource's cache holds it, is
@@ -56,8 +57,80 @@ func (s *Store) WatchStorage(ctx context.Context, ref Ref, opts metav1.ListOptio
 // would, not a decoding, conversion and encoding per watch. Changes are sent as by
 // Watch.
 func (s *Store) WatchEncoded(ctx context.Context, ref Ref, opts metav1.ListOptions, enc ItemEncoder) (watch.Interface, error) {
-	return s.watch(ctx, ref, opts, &enc, false)
+	return s.watchChan(ctx, ref, opts, &enc, false)
 }
+
+// Sink takes the events of a Stream, in the goroutine that runs it.
+type Sink interface {
+	// Send takes an event; false ends the watch.
+	Send(watch.Event) bool
+	// Flush is called before the watch waits (for changes, or for etcd): what Send
+	// kept goes out now. False ends the watch.
+	Flush() bool
+}
+
+// Stream is a watch that its reader runs: Run hands the events to a Sink in the
+// reader's own goroutine, with no goroutine or channel between the watch and its
+// reader. A server sends each event to its client this way.
+type Stream struct {
+	w     *watcher
+	start func(ctx context.Context, out Sink)
+	ctx   context.Context
+}
+
+// Stream is Watch, or WatchEncoded with enc, as a Stream. The watch starts as Watch's
+// does (errors are returned here); its events flow once Run is called.
+func (s *Store) Stream(ctx context.Context, ref Ref, opts metav1.ListOptions, enc *ItemEncoder) (*Stream, error) {
+	w, wctx, start, err := s.watch(ctx, ref, opts, enc, false)
+	if err != nil {
+		return nil, err
+	}
+	return &Stream{w: w, start: start, ctx: wctx}, nil
+}
+
+// Run sends the watch's events to out until the watch ends: its context is done,
+// Stop is called, out refuses an event, or the watch fails (its last event is then
+// the Error event). It runs once.
+func (st *Stream) Run(out Sink) { st.start(st.ctx, out) }
+
+// Stop ends the watch.
+func (st *Stream) Stop() { st.w.cancel() }
+
+// watchChan starts a watch whose events its own goroutine sends to ResultChan.
+func (s *Store) watchChan(ctx context.Context, ref Ref, opts metav1.ListOptions, enc *ItemEncoder, fromStorage bool) (watch.Interface, error) {
+	w, wctx, start, err := s.watch(ctx, ref, opts, enc, fromStorage)
+	if err != nil {
+		return nil, err
+	}
+	w.result = make(chan watch.Event, 64)
+	go func() {
+		defer close(w.result)
+		start(wctx, chanSink{wctx, w.result})
+	}()
+	return w, nil
+}
+
+// chanSink sends events to a channel.
+type chanSink struct {
+	ctx context.Context
+	ch  chan<- watch.Event
+}
+
+func (c chanSink) Send(e watch.Event) bool {
+	select {
+	case c.ch <- e:
+		return true
+	default:
+	}
+	select {
+	case c.ch <- e:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+func (chanSink) Flush() bool { return true }
 
 // EncodedObject is the object of an initial event of WatchEncoded, in the format of
 // its ItemEncoder: what a list item of the object is.
@@ -73,14 +146,16 @@ func (o *EncodedObject) DeepCopyObject() runtime.Object {
 	return &EncodedObject{Raw: append([]byte(nil), o.Raw...)}
 }
 
-func (s *Store) watch(ctx context.Context, ref Ref, opts metav1.ListOptions, enc *ItemEncoder, fromStorage bool) (watch.Interface, error) {
+// watch prepares a watch and returns its watcher, its context, and what runs it.
+func (s *Store) watch(ctx context.Context, ref Ref, opts metav1.ListOptions, enc *ItemEncoder,
+	fromStorage bool) (*watcher, context.Context, func(context.Context, Sink), error) {
 	res, version, ns := ref.Resource, ref.Version, ref.Namespace
 	pred, err := registry.NewPredicate(res, version, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if err := validateWatchOptions(res, opts); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	var initial bool
 	var from int64
@@ -92,22 +167,21 @@ func (s *Store) watch(ctx context.Context, ref Ref, opts metav1.ListOptions, enc
 		initial = *opts.SendInitialEvents
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 			if from, err = parseRV(res.GroupResource(), opts.ResourceVersion); err != nil {
-				return nil, err
+				return nil, nil, nil, err
 			}
 		}
 	case opts.ResourceVersion == "" || opts.ResourceVersion == "0":
 		initial = true
 	default:
 		if from, err = parseRV(res.GroupResource(), opts.ResourceVersion); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
 	at.minRV = from
 
 	wctx, cancel := context.WithCancel(ctx)
 	w := &watcher{
-		store: s, res: res, version: version, pred: pred, cancel: cancel,
-		result:      make(chan watch.Event, 64),
+		store: s, res: res, version: version, pred: pred, cancel: cancel, keys: newMemoKeys(res, version),
 		bookmarks:   opts.AllowWatchBookmarks,
 		enc:         enc,
 		fromStorage: fromStorage,
@@ -123,15 +197,18 @@ func (s *Store) watch(ctx context.Context, ref Ref, opts metav1.ListOptions, enc
 		}
 		if err != nil {
 			cancel()
-			return nil, err
+			return nil, nil, nil, err
 		}
 		if !initial {
 			list.kvs, list.entries, list.next = nil, nil, "" // sendInitialEvents=false: only the starting revision matters
 		}
 		from = list.rev
 	}
-	go w.run(wctx, ns, from, list, opts.SendInitialEvents != nil && initial)
-	return w, nil
+	endBookmark := opts.SendInitialEvents != nil && initial
+	return w, wctx, func(ctx context.Context, out Sink) {
+		w.out = out
+		w.run(ctx, ns, from, list, endBookmark)
+	}, nil
 }
 
 func validateWatchOptions(res *registry.Resource, opts metav1.ListOptions) error {
@@ -219,11 +296,15 @@ func nextStatePage(kvs []*storage.KeyValue) int64 {
 }
 
 type watcher struct {
-	store     *Store
-	res       *registry.Resource
-	version   string
-	pred      *registry.Predicate
-	cancel    context.CancelFunc
+	store   *Store
+	res     *registry.Resource
+	version string
+	pred    *registry.Predicate
+	keys    memoKeys
+	cancel  context.CancelFunc
+	// out takes the events; result is ResultChan's, when a goroutine of the watch's
+	// own sends them there.
+	out       Sink
 	result    chan watch.Event
 	bookmarks bool
 	enc       *ItemEncoder // WatchEncoded's
@@ -233,15 +314,6 @@ type watcher struct {
 
 func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
 func (w *watcher) Stop()                          { w.cancel() }
-
-func (w *watcher) send(ctx context.Context, e watch.Event) bool {
-	select {
-	case w.result <- e:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 func (w *watcher) bookmark(rev int64, initialEnd bool) *registry.Object {
 	o := &registry.Object{Object: map[string]interface{}{}}
@@ -261,7 +333,7 @@ func (w *watcher) fail(ctx context.Context, err error) {
 		errors.As(err, &st)
 	}
 	status := st.Status()
-	w.send(ctx, watch.Event{Type: watch.Error, Object: &status})
+	w.out.Send(watch.Event{Type: watch.Error, Object: &status})
 }
 
 // initialChunk is how many objects of a watch's starting state are decoded and
@@ -284,6 +356,9 @@ func (w *watcher) sendInitial(ctx context.Context, st *startState) bool {
 	}
 	for len(kvs) > 0 || st.next != "" {
 		if len(kvs) == 0 {
+			if !w.out.Flush() {
+				return false
+			}
 			if err := w.store.readStatePage(ctx, st, nextStatePage(st.kvs)); err != nil {
 				w.fail(ctx, w.store.storageError(w.res, "", err))
 				return false
@@ -310,7 +385,7 @@ func (w *watcher) sendInitial(ctx context.Context, st *startState) bool {
 		}
 		for _, o := range objs {
 			w.res.Schema(w.version).DefaultStored(o.Object)
-			if !w.send(ctx, watch.Event{Type: watch.Added, Object: o}) {
+			if !w.out.Send(watch.Event{Type: watch.Added, Object: o}) {
 				return false
 			}
 		}
@@ -349,7 +424,7 @@ func (w *watcher) sendInitialEncoded(ctx context.Context, st *startState) bool {
 			return false
 		}
 		for _, raw := range items {
-			if !w.send(ctx, watch.Event{Type: watch.Added, Object: &EncodedObject{Raw: raw}}) {
+			if !w.out.Send(watch.Event{Type: watch.Added, Object: &EncodedObject{Raw: raw}}) {
 				return false
 			}
 		}
@@ -358,14 +433,16 @@ func (w *watcher) sendInitialEncoded(ctx context.Context, st *startState) bool {
 }
 
 func (w *watcher) run(ctx context.Context, ns string, from int64, initial *startState, endBookmark bool) {
-	defer close(w.result)
 	defer w.cancel()
 	logger := klog.FromContext(ctx)
 	if initial != nil {
 		if !w.sendInitial(ctx, initial) {
 			return
 		}
-		if endBookmark && !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: w.bookmark(initial.rev, true)}) {
+		if endBookmark && !w.out.Send(watch.Event{Type: watch.Bookmark, Object: w.bookmark(initial.rev, true)}) {
+			return
+		}
+		if !w.out.Flush() {
 			return
 		}
 	}
@@ -388,6 +465,9 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *start
 	defer queue.Stop()
 	nsPrefix := w.res.Prefix(ns)
 	for {
+		if !w.out.Flush() {
+			return
+		}
 		batch, ok := queue.Take(ctx)
 		if !ok {
 			return // ctx done, or the queue ended (too slow): the client watches again
@@ -427,7 +507,7 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *start
 				}
 				out = watch.Event{Type: typ, Object: obj}
 			}
-			if !w.send(ctx, out) {
+			if !w.out.Send(out) {
 				return
 			}
 		}
@@ -435,24 +515,33 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *start
 }
 
 // translate says which watch event a change is to this watcher's selectors, and
-// whether it carries the object before the change (prev) or after it.
+// whether it carries the object before the change (prev) or after it. Without
+// selectors it need not decode the change: view does, once for every watcher.
 func (w *watcher) translate(ev *watchcache.Event) (typ watch.EventType, prev, ok bool, err error) {
+	if w.pred.Empty() {
+		switch {
+		case ev.Type == storage.Put && ev.Prev != nil:
+			return watch.Modified, false, true, nil
+		case ev.Type == storage.Put:
+			return watch.Added, false, true, nil
+		case ev.Prev != nil:
+			return watch.Deleted, true, true, nil
+		}
+		return "", false, false, nil
+	}
 	var curObj, prevObj *registry.Object
 	if ev.Type == storage.Put {
-		if curObj, err = eventObject(ev, w.res, false); err != nil {
+		if curObj, err = decodedObject(ev, w.keys.decoded[0], w.res, false); err != nil {
 			return "", false, false, w.store.internalError(w.res, err)
 		}
 	}
-	if ev.Prev != nil && (ev.Type == storage.Deleted || !w.pred.Empty()) {
-		if prevObj, err = eventObject(ev, w.res, true); err != nil {
+	if ev.Prev != nil {
+		if prevObj, err = decodedObject(ev, w.keys.decoded[1], w.res, true); err != nil {
 			return "", false, false, w.store.internalError(w.res, err)
 		}
 	}
 	curOK := curObj != nil && w.pred.Matches(curObj)
 	prevOK := prevObj != nil && w.pred.Matches(prevObj)
-	if w.pred.Empty() && ev.Type == storage.Put {
-		prevOK = ev.Prev != nil
-	}
 	switch {
 	case curOK && prevOK:
 		return watch.Modified, false, true, nil
@@ -472,53 +561,81 @@ type viewKey struct {
 	prev    bool
 }
 
+// memoKeys are a watcher's keys in the memo of the events it reads, boxed once so
+// that looking them up allocates nothing: index 0 after a change, 1 before it.
+type memoKeys struct {
+	decoded, view [2]any
+}
+
+func newMemoKeys(res *registry.Resource, version string) memoKeys {
+	return memoKeys{
+		decoded: [2]any{decodedKey{res, false}, decodedKey{res, true}},
+		view:    [2]any{viewKey{res, version, false}, viewKey{res, version, true}},
+	}
+}
+
 // view returns the object of a change (prev: before it) in the watcher's version with
 // defaults applied, converted once per event and version for every watcher reading
-// it at the time (the event holds it weakly).
+// it at the time (the event holds it weakly): every one of them sends the same
+// SharedObject, and so shares its encodings.
 func (w *watcher) view(ctx context.Context, ev *watchcache.Event, prev bool) (*SharedObject, error) {
-	key := viewKey{w.res, w.version, prev}
-	v, err := watchcache.MemoWeak(ev, key, func() (*registry.Object, error) {
-		o, err := eventObject(ev, w.res, prev)
+	i := 0
+	if prev {
+		i = 1
+	}
+	return watchcache.MemoWeak(ev, w.keys.view[i], func() (*SharedObject, error) {
+		o, err := decodedObject(ev, w.keys.decoded[i], w.res, prev)
 		if err != nil {
 			return nil, w.store.internalError(w.res, err)
 		}
 		sch := w.res.Schema(w.version)
 		if o.GetAPIVersion() == w.res.APIVersion(w.version) && !sch.DefaultsStored() {
-			return o, nil // the decoded object is the view already: shared, as both are read only
+			return &SharedObject{Unstructured: o}, nil // the decoded object is the view already: shared, as both are read only
 		}
 		o = o.DeepCopy()
 		if err := w.res.Convert(context.WithoutCancel(ctx), []*registry.Object{o}, w.version); err != nil {
 			return nil, w.store.conversionError(w.res, err)
 		}
 		sch.DefaultStored(o.Object)
-		return o, nil
+		return &SharedObject{Unstructured: o}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &SharedObject{Unstructured: v, ev: ev, key: key}, nil
 }
 
 // SharedObject is the object of a watch event, shared by every watch that sends the
 // same change in the same version: read it, never modify it (DeepCopy gives a private
 // copy). Encoded keeps its encodings, so that a change is encoded once per
-// representation however many watchers send it.
+// representation however many watchers send it, for as long as one of them holds it.
 type SharedObject struct {
 	*unstructured.Unstructured
-	ev  *watchcache.Event
-	key viewKey
+	mu        sync.Mutex
+	encodings []*encoding
 }
 
-type encodingKey struct {
-	view   viewKey
+// encoding is one representation of a SharedObject, made once.
+type encoding struct {
 	format string
+	once   sync.Once
+	raw    []byte
+	err    error
 }
 
 // Encoded returns encode's result for the object, computed once per format.
 func (o *SharedObject) Encoded(format string, encode func(*unstructured.Unstructured) ([]byte, error)) ([]byte, error) {
-	v, err := o.ev.Memo(encodingKey{o.key, format}, func() (any, error) { return encode(o.Unstructured) })
-	b, _ := v.([]byte)
-	return b, err
+	o.mu.Lock()
+	var e *encoding
+	for _, have := range o.encodings {
+		if have.format == format {
+			e = have
+			break
+		}
+	}
+	if e == nil {
+		e = &encoding{format: format}
+		o.encodings = append(o.encodings, e)
+	}
+	o.mu.Unlock()
+	e.once.Do(func() { e.raw, e.err = encode(o.Unstructured) })
+	return e.raw, e.err
 }
 
 // Private returns the unstructured object of a watch event's object, copied if it

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,25 @@ func newEndpoint(name string, cl *cluster, pid int, kubeconfig, contentType stri
 		return nil, err
 	}
 	return ep, nil
+}
+
+// profileServer starts a CPU profile of the server of -readpath.server-cpuprofile's
+// length into name-server.pprof in the -readpath.cpuprofile directory, if both are
+// given, and returns what waits for it and writes it.
+func (ep *endpoint) profileServer(ctx context.Context, name string) (wait func() error) {
+	if *readPathProfiles == "" || *readPathServerProfile <= 0 {
+		return func() error { return nil }
+	}
+	done := make(chan error, 1)
+	go func() {
+		raw, err := ep.clientset.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(int(readPathServerProfile.Seconds()))).DoRaw(ctx)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(*readPathProfiles, name+"-server.pprof"), raw, 0o644)
+		}
+		done <- err
+	}()
+	return func() error { return <-done }
 }
 
 // measure runs f and returns the CPU that the server, etcd, this process and the
@@ -278,12 +298,14 @@ func (ds *dataset) watch(w int) ([]figure, error) {
 		}
 	}
 	conns := ep.conns.counts()
-	stopProfile, err := startProfile(fmt.Sprintf("watch-N=%d-W=%d-%s", ds.n, w, ep.name))
+	name := fmt.Sprintf("watch-N=%d-W=%d-%s", ds.n, w, ep.name)
+	stopProfile, err := startProfile(name)
 	if err != nil {
 		return nil, err
 	}
+	serverProfile := ep.profileServer(ctx, name)
 	used, elapsed, err := ep.measure(func() error { return ds.deliver(ctx, ep, watches, from) })
-	if err := errors.Join(err, stopProfile()); err != nil {
+	if err := errors.Join(err, stopProfile(), serverProfile()); err != nil {
 		return nil, err
 	}
 	events, label := w*watchCreates, fmt.Sprintf("watch W=%d", w)

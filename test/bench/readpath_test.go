@@ -30,6 +30,8 @@ var (
 		"BenchmarkReadPath lists the namespace in full at least 3 times and until this long")
 	readPathProfiles = flag.String("readpath.cpuprofile", "",
 		"directory for CPU profiles of the benchmark process (the client) during each watch fan-out of BenchmarkReadPath")
+	readPathServerProfile = flag.Duration("readpath.server-cpuprofile", 0,
+		"with -readpath.cpuprofile, also write each server's CPU profile (/debug/pprof/profile) of this long from the start of each watch fan-out")
 	kubeAPIServer = flag.String("kube.apiserver", "",
 		"the kube-apiserver binary BenchmarkReadPath compares Concord with (default: test/kubepeer/build.sh's of -kube.release)")
 	kubeRelease = flag.String("kube.release", "1.37.2",
