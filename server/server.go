@@ -255,6 +255,8 @@ func (s *Server) Run(ctx context.Context, ready chan<- struct{}) error {
 		ErrorLog:          nil,
 	}
 	srv.BaseContext = func(net.Listener) context.Context { return klog.NewContext(context.WithoutCancel(ctx), logger) }
+	conns := newIdleConns()
+	srv.ConnState = conns.track
 	errc := make(chan error, 1)
 	go func() {
 		if s.cfg.TLS != nil {
@@ -277,7 +279,10 @@ func (s *Server) Run(ctx context.Context, ready chan<- struct{}) error {
 	close(s.watchStop)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- srv.Shutdown(sctx) }()
+	conns.drain()
+	if err := <-shutdown; err != nil {
 		_ = srv.Close()
 		return fmt.Errorf("graceful shutdown: %w", err)
 	}
