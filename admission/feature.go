@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
-	"github.com/concordproject/concord/reconcile"
 	"github.com/google/uuid"
 )
 
@@ -14,14 +15,17 @@ import (
 // done once its plugins have read what they read.
 const InitializerHook = "start-apiserver-admission-initializer"
 
-// FeatureConfig is what admission needs of the server: the chain's configuration,
-// and what the ValidatingAdmissionPolicy status controller is elected with.
+// FeatureConfig is what admission needs of the server: its context, and the chain's
+// configuration.
 type FeatureConfig struct {
+	// Server is the server's. It gives the chain its Registry, RESTConfig (its own
+	// client), ServerID, and, from its compatibility configuration, CELVersion (the
+	// minimum compatibility version), MutatingPolicies (the MutatingAdmissionPolicy
+	// gate) and Versions; its ServerID names its candidate in the status
+	// controller's election, whose reconcile samples go to its ReconcileMetrics.
+	feature.Server
+	// Chain configures the chain, but for what Server gives.
 	Chain Config
-	// ServerID names this server's candidate in the status controller's election.
-	ServerID string
-	// ReconcileMetrics receives the status controller's reconcile samples.
-	ReconcileMetrics *reconcile.Metrics
 }
 
 // Feature is admission as one server runs it: the chain (mutating and validating
@@ -36,16 +40,20 @@ type Feature struct {
 // NewFeature builds the chain and the status controller. Every server runs the
 // chain.
 func NewFeature(cfg FeatureConfig) (*Feature, error) {
-	chain, err := New(cfg.Chain)
+	cc, compat := cfg.Chain, cfg.Compatibility
+	cc.Registry, cc.RESTConfig, cc.ServerID = cfg.Registry, cfg.LoopbackConfig(), cfg.ServerID
+	cc.CELVersion, cc.Versions = compat.Versions.MinCompatibility, compat.Versions.Effective()
+	cc.MutatingPolicies = compat.Enabled(compatibility.MutatingAdmissionPolicy)
+	chain, err := New(cc)
 	if err != nil {
 		return nil, err
 	}
 	f := &Feature{chain: chain, hook: health.NewPostStartHook(InitializerHook)}
-	if cfg.Chain.Registry.Served(ValidatingPoliciesGR, "v1") == nil {
+	if cfg.Registry.Served(ValidatingPoliciesGR, "v1") == nil {
 		return f, nil
 	}
 	f.typeChecking, err = NewTypeChecking(TypeCheckingConfig{
-		RESTConfig: cfg.Chain.RESTConfig, Holder: cfg.ServerID + "_" + uuid.NewString(), ReconcileMetrics: cfg.ReconcileMetrics,
+		RESTConfig: cc.RESTConfig, Holder: cfg.ServerID + "_" + uuid.NewString(), ReconcileMetrics: cfg.ReconcileMetrics,
 	})
 	return f, err
 }

@@ -1,11 +1,9 @@
 package aggregator
 
 import (
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
-	"github.com/concordproject/concord/informers"
-	"github.com/concordproject/concord/reconcile"
-	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/server"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -13,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -47,20 +44,15 @@ var (
 // informers it reads APIServices, Services and EndpointSlices from, a client of
 // itself, and the certificates of the front-proxy.
 type FeatureConfig struct {
-	// Registry tells whether the server serves what the aggregator reads, and which
-	// group-versions it serves (their local APIServices, kept as it changes).
-	Registry *registry.Registry
-	// Informers are the server's shared informers; the aggregator starts those of
-	// APIServices, Services and EndpointSlices.
-	Informers *informers.Shared
-	// Loopback is the server's own client configuration, rate limits off: the
-	// aggregator writes APIServices' status, the local APIServices, the
-	// extension-apiserver-authentication ConfigMap and its election lease with it.
-	Loopback *rest.Config
-	// ReconcileMetrics receives its controllers' samples.
-	ReconcileMetrics *reconcile.Metrics
-	// ServerID names the server in the local APIServices and its election's holder.
-	ServerID string
+	// Server is the server's: its Registry tells whether it serves what the
+	// aggregator reads, and which group-versions it serves (their local APIServices,
+	// kept as it changes); the aggregator starts the shared informers of APIServices,
+	// Services and EndpointSlices; it writes APIServices' status, the local
+	// APIServices, the extension-apiserver-authentication ConfigMap and its election
+	// lease with the server's own client; the ServerID names the server in the local
+	// APIServices and its election's holder; its controllers' samples go to
+	// ReconcileMetrics.
+	feature.Server
 	// ClientCA is the cluster CA and FrontProxyCA the request-header CA (PEM) that
 	// the ConfigMap extension-apiserver-authentication publishes.
 	ClientCA, FrontProxyCA []byte
@@ -108,10 +100,11 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 	}
 	f := &Feature{cfg: cfg, agg: agg, informers: []cache.SharedIndexInformer{apiServices, services, slices},
 		hooks: map[string]*health.PostStartHook{}}
-	if f.client, err = kubernetes.NewForConfig(cfg.Loopback); err != nil {
+	loopback := cfg.LoopbackConfig()
+	if f.client, err = kubernetes.NewForConfig(loopback); err != nil {
 		return nil, err
 	}
-	if f.apiClient, err = aggregatorclient.NewForConfig(cfg.Loopback); err != nil {
+	if f.apiClient, err = aggregatorclient.NewForConfig(loopback); err != nil {
 		return nil, err
 	}
 	f.auto, err = agg.NewAutoregistration(AutoregistrationConfig{
@@ -131,6 +124,9 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 // Checks are the aggregator's post-start hooks, in kube-apiserver's order, then the
 // autoregister-completion check, for /healthz, /livez and /readyz.
 func (f *Feature) Checks() []health.Checker {
+	if f == nil {
+		return nil
+	}
 	out := make([]health.Checker, 0, len(aggregatorHooks)+1)
 	for _, name := range aggregatorHooks {
 		out = append(out, f.hooks[name])
@@ -139,22 +135,42 @@ func (f *Feature) Checks() []health.Checker {
 }
 
 // Aggregated is what the server's handler takes of the aggregator: the proxy of the
-// aggregated group-versions and their discovery, merged into the server's.
+// aggregated group-versions and their discovery, merged into the server's (nil on a
+// nil Feature: the server is no aggregator).
 func (f *Feature) Aggregated() *server.Aggregated {
+	if f == nil {
+		return nil
+	}
 	return &server.Aggregated{Proxy: f.agg.Proxy, Discovery: f.agg.Discovery}
 }
 
 // ServiceResolver resolves the Services admission webhooks name, as it resolves
-// APIServices' backends.
-func (f *Feature) ServiceResolver() webhookutil.ServiceResolver { return f.agg }
+// APIServices' backends (nil on a nil Feature).
+func (f *Feature) ServiceResolver() webhookutil.ServiceResolver {
+	if f == nil {
+		return nil
+	}
+	return f.agg
+}
 
 // SetOpenAPISink sets where the OpenAPI documents read from the backends go: the
-// server's own documents merge them. Call it before Start.
-func (f *Feature) SetOpenAPISink(sink OpenAPISink) { f.agg.SetOpenAPISink(sink) }
+// server's own documents merge them. Call it before Start. A nil Feature has no
+// backends to read.
+func (f *Feature) SetOpenAPISink(sink OpenAPISink) {
+	if f != nil {
+		f.agg.SetOpenAPISink(sink)
+	}
+}
 
 // PublisherGroups returns the groups whose StorageVersions user may write as an
 // aggregated server (see Aggregator.PublisherGroups): the StorageVersion API asks.
-func (f *Feature) PublisherGroups(user string) []string { return f.agg.PublisherGroups(user) }
+// None on a nil Feature: without the aggregator no server is aggregated.
+func (f *Feature) PublisherGroups(user string) []string {
+	if f == nil {
+		return nil
+	}
+	return f.agg.PublisherGroups(user)
+}
 
 // servedGroupVersions returns the group-versions this server serves (but
 // apiregistration.k8s.io's, which has no APIService in Kubernetes either).

@@ -5,6 +5,7 @@ import (
 
 	"github.com/concordproject/concord/aggregator"
 	"github.com/concordproject/concord/etcd/etcdtest"
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/informers"
 	"github.com/concordproject/concord/registry"
@@ -27,8 +28,8 @@ func TestFeature(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := aggregator.FeatureConfig{Registry: reg, Informers: informers.New(reg, st), Loopback: &rest.Config{Host: "https://127.0.0.1:1"},
-		ServerID: "apiserver-test", ProxyClientCert: cert, ProxyClientKey: key}
+	cfg := aggregator.FeatureConfig{Server: feature.Server{Registry: reg, Informers: informers.New(reg, st),
+		Loopback: &rest.Config{Host: "https://127.0.0.1:1"}, ServerID: "apiserver-test"}, ProxyClientCert: cert, ProxyClientKey: key}
 	if f, err := aggregator.NewFeature(cfg); f != nil || err != nil {
 		t.Fatalf("NewFeature serving nothing: %v, %v; want nil, nil", f, err)
 	}

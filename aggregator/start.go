@@ -30,8 +30,19 @@ const availabilityLease = "concord-apiservice-availability"
 // APIServices' availability and auto-registration, its discovery and OpenAPI reading
 // of the backends (every server), and the remote availability controller (elected
 // among the servers), in g, in that order. Each hook is done once what does its job
-// has started.
+// has started. A nil Feature starts nothing.
 func (f *Feature) Start(ctx context.Context, g *lifecycle.Group) error {
+	if f == nil {
+		return nil
+	}
+	if err := f.start(ctx, g); err != nil {
+		return fmt.Errorf("starting the aggregator: %w", err)
+	}
+	return nil
+}
+
+// start is Start, its errors not yet said to be the aggregator's.
+func (f *Feature) start(ctx context.Context, g *lifecycle.Group) error {
 	if err := PublishAuthentication(ctx, f.client, AuthenticationData(f.cfg.ClientCA, f.cfg.FrontProxyCA)); err != nil {
 		return err
 	}

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
-	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
-	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storageversion"
 	"k8s.io/klog/v2"
 )
@@ -25,19 +25,13 @@ const (
 // errNotSynced: the CRD controller has not served every stored definition yet.
 var errNotSynced = errors.New("the stored CustomResourceDefinitions are not all served yet")
 
-// FeatureConfig is what the CRD controller needs of the server: its registry and
-// store, its reconcile metrics, the CRDValidationRatcheting gate, and the storage
-// version manager it publishes definitions through.
+// FeatureConfig is what the CRD controller needs of the server: its context, and
+// the storage version manager it publishes definitions through.
 type FeatureConfig struct {
-	// Registry and Store are the server's: definitions are read through the store
-	// and served from the registry.
-	Registry *registry.Registry
-	Store    *store.Store
-	// ReconcileMetrics receives the controller's reconcile samples.
-	ReconcileMetrics *reconcile.Metrics
-	// NoRatcheting serves custom resources without validation ratcheting: the
-	// CRDValidationRatcheting gate is off.
-	NoRatcheting bool
+	// Server is the server's: definitions are read through its object store and
+	// served from its registry; custom resources are served without validation
+	// ratcheting while its CRDValidationRatcheting gate is off.
+	feature.Server
 	// StorageVersions is the server's storage version manager (nil without the
 	// StorageVersion API): definitions are put into service through it, and once the
 	// stored ones are, it withdraws the entries of resources no longer served.
@@ -63,7 +57,7 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 	if svm := cfg.StorageVersions; svm != nil {
 		c.Publish = publishThrough(svm)
 	}
-	c.NoRatcheting = cfg.NoRatcheting
+	c.NoRatcheting = !cfg.Compatibility.Enabled(compatibility.CRDValidationRatcheting)
 	f := &Feature{controller: c, svm: cfg.StorageVersions}
 	for _, name := range []string{hookInformers, hookControllers, hookSynced} {
 		f.hooks = append(f.hooks, health.NewPostStartHook(name))

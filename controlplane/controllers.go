@@ -2,11 +2,10 @@ package controlplane
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/concordproject/concord/compaction"
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/garbagecollector"
-	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/storageprotection"
 )
@@ -34,57 +33,31 @@ import (
 func startControllers(ctx context.Context, g *lifecycle.Group, c *core, fs *features, sv *serving) error {
 	// The informers started before serving (RBAC, service accounts) have synced.
 	sv.informersHook.Done()
-	protection, err := storageprotection.NewComponent(c.registry, c.store, c.runtime)
+	protection, err := storageprotection.NewComponent(c.Registry, c.Store, c.ReconcileMetrics)
 	if err != nil {
 		return err
 	}
-	gc, err := garbagecollector.NewComponent(garbagecollector.ComponentConfig{Registry: c.registry, Store: c.store,
-		Loopback: c.loopbackConfig(), ServerID: c.id, IdentityLeaseDuration: c.opts.IdentityLease.LeaseDuration, ReconcileMetrics: c.runtime})
+	gc, err := garbagecollector.NewComponent(c.Server, c.opts.IdentityLease.LeaseDuration)
 	if err != nil {
 		return err
 	}
-	var compact, mirror feature
+	var compact, mirror feature.Feature
 	if iv := c.opts.Etcd.CompactionInterval; iv > 0 {
-		compact = component(compaction.NewComponent(c.raw, iv, c.runtime, c.metrics))
+		compact = feature.Component(compaction.NewComponent(c.st.raw, iv, c.ReconcileMetrics, c.Metrics))
 	}
 	if fs.mirror != nil {
 		// Keeps the identity lease and the entries at the aggregator until the server
 		// stops, then withdraws them.
-		mirror = component(lifecycle.Component{Name: "aggregator-storage-versions", Run: fs.mirror.Run})
+		mirror = feature.Component(lifecycle.Component{Name: "aggregator-storage-versions", Run: fs.mirror.Run})
 	}
-	for _, f := range present(component(lifecycle.Component{Name: "ready-for-writes", Run: sv.gate.Run}),
-		fs.namespaces, fs.identity, fs.storageVersions, mirror, fs.crds, fs.admission, fs.flowControl, fs.roles,
-		fs.priorityClasses, fs.services, aggregatorFeature(fs), fs.quota, fs.versionSkew,
-		compact, starter(fs.namespaces.StartController), component(protection), component(gc),
-		fs.migration, fs.readiness, component(closer("readiness", sv.checks.ShuttingDown))) {
+	for _, f := range feature.Present(feature.Component(lifecycle.Component{Name: "ready-for-writes", Run: sv.gate.Run}),
+		fs.namespaces, fs.identity, fs.storageVersions, mirror, fs.crds, fs.admission, fs.flowControl, fs.rbac.Roles(),
+		fs.priorityClasses, fs.services, fs.aggregator, fs.quota, fs.versionSkew,
+		compact, feature.Func(fs.namespaces.StartController), feature.Component(protection), feature.Component(gc),
+		fs.migration, fs.readiness, feature.Component(lifecycle.Closer("readiness", sv.checks.ShuttingDown))) {
 		if err := f.Start(ctx, g); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// starter is a feature that starts its components with a function, and has no
-// checks of its own.
-type starter func(ctx context.Context, g *lifecycle.Group) error
-
-func (s starter) Checks() []health.Checker                            { return nil }
-func (s starter) Start(ctx context.Context, g *lifecycle.Group) error { return s(ctx, g) }
-
-// component is the feature of one component and no checks.
-func component(comp lifecycle.Component) feature {
-	return starter(func(ctx context.Context, g *lifecycle.Group) error { return g.Start(ctx, comp) })
-}
-
-// aggregatorFeature starts the aggregator, if the server is one.
-func aggregatorFeature(fs *features) feature {
-	if fs.aggregator == nil {
-		return nil
-	}
-	return starter(func(ctx context.Context, g *lifecycle.Group) error {
-		if err := fs.aggregator.Start(ctx, g); err != nil {
-			return fmt.Errorf("starting the aggregator: %w", err)
-		}
-		return nil
-	})
 }

@@ -116,12 +116,12 @@ func (i *Instance) start(ctx context.Context, o *Options, started time.Time) (co
 	i.ServerID, i.URL, i.CACert, i.AdminToken, i.loopbackToken = cr.serverID, cr.url, cr.cluster.CACert, cr.cluster.AdminToken, cr.loopbackToken
 	i.client, i.Metrics, i.Compatibility, i.Encryption = st.client, st.metrics, compat, cr.encryption
 	c := newCore(o, compat, st, cr, i.LoopbackConfig(), started)
-	i.Registry, i.Store = c.registry, c.store
-	fs, err := buildResources(ctx, g, c, cr, builtins)
+	i.Registry, i.Store = c.Registry, c.Store
+	fs, err := buildResources(ctx, g, c, builtins)
 	if err != nil {
 		return ctx, err
 	}
-	sv, err := startServing(ctx, g, c, cr, fs)
+	sv, err := startServing(ctx, g, c, fs)
 	if err != nil {
 		return ctx, err
 	}
@@ -168,13 +168,4 @@ func (i *Instance) stopWhenDone(ctx context.Context) {
 	klog.FromContext(ctx).Info("Concord server stopping", "why", why)
 	i.err = i.components.Stop()
 	close(i.done)
-}
-
-// closer is a component that holds a resource and releases it when stopped.
-func closer(name string, release func()) lifecycle.Component {
-	return lifecycle.Component{Name: name, Run: func(ctx context.Context) error {
-		<-ctx.Done()
-		release()
-		return nil
-	}}
 }

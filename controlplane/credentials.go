@@ -49,7 +49,7 @@ func loadCredentials(ctx context.Context, g *lifecycle.Group, o *Options, st sto
 	if err != nil {
 		return ctx, nil, err
 	}
-	if err := g.Start(ctx, closer("listener", func() { _ = ln.Close() })); err != nil {
+	if err := g.Start(ctx, lifecycle.Closer("listener", func() { _ = ln.Close() })); err != nil {
 		return ctx, nil, err
 	}
 	hostname, _ := os.Hostname()

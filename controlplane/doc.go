@@ -1,7 +1,8 @@
 // Package controlplane is the composition root of a Concord API server and owns the
 // `concord server` command. It composes; it does not implement: each feature's
 // wiring (its components, post-start hooks, informers and handlers) lives in the
-// feature's package behind one constructor, NewFeature, whose Feature has Checks and
+// feature's package behind one constructor, NewFeature, built with the context every
+// feature shares (feature.Server) and returning a feature.Feature, with Checks and
 // Start (rbac, aggregator, service, identity, storageversion, apiextensions, ...).
 //
 // Start runs the phases in order, each a function that takes what the earlier ones
@@ -10,7 +11,7 @@
 //	configure    → the compatibility configuration and the built-in resources it selects
 //	startStorage → stored: etcd's client, raw storage, the metrics registry
 //	loadCredentials → credentials: listener, server ID, encryption, cluster CA, authentication
-//	newCore      → core: what every feature is built with (registry, object store, shared informers, loopback client)
+//	newCore      → core: the feature.Server every feature is built with (registry, object store, shared informers, loopback client, ID, gates, metrics), and what the phases before it returned
 //	buildResources → features: every feature built once, the registry filled, the caches started
 //	startServing → serving: the health checks (the features' hooks) and the HTTP server
 //	startControllers: the features started, in one ordered list

@@ -2,8 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"reflect"
-	"slices"
 
 	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/aggregator"
@@ -14,10 +12,8 @@ import (
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/componentstatus"
 	"github.com/concordproject/concord/flowcontrol"
-	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/kubesemantics"
-	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/migration"
 	"github.com/concordproject/concord/namespace"
 	"github.com/concordproject/concord/podbinding"
@@ -26,7 +22,6 @@ import (
 	"github.com/concordproject/concord/priorityclass"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/rbac"
-	"github.com/concordproject/concord/rbac/bootstrap"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/service"
@@ -34,34 +29,19 @@ import (
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/storageversion/publisher"
 	"github.com/concordproject/concord/versionskew"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 )
 
-// feature is one feature as the composition root handles it: its checks are on
-// /healthz, /livez and /readyz from the serving phase on, and Start starts its
-// components in the controllers phase (each feature package's Feature; the order is
-// controllers.go's).
-type feature interface {
-	Checks() []health.Checker
-	Start(ctx context.Context, g *lifecycle.Group) error
-}
-
-// present returns those of fs that the server has: a feature the server does not
-// run is a nil pointer.
-func present(fs ...feature) []feature {
-	return slices.DeleteFunc(fs, func(f feature) bool {
-		v := reflect.ValueOf(f)
-		return !v.IsValid() || (v.Kind() == reflect.Pointer || v.Kind() == reflect.Func) && v.IsNil()
-	})
-}
-
-// features are the server's features, each built once in the resources phase (nil
-// where the server does not run it: its resources are not served, its gate or flag is
-// off), then read by the serving and controllers phases.
+// features are the server's features, each built once in the resources phase, by
+// this file alone (nil where the server does not run it: its resources are not
+// served, its gate or flag is off), then read by the serving and controllers phases.
+// Each is its package's NewFeature (a feature.Feature), but for the authorizer,
+// Kubernetes' semantics, the storage readiness and the mirror at an aggregator.
 type features struct {
 	authz           *auth.Authorization
 	semantics       *kubesemantics.Semantics
-	rbac            *rbac.Feature
-	roles           *bootstrap.Feature
+	rbac            *rbac.Feature // with the bootstrap roles' (Roles)
 	serviceAccounts *tokens.Feature
 	identity        *identity.Feature
 	storageVersions *storageversion.Feature
@@ -83,83 +63,138 @@ type features struct {
 // service account tokens, the identity lease, Services' allocation, Kubernetes'
 // semantics at the server's gates) and returns the resources to register: the
 // built-ins configured, and the CRD resource.
-func buildEarly(c *core, cr *credentials, builtins []*registry.Resource) (*features, []*registry.Resource, error) {
+func buildEarly(c *core, builtins []*registry.Resource) (*features, []*registry.Resource, error) {
 	fs := &features{}
-	if err := fs.buildAuth(c, cr); err != nil {
+	if err := fs.buildAuth(c); err != nil {
 		return nil, nil, err
 	}
 	var err error
 	// Before the Services feature, whose kubernetes Service names the servers their
 	// identity leases announce.
-	if fs.identity, err = identity.NewFeature(identity.FeatureConfig{Registry: c.registry, Store: c.store, Informers: c.informers,
-		Compatibility: c.compat, ServerID: c.id, Endpoint: c.endpoint, Options: c.opts.IdentityLease}); err != nil {
+	if fs.identity, err = identity.NewFeature(identity.FeatureConfig{Server: c.Server, Endpoint: c.endpoint,
+		Options: c.opts.IdentityLease}); err != nil {
 		return nil, nil, err
 	}
 	// The allocation of Services' cluster IPs and node ports, which builtin.Configure
 	// gives the services resource (nil when the server does not allocate them).
-	if fs.services, err = service.NewFeature(service.FeatureConfig{Resources: builtins, Options: c.opts.Services, Raw: c.raw,
-		Informers: c.informers, Loopback: c.loopbackConfig(), Endpoint: c.endpoint, Leases: fs.identity.Leases(),
-		ServerID: c.id, ReconcileMetrics: c.runtime}); err != nil {
+	if fs.services, err = service.NewFeature(service.FeatureConfig{Server: c.Server, Resources: builtins, Options: c.opts.Services,
+		Raw: c.st.raw, Endpoint: c.endpoint, Leases: fs.identity.Leases()}); err != nil {
 		return nil, nil, err
 	}
-	gates, err := kubesemantics.NewGates(c.compat.Versions.Emulation, c.compat.Versions.MinCompatibility, c.compat.FeatureGate())
+	compat := c.Compatibility
+	gates, err := kubesemantics.NewGates(compat.Versions.Emulation, compat.Versions.MinCompatibility, compat.FeatureGate())
 	if err != nil {
 		return nil, nil, err
 	}
 	fs.semantics = kubesemantics.New(gates)
 	svcs := fs.services.Services()
 	builtins, err = builtin.Configure(builtins, builtin.Options{Services: svcs, Semantics: fs.semantics,
-		Binder:            podbinding.New(c.registry, c.store, fs.semantics),
-		ComponentStatuses: componentstatus.New(c.client, c.opts.Etcd.Prefix),
-		Evictor:           podeviction.New(c.registry, c.store),
-		Connector:         podconnect.New(c.registry, c.store, fs.semantics),
-		Proxy:             clusterproxy.New(c.registry, c.store, svcs.PrimaryIPFamily()),
-		EventTTL:          c.opts.EventTTL, Authorization: fs.authz, Authentication: cr.authn, ServiceAccountTokens: fs.serviceAccounts.Tokens(),
-		StorageVersions: storageversion.APIOptions{Publishers: fs.publisherGroups,
-			Unmaintained: !c.compat.Enabled(compatibility.StorageVersionAPI)},
+		Binder:            podbinding.New(c.Registry, c.Store, fs.semantics),
+		ComponentStatuses: componentstatus.New(c.st.client, c.opts.Etcd.Prefix),
+		Evictor:           podeviction.New(c.Registry, c.Store),
+		Connector:         podconnect.New(c.Registry, c.Store, fs.semantics),
+		Proxy:             clusterproxy.New(c.Registry, c.Store, svcs.PrimaryIPFamily()),
+		EventTTL:          c.opts.EventTTL, Authorization: fs.authz, Authentication: c.cr.authn, ServiceAccountTokens: fs.serviceAccounts.Tokens(),
+		// The aggregator, built later in the resources phase (before any request),
+		// says which groups' StorageVersions an aggregated server's user may write.
+		StorageVersions: storageversion.APIOptions{Publishers: func(user string) []string { return fs.aggregator.PublisherGroups(user) },
+			Unmaintained: !compat.Enabled(compatibility.StorageVersionAPI)},
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return fs, append(builtins, apiextensions.Resource(apiextensions.WithCELCompatibilityVersion(c.compat.Versions.MinCompatibility))), nil
+	return fs, append(builtins, apiextensions.Resource(apiextensions.WithCELCompatibilityVersion(compat.Versions.MinCompatibility))), nil
 }
 
 // buildAuth builds the authorizer of --authorization-mode (with RBAC: RBAC's feature,
 // whose informers read the object store once started, and the bootstrap roles'; without
 // it, neither) and service account tokens, whose authenticator joins the server's.
-func (fs *features) buildAuth(c *core, cr *credentials) error {
-	var rbacAuthorizer *rbac.Authorizer
-	if slices.Contains(c.opts.Auth.AuthorizationModes, auth.ModeRBAC) {
-		var err error
-		if fs.rbac, err = rbac.NewFeature(rbac.FeatureConfig{Registry: c.registry, Informers: c.informers}); err != nil {
-			return err
-		}
-		rbacAuthorizer = fs.rbac.Authorizer()
-		cfg := bootstrap.FeatureConfig{Loopback: c.loopbackConfig(), ClusterRoles: fs.rbac.ClusterRoles(), ServerID: c.id}
-		if fs.roles, err = bootstrap.NewFeature(cfg); err != nil {
-			return err
-		}
-	}
-	var err error
-	if fs.authz, err = auth.NewAuthorization(c.opts.Auth.AuthorizationModes, rbacAuthorizer); err != nil {
+func (fs *features) buildAuth(c *core) (err error) {
+	if fs.rbac, err = rbac.NewFeature(c.Server, c.opts.Auth.AuthorizationModes); err != nil {
 		return err
 	}
-	sa := c.opts.ServiceAccounts
-	fs.serviceAccounts, err = tokens.NewFeature(tokens.FeatureConfig{Registry: c.registry, Store: c.store, Informers: c.informers,
-		SigningKey: cr.cluster.ServiceAccountKey, Issuer: sa.Issuer, APIAudiences: sa.Audiences(), MaxExpiration: sa.MaxTokenExpiration})
+	if fs.authz, err = auth.NewAuthorization(c.opts.Auth.AuthorizationModes, fs.rbac.Authorizer()); err != nil {
+		return err
+	}
+	fs.serviceAccounts, err = tokens.NewFeature(tokens.FeatureConfig{Server: c.Server, SigningKey: c.cr.cluster.ServiceAccountKey,
+		Options: c.opts.ServiceAccounts})
 	if err != nil {
 		return err
 	}
-	cr.authn.Tokens = append(cr.authn.Tokens, fs.serviceAccounts.Authenticator())
+	c.cr.authn.Tokens = append(c.cr.authn.Tokens, fs.serviceAccounts.Authenticator())
 	return nil
 }
 
-// publisherGroups are the groups whose StorageVersions an aggregated server's user
-// may write: none but through the aggregator (built later in the resources phase,
-// before any request).
-func (fs *features) publisherGroups(user string) []string {
-	if fs.aggregator == nil {
-		return nil
+// buildLate builds, once the registry holds the built-in resources, the features
+// that read it: the storage versions, the CRD and namespace controllers, the watch
+// caches' readiness, storage migration, API priority and fairness, the aggregator,
+// admission (with quotas), the system priority classes and version skew.
+func (fs *features) buildLate(ctx context.Context, c *core) (err error) {
+	if err := fs.buildStorageVersions(c); err != nil {
+		return err
 	}
-	return fs.aggregator.PublisherGroups(user)
+	if fs.crds, err = apiextensions.NewFeature(apiextensions.FeatureConfig{Server: c.Server, StorageVersions: fs.storageVersions.Manager()}); err != nil {
+		return err
+	}
+	if fs.namespaces, err = namespace.NewFeature(c.Server); err != nil {
+		return err
+	}
+	fs.readiness = store.NewReadiness(c.Store)
+	if fs.migration, err = migration.NewFeature(migration.FeatureConfig{Disabled: c.opts.DisableStorageMigration,
+		Loopback: c.LoopbackConfig(), Metrics: c.Metrics, ServerID: c.ServerID}); err != nil {
+		return err
+	}
+	if fs.flowControl, err = flowcontrol.NewFeature(c.Server, c.opts.FlowControl); err != nil {
+		return err
+	}
+	cluster := c.cr.cluster
+	if fs.aggregator, err = aggregator.NewFeature(aggregator.FeatureConfig{Server: c.Server, ClientCA: cluster.CACert,
+		FrontProxyCA: cluster.FrontProxyCACert, ProxyClientCert: c.cr.proxyCert, ProxyClientKey: c.cr.proxyKey,
+		IdentityLeases: fs.identity.Leases()}); err != nil {
+		return err
+	}
+	if err := fs.buildAdmission(c); err != nil {
+		return err
+	}
+	if fs.priorityClasses, err = priorityclass.NewFeature(c.Server); err != nil {
+		return err
+	}
+	fs.versionSkew, err = versionskew.NewFeature(c.Server, klog.FromContext(ctx))
+	return err
+}
+
+// buildStorageVersions builds, over the identity lease, the storage version manager
+// (StorageVersionAPI) with its mirror at the aggregator this server runs behind, and
+// their collector, unless their gates are off.
+func (fs *features) buildStorageVersions(c *core) (err error) {
+	var mirror func(context.Context, schema.GroupResource, storageversion.Entry) error
+	if fs.identity != nil && c.Compatibility.Enabled(compatibility.StorageVersionAPI) {
+		if fs.mirror, mirror, err = newMirror(c); err != nil {
+			return err
+		}
+	}
+	fs.storageVersions, err = storageversion.NewFeature(storageversion.FeatureConfig{Server: c.Server, Identity: fs.identity,
+		Manager: storageversion.Config{Started: c.started, EncryptionKeys: c.cr.encryption.Keys, Mirror: mirror}})
+	return err
+}
+
+// buildAdmission builds the admission chain: RBAC's escalation check,
+// kube-apiserver's own plugins of built-in resources, the admission policies and
+// webhooks whose APIs are served (webhooks' Services resolved by the aggregator, if
+// the server is one), then ResourceQuota admission if quotas are served.
+func (fs *features) buildAdmission(c *core) (err error) {
+	if fs.quota, err = quota.NewFeature(c.Server, c.opts.Quota); err != nil {
+		return err
+	}
+	chain := admission.Config{Authorizer: fs.authz, Builtin: fs.semantics.Admission, FeatureGate: fs.semantics.FeatureGate(),
+		ServiceResolver: fs.aggregator.ServiceResolver()}
+	if fs.quota != nil {
+		chain.Validating = append(chain.Validating, fs.quota.Admission())
+	}
+	if fs.rbac != nil {
+		// Kubernetes checks escalation in RBAC's storage, before any validating admission.
+		chain.ValidatingFirst = append(chain.ValidatingFirst, fs.rbac.EscalationCheck(fs.authz))
+	}
+	fs.admission, err = admission.NewFeature(admission.FeatureConfig{Server: c.Server, Chain: chain})
+	return err
 }

@@ -18,11 +18,11 @@ import (
 // (layer 4) may not import the publisher (layer 5), and the publisher is a client
 // library for any aggregated server that imports no part of Concord's server.
 func newMirror(c *core) (*publisher.Publisher, func(context.Context, schema.GroupResource, storageversion.Entry) error, error) {
-	o := c.opts
-	p, err := o.Mirror.NewPublisher(publisher.Config{ServerID: c.id, Kind: mirrorKind,
-		Versions:      c.compat.Versions.Component(),
-		LeaseDuration: o.IdentityLease.LeaseDuration, RenewInterval: o.IdentityLease.RenewInterval, Metrics: c.runtime},
-		func(rc *rest.Config) { compatibility.IdentifyClient(rc, c.compat.ClientVersion()) })
+	o, compat := c.opts, c.Compatibility
+	p, err := o.Mirror.NewPublisher(publisher.Config{ServerID: c.ServerID, Kind: mirrorKind,
+		Versions:      compat.Versions.Component(),
+		LeaseDuration: o.IdentityLease.LeaseDuration, RenewInterval: o.IdentityLease.RenewInterval, Metrics: c.ReconcileMetrics},
+		func(rc *rest.Config) { compatibility.IdentifyClient(rc, compat.ClientVersion()) })
 	if err != nil || p == nil {
 		return nil, nil, err
 	}

@@ -27,7 +27,7 @@ func startStorage(ctx context.Context, g *lifecycle.Group, o *Options) (stored, 
 	if err != nil {
 		return stored{}, err
 	}
-	if err := g.Start(ctx, closer("etcd", closeEtcd)); err != nil {
+	if err := g.Start(ctx, lifecycle.Closer("etcd", closeEtcd)); err != nil {
 		closeEtcd()
 		return stored{}, err
 	}

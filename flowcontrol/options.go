@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/concordproject/concord/registry"
 	"github.com/spf13/pflag"
 )
 
@@ -39,6 +40,16 @@ func (o *Options) Validate() []error {
 	}
 	if o.Enable && o.ConcurrencyLimit() < 1 {
 		return []error{errors.New("--max-requests-inflight plus --max-mutating-requests-inflight must be at least 1 with --enable-priority-and-fairness")}
+	}
+	return nil
+}
+
+// ValidateAPI checks the options against resources, the built-in resources the
+// server is to serve, before it starts anything: ErrNoAPI when they turn API priority
+// and fairness on but do not serve FlowSchemas in v1.
+func (o *Options) ValidateAPI(resources []*registry.Resource) error {
+	if o.Enable && !registry.Serves(resources, FlowSchemas, "v1") {
+		return ErrNoAPI
 	}
 	return nil
 }

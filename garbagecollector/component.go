@@ -3,44 +3,25 @@ package garbagecollector
 import (
 	"time"
 
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/lifecycle"
-	"github.com/concordproject/concord/reconcile"
-	"github.com/concordproject/concord/registry"
-	"github.com/concordproject/concord/registry/store"
 	"github.com/google/uuid"
-	"k8s.io/client-go/rest"
 )
 
-// ComponentConfig is what the garbage collector needs of the server that runs it:
-// Config's fields but the election's holder and timings, which NewComponent derives
-// from the server's ID and identity lease duration.
-type ComponentConfig struct {
-	// Registry and Store are the server's (Config's).
-	Registry *registry.Registry
-	Store    *store.Store
-	// Loopback is the server's own client configuration (Config's RESTConfig).
-	Loopback *rest.Config
-	// ServerID starts the collector's holder identity, so that operators see which
-	// server leads.
-	ServerID string
-	// IdentityLeaseDuration is the servers' identity lease duration
-	// (--identity-lease-duration), which times the election (identity.ElectionTimings).
-	IdentityLeaseDuration time.Duration
-	// ReconcileMetrics receives the reconcile runtime's samples.
-	ReconcileMetrics *reconcile.Metrics
-}
-
 // NewComponent returns the server's collector as the component garbage-collector,
-// elected among the servers. The election is timed from the identity lease duration,
-// as the storage version collector's: half of it (whole seconds, at least one),
-// renewed within two thirds of that, retried every sixth (15s, 10s and 2.5s by
-// default).
-func NewComponent(cfg ComponentConfig) (lifecycle.Component, error) {
-	lease, renew, retry := identity.ElectionTimings(cfg.IdentityLeaseDuration)
+// elected among the servers: it reads and writes through the server's registry and
+// object store, elects over its own client, and its holder identity starts with the
+// server's ID, so that operators see which server leads. The election is timed from
+// the servers' identity lease duration (--identity-lease-duration,
+// identity.ElectionTimings), as the storage version collector's: half of it (whole
+// seconds, at least one), renewed within two thirds of that, retried every sixth
+// (15s, 10s and 2.5s by default).
+func NewComponent(srv feature.Server, identityLeaseDuration time.Duration) (lifecycle.Component, error) {
+	lease, renew, retry := identity.ElectionTimings(identityLeaseDuration)
 	gc, err := New(Config{
-		Registry: cfg.Registry, Store: cfg.Store, RESTConfig: cfg.Loopback, Holder: cfg.ServerID + "_" + uuid.NewString(),
-		LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry, ReconcileMetrics: cfg.ReconcileMetrics,
+		Registry: srv.Registry, Store: srv.Store, RESTConfig: srv.LoopbackConfig(), Holder: srv.ServerID + "_" + uuid.NewString(),
+		LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry, ReconcileMetrics: srv.ReconcileMetrics,
 	})
 	if err != nil {
 		return lifecycle.Component{}, err

@@ -7,10 +7,10 @@ import (
 	"os"
 
 	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/informers"
 	"github.com/concordproject/concord/lifecycle"
-	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
 	"k8s.io/client-go/tools/cache"
 )
@@ -22,18 +22,12 @@ var errLeasesNotSynced = errors.New("the identity leases have not been read yet"
 // reads leases, the gate that turns it on and the versions the lease announces, the
 // server's ID and endpoint, and the lease's timing.
 type FeatureConfig struct {
-	// Registry and Store are the server's: the lease is written, and every server's
-	// lease read, through the object store.
-	Registry *registry.Registry
-	Store    *store.Store
-	// Informers are the server's shared informers: the identity leases' informer is
-	// started through them, so that the informer-sync check counts it.
-	Informers *informers.Shared
-	// Compatibility gives the APIServerIdentity gate and the binary, emulation and
+	// Server is the server's: the lease, named by its ServerID, is written, and every
+	// server's lease read, through the object store; the identity leases' informer
+	// is started through the shared informers, so that the informer-sync check counts
+	// it; Compatibility gives the APIServerIdentity gate and the binary, emulation and
 	// minimum compatibility versions the lease announces.
-	Compatibility *compatibility.Config
-	// ServerID names the lease.
-	ServerID string
+	feature.Server
 	// Endpoint returns where the server serves, for the cluster (AnnotationEndpoint).
 	// It is called only with the gate on: choosing the address may fail on a host
 	// where a server without identity leases runs fine.

@@ -3,9 +3,9 @@
 // EndpointSlices, APIServices, leases...), one per resource, shared by every feature
 // that reads the resource, each started once, by the first component that asks for it.
 //
-// It owns the sharing and the informer-sync readiness check (Synced). It reads the
-// object store and never writes; it does not decide what a feature reads, nor when a
-// feature starts (the composition root does).
+// It owns the sharing and the informer-sync readiness check (Synced, and Check, the
+// check SyncCheck). It reads the object store and never writes; it does not decide
+// what a feature reads, nor when a feature starts (the composition root does).
 //
 //	inf := shared.Typed(rbac.RolesGR, func() runtime.Object { return &rbacv1.Role{} })
 //	...

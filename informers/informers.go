@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
@@ -104,6 +106,22 @@ func (s *Shared) Synced() error {
 		return fmt.Errorf("%w: %s", ErrNotSynced, strings.Join(pending, ", "))
 	}
 	return nil
+}
+
+// SyncCheck names the readyz check that fails while an in-process informer the
+// server runs has not synced (Check).
+const SyncCheck = "informer-sync"
+
+// Check returns the readyz check SyncCheck: Synced, joined with the errors of more,
+// the informers the server runs apart from the shared ones (admission's).
+func (s *Shared) Check(more ...func() error) health.Checker {
+	return health.NamedCheck(SyncCheck, func(*http.Request) error {
+		errs := []error{s.Synced()}
+		for _, synced := range more {
+			errs = append(errs, synced())
+		}
+		return errors.Join(errs...)
+	})
 }
 
 // component runs infs until stopped; it is ready once they have all synced, else

@@ -23,7 +23,7 @@ var errWidgetsNotSynced = errors.New("the widgets have not been read yet")
 
 // TestSharedInformersStartOnce: a resource has one informer whoever asks; a second
 // component asking to start it starts nothing; Synced names the component whose
-// informers have not synced, until they have.
+// informers have not synced, until they have, and Check fails with it and the others.
 func TestSharedInformersStartOnce(t *testing.T) {
 	ctx := t.Context()
 	reg := registry.New()
@@ -54,6 +54,11 @@ func TestSharedInformersStartOnce(t *testing.T) {
 	if err := shared.Synced(); !errors.Is(err, informers.ErrNotSynced) || err.Error() != informers.ErrNotSynced.Error()+": first" {
 		t.Fatalf("Synced: %v, want it to name first only", err)
 	}
+	errOther := errors.New("another informer has not synced")
+	check := shared.Check(func() error { return errOther })
+	if err := check.Check(nil); check.Name() != informers.SyncCheck || !errors.Is(err, informers.ErrNotSynced) || !errors.Is(err, errOther) {
+		t.Fatalf("Check %s: %v, want %s failing with both errors", check.Name(), err, informers.SyncCheck)
+	}
 
 	if err := reg.Put(ctx, res); err != nil {
 		t.Fatal(err)
@@ -68,6 +73,9 @@ func TestSharedInformersStartOnce(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("informer never synced: %v (Synced: %v)", err, shared.Synced())
+	}
+	if err := shared.Check(func() error { return nil }).Check(nil); err != nil {
+		t.Fatalf("Check once synced: %v, want nil", err)
 	}
 	if got, ok := inf.GetStore().List()[0].(*metav1.PartialObjectMetadata); !ok || got.Name != "w" {
 		t.Fatalf("informer holds %#v, want the typed widget w", inf.GetStore().List()[0])

@@ -4,24 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
-	"github.com/concordproject/concord/reconcile"
-	"github.com/concordproject/concord/registry"
-	"github.com/concordproject/concord/registry/store"
 )
-
-// FeatureConfig is what the namespace controllers need of the server: the registry
-// and store the namespaces (and, for the lifecycle controller, every namespaced
-// resource) are read and written through, and the metrics of their reconciles.
-type FeatureConfig struct {
-	// Registry and Store are the server's: both controllers follow the namespaces
-	// through an informer of the store and write through it.
-	Registry *registry.Registry
-	Store    *store.Store
-	// ReconcileMetrics receives the controllers' reconcile samples.
-	ReconcileMetrics *reconcile.Metrics
-}
 
 // Feature is the namespace controllers as one server runs them: the system
 // namespaces controller, with its post-start hook SystemNamespacesHook, and the
@@ -36,13 +22,15 @@ type Feature struct {
 }
 
 // NewFeature builds both controllers and the hook. Every server runs them: namespaces
-// are always served.
-func NewFeature(cfg FeatureConfig) (*Feature, error) {
-	system, err := NewSystemController(cfg.Registry, cfg.Store, cfg.ReconcileMetrics)
+// are always served. Both controllers follow the namespaces (the lifecycle controller,
+// every namespaced resource) through informers of the server's object store, and
+// write through it.
+func NewFeature(srv feature.Server) (*Feature, error) {
+	system, err := NewSystemController(srv.Registry, srv.Store, srv.ReconcileMetrics)
 	if err != nil {
 		return nil, err
 	}
-	controller, err := NewController(cfg.Registry, cfg.Store, cfg.ReconcileMetrics)
+	controller, err := NewController(srv.Registry, srv.Store, srv.ReconcileMetrics)
 	if err != nil {
 		return nil, err
 	}

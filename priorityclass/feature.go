@@ -3,37 +3,28 @@ package priorityclass
 import (
 	"context"
 
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
-	"github.com/concordproject/concord/registry"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
-// FeatureConfig is what the system PriorityClasses need of the server.
-type FeatureConfig struct {
-	// Registry is the server's: the classes are made only where PriorityClasses are
-	// served in v1.
-	Registry *registry.Registry
-	// Loopback is the server's own client configuration, rate limits off: the classes
-	// are created with it.
-	Loopback *rest.Config
-}
-
 // Feature is the system PriorityClasses as one server makes them: created at start
 // when missing (Bootstrap), their post-start hook done once they exist.
 type Feature struct {
-	cfg  FeatureConfig
-	hook *health.PostStartHook
+	loopback *rest.Config
+	hook     *health.PostStartHook
 }
 
 // NewFeature returns the feature; nil, nil when the server does not serve
-// PriorityClasses in v1 (it has no system classes to make then).
-func NewFeature(cfg FeatureConfig) (*Feature, error) {
-	if cfg.Registry.Served(GroupResource, "v1") == nil {
+// PriorityClasses in v1 (it has no system classes to make then). The classes are
+// created with the server's own client.
+func NewFeature(srv feature.Server) (*Feature, error) {
+	if srv.Registry.Served(GroupResource, "v1") == nil {
 		return nil, nil
 	}
-	return &Feature{cfg: cfg, hook: health.NewPostStartHook(BootstrapHook)}, nil
+	return &Feature{loopback: srv.LoopbackConfig(), hook: health.NewPostStartHook(BootstrapHook)}, nil
 }
 
 // Checks are the post-start hook of the system classes (BootstrapHook); none on a nil
@@ -51,7 +42,7 @@ func (f *Feature) Start(ctx context.Context, _ *lifecycle.Group) error {
 	if f == nil {
 		return nil
 	}
-	client, err := kubernetes.NewForConfig(f.cfg.Loopback)
+	client, err := kubernetes.NewForConfig(f.loopback)
 	if err != nil {
 		return err
 	}

@@ -45,9 +45,11 @@
 //
 // Feature is RBAC as one server runs it, the wiring the server once held: NewFeature
 // takes the typed informers of the four kinds from the server's shared informers and
-// builds the Authorizer over their caches; Start starts them as one component, ready
-// once they have read every role and binding; EscalationCheck gives the admission
-// chain its check. The server builds it only when --authorization-mode names RBAC.
+// builds the Authorizer over their caches, and package bootstrap's Feature of the
+// default roles over the ClusterRoles' informer (Roles); Start starts the informers as
+// one component, ready once they have read every role and binding; EscalationCheck
+// gives the admission chain its check. NewFeature builds nothing (nil) unless
+// --authorization-mode names RBAC.
 //
 // # What it must not touch
 //

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/informers"
 	"github.com/concordproject/concord/lifecycle"
+	"github.com/concordproject/concord/rbac/bootstrap"
 	"github.com/concordproject/concord/registry"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,35 +25,32 @@ import (
 // errNotSynced: the RBAC informers have not read the roles and bindings yet.
 var errNotSynced = errors.New("the roles and bindings have not been read yet")
 
-// FeatureConfig is what RBAC needs of the server: the registry that serves the four
-// resources, and the shared in-process informers the authorizer reads them through.
-type FeatureConfig struct {
-	// Registry is the server's registry. It may be filled after NewFeature: Start
-	// checks that it serves the four resources in v1.
-	Registry *registry.Registry
-	// Informers are the server's shared informers, of the object store behind Registry.
-	Informers *informers.Shared
-}
-
 // Feature is RBAC as one server runs it: typed in-process informers of the roles and
 // bindings (read from the object store), the authorizer over them, and the escalation
 // check of the admission chain. The server builds it only when --authorization-mode
 // names RBAC; without it, it runs no informer of them. The default roles and bindings
-// are package bootstrap's Feature.
+// are package bootstrap's Feature, which it builds (Roles).
 type Feature struct {
 	registry     *registry.Registry
 	shared       *informers.Shared
 	informers    []cache.SharedIndexInformer
 	clusterRoles cache.SharedIndexInformer
 	authorizer   *Authorizer
+	roles        *bootstrap.Feature
 }
 
-// NewFeature builds it: the informers (started by Start) and the authorizer reading
-// their caches. It never returns nil.
-func NewFeature(cfg FeatureConfig) (*Feature, error) {
-	f := &Feature{registry: cfg.Registry, shared: cfg.Informers}
+// NewFeature builds it when modes (--authorization-mode) name RBAC, and nil, nil
+// otherwise: the informers of the server's shared informers (started by Start), the
+// authorizer reading their caches, and the bootstrap roles' Feature. The server's
+// registry may be filled after NewFeature: Start checks that it serves the four
+// resources in v1.
+func NewFeature(srv feature.Server, modes []string) (*Feature, error) {
+	if !slices.Contains(modes, auth.ModeRBAC) {
+		return nil, nil
+	}
+	f := &Feature{registry: srv.Registry, shared: srv.Informers}
 	typed := func(gr schema.GroupResource, newObj func() runtime.Object) cache.SharedIndexInformer {
-		inf := cfg.Informers.Typed(gr, newObj)
+		inf := srv.Informers.Typed(gr, newObj)
 		f.informers = append(f.informers, inf)
 		return inf
 	}
@@ -64,7 +64,10 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 		ClusterRoles:        rbaclisters.NewClusterRoleLister(f.clusterRoles.GetIndexer()),
 		ClusterRoleBindings: rbaclisters.NewClusterRoleBindingLister(clusterRoleBindings.GetIndexer()),
 	})
-	return f, nil
+	var err error
+	f.roles, err = bootstrap.NewFeature(bootstrap.FeatureConfig{Loopback: srv.LoopbackConfig(), ClusterRoles: f.clusterRoles,
+		ServerID: srv.ServerID})
+	return f, err
 }
 
 // Checks returns none: RBAC has no post-start hook of its own (its informers count in
@@ -85,8 +88,22 @@ func (f *Feature) Start(ctx context.Context, g *lifecycle.Group) error {
 }
 
 // Authorizer returns the RBAC authorizer, which the server's authorization chains at
-// --authorization-mode's place of RBAC.
-func (f *Feature) Authorizer() *Authorizer { return f.authorizer }
+// --authorization-mode's place of RBAC; nil on a nil Feature (a server without RBAC).
+func (f *Feature) Authorizer() auth.RuleAuthorizer {
+	if f == nil {
+		return nil
+	}
+	return f.authorizer
+}
+
+// Roles returns the bootstrap roles' Feature (package bootstrap), which the server
+// starts apart from RBAC's informers; nil on a nil Feature.
+func (f *Feature) Roles() *bootstrap.Feature {
+	if f == nil {
+		return nil
+	}
+	return f.roles
+}
 
 // EscalationCheck returns the escalation and bind check of the admission chain, which
 // runs it before any other validating admission, as Kubernetes checks escalation in

@@ -480,6 +480,13 @@ func (r *Resource) GroupResource() schema.GroupResource {
 	return schema.GroupResource{Group: r.Group, Resource: r.Names.Plural}
 }
 
+// Serves reports whether resources, not registered yet, serve gr in version v (the
+// first of them that is gr decides).
+func Serves(resources []*Resource, gr schema.GroupResource, v string) bool {
+	at := slices.IndexFunc(resources, func(r *Resource) bool { return r.GroupResource() == gr })
+	return at >= 0 && resources[at].ServedVersion(v) != nil
+}
+
 // GroupVersion returns the group-version of version v of the resource.
 func (r *Resource) GroupVersion(v string) schema.GroupVersion {
 	return schema.GroupVersion{Group: r.Group, Version: v}

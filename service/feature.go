@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
-	"github.com/concordproject/concord/informers"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
@@ -38,6 +36,11 @@ var errInformersNotSynced = errors.New("the Services, IPAddresses, ServiceCIDRs 
 
 // FeatureConfig is what Services' cluster IPs and node ports need of the server.
 type FeatureConfig struct {
+	// Server is the server's: its shared informers, of the resources below; its own
+	// client, which the IPAddresses, ServiceCIDRs, Events and the kubernetes Service
+	// are written with; its ID, which names it in the repair controller's election;
+	// its ReconcileMetrics, which receive the controllers' samples.
+	feature.Server
 	// Resources are the server's built-in resources, before they are registered: the
 	// allocation needs Services, IPAddresses, ServiceCIDRs and EndpointSlices in v1.
 	Resources []*registry.Resource
@@ -45,11 +48,6 @@ type FeatureConfig struct {
 	Options
 	// Raw holds the node port records.
 	Raw *storage.Store
-	// Informers are the server's shared informers, of the resources above.
-	Informers *informers.Shared
-	// Loopback is the server's own client configuration, rate limits off: the
-	// IPAddresses, ServiceCIDRs, Events and the kubernetes Service are written with it.
-	Loopback *rest.Config
 	// Endpoint returns where this server serves (its advertised address and port),
 	// Leases is the informer of the servers' identity leases (nil without them; its
 	// owner starts it): the kubernetes Service's endpoints. Endpoint is called only
@@ -57,10 +55,6 @@ type FeatureConfig struct {
 	// address to advertise.
 	Endpoint func() (netip.AddrPort, error)
 	Leases   cache.SharedIndexInformer
-	// ServerID names the server in the repair controller's election.
-	ServerID string
-	// ReconcileMetrics receives the controllers' samples.
-	ReconcileMetrics *reconcile.Metrics
 }
 
 // Feature is Services' cluster IPs and node ports as one server runs them: the
@@ -86,8 +80,7 @@ type Feature struct {
 // EndpointSlices in v1: Services are data then, without cluster IPs.
 func NewFeature(cfg FeatureConfig) (*Feature, error) {
 	for _, gr := range []schema.GroupResource{GroupResource, IPAddresses, ServiceCIDRs, EndpointSlices} {
-		at := slices.IndexFunc(cfg.Resources, func(r *registry.Resource) bool { return r.GroupResource() == gr })
-		if at < 0 || cfg.Resources[at].ServedVersion("v1") == nil {
+		if !registry.Serves(cfg.Resources, gr, "v1") {
 			klog.Background().V(2).Info("Services are served without cluster IPs: a resource the allocation needs is not served in v1", "resource", gr)
 			return nil, nil
 		}
@@ -104,7 +97,7 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := kubernetes.NewForConfig(cfg.Loopback)
+	client, err := kubernetes.NewForConfig(cfg.LoopbackConfig())
 	if err != nil {
 		return nil, err
 	}

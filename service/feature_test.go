@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/informers"
 	"github.com/concordproject/concord/registry"
@@ -33,9 +34,9 @@ func servedV1(grs ...schema.GroupResource) []*registry.Resource {
 func TestNewFeature(t *testing.T) {
 	reg := registry.New()
 	cfg := service.FeatureConfig{
-		Options:   service.NewOptions(),
-		Endpoint:  func() (netip.AddrPort, error) { return netip.MustParseAddrPort("127.0.0.1:6443"), nil },
-		Informers: informers.New(reg, store.NewStore(nil)), Loopback: &rest.Config{Host: "https://127.0.0.1:1"},
+		Options:  service.NewOptions(),
+		Endpoint: func() (netip.AddrPort, error) { return netip.MustParseAddrPort("127.0.0.1:6443"), nil },
+		Server:   feature.Server{Informers: informers.New(reg, store.NewStore(nil)), Loopback: &rest.Config{Host: "https://127.0.0.1:1"}},
 	}
 	all := []schema.GroupResource{service.GroupResource, service.IPAddresses, service.ServiceCIDRs, service.EndpointSlices}
 

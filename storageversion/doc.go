@@ -47,8 +47,8 @@
 //
 // A server builds it through Feature, over the identity lease's Feature:
 //
-//	f, _ := storageversion.NewFeature(storageversion.FeatureConfig{Identity: id, Compatibility: compat,
-//		Loopback: loopback, Manager: storageversion.Config{Registry: reg, Store: store, Metrics: metrics}})
+//	f, _ := storageversion.NewFeature(storageversion.FeatureConfig{Server: srv, Identity: id,
+//		Manager: storageversion.Config{Started: started, EncryptionKeys: enc.Keys}})
 //	// server.Config.StorageVersionBarrier: f.Barrier(); health: f.Checks(), f.Manager().WritesCheck()
 //	// once serving, with the identity lease written: the collector, then the manager
 //	// (which withdraws this server's entries when stopped, before the server stops serving)

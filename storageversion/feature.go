@@ -6,29 +6,26 @@ import (
 	"net/http"
 
 	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/lifecycle"
-	"k8s.io/client-go/rest"
 )
 
-// FeatureConfig is what the storage versions need of the server: its identity lease,
-// the gates, a client of itself for the collector's election, and the manager's
-// configuration (its registry, store and metrics serve the collector too).
+// FeatureConfig is what the storage versions need of the server: the server's
+// context, its identity lease, and the manager's configuration.
 type FeatureConfig struct {
+	// Server is the server's: the collector reads and writes through its Registry
+	// and Store, its election runs over its own client; the manager and the
+	// collector report to its Metrics and ReconcileMetrics; Compatibility gives the
+	// StorageVersionAPI gate (the manager) and APIServerIdentity, which it requires.
+	feature.Server
 	// Identity is the server's identity lease (nil with APIServerIdentity off): its ID
 	// is the entries' apiServerID, the manager refuses writes while it is not valid,
 	// and the collector campaigns as its holder.
 	Identity *identity.Feature
-	// Compatibility gives the StorageVersionAPI gate (the manager) and
-	// APIServerIdentity, which it requires.
-	Compatibility *compatibility.Config
-	// Loopback reaches the server as itself (its loopback configuration): the
-	// collector's election runs over it.
-	Loopback *rest.Config
-	// Manager configures the manager, but for ServerID and LeaseValid, which are the
-	// identity lease's; the collector reads and writes through its Registry and Store
-	// and reports to its Metrics and ReconcileMetrics.
+	// Manager configures the manager, but for what Server gives (Registry, Store,
+	// Metrics, ReconcileMetrics) and the identity lease's ServerID and LeaseValid.
 	Manager Config
 }
 
@@ -54,8 +51,9 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 		return nil, nil
 	}
 	lease, mc := cfg.Identity.Lease(), cfg.Manager
+	mc.Registry, mc.Store, mc.Metrics, mc.ReconcileMetrics = cfg.Registry, cfg.Store, cfg.Metrics, cfg.ReconcileMetrics
 	collector, err := NewCollector(CollectorConfig{
-		Registry: mc.Registry, Store: mc.Store, Holder: lease.HolderIdentity(), RESTConfig: cfg.Loopback,
+		Registry: mc.Registry, Store: mc.Store, Holder: lease.HolderIdentity(), RESTConfig: cfg.LoopbackConfig(),
 		LeaseDuration: lease.Duration(), Metrics: mc.Metrics, ReconcileMetrics: mc.ReconcileMetrics,
 	})
 	if err != nil {

@@ -3,10 +3,14 @@ package filters
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/health"
+	"github.com/concordproject/concord/informers"
 	"github.com/concordproject/concord/request"
 	"github.com/concordproject/concord/respond"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +35,31 @@ const readyPoll = 20 * time.Millisecond
 // which make it ready); a held write waits at most wait, then gets 503 with Retry-After.
 func NewReadyGate(ready func(context.Context) error, exempt func(*http.Request) bool, wait time.Duration) *ReadyGate {
 	return &ReadyGate{ready: ready, exempt: exempt, wait: wait, opened: make(chan struct{})}
+}
+
+// startWait bounds how long a write waits for a starting server to be ready before
+// it gets 503 with Retry-After.
+const startWait = 10 * time.Second
+
+// NewStartGate returns the gate that holds clients' writes until the server has
+// started: every post-start hook of checks done, but those named in answered (hooks
+// whose own filters answer the writes they hold), and the in-process informers
+// synced (the check informers.SyncCheck). Ongoing conditions that /readyz also
+// reports (etcd, the storage-migration definitions, KMS plugins) do not hold writes.
+// The server's own requests (its loopback identity) pass: its start-up writes make it
+// ready. A held write waits startWait at most.
+func NewStartGate(checks *health.Endpoints, answered ...string) *ReadyGate {
+	started := func(c health.Checker) bool {
+		_, hook := c.(*health.PostStartHook)
+		return hook && !slices.Contains(answered, c.Name()) || c.Name() == informers.SyncCheck
+	}
+	return NewReadyGate(func(ctx context.Context) error { return checks.Ready(ctx, started) }, ownRequest, startWait)
+}
+
+// ownRequest reports whether r is the server's own (its loopback identity).
+func ownRequest(r *http.Request) bool {
+	u, _ := auth.UserFrom(r.Context())
+	return u.Name == auth.LoopbackUser
 }
 
 // Run opens the gate the first time the server is ready, then waits for ctx to end.

@@ -9,8 +9,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/health"
+	"github.com/concordproject/concord/informers"
 	"github.com/concordproject/concord/server/filters"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
+
+// serveThrough runs gate until the test ends, and returns a handler of 204s behind
+// the request info and the gate's filter.
+func serveThrough(t *testing.T, gate *filters.ReadyGate) http.Handler {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { _ = gate.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return filters.Build(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }),
+		[]filters.Filter{filters.RequestInfo(), gate.Filter()})
+}
 
 // A write waits until the server has been ready once, and gets 503 with Retry-After
 // if it is not within the wait; reads and exempt requests pass at once; once open,
@@ -23,12 +38,7 @@ func TestReadyGate(t *testing.T) {
 		}
 		return errors.New("starting")
 	}, func(r *http.Request) bool { return r.Header.Get("X-Own") != "" }, 200*time.Millisecond)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { _ = gate.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	h := filters.Build(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }),
-		[]filters.Filter{filters.RequestInfo(), gate.Filter()})
+	h := serveThrough(t, gate)
 	do := func(method string, own bool) *httptest.ResponseRecorder {
 		req := httptest.NewRequestWithContext(t.Context(), method, "/api/v1/namespaces/default/configmaps", nil)
 		if own {
@@ -59,5 +69,43 @@ func TestReadyGate(t *testing.T) {
 	ready.Store(false)
 	if rec := do(http.MethodDelete, false); rec.Code != http.StatusNoContent || !gate.Opened() {
 		t.Errorf("a write after the server was ready once: %d", rec.Code)
+	}
+}
+
+// TestStartGate: a starting server's gate opens once its post-start hooks are done,
+// but those it is told are answered elsewhere, and its informers have synced,
+// whatever its other readyz checks say; the server's own writes pass before.
+func TestStartGate(t *testing.T) {
+	hook, answered := health.NewPostStartHook("hook"), health.NewPostStartHook("answered")
+	var synced atomic.Bool
+	checks := health.New(nil)
+	err := checks.AddReadyz(hook, answered, health.NamedCheck("etcd", func(*http.Request) error { return errors.New("down") }),
+		health.NamedCheck(informers.SyncCheck, func(*http.Request) error {
+			if synced.Load() {
+				return nil
+			}
+			return errors.New("not synced")
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := filters.NewStartGate(checks, answered.Name())
+	h := serveThrough(t, gate)
+	own := auth.WithUser(t.Context(), auth.User{Name: auth.LoopbackUser})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(own, http.MethodPost, "/api/v1/namespaces/default/configmaps", nil))
+	if rec.Code != http.StatusNoContent {
+		t.Errorf("the server's own write while starting: %d", rec.Code)
+	}
+	hook.Done()
+	if gate.Opened() {
+		t.Fatal("open before the informers synced")
+	}
+	synced.Store(true)
+	err = wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return gate.Opened(), nil
+	})
+	if err != nil {
+		t.Fatalf("the gate did not open with its hook done and the informers synced: %v", err)
 	}
 }

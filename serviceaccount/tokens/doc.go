@@ -9,9 +9,8 @@
 //
 // # Usage
 //
-//	f, err := tokens.NewFeature(tokens.FeatureConfig{Registry: reg, Store: st, Informers: shared,
-//		SigningKey: creds.ServiceAccountKey, Issuer: "https://kubernetes.default.svc.cluster.local",
-//		APIAudiences: audiences})
+//	f, err := tokens.NewFeature(tokens.FeatureConfig{Server: srv, SigningKey: creds.ServiceAccountKey,
+//		Options: serviceaccount.Options{Issuer: "https://kubernetes.default.svc.cluster.local"}})
 //	authn.Tokens = append(authn.Tokens, f.Authenticator())
 //	// builtin.Options{ServiceAccountTokens: f.Tokens()}, the registry filled, then:
 //	err = f.Start(ctx, &components) // ready once the service accounts are read
@@ -21,6 +20,6 @@
 //
 // Tokens' format, signatures and checks are package serviceaccount's, a leaf that
 // imports nothing of Concord; the TokenRequest handler is package builtin's. It
-// writes no object and holds no flag: the server passes their values in
-// FeatureConfig.
+// writes no object and holds no flag: the flags are package serviceaccount's Options,
+// which FeatureConfig takes.
 package tokens

@@ -5,9 +5,9 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/concordproject/concord/builtin"
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/informers"
 	"github.com/concordproject/concord/lifecycle"
@@ -30,30 +30,21 @@ var (
 	secretsGR         = schema.GroupResource{Resource: "secrets"}
 )
 
-// FeatureConfig is what service account tokens need of the server: the cluster's
-// signing key, the flags that shape tokens, and the registry, store and shared
-// informers their lookups read.
+// FeatureConfig is what service account tokens need of the server: its context,
+// the cluster's signing key and the flags that shape tokens.
 type FeatureConfig struct {
-	// Registry and Store are the server's. The registry may be filled after
-	// NewFeature: the lookups read it per token.
-	Registry *registry.Registry
-	Store    *store.Store
-	// Informers are the server's shared informers: Start starts the informer of
-	// service accounts through them, so that the informer-sync check counts it.
-	Informers *informers.Shared
+	// Server is the server's; its registry may be filled after NewFeature: the
+	// lookups read it per token. Start starts the informer of service accounts
+	// through its shared informers, so that the informer-sync check counts it.
+	feature.Server
 	// SigningKey is the PEM of the cluster's service account key (package auth keeps
 	// it in etcd with the CA).
 	SigningKey []byte
-	// Issuer is the tokens' issuer, and that of the discovery document
-	// (--service-account-issuer).
-	Issuer string
-	// APIAudiences are the audiences the API accepts (--api-audiences, default the
-	// issuer): a token must be for one of them, and a TokenRequest that names none
-	// gets them.
-	APIAudiences []string
-	// MaxExpiration, if positive, caps tokens' lifetime
-	// (--service-account-max-token-expiration).
-	MaxExpiration time.Duration
+	// Options are the --service-account-* flags and --api-audiences: the tokens'
+	// issuer, and that of the discovery document; the audiences the API accepts (a
+	// token must be for one of them, and a TokenRequest that names none gets them);
+	// the cap of tokens' lifetime, if positive.
+	serviceaccount.Options
 }
 
 // Feature is service account tokens as one server runs them: the issuer of the
@@ -81,6 +72,7 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 		return nil, fmt.Errorf("the cluster's service account key: %w", err)
 	}
 	issuer, err := serviceaccount.NewIssuer(cfg.Issuer, key)
+	audiences := cfg.Audiences()
 	if err != nil {
 		return nil, err
 	}
@@ -88,12 +80,12 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 		serviceAccounts: cfg.Store.NewInformer(store.Source{Registry: cfg.Registry, Resource: serviceAccountsGR, Version: "v1"}, nil)}
 	f.authenticator, err = serviceaccount.NewAuthenticator(serviceaccount.AuthenticatorConfig{
 		Issuers: []string{cfg.Issuer}, Keys: []crypto.PublicKey{issuer.PublicKey()},
-		APIAudiences: cfg.APIAudiences, Lookup: f.serviceAccountUID, LookupBoundObject: f.boundObjectUID,
+		APIAudiences: audiences, Lookup: f.serviceAccountUID, LookupBoundObject: f.boundObjectUID,
 	})
 	if err != nil {
 		return nil, err
 	}
-	f.tokens = &builtin.ServiceAccountTokens{Issuer: issuer, APIAudiences: cfg.APIAudiences, MaxExpiration: cfg.MaxExpiration,
+	f.tokens = &builtin.ServiceAccountTokens{Issuer: issuer, APIAudiences: audiences, MaxExpiration: cfg.MaxTokenExpiration,
 		SecretUID: f.secretUID}
 	return f, nil
 }

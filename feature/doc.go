@@ -1,0 +1,18 @@
+// Package feature is what the features of a Concord server share: Server, the one
+// context every feature is built with (the registry, the object store, the shared
+// informers, the server's own client, its ID, metrics and compatibility
+// configuration), made once by the composition root, as kube-controller-manager's
+// ControllerContext; and Feature, how the composition root handles what each
+// feature's NewFeature returns (its health checks, and Start), with the helpers that
+// make a Feature of a component or a function and drop the features a server does
+// not run.
+//
+// It owns these types alone: it builds no feature, imports none, and holds no
+// behaviour of the server (what runs, and in which order, is the composition root's).
+//
+//	cfg := quota.FeatureConfig{Server: srv, ResyncPeriod: o.SyncPeriod}
+//	...
+//	for _, f := range feature.Present(namespaces, identity, feature.Component(gc)) {
+//		if err := f.Start(ctx, g); err != nil { ... }
+//	}
+package feature

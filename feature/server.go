@@ -1,0 +1,48 @@
+package feature
+
+import (
+	"github.com/concordproject/concord/compatibility"
+	"github.com/concordproject/concord/informers"
+	"github.com/concordproject/concord/reconcile"
+	"github.com/concordproject/concord/registry"
+	"github.com/concordproject/concord/registry/store"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+)
+
+// Server is what every feature of a server is built with: made once, when the
+// registry and the object store are, before any feature is built, and never changed.
+// Each feature's FeatureConfig embeds it and adds what is the feature's own.
+type Server struct {
+	// Registry is the server's registry of served resources. It is filled after the
+	// features that configure the built-in resources are built: those read it when
+	// they run, the others may read it when they are built.
+	Registry *registry.Registry
+	// Store is the object store, which features read and write through.
+	Store *store.Store
+	// Informers are the shared in-process informers of the object store: an informer
+	// started through them counts in the informer-sync check.
+	Informers *informers.Shared
+	// Loopback is the server's own client configuration (system:apiserver, exempt from
+	// priority and fairness), client-side rate limits off. Every feature reads it
+	// through LoopbackConfig, which gives it a copy of its own.
+	Loopback *rest.Config
+	// ServerID names the server: its identity lease, its candidates in elections.
+	ServerID string
+	// Compatibility is the server's KEP-4330 configuration: its versions (binary,
+	// emulation, minimum compatibility) and feature gates.
+	Compatibility *compatibility.Config
+	// Metrics receives the features' own metrics, ReconcileMetrics their controllers'
+	// reconcile samples.
+	Metrics          prometheus.Registerer
+	ReconcileMetrics *reconcile.Metrics
+}
+
+// LoopbackConfig returns a copy of the server's own client configuration (nil
+// without one), which the caller may change.
+func (s Server) LoopbackConfig() *rest.Config {
+	if s.Loopback == nil {
+		return nil
+	}
+	return rest.CopyConfig(s.Loopback)
+}
