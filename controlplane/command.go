@@ -1,14 +1,12 @@
 package controlplane
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/concordproject/concord/memory"
-	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 )
@@ -30,7 +28,7 @@ at itself whose credentials work on all of them.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			setupLogging(o.LogFormat)
+			o.Logs.Apply()
 			ceiling, err := o.Memory.Ceiling()
 			if err != nil {
 				return err
@@ -48,30 +46,5 @@ at itself whose credentials work on all of them.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
-	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(gofs)
-	cmd.Flags().AddGoFlag(gofs.Lookup("v"))
-	cmd.Flags().AddGoFlag(gofs.Lookup("vmodule"))
 	return cmd
-}
-
-// setupLogging switches klog to JSON lines when asked.
-func setupLogging(format string) {
-	if format != "json" {
-		return
-	}
-	logger := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{
-		LogTimestamp: true,
-		Verbosity:    verbosity(),
-	})
-	klog.SetLogger(logger)
-}
-
-func verbosity() int {
-	for v := 10; v > 0; v-- {
-		if klog.V(klog.Level(v)).Enabled() {
-			return v
-		}
-	}
-	return 0
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/concordproject/concord/flowcontrol"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/kubesemantics"
+	"github.com/concordproject/concord/logs"
 	"github.com/concordproject/concord/memory"
 	"github.com/concordproject/concord/quota"
 	"github.com/concordproject/concord/registry/store"
@@ -43,8 +44,6 @@ type Options struct {
 	// EventTTL is how long Events (core and events.k8s.io) live after their last
 	// write (default 1h, as kube-apiserver's --event-ttl).
 	EventTTL time.Duration
-	// LogFormat is "text" or "json".
-	LogFormat string
 
 	Serving         server.ServingOptions
 	Etcd            etcd.Options
@@ -58,13 +57,14 @@ type Options struct {
 	Quota           quota.Options
 	Mirror          publisher.MirrorOptions
 	Memory          memory.Options
+	Logs            logs.Options
 	Audit           audit.Options
 	Compatibility   compatibility.Options
 }
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
-	return &Options{DataDir: "concord-data", EventTTL: time.Hour, LogFormat: "text",
+	return &Options{DataDir: "concord-data", EventTTL: time.Hour, Logs: logs.NewOptions(),
 		Serving: server.NewServingOptions(), Etcd: etcd.NewOptions(), Store: store.NewOptions(), Auth: auth.NewOptions(),
 		ServiceAccounts: serviceaccount.NewOptions(), IdentityLease: identity.NewOptions(), Services: service.NewOptions(),
 		FlowControl: flowcontrol.NewOptions(), Quota: quota.NewOptions(), Audit: audit.NewOptions(),
@@ -79,7 +79,7 @@ type flagGroup interface {
 }
 
 func (o *Options) groups() []flagGroup {
-	return []flagGroup{&o.Serving, &o.Etcd, &o.Store, &o.Encryption, &o.Auth, &o.ServiceAccounts, &o.IdentityLease,
+	return []flagGroup{&o.Logs, &o.Serving, &o.Etcd, &o.Store, &o.Encryption, &o.Auth, &o.ServiceAccounts, &o.IdentityLease,
 		&o.Services, &o.FlowControl, &o.Quota, &o.Mirror, &o.Memory}
 }
 
@@ -90,7 +90,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ServerID, "server-id", o.ServerID, "Identity of this server among those sharing etcd (default derived from hostname and port).")
 	fs.BoolVar(&o.DisableStorageMigration, "disable-storage-migration", o.DisableStorageMigration, "Do not run the storage-migration controllers in this server.")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long Events are kept after their last write; etcd then deletes them.")
-	fs.StringVar(&o.LogFormat, "logging-format", o.LogFormat, "Log format: text or json.")
 	for _, g := range o.groups() {
 		g.AddFlags(fs)
 	}
@@ -106,9 +105,6 @@ func (o *Options) Validate() error {
 	}
 	if o.EventTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--event-ttl %s must be at least 1s", o.EventTTL))
-	}
-	if o.LogFormat != "text" && o.LogFormat != "json" {
-		errs = append(errs, fmt.Errorf("--logging-format %q is not allowed: use text or json", o.LogFormat))
 	}
 	for _, g := range o.groups() {
 		errs = append(errs, g.Validate()...)
