@@ -1,6 +1,9 @@
 package aggregator
 
 import (
+	"time"
+
+	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/identity"
@@ -29,6 +32,10 @@ const (
 	autoregisterCompletion  = "autoregister-completion"
 )
 
+// proxyCertValidity is how long the front-proxy client certificate a server signs
+// for itself at start is valid.
+const proxyCertValidity = 365 * 24 * time.Hour
+
 // aggregatorHooks are the aggregator's post-start hooks, in kube-apiserver's order.
 var aggregatorHooks = []string{authenticationInfoHook, aggregatorInformersHook, registrationHook,
 	localAvailabilityHook, availabilityHook, autoregistrationHook, openAPIHook}
@@ -42,7 +49,7 @@ var (
 
 // FeatureConfig is what the aggregator needs of the server: what it serves, the
 // informers it reads APIServices, Services and EndpointSlices from, a client of
-// itself, and the certificates of the front-proxy.
+// itself, and the cluster's CAs.
 type FeatureConfig struct {
 	// Server is the server's: its Registry tells whether it serves what the
 	// aggregator reads, and which group-versions it serves (their local APIServices,
@@ -53,12 +60,11 @@ type FeatureConfig struct {
 	// APIServices and its election's holder; its controllers' samples go to
 	// ReconcileMetrics.
 	feature.Server
-	// ClientCA is the cluster CA and FrontProxyCA the request-header CA (PEM) that
-	// the ConfigMap extension-apiserver-authentication publishes.
-	ClientCA, FrontProxyCA []byte
-	// ProxyClientCert and ProxyClientKey (PEM) are the front-proxy client certificate
-	// the proxy presents to backends.
-	ProxyClientCert, ProxyClientKey []byte
+	// Cluster are the cluster's credentials: its CA and its front-proxy
+	// (request-header) CA are what the ConfigMap extension-apiserver-authentication
+	// publishes, and the front-proxy CA signs the client certificate the proxy
+	// presents to backends (valid for proxyCertValidity from NewFeature on).
+	Cluster *auth.ClusterCredentials
 	// IdentityLeases is an informer of the servers' identity leases, started by its
 	// owner before Start (nil without them): a server whose lease has gone no longer
 	// serves its group-versions' local APIServices.
@@ -90,11 +96,15 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 			return nil, nil
 		}
 	}
+	cert, key, err := auth.NewFrontProxyClientCertificate(cfg.Cluster, proxyCertValidity)
+	if err != nil {
+		return nil, err
+	}
 	apiServices := cfg.Informers.Typed(GroupResource, func() runtime.Object { return &apiregistrationv1.APIService{} })
 	services := cfg.Informers.Typed(servicesGR, func() runtime.Object { return &corev1.Service{} })
 	slices := cfg.Informers.Typed(endpointSlicesGR, func() runtime.Object { return &discoveryv1.EndpointSlice{} })
 	agg, err := New(Config{APIServices: apiServices, Services: services, EndpointSlices: slices,
-		ProxyClientCert: cfg.ProxyClientCert, ProxyClientKey: cfg.ProxyClientKey})
+		ProxyClientCert: cert, ProxyClientKey: key})
 	if err != nil {
 		return nil, err
 	}

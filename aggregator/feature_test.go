@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/concordproject/concord/aggregator"
+	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/etcd/etcdtest"
 	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
@@ -14,7 +15,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	certutil "k8s.io/client-go/util/cert"
 )
 
 // TestFeature: a server that does not serve what the aggregator reads is no
@@ -23,13 +23,14 @@ import (
 func TestFeature(t *testing.T) {
 	ctx := t.Context()
 	reg := registry.New()
-	st := store.NewStore(storage.New(etcdtest.Start(t), "/registry"))
-	cert, key, err := certutil.GenerateSelfSignedCertKey("front-proxy-client", nil, nil)
+	client := etcdtest.Start(t)
+	st := store.NewStore(storage.New(client, "/registry"))
+	cluster, err := auth.EnsureClusterCredentials(ctx, client, "/concord/credentials", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := aggregator.FeatureConfig{Server: feature.Server{Registry: reg, Informers: informers.New(reg, st),
-		Loopback: &rest.Config{Host: "https://127.0.0.1:1"}, ServerID: "apiserver-test"}, ProxyClientCert: cert, ProxyClientKey: key}
+		Loopback: &rest.Config{Host: "https://127.0.0.1:1"}, ServerID: "apiserver-test"}, Cluster: cluster}
 	if f, err := aggregator.NewFeature(cfg); f != nil || err != nil {
 		t.Fatalf("NewFeature serving nothing: %v, %v; want nil, nil", f, err)
 	}

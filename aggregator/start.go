@@ -43,7 +43,7 @@ func (f *Feature) Start(ctx context.Context, g *lifecycle.Group) error {
 
 // start is Start, its errors not yet said to be the aggregator's.
 func (f *Feature) start(ctx context.Context, g *lifecycle.Group) error {
-	if err := PublishAuthentication(ctx, f.client, AuthenticationData(f.cfg.ClientCA, f.cfg.FrontProxyCA)); err != nil {
+	if err := PublishAuthentication(ctx, f.client, AuthenticationData(f.cfg.Cluster.CACert, f.cfg.Cluster.FrontProxyCACert)); err != nil {
 		return err
 	}
 	f.hooks[authenticationInfoHook].Done()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"time"
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/encryption"
@@ -14,10 +13,6 @@ import (
 	"github.com/concordproject/concord/lifecycle"
 	"k8s.io/klog/v2"
 )
-
-// frontProxyCertValidity is how long the front-proxy client certificate a server
-// signs for itself at start is valid.
-const frontProxyCertValidity = 365 * 24 * time.Hour
 
 // credentials is what the credentials phase hands on: where the server listens and
 // who it is, how it seals stored values, and who it trusts and is.
@@ -35,9 +30,6 @@ type credentials struct {
 	// tokens once the resources phase adds their authenticator.
 	authn         *auth.Authentication
 	loopbackToken string
-	// proxyCert and proxyKey are the front-proxy client certificate this server
-	// presents to aggregated API servers.
-	proxyCert, proxyKey []byte
 }
 
 // loadCredentials is the credentials phase: the listener first (its port names the
@@ -68,9 +60,6 @@ func loadCredentials(ctx context.Context, g *lifecycle.Group, o *Options, st sto
 	if cr.cert, err = o.Serving.Certificate(o.certDir(), cr.cluster, hostname); err != nil {
 		return ctx, nil, err
 	}
-	if cr.authn, err = o.Auth.Authentication(cr.cluster, cr.loopbackToken, o.ServiceAccounts.Audiences()); err != nil {
-		return ctx, nil, err
-	}
-	cr.proxyCert, cr.proxyKey, err = auth.NewFrontProxyClientCertificate(cr.cluster, frontProxyCertValidity)
+	cr.authn, err = o.Auth.Authentication(cr.cluster, cr.loopbackToken, o.ServiceAccounts.Audiences())
 	return ctx, cr, err
 }

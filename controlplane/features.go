@@ -82,11 +82,9 @@ func buildEarly(c *core, builtins []*registry.Resource) (*features, []*registry.
 		return nil, nil, err
 	}
 	compat := c.Compatibility
-	gates, err := kubesemantics.NewGates(compat.Versions.Emulation, compat.Versions.MinCompatibility, compat.FeatureGate())
-	if err != nil {
+	if fs.semantics, err = kubesemantics.ForServer(compat); err != nil {
 		return nil, nil, err
 	}
-	fs.semantics = kubesemantics.New(gates)
 	svcs := fs.services.Services()
 	builtins, err = builtin.Configure(builtins, builtin.Options{Services: svcs, Semantics: fs.semantics,
 		Binder:            podbinding.New(c.Registry, c.Store, fs.semantics),
@@ -147,9 +145,7 @@ func (fs *features) buildLate(ctx context.Context, c *core) (err error) {
 	if fs.flowControl, err = flowcontrol.NewFeature(c.Server, c.opts.FlowControl); err != nil {
 		return err
 	}
-	cluster := c.cr.cluster
-	if fs.aggregator, err = aggregator.NewFeature(aggregator.FeatureConfig{Server: c.Server, ClientCA: cluster.CACert,
-		FrontProxyCA: cluster.FrontProxyCACert, ProxyClientCert: c.cr.proxyCert, ProxyClientKey: c.cr.proxyKey,
+	if fs.aggregator, err = aggregator.NewFeature(aggregator.FeatureConfig{Server: c.Server, Cluster: c.cr.cluster,
 		IdentityLeases: fs.identity.Leases()}); err != nil {
 		return err
 	}

@@ -49,14 +49,8 @@ func healthChecks(ctx context.Context, g *lifecycle.Group, c *core, fs *features
 			return nil, err
 		}
 	}
-	readyOnly := []health.Checker{c.Informers.Check(fs.admission.Synced)}
-	if svm := fs.storageVersions.Manager(); svm != nil {
-		// Ready only while writes are accepted, not just once they were at start-up.
-		readyOnly = append(readyOnly, svm.WritesCheck())
-	}
-	if fs.migration != nil {
-		readyOnly = append(readyOnly, fs.migration.ReadyCheck())
-	}
+	readyOnly := slices.Concat([]health.Checker{c.Informers.Check(fs.admission.Synced)}, fs.storageVersions.ReadyChecks(),
+		fs.migration.ReadyChecks())
 	if err := checks.AddReadyz(readyOnly...); err != nil {
 		return nil, err
 	}

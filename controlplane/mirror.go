@@ -19,22 +19,15 @@ import (
 // library for any aggregated server that imports no part of Concord's server.
 func newMirror(c *core) (*publisher.Publisher, func(context.Context, schema.GroupResource, storageversion.Entry) error, error) {
 	o, compat := c.opts, c.Compatibility
-	p, err := o.Mirror.NewPublisher(publisher.Config{ServerID: c.ServerID, Kind: mirrorKind,
-		Versions:      compat.Versions.Component(),
+	p, err := o.Mirror.NewPublisher(publisher.Config{ServerID: c.ServerID, Versions: compat.Versions.Component(),
 		LeaseDuration: o.IdentityLease.LeaseDuration, RenewInterval: o.IdentityLease.RenewInterval, Metrics: c.ReconcileMetrics},
 		func(rc *rest.Config) { compatibility.IdentifyClient(rc, compat.ClientVersion()) })
 	if err != nil || p == nil {
 		return nil, nil, err
 	}
+	put := o.Mirror.Mirror(p)
 	return p, func(ctx context.Context, gr schema.GroupResource, e storageversion.Entry) error {
-		if !o.Mirror.Mirrors(gr.Group) {
-			return nil
-		}
-		return p.Put(ctx, publisher.Resource{GroupResource: gr, EncodingVersion: e.EncodingVersion,
+		return put(ctx, publisher.Resource{GroupResource: gr, EncodingVersion: e.EncodingVersion,
 			DecodableVersions: e.DecodableVersions, ServedVersions: e.ServedVersions})
 	}, nil
 }
-
-// mirrorKind is the identity lease label of a Concord server that publishes its
-// entries to an aggregator.
-const mirrorKind = "concord-aggregated-apiserver"

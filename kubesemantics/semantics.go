@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/concordproject/concord/auth"
+	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/request"
 	"github.com/concordproject/concord/typedconv"
@@ -30,6 +31,16 @@ type Semantics struct {
 
 // New returns the semantics of a server whose Kubernetes feature gates are gates.
 func New(gates *Gates) *Semantics { return &Semantics{gates: gates} }
+
+// ForServer returns the semantics of a server of compat: kube's gates at its
+// emulation and minimum compatibility versions, following its own gates (NewGates).
+func ForServer(compat *compatibility.Config) (*Semantics, error) {
+	gates, err := NewGates(compat.Versions.Emulation, compat.Versions.MinCompatibility, compat.FeatureGate())
+	if err != nil {
+		return nil, err
+	}
+	return New(gates), nil
+}
 
 // groups are the strategies of each API group, by resource: each group's file adds
 // its own at init.

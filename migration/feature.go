@@ -51,18 +51,22 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 }
 
 // Checks returns none: storage migration has no post-start hook, and its one check
-// is for /readyz only (ReadyCheck).
+// is for /readyz only (ReadyChecks).
 func (f *Feature) Checks() []health.Checker { return nil }
 
-// ReadyCheck is the readyz check DefinitionsCheck: not ready while storage migration
-// cannot start (its definitions cannot be installed), which an operator must see and
-// a restart would not mend. It is for /readyz alone, so it is not among Checks.
-func (f *Feature) ReadyCheck() health.Checker {
-	return health.NamedCheck(DefinitionsCheck, f.installed.check)
+// ReadyChecks are the readyz check DefinitionsCheck: not ready while storage
+// migration cannot start (its definitions cannot be installed), which an operator
+// must see and a restart would not mend. It is for /readyz alone, so it is not among
+// Checks. None on a nil Feature.
+func (f *Feature) ReadyChecks() []health.Checker {
+	if f == nil {
+		return nil
+	}
+	return []health.Checker{health.NamedCheck(DefinitionsCheck, f.installed.check)}
 }
 
 // Start starts Run as the component storage-migration, leader-elected among the
-// servers, telling ReadyCheck the outcome of each attempt to install the definitions.
+// servers, telling ReadyChecks the outcome of each attempt to install the definitions.
 func (f *Feature) Start(ctx context.Context, g *lifecycle.Group) error {
 	return g.Start(ctx, lifecycle.Component{Name: "storage-migration", Run: func(ctx context.Context) error {
 		le := LeaderElection{Identity: f.cfg.ServerID + "_" + uuid.NewString()}

@@ -49,7 +49,7 @@
 //
 //	f, _ := storageversion.NewFeature(storageversion.FeatureConfig{Server: srv, Identity: id,
 //		Manager: storageversion.Config{Started: started, EncryptionKeys: enc.Keys}})
-//	// server.Config.StorageVersionBarrier: f.Barrier(); health: f.Checks(), f.Manager().WritesCheck()
+//	// server.Config.StorageVersionBarrier: f.Barrier(); health: f.Checks(), /readyz: f.ReadyChecks()
 //	// once serving, with the identity lease written: the collector, then the manager
 //	// (which withdraws this server's entries when stopped, before the server stops serving)
 //	_ = f.Start(ctx, group)

@@ -98,12 +98,22 @@ func (f *Feature) Start(ctx context.Context, g *lifecycle.Group) error {
 
 // Manager returns the storage version manager (nil without the StorageVersion API,
 // or on a nil Feature): the CRD controller publishes definitions through it, and
-// /readyz reports its WritesCheck.
+// /readyz reports its WritesCheck (ReadyChecks).
 func (f *Feature) Manager() *Manager {
 	if f == nil {
 		return nil
 	}
 	return f.manager
+}
+
+// ReadyChecks are the checks for /readyz alone: the manager's WritesCheck, ready only
+// while writes are accepted, not just once they were at start-up; none without the
+// manager.
+func (f *Feature) ReadyChecks() []health.Checker {
+	if m := f.Manager(); m != nil {
+		return []health.Checker{m.WritesCheck()}
+	}
+	return nil
 }
 
 // Barrier returns the manager's write barrier (Manager.Filter), for the handler

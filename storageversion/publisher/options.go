@@ -1,6 +1,7 @@
 package publisher
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -44,13 +45,19 @@ func (o *MirrorOptions) Validate() []error {
 	return errs
 }
 
+// mirrorKind is the identity lease label (Config.Kind) of a Concord server that
+// publishes its entries to an aggregator.
+const mirrorKind = "concord-aggregated-apiserver"
+
 // NewPublisher builds the publisher of the server's entries at the aggregator of
-// --aggregator-kubeconfig (nil, nil without it): cfg with a Client of that
-// kubeconfig, which identify may mark as the server's (its version headers).
+// --aggregator-kubeconfig (nil, nil without it): cfg, its lease labelled as a Concord
+// server's, with a Client of that kubeconfig, which identify may mark as the
+// server's (its version headers).
 func (o *MirrorOptions) NewPublisher(cfg Config, identify func(*rest.Config)) (*Publisher, error) {
 	if o.AggregatorKubeconfig == "" {
 		return nil, nil
 	}
+	cfg.Kind = mirrorKind
 	rc, err := clientcmd.BuildConfigFromFlags("", o.AggregatorKubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("--aggregator-kubeconfig: %w", err)
@@ -62,5 +69,13 @@ func (o *MirrorOptions) NewPublisher(cfg Config, identify func(*rest.Config)) (*
 	return New(cfg)
 }
 
-// Mirrors reports whether the entries of group are published at the aggregator.
-func (o *MirrorOptions) Mirrors(group string) bool { return slices.Contains(o.AggregatedGroups, group) }
+// Mirror returns what publishes the server's entry of a resource through p (Put):
+// those of --aggregated-groups' resources, and no other.
+func (o *MirrorOptions) Mirror(p *Publisher) func(context.Context, Resource) error {
+	return func(ctx context.Context, r Resource) error {
+		if !slices.Contains(o.AggregatedGroups, r.Group) {
+			return nil
+		}
+		return p.Put(ctx, r)
+	}
+}
