@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/etcd"
+	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/storage"
@@ -43,10 +44,22 @@ func New(st *storage.Store, interval time.Duration, metrics *reconcile.Metrics, 
 	return c
 }
 
-// NewComponent returns the compaction controller of st (New) as the server runs it:
-// the component etcd-compaction, compacting every interval (which must be positive).
-func NewComponent(st *storage.Store, interval time.Duration, metrics *reconcile.Metrics, reg prometheus.Registerer) lifecycle.Component {
-	return lifecycle.Component{Name: "etcd-compaction", Run: New(st, interval, metrics, reg).Run}
+// NewFeature returns the compaction controller of st (New) as the server runs it,
+// compacting every interval; nil when interval is not positive (the server compacts
+// nothing).
+func NewFeature(st *storage.Store, interval time.Duration, metrics *reconcile.Metrics, reg prometheus.Registerer) *Controller {
+	if interval <= 0 {
+		return nil
+	}
+	return New(st, interval, metrics, reg)
+}
+
+// Checks are none: compaction has no post-start hook.
+func (c *Controller) Checks() []health.Checker { return nil }
+
+// Start starts it as the component etcd-compaction.
+func (c *Controller) Start(ctx context.Context, g *lifecycle.Group) error {
+	return g.Start(ctx, lifecycle.Component{Name: "etcd-compaction", Run: c.Run})
 }
 
 // Run takes turns until ctx is done.

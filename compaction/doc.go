@@ -14,6 +14,6 @@
 // It runs on the reconcile runtime: one key, looked at again every interval (a
 // failed turn is retried with the runtime's backoff). It owns only the turns and the
 // compaction call (storage.Store.CompactStep); it must not read or write objects.
-// NewComponent is its server wiring: the Controller as the component the server
-// starts with its controllers.
+// NewFeature is its server wiring: the Controller as the feature the server starts
+// with its controllers (none without an interval).
 package compaction

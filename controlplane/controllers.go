@@ -33,18 +33,7 @@ import (
 func startControllers(ctx context.Context, g *lifecycle.Group, c *core, fs *features, sv *serving) error {
 	// The informers started before serving (RBAC, service accounts) have synced.
 	sv.informersHook.Done()
-	protection, err := storageprotection.NewComponent(c.Registry, c.Store, c.ReconcileMetrics)
-	if err != nil {
-		return err
-	}
-	gc, err := garbagecollector.NewComponent(c.Server, c.opts.IdentityLease.LeaseDuration)
-	if err != nil {
-		return err
-	}
-	var compact, mirror feature.Feature
-	if iv := c.opts.Etcd.CompactionInterval; iv > 0 {
-		compact = feature.Component(compaction.NewComponent(c.st.raw, iv, c.ReconcileMetrics, c.Metrics))
-	}
+	var mirror feature.Feature
 	if fs.mirror != nil {
 		// Keeps the identity lease and the entries at the aggregator until the server
 		// stops, then withdraws them.
@@ -53,7 +42,9 @@ func startControllers(ctx context.Context, g *lifecycle.Group, c *core, fs *feat
 	for _, f := range feature.Present(feature.Component(lifecycle.Component{Name: "ready-for-writes", Run: sv.gate.Run}),
 		fs.namespaces, fs.identity, fs.storageVersions, mirror, fs.crds, fs.admission, fs.flowControl, fs.rbac.Roles(),
 		fs.priorityClasses, fs.services, fs.aggregator, fs.quota, fs.versionSkew,
-		compact, feature.Func(fs.namespaces.StartController), feature.Component(protection), feature.Component(gc),
+		compaction.NewFeature(c.st.raw, c.opts.Etcd.CompactionInterval, c.ReconcileMetrics, c.Metrics),
+		feature.Func(fs.namespaces.StartController), storageprotection.NewFeature(c.Server),
+		garbagecollector.NewFeature(c.Server, c.opts.IdentityLease.LeaseDuration),
 		fs.migration, fs.readiness, feature.Component(lifecycle.Closer("readiness", sv.checks.ShuttingDown))) {
 		if err := f.Start(ctx, g); err != nil {
 			return err

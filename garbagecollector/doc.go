@@ -55,7 +55,7 @@
 // keeps nothing from the previous one: a new leader builds its graph from what the
 // monitors list and continues from there, whatever the previous leader had done when
 // it stopped or died; every decision is taken again on what the API reads.
-// NewComponent is its server wiring: the server's Collector as a component, its
+// NewFeature is its server wiring: the server's Collector as a feature, its
 // election timed from the servers' identity lease duration.
 //
 // # What it must not touch

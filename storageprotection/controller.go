@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
@@ -71,15 +72,18 @@ func NewController(reg *registry.Registry, st *store.Store, metrics *reconcile.M
 	return c, nil
 }
 
-// NewComponent returns the controller of the protected resources reg serves in v1,
-// stored in st (NewController), as the server runs it: the component
+// NewFeature returns the controller of the protected resources the server serves in
+// v1 as the server runs it: built over its registry and object store when the server
+// starts it (NewController), and started as the component
 // storage-protection-controller. Every server runs one.
-func NewComponent(reg *registry.Registry, st *store.Store, metrics *reconcile.Metrics) (lifecycle.Component, error) {
-	c, err := NewController(reg, st, metrics)
-	if err != nil {
-		return lifecycle.Component{}, err
-	}
-	return lifecycle.Component{Name: "storage-protection-controller", Run: c.Run}, nil
+func NewFeature(srv feature.Server) feature.Feature {
+	return feature.Func(func(ctx context.Context, g *lifecycle.Group) error {
+		c, err := NewController(srv.Registry, srv.Store, srv.ReconcileMetrics)
+		if err != nil {
+			return err
+		}
+		return g.Start(ctx, lifecycle.Component{Name: "storage-protection-controller", Run: c.Run})
+	})
 }
 
 // Run follows the protected resources until ctx is done, and returns once its

@@ -18,8 +18,8 @@
 // its finalizer is reconciled until the finalizer is gone; one still in use is looked
 // at again after RecheckAfter (no Pod events are followed). Several servers may run
 // it at once: the writes are idempotent and preconditioned on the object's uid.
-// NewComponent is its server wiring: the Controller as the component the server
-// starts with its controllers.
+// NewFeature is its server wiring: the Controller as the feature the server starts
+// with its controllers.
 //
 // # What it must not touch
 //
