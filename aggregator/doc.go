@@ -38,10 +38,12 @@
 //     aggregated.
 //   - The request-header configuration aggregated servers read: the ConfigMap
 //     kube-system/extension-apiserver-authentication (PublishAuthentication).
-//   - Its wiring in a server (Feature): NewFeature builds the aggregator and its
-//     post-start hooks of kube-apiserver's names, Start starts its informers and
-//     controllers in order; the server takes its proxy and discovery, its resolver of
-//     webhooks' Services, its OpenAPI sink and its StorageVersion publishers.
+//   - Its wiring in a server (Feature): NewFeature builds the aggregator, with the
+//     front-proxy client certificate its proxy presents (signed by the cluster's
+//     front-proxy CA), and its post-start hooks of kube-apiserver's names, Start starts
+//     its informers and controllers in order; the server takes its proxy and
+//     discovery, its resolver of webhooks' Services, its OpenAPI sink and its
+//     StorageVersion publishers.
 //
 // # What it must not touch
 //

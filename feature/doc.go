@@ -10,9 +10,10 @@
 // It owns these types alone: it builds no feature, imports none, and holds no
 // behaviour of the server (what runs, and in which order, is the composition root's).
 //
-//	cfg := quota.FeatureConfig{Server: srv, ResyncPeriod: o.SyncPeriod}
+//	quotas, err := quota.NewFeature(srv, o.Quota)
+//	crds, err := apiextensions.NewFeature(apiextensions.FeatureConfig{Server: srv, StorageVersions: svm})
 //	...
-//	for _, f := range feature.Present(namespaces, identity, feature.Component(gc)) {
+//	for _, f := range feature.Present(crds, quotas, feature.Component(comp)) { // quotas may be nil
 //		if err := f.Start(ctx, g); err != nil { ... }
 //	}
 package feature

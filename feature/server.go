@@ -12,7 +12,8 @@ import (
 
 // Server is what every feature of a server is built with: made once, when the
 // registry and the object store are, before any feature is built, and never changed.
-// Each feature's FeatureConfig embeds it and adds what is the feature's own.
+// Each feature's NewFeature takes it: as its first argument, or embedded in its
+// FeatureConfig beside what is the feature's own.
 type Server struct {
 	// Registry is the server's registry of served resources. It is filled after the
 	// features that configure the built-in resources are built: those read it when

@@ -108,7 +108,7 @@ func (f *Feature) Roles() *bootstrap.Feature {
 // EscalationCheck returns the escalation and bind check of the admission chain, which
 // runs it before any other validating admission, as Kubernetes checks escalation in
 // RBAC's storage. authz is the server's whole authorizer: it is built from Authorizer,
-// so it is given here rather than in FeatureConfig.
+// so it is given here rather than to NewFeature.
 func (f *Feature) EscalationCheck(authz authorizer.UnconditionalAuthorizer) admission.ValidationInterface {
 	return NewEscalationCheck(authz, f.authorizer)
 }
