@@ -47,7 +47,8 @@
 // ratio and what each server answered (content type, protocol, compression).
 // -readpath.json or -readpath.protobuf set the clients' ContentType (by default
 // client-go's typed clients ask for protobuf, then JSON); -readpath.cpuprofile writes
-// a CPU profile of the client during each fan-out; GODEBUG=http2debug=2 logs the
+// a CPU profile of the client during each fan-out, and with -readpath.server-cpuprofile
+// one of each server (its /debug/pprof/profile); GODEBUG=http2debug=2 logs the
 // HTTP/2 frames the client reads (the servers do not inherit it):
 //
 //	go test ./test/bench -run '^$' -bench ReadPath -benchtime 1x -timeout 60m
