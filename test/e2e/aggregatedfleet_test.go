@@ -22,6 +22,7 @@ import (
 // and a migration the aggregator's migrator runs through its proxy, which leaves every
 // object in etcd in the new version; a rollback does the same the other way.
 func TestConcordFleetBehindConcord(t *testing.T) {
+	t.Parallel()
 	bin := buildConcord(t)
 	dir := t.TempDir()
 	kf, frontKubeconfig, caFile := startFront(t, bin, dir)

@@ -39,6 +39,7 @@ const sampleRelease = "1.37.2"
 // (discovery), explains them (OpenAPI), creates and reads flunders (the proxy; the
 // storage-version barrier lets them pass).
 func TestSampleAPIServer(t *testing.T) {
+	t.Parallel()
 	setup := startSampleBehindConcord(t)
 	k, sample := setup.k, setup.sample
 	contains(t, k.must(t, "", "api-resources", "--api-group=wardle.example.com"), "fischers", "wardle.example.com/v1alpha1")
@@ -205,6 +206,7 @@ spec:
 // listed, created and read through the aggregator with kubectl, and a forged
 // X-Remote-User without the front proxy's certificate ignored.
 func TestConcordBehindConcord(t *testing.T) {
+	t.Parallel()
 	bin := buildConcord(t)
 	dir := t.TempDir()
 	kf, _, caFile := startFront(t, bin, dir)
@@ -352,6 +354,7 @@ func writeTokenKubeconfig(t *testing.T, path string, cfg *clientcmdConfig, token
 // identity its APIService names); then a migration of flunders runs, listing and
 // writing them through Concord's proxy, and succeeds.
 func TestAggregatedAPIMigration(t *testing.T) {
+	t.Parallel()
 	setup := startSampleBehindConcord(t, "--disable-storage-migration")
 	k := setup.k
 	for i := range 3 {

@@ -111,6 +111,7 @@ func waitForFile(t *testing.T, path string, logs *bytes.Buffer) {
 // The README's HA recipe: one `concord etcd`, servers sharing it, one set of
 // credentials that works on every server.
 func TestHARecipe(t *testing.T) {
+	t.Parallel()
 	bin := buildConcord(t)
 	dir := t.TempDir()
 	client, peer := harness.FreePort(t), harness.FreePort(t)
@@ -172,6 +173,7 @@ func TestHARecipe(t *testing.T) {
 // are cancelled, and client-go logs at error level a response it could not read
 // because of that (err="context canceled"): those lines alone are allowed then.
 func TestQuietStart(t *testing.T) {
+	t.Parallel()
 	bin := buildConcord(t)
 	data := filepath.Join(t.TempDir(), "data")
 	var logs *bytes.Buffer
@@ -211,6 +213,7 @@ func loadKubeconfig(t *testing.T, path string) *clientcmdConfig {
 // Every invalid flag makes the command exit non-zero with one line that says what is
 // allowed.
 func TestInvalidFlags(t *testing.T) {
+	t.Parallel()
 	bin := buildConcord(t)
 	cases := []struct {
 		args []string
@@ -304,6 +307,7 @@ func errorsAs(err error, target **exec.ExitError) bool { return errors.As(err, t
 // token the server does not know, 403 for a ServiceAccount without a grant, the
 // metrics once a ClusterRole grants it get on /metrics.
 func TestControllerManagerLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	bin := buildConcord(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "server")
@@ -437,6 +441,7 @@ func controllerManagerKubeconfig(t *testing.T, bin, data string) string {
 // administrator clears the objects a crashed server left behind, which only servers may write
 // while the gate is on; with both off the API is gone.
 func TestStorageVersionAPIDisablement(t *testing.T) {
+	t.Parallel()
 	bin := buildConcord(t)
 	data := filepath.Join(t.TempDir(), "data")
 	port := fmt.Sprint(harness.FreePort(t))

@@ -38,6 +38,7 @@ const skewSeries = "concord_client_version_skew_requests_total"
 // and the log line for the old kubectl names the range kubectl is allowed (one minor
 // above the server's).
 func TestCommandsAnnounceTheirRelease(t *testing.T) {
+	t.Parallel()
 	bin := buildConcord(t)
 	release, err := compatibility.BuildRelease()
 	if err != nil {

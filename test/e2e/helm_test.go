@@ -26,6 +26,7 @@ var helmReleases = []struct{ release, operation string }{{"3.22.0", "Update"}, {
 // the concord binary, and checks through kubectl what each step left: what
 // TestHelmChartOnKubeAPIServer finds on kube-apiserver 1.37.2.
 func TestHelmChart(t *testing.T) {
+	t.Parallel()
 	k, _ := startServer(t, buildConcord(t))
 	for _, hr := range helmReleases {
 		t.Run("helm-"+hr.release, func(t *testing.T) { helmLifecycle(t, k, newHelm(t, hr.release, k.kubeconfig), hr.operation) })
@@ -38,6 +39,7 @@ func TestHelmChart(t *testing.T) {
 //
 //	CONCORD_KUBEPEER=1 go test ./test/e2e -run TestHelmChartOnKubeAPIServer
 func TestHelmChartOnKubeAPIServer(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CONCORD_KUBEPEER") != "1" {
 		t.Skip("CONCORD_KUBEPEER=1 runs it, after test/kubepeer/build.sh kube-apiserver 1.37.2")
 	}

@@ -73,6 +73,7 @@ func contains(t *testing.T, out string, wants ...string) {
 }
 
 func TestKubectl(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 2)
 	k := newKubectl(t, c.Servers[0].KubeconfigPath)
 	k2 := newKubectl(t, c.Servers[1].KubeconfigPath)
@@ -240,6 +241,7 @@ func TestKubectl(t *testing.T) {
 // kubectl (whatever release is on PATH) by its User-Agent, against the allowance
 // [minimum compatibility 1.36, emulation 1.37 + 1].
 func TestClientSkewOfRealKubectl(t *testing.T) {
+	t.Parallel()
 	k, _ := startServer(t, buildConcord(t))
 	var client struct {
 		ClientVersion struct{ Major, Minor string } `json:"clientVersion"`

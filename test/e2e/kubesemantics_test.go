@@ -68,6 +68,7 @@ template:
 // causes; what it defaults and converts, Concord defaults and converts alike; kubectl
 // prints kube's columns.
 func TestKubernetesSemantics(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
 		o.Compatibility.FeatureGates = []string{"ContainerStopSignals=true"}
 	}))

@@ -19,6 +19,7 @@ import (
 // the live heap grows by about the estimate (the stored values, the encodings kept
 // for lists, keys and bookkeeping) when a resource of 20 MB starts being cached.
 func TestWatchCacheEstimateTracksTheHeap(t *testing.T) {
+	t.Parallel()
 	k, logs := startServer(t, buildConcord(t))
 	kubectlUntil(t, k, logs, "server ready", func(string) bool { return true }, "get", "--raw", "/readyz")
 	cfg, err := clientcmd.BuildConfigFromFlags("", k.kubeconfig)

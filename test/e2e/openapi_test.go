@@ -45,6 +45,7 @@ var v2GroupVersionKinds = map[string]bool{
 // from the v2 document's patch strategies keep a container's env set by another
 // writer) and server-side apply, twice each.
 func TestKubectlOpenAPIAsKube(t *testing.T) {
+	t.Parallel()
 	k, logs := startServer(t, buildConcord(t))
 	kubectlUntil(t, k, logs, "server ready", func(string) bool { return true }, "get", "--raw", "/readyz")
 	rec := readOpenAPIRecording(t)

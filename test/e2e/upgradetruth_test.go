@@ -46,6 +46,7 @@ const groupedKey = "/registry/core/podtemplates/default/grouped"
 // compatibility version lowered the field still blocks; cleared, the rollback is
 // approved and the 1.35 server joins.
 func TestRollbackKeepsFields(t *testing.T) {
+	t.Parallel()
 	bin := buildConcord(t)
 	dir := t.TempDir()
 	etcd := etcdtest.Start(t)
@@ -193,6 +194,7 @@ func stored(t *testing.T, etcd *clientv3.Client, key string) string {
 // emulation 1.27 flowcontrol v1 is not served, and the server refuses to start, in one
 // line, before it writes anything (the cluster credentials were written first once).
 func TestRefusedStartWritesNothing(t *testing.T) {
+	t.Parallel()
 	bin := buildConcord(t)
 	etcd := etcdtest.Start(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
@@ -220,6 +222,7 @@ func TestRefusedStartWritesNothing(t *testing.T) {
 // that come earlier wait (or get 503), and a /readyz asked right after the first
 // accepted write passes.
 func TestNoWriteBeforeReady(t *testing.T) {
+	t.Parallel()
 	bin := buildConcord(t)
 	data, port := t.TempDir(), fmt.Sprint(harness.FreePort(t))
 	args := []string{"server", "--data-dir", data, "--secure-port", port}
@@ -268,6 +271,7 @@ func TestNoWriteBeforeReady(t *testing.T) {
 // A StorageState status that does not fit its schema is a 422 naming the field, and
 // the server logs no field-manager failure: the error is the client's.
 func TestMalformedStorageStateStatus(t *testing.T) {
+	t.Parallel()
 	bin := buildConcord(t)
 	data := t.TempDir()
 	logs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)))

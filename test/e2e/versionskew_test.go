@@ -24,6 +24,7 @@ import (
 // one of the server's release with the gate on, the control plane is within the
 // allowance again and the trigger watches StorageVersions.
 func TestControllerManagerVersions(t *testing.T) {
+	t.Parallel()
 	bin := buildConcord(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "server")
