@@ -255,8 +255,6 @@ func (s *Server) Run(ctx context.Context, ready chan<- struct{}) error {
 		ErrorLog:          nil,
 	}
 	srv.BaseContext = func(net.Listener) context.Context { return klog.NewContext(context.WithoutCancel(ctx), logger) }
-	conns := newIdleConns()
-	srv.ConnState = conns.track
 	errc := make(chan error, 1)
 	go func() {
 		if s.cfg.TLS != nil {
@@ -279,10 +277,7 @@ func (s *Server) Run(ctx context.Context, ready chan<- struct{}) error {
 	close(s.watchStop)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
-	shutdown := make(chan error, 1)
-	go func() { shutdown <- srv.Shutdown(sctx) }()
-	conns.drain()
-	if err := <-shutdown; err != nil {
+	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
 		return fmt.Errorf("graceful shutdown: %w", err)
 	}
