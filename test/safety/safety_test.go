@@ -50,9 +50,16 @@ func TestSafety(t *testing.T) {
 	}
 	rep := &report{}
 	s := seed(t)
-	for i, sc := range short {
-		t.Run(sc.name, func(t *testing.T) { sc.run(t, rep, s+uint64(i)) })
-	}
+	// The scenarios run side by side (each its own etcd, fleet, ports and directories),
+	// as many at once as -parallel allows; the group returns once all have ended.
+	t.Run("scenarios", func(t *testing.T) {
+		for i, sc := range short {
+			t.Run(sc.name, func(t *testing.T) {
+				t.Parallel()
+				sc.run(t, rep, s+uint64(i))
+			})
+		}
+	})
 	t.Logf("report:\n%s", rep)
 }
 
