@@ -72,10 +72,12 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	ew := s.eventWriter(r, q, appendEvent)
-	ew.w, ew.rc = w, rc
+	ew.ctx, ew.w, ew.rc = ctx, w, rc
 	ew.sent = s.metrics.watchSent.WithLabelValues(q.res.Group, q.version.Name, q.res.Names.Plural)
 	stream.Run(ew)
-	ew.Flush() // the watch's last events, an Error event among them
+	if ctx.Err() == nil {
+		ew.Flush() // the watch's last events, an Error event among them
+	}
 }
 
 // watchWriteBatch is how many bytes of events a watch keeps at most before it writes
@@ -84,10 +86,14 @@ const watchWriteBatch = 32 << 10
 
 // eventWriter is the store.Sink of a watch's response: it encodes each event into a
 // buffer, written (and flushed) when the store is about to wait for more changes, or
-// once it holds watchWriteBatch bytes. The events of one change, or of a backlog, go
-// to the client in one write: the response writer hands each write to the
-// connection's goroutine and waits for it.
+// once it holds watchWriteBatch bytes. The events of one change, or of a backlog (up
+// to watchWriteBatch bytes at a time), go to the client in one write: the response
+// writer hands each write to the connection's goroutine and waits for it.
 type eventWriter struct {
+	// ctx is the watch's: once it is done (the client left, the timeout, the server's
+	// shutdown), the writer takes no more events, so that a long starting state stops
+	// there too.
+	ctx    context.Context
 	encode func(dst []byte, ev watch.Event) []byte
 	buf    []byte
 	// n is how many events buf holds.
@@ -120,6 +126,9 @@ func (s *Server) eventWriter(r *http.Request, q *apiRequest,
 
 // Send encodes ev, and writes what the buffer holds once it is full.
 func (ew *eventWriter) Send(ev watch.Event) bool {
+	if ew.ctx.Err() != nil {
+		return false
+	}
 	ew.buf = ew.encode(ew.buf, ev)
 	ew.n++
 	return len(ew.buf) < watchWriteBatch || ew.write()
@@ -131,7 +140,9 @@ func (ew *eventWriter) write() bool {
 		return true
 	}
 	_, err := ew.w.Write(ew.buf)
-	ew.sent.Add(float64(ew.n))
+	if err == nil {
+		ew.sent.Add(float64(ew.n))
+	}
 	ew.buf, ew.n, ew.unflushed = ew.buf[:0], 0, true
 	return err == nil
 }

@@ -88,9 +88,10 @@ func (s *Store) Stream(ctx context.Context, ref Ref, opts metav1.ListOptions, en
 	return &Stream{w: w, start: start, ctx: wctx}, nil
 }
 
-// Run sends the watch's events to out until the watch ends: its context is done,
-// Stop is called, out refuses an event, or the watch fails (its last event is then
-// the Error event). It runs once.
+// Run sends the watch's events to out until the watch ends: its context is done (out
+// is to refuse events from then on: the watch checks its context only while it
+// waits), Stop is called, out refuses an event, or the watch fails (its last event is
+// then the Error event). Call it once.
 func (st *Stream) Run(out Sink) { st.start(st.ctx, out) }
 
 // Stop ends the watch.
@@ -326,7 +327,12 @@ func (w *watcher) bookmark(rev int64, initialEnd bool) *registry.Object {
 	return o
 }
 
+// fail sends err as the watch's last event, an Error event; a watch whose context
+// is done ends without one (its reader is gone, or ended it).
 func (w *watcher) fail(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) {
 		err = apierrors.NewInternalError(err)
