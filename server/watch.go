@@ -69,11 +69,8 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
-	ew := s.eventWriter(r, q, appendEvent)
-	ew.ctx, ew.w, ew.rc = ctx, w, rc
-	ew.sent = s.metrics.watchSent.WithLabelValues(q.res.Group, q.version.Name, q.res.Names.Plural)
+	_ = http.NewResponseController(w).Flush()
+	ew := s.eventWriter(ctx, w, r, q, appendEvent)
 	stream.Run(ew)
 	if ctx.Err() == nil {
 		ew.Flush() // the watch's last events, an Error event among them
@@ -108,10 +105,11 @@ type eventWriter struct {
 // eventWriter returns the writer of the events of a watch, each rendered for the
 // request (watchObject) and encoded with appendEvent; an event that cannot be is an
 // Error event.
-func (s *Server) eventWriter(r *http.Request, q *apiRequest,
+func (s *Server) eventWriter(ctx context.Context, w http.ResponseWriter, r *http.Request, q *apiRequest,
 	appendEvent func([]byte, watch.EventType, runtime.Object) ([]byte, error)) *eventWriter {
 	columnsSent := false
-	return &eventWriter{encode: func(dst []byte, ev watch.Event) []byte {
+	sent := s.metrics.watchSent.WithLabelValues(q.res.Group, q.version.Name, q.res.Names.Plural)
+	return &eventWriter{ctx: ctx, w: w, rc: http.NewResponseController(w), sent: sent, encode: func(dst []byte, ev watch.Event) []byte {
 		obj, err := s.watchObject(r, q, ev, &columnsSent)
 		if err != nil {
 			ev, obj = watch.Event{Type: watch.Error}, respond.ErrorToStatus(err)
