@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/binary"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -92,18 +92,13 @@ func (s *suite) cluster(b *testing.B) *cluster {
 	return cl
 }
 
-// build compiles cmd/concord into the suite's directory.
+// build returns the concord binary of this checkout (see test/binary).
 // With -concord.binary it uses that binary as it is.
 func (s *suite) build() (string, error) {
 	if *concordBinary != "" {
 		return *concordBinary, nil
 	}
-	bin := filepath.Join(s.dir, "concord")
-	cmd := exec.CommandContext(s.parent.Context(), "go", "build", "-o", bin, "github.com/concordproject/concord/cmd/concord")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %w\n%s", err, out)
-	}
-	return bin, nil
+	return binary.Concord()
 }
 
 // startFloor builds and starts the transport floor (see test/bench/floor) on the
@@ -111,10 +106,9 @@ func (s *suite) build() (string, error) {
 // returns a clientset of it made from the server's client configuration.
 func (s *suite) startFloor(cl *cluster, server *rest.Config, pki string) (*kubernetes.Clientset, error) {
 	ctx := s.parent.Context()
-	bin := filepath.Join(s.dir, "floor")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/concordproject/concord/test/bench/floor")
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build floor: %w\n%s", err, out)
+	bin, err := binary.Install(binary.Module + "/test/bench/floor")
+	if err != nil {
+		return nil, err
 	}
 	port, err := harness.Port()
 	if err != nil {

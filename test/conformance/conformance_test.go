@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/etcd"
+	"github.com/concordproject/concord/test/binary"
 	"github.com/concordproject/concord/test/kubepeer"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -24,14 +25,14 @@ import (
 )
 
 var (
-	full    = flag.Bool("full", false, "run every sig-api-machinery spec of the release (less Slow, Serial and Disruptive ones), not only the short subset")
-	peer    = flag.Bool("peer", false, "also run the specs against a kube-apiserver of the release (built by test/kubepeer/build.sh)")
-	release = flag.String("release", "1.37.2", "the Kubernetes release whose end-to-end specs run; Concord emulates its minor version")
-	workers = flag.Int("workers", 4, "specs run at once")
-	timeout = flag.Duration("spec-timeout", 3*time.Minute, "how long one spec may take")
-	out     = flag.String("out", "", "directory to keep the reports, logs and the table in (default: the test's temporary directory)")
-	binary  = flag.String("concord", "", "a concord binary to run instead of building one from this tree (e.g. an older commit's, to compare)")
-	focus   = flag.String("focus", "", "run only the specs of the release whose names match this regular expression (e.g. 'health handlers|Aggregator'), held to expected.yaml")
+	full        = flag.Bool("full", false, "run every sig-api-machinery spec of the release (less Slow, Serial and Disruptive ones), not only the short subset")
+	peer        = flag.Bool("peer", false, "also run the specs against a kube-apiserver of the release (built by test/kubepeer/build.sh)")
+	release     = flag.String("release", "1.37.2", "the Kubernetes release whose end-to-end specs run; Concord emulates its minor version")
+	workers     = flag.Int("workers", 4, "specs run at once")
+	timeout     = flag.Duration("spec-timeout", 3*time.Minute, "how long one spec may take")
+	out         = flag.String("out", "", "directory to keep the reports, logs and the table in (default: the test's temporary directory)")
+	concordFlag = flag.String("concord", "", "a concord binary to run instead of building one from this tree (e.g. an older commit's, to compare)")
+	focus       = flag.String("focus", "", "run only the specs of the release whose names match this regular expression (e.g. 'health handlers|Aggregator'), held to expected.yaml")
 )
 
 // TestConformance runs Kubernetes' sig-api-machinery end-to-end specs against a
@@ -171,11 +172,11 @@ func emulation(t *testing.T) string {
 // etcd at the emulation version of -release; it returns the admin kubeconfig.
 func startConcord(t *testing.T, dir string) string {
 	t.Helper()
-	bin := *binary
+	bin := *concordFlag
 	if bin == "" {
-		bin = filepath.Join(t.TempDir(), "concord")
-		if b, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/concordproject/concord/cmd/concord").CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, b)
+		var err error
+		if bin, err = binary.Concord(); err != nil {
+			t.Fatal(err)
 		}
 	}
 	logs, err := os.Create(mkdir(t, dir) + ".log")

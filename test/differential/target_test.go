@@ -17,6 +17,7 @@ import (
 
 	"github.com/concordproject/concord/etcd/etcdtest"
 	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/binary"
 	"github.com/concordproject/concord/test/kubepeer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -25,27 +26,20 @@ import (
 // serviceRange is the Services' cluster IP range of both servers (kubepeer's).
 const serviceRange = "10.96.0.0/16"
 
-// concordBinary is the concord binary TestMain built ("" with -rewrite, which
-// needs none).
+// concordBinary is the concord binary of this checkout (see test/binary), which
+// TestMain finds or builds ("" with -rewrite, which needs none).
 var concordBinary string
 
 func TestMain(m *testing.M) {
 	flagsParse()
-	dir, err := os.MkdirTemp("", "differential")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	if !*rewrite {
-		concordBinary = filepath.Join(dir, "concord")
-		if out, err := exec.Command("go", "build", "-o", concordBinary, "github.com/concordproject/concord/cmd/concord").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		var err error
+		if concordBinary, err = binary.Concord(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // target is a running API server the cases are sent to.

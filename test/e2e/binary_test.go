@@ -19,43 +19,20 @@ import (
 
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/binary"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// buildConcord builds the concord binary once per test binary run (TestMain removes
-// it) and returns its path.
+// buildConcord returns the path of the concord binary of this checkout (see
+// test/binary).
 func buildConcord(t *testing.T) string {
 	t.Helper()
-	bin, err := built()
+	bin, err := binary.Concord()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return bin
-}
-
-// binDir holds the binary buildConcord builds.
-var binDir string
-
-// built builds the binary the first time it is called.
-var built = sync.OnceValues(func() (string, error) {
-	bin := filepath.Join(binDir, "concord")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/concordproject/concord/cmd/concord").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %w\n%s", err, out)
-	}
-	return bin, nil
-})
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "concord-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
 }
 
 // process runs a command until the test ends, then interrupts it and waits.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/concordproject/concord/etcd/etcdtest"
 	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/binary"
 	"github.com/concordproject/concord/test/kubepeer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -37,24 +38,18 @@ const peerRelease = "1.37.2"
 // request that is merely slow on a loaded machine is not cut short.
 const requestTimeout = 5 * time.Second
 
-// concordBinary is the concord binary TestMain built.
+// concordBinary is the concord binary of this checkout (see test/binary), which
+// TestMain finds or builds.
 var concordBinary string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "hostile")
-	if err != nil {
+	var err error
+	if concordBinary, err = binary.Concord(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	concordBinary = filepath.Join(dir, "concord")
-	if out, err := exec.Command("go", "build", "-o", concordBinary, "github.com/concordproject/concord/cmd/concord").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // target is a running API server the cases are sent to.

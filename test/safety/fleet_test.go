@@ -9,13 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/binary"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -32,34 +32,11 @@ const (
 	leaseRenew    = time.Second
 )
 
-// binDir holds the concord binary the fleets run; TestMain removes it.
-var binDir string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "concord-safety-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// built builds the concord binary the first time it is called.
-var built = sync.OnceValues(func() (string, error) {
-	bin := filepath.Join(binDir, "concord")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/concordproject/concord/cmd/concord").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %w\n%s", err, out)
-	}
-	return bin, nil
-})
-
-// concordBinary builds the concord binary once per test process.
+// concordBinary returns the path of the concord binary the fleets run, this
+// checkout's (see test/binary).
 func concordBinary(t *testing.T) string {
 	t.Helper()
-	bin, err := built()
+	bin, err := binary.Concord()
 	if err != nil {
 		t.Fatal(err)
 	}
