@@ -229,7 +229,6 @@ func TestNoWriteBeforeReady(t *testing.T) {
 	logs, stop := stoppable(t, bin, args...)
 	kubeconfig := filepath.Join(data, "admin.kubeconfig")
 	waitForFile(t, kubeconfig, logs)
-	stop()
 	cfg := loadKubeconfig(t, kubeconfig)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(cfg.ca)
@@ -248,6 +247,10 @@ func TestNoWriteBeforeReady(t *testing.T) {
 		_ = resp.Body.Close()
 		return resp.StatusCode
 	}
+	// The kubeconfig is written before the server is ready: the first start ends
+	// once it is, so that the interrupt stops a server, not its start.
+	waitUntil(t, "the first start to be ready", logs, func() bool { return call(http.MethodGet, "/readyz", "") == http.StatusOK })
+	stop()
 	logs = process(t, bin, args...)
 	refused := 0
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
