@@ -8,15 +8,13 @@ import (
 	"github.com/concordproject/concord/garbagecollector"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/storageprotection"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/client-go/rest"
 )
 
 // startControllers is the controllers phase: the features' components, in this
 // order, each started (and ready, where it says when) before the next:
 //
 //   - what closes the server's idle connections to itself once every other
-//     controller has stopped (idleLoopback);
+//     controller has stopped (feature.Server.CloseIdleLoopback);
 //   - the gate that holds clients' writes until the server is ready;
 //   - the system namespaces (the identity lease needs kube-system);
 //   - the identity lease, the storage version collector and manager, and the
@@ -43,7 +41,7 @@ func startControllers(ctx context.Context, g *lifecycle.Group, c *core, fs *feat
 		// stops, then withdraws them.
 		mirror = feature.Component(lifecycle.Component{Name: "aggregator-storage-versions", Run: fs.mirror.Run})
 	}
-	for _, f := range feature.Present(feature.Component(lifecycle.Closer("loopback-connections", idleLoopback(c.Loopback))),
+	for _, f := range feature.Present(feature.Component(lifecycle.Closer("loopback-connections", c.CloseIdleLoopback)),
 		feature.Component(lifecycle.Component{Name: "ready-for-writes", Run: sv.gate.Run}),
 		fs.namespaces, fs.identity, fs.storageVersions, mirror, fs.crds, fs.admission, fs.flowControl, fs.rbac.Roles(),
 		fs.priorityClasses, fs.services, fs.aggregator, fs.quota, fs.versionSkew,
@@ -56,17 +54,4 @@ func startControllers(ctx context.Context, g *lifecycle.Group, c *core, fs *feat
 		}
 	}
 	return nil
-}
-
-// idleLoopback returns what closes the connections of the server's clients of itself
-// that no request is using. Go's HTTP/2 server, shutting down, waits a second after
-// its GOAWAY for the client to hang up a connection that was idle, and Go's client
-// does not: without this, every stop of a server waited that second. The controllers
-// have stopped when it runs, so nothing opens a new connection of theirs.
-func idleLoopback(loopback *rest.Config) func() {
-	return func() {
-		if hc, err := rest.HTTPClientFor(loopback); err == nil {
-			utilnet.CloseIdleConnectionsFor(hc.Transport)
-		}
-	}
 }

@@ -2,9 +2,14 @@ package feature_test
 
 import (
 	"context"
+	"encoding/pem"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
@@ -66,4 +71,48 @@ func TestLoopbackConfig(t *testing.T) {
 	if (feature.Server{}).LoopbackConfig() != nil {
 		t.Fatal("a copy of no configuration")
 	}
+}
+
+// A client made from a copy of the loopback configuration leaves an idle HTTP/2
+// connection; CloseIdleLoopback hangs it up, so the server sees it close (and would
+// not wait on it at shutdown).
+func TestCloseIdleLoopback(t *testing.T) {
+	closed := make(chan struct{}, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			t.Errorf("the request came over HTTP/%d", r.ProtoMajor)
+		}
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	s := feature.Server{Loopback: &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}}
+	hc, err := rest.HTTPClientFor(s.LoopbackConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	select {
+	case <-closed:
+		t.Fatal("the connection closed before CloseIdleLoopback")
+	default:
+	}
+	s.CloseIdleLoopback()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second): // a deadline: the close is at once
+		t.Fatal("the idle connection was still open 30 s after CloseIdleLoopback")
+	}
+	(feature.Server{}).CloseIdleLoopback() // none: nothing to close
 }
