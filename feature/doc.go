@@ -2,7 +2,8 @@
 // context every feature is built with (the registry, the object store, the shared
 // informers, the server's own client, its ID, metrics and compatibility
 // configuration), made once by the composition root, as kube-controller-manager's
-// ControllerContext; and Feature, how the composition root handles what each
+// ControllerContext, with CloseIdleLoopback, which hangs up the server's idle
+// connections to itself when it stops; and Feature, how the composition root handles what each
 // feature's NewFeature returns (its health checks, and Start), with the helpers that
 // make a Feature of a component or a function and drop the features a server does
 // not run.
