@@ -3,10 +3,10 @@
 // informers, the server's own client, its ID, metrics and compatibility
 // configuration), made once by the composition root, as kube-controller-manager's
 // ControllerContext, with CloseIdleLoopback, which hangs up the server's idle
-// connections to itself when it stops; and Feature, how the composition root handles what each
-// feature's NewFeature returns (its health checks, and Start), with the helpers that
-// make a Feature of a component or a function and drop the features a server does
-// not run.
+// connections to itself when it stops; and Feature, how the composition root
+// handles what each feature's NewFeature returns (its health checks, and Start),
+// with the helpers that make a Feature of a component or a function and drop the
+// features a server does not run.
 //
 // It owns these types alone: it builds no feature, imports none, and holds no
 // behaviour of the server (what runs, and in which order, is the composition root's).
