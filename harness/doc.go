@@ -5,6 +5,11 @@
 // stopped by t.Cleanup. The servers' log (klog verbosity 2) is kept in memory, its
 // last MiB, and printed when the test fails.
 //
+// The servers run with the binary's defaults but one: the storage-migration
+// controllers run only in clusters started WithStorageMigration (see there why).
+// Process-level tests (test/e2e, test/hostile, test/safety) start the binary, which
+// runs them.
+//
 //	c := harness.Start(t, 3)
 //	cs := c.Servers[0].Clientset(t)         // client-go, admin credentials
 //	c.Servers[1].Stop(t)                    // graceful stop

@@ -29,7 +29,17 @@ import (
 type Option func(*config)
 
 type config struct {
-	serverOpts []func(i int, o *controlplane.Options)
+	serverOpts       []func(i int, o *controlplane.Options)
+	storageMigration bool
+}
+
+// WithStorageMigration runs the storage-migration controllers (trigger and migrator)
+// in every server, as `concord server` does by default. Without it the harness starts
+// servers with Options.DisableStorageMigration set: a fresh cluster's first
+// migrations, one per served resource, cost more CPU than most tests do, and only
+// tests of migration look at them. WithServerOptions is applied after, and wins.
+func WithStorageMigration() Option {
+	return func(c *config) { c.storageMigration = true }
 }
 
 // WithServerOptions lets a test change the options of server i before it starts.
@@ -97,6 +107,7 @@ func (c *Cluster) AddServer(t testing.TB) *Server {
 	o.DataDir = filepath.Join(c.dir, fmt.Sprintf("server-%d", i))
 	o.Serving.SecurePort = 0
 	o.Etcd.Endpoints = c.Etcd.Endpoints()
+	o.DisableStorageMigration = !c.cfg.storageMigration
 	for _, f := range c.cfg.serverOpts {
 		f(i, o)
 	}

@@ -54,7 +54,7 @@ func TestDiscoveryParity(t *testing.T) {
 		}
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			t.Parallel()
-			c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
+			c := harness.Start(t, 1, harness.WithStorageMigration(), harness.WithServerOptions(func(_ int, o *controlplane.Options) {
 				o.Compatibility.EmulationVersion = []string{kube.EmulationVersion}
 			}))
 			cfg := c.Servers[0].Config()

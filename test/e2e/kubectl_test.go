@@ -74,7 +74,7 @@ func contains(t *testing.T, out string, wants ...string) {
 
 func TestKubectl(t *testing.T) {
 	t.Parallel()
-	c := harness.Start(t, 2)
+	c := harness.Start(t, 2, harness.WithStorageMigration())
 	k := newKubectl(t, c.Servers[0].KubeconfigPath)
 	k2 := newKubectl(t, c.Servers[1].KubeconfigPath)
 

@@ -69,7 +69,7 @@ template:
 // prints kube's columns.
 func TestKubernetesSemantics(t *testing.T) {
 	t.Parallel()
-	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) {
+	c := harness.Start(t, 1, harness.WithStorageMigration(), harness.WithServerOptions(func(_ int, o *controlplane.Options) {
 		o.Compatibility.FeatureGates = []string{"ContainerStopSignals=true"}
 	}))
 	k := newKubectl(t, c.Servers[0].KubeconfigPath)

@@ -96,7 +96,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	key1, key2 := newEncryptionKey(t, "key1"), newEncryptionKey(t, "key2")
 	secrets := []string{"secrets"}
 	readKey1 := writeEncryptionConfig(t, secrets, true, key1)
-	c := harness.Start(t, 2, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Encryption.ProviderConfig = readKey1 }))
+	c := harness.Start(t, 2, harness.WithStorageMigration(), harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Encryption.ProviderConfig = readKey1 }))
 	gr := schema.GroupResource{Resource: "secrets"}
 	const prefix = "/registry/core/secrets/"
 	const n = 30
@@ -280,7 +280,7 @@ resources:
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Encryption.ProviderConfig = path }))
+	c := harness.Start(t, 1, harness.WithStorageMigration(), harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.Encryption.ProviderConfig = path }))
 	s := c.Servers[0]
 	e := newMigrationEnv(t, c, "sealed.example.com", "v1")
 	e.seed("w", "v1", 5, 1)

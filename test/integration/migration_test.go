@@ -1145,7 +1145,7 @@ func TestStorageMigrationRealKubernetes(t *testing.T) {
 // re-encoded in the new version in etcd and storedVersions trimmed.
 func TestStorageMigrationInProcess(t *testing.T) {
 	t.Parallel()
-	c := harness.Start(t, 2)
+	c := harness.Start(t, 2, harness.WithStorageMigration())
 	e := newMigrationEnv(t, c, "auto.example.com", "v1", "v1", "v2")
 	const n = 40
 	e.seed("w", "v1", n, 1)

@@ -45,7 +45,7 @@ func releases(t *testing.T) (older, newer string) {
 func TestMixedReleasesShareTheMigrationAPI(t *testing.T) {
 	t.Parallel()
 	older, _ := releases(t)
-	c := harness.Start(t, 3, harness.WithServerOptions(func(i int, o *controlplane.Options) {
+	c := harness.Start(t, 3, harness.WithStorageMigration(), harness.WithServerOptions(func(i int, o *controlplane.Options) {
 		if i == 2 {
 			o.Compatibility.BinaryVersion = older
 		}
@@ -167,7 +167,7 @@ func writesIn(t *testing.T, cli *clientv3.Client, d time.Duration) map[string]in
 func TestEmulationRollbackMigrates(t *testing.T) {
 	t.Parallel()
 	older, _ := releases(t)
-	c := harness.Start(t, 1)
+	c := harness.Start(t, 1, harness.WithStorageMigration())
 	s := c.Servers[0]
 	gr := schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}
 	dyn := s.Dynamic(t)
@@ -201,7 +201,7 @@ func TestEmulationRollbackMigrates(t *testing.T) {
 // again.
 func TestReadinessFollowsTheBarrier(t *testing.T) {
 	t.Parallel()
-	c := harness.Start(t, 1)
+	c := harness.Start(t, 1, harness.WithStorageMigration())
 	s := c.Servers[0]
 	cfg := s.Config()
 	key := "/registry/internal.apiserver.k8s.io/storageversions/core.configmaps"

@@ -49,7 +49,7 @@ import (
 // write these objects; everyone may read them; Kubernetes' validation applies.
 func TestStorageVersionObjects(t *testing.T) {
 	t.Parallel()
-	c := harness.Start(t, 2, withTokens(t, "reader-token,reader,reader-uid\n"))
+	c := harness.Start(t, 2, harness.WithStorageMigration(), withTokens(t, "reader-token,reader,reader-uid\n"))
 	s0, s1 := c.Servers[0], c.Servers[1]
 	admin := svClient(t, s0.Config())
 	ids := svIDs(s0, s1)
@@ -284,7 +284,7 @@ func svExpectInvalid(t *testing.T, err error, want string) {
 // everything passes.
 func TestStorageVersionBarrier(t *testing.T) {
 	t.Parallel()
-	c := harness.Start(t, 1)
+	c := harness.Start(t, 1, harness.WithStorageMigration())
 	a := c.Servers[0]
 	crd := svCRD("gizmos", "v1")
 	crds := crdClient(t, a)

@@ -21,7 +21,7 @@ import (
 // from them is refused as kube-apiserver refuses it.
 func TestVerbsAreKubeAPIServers(t *testing.T) {
 	t.Parallel()
-	c := harness.Start(t, 1)
+	c := harness.Start(t, 1, harness.WithStorageMigration())
 	kube, err := catalog.RecordedVerbs()
 	if err != nil {
 		t.Fatal(err)
