@@ -36,7 +36,9 @@
 //     (com.example.stable.v1.CronTab), holding the version's schema with TypeMeta, a
 //     reference to ObjectMeta and x-kubernetes-group-version-kind, and its list model.
 //   - TypeConverter: the structured-merge-diff types of a resource, over the same models, so
-//     that managed fields merge list-maps, sets and granular maps item by item.
+//     that managed fields merge list-maps, sets and granular maps item by item; and
+//     Ordered, which makes any converter's values walk their large maps in key order
+//     (structured-merge-diff's field sets are quadratic in a map's keys otherwise).
 //
 // A version without a schema is an object preserving unknown fields (in v2, where kubectl
 // would flag every unlisted field, a bare object). OpenAPI v2 cannot say everything v3

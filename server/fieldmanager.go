@@ -47,16 +47,18 @@ func resetFieldsFor(res *registry.Resource, version, subresource string) map[fie
 // typeConverter returns the structured-merge-diff type converter of res, built from
 // its OpenAPI models (so list-type markers make lists granular). A resource whose
 // models cannot be built falls back to the deduced converter (maps granular, lists
-// atomic), as Kubernetes does for schemaless custom resources.
+// atomic), as Kubernetes does for schemaless custom resources. Either walks maps in
+// key order (openapi.Ordered), which keeps a map of many keys from costing time
+// quadratic in their number.
 func typeConverter(res *registry.Resource, _ string) managedfields.TypeConverter {
 	tc, err := openapi.TypeConverter(res)
 	if err != nil {
 		return deducedTypeConverter
 	}
-	return tc
+	return openapi.Ordered(tc)
 }
 
-var deducedTypeConverter = managedfields.NewDeducedTypeConverter()
+var deducedTypeConverter = openapi.Ordered(managedfields.NewDeducedTypeConverter())
 
 // objectConvertor adapts a Resource's conversion, defaulting and object creation to
 // the runtime interfaces the field manager expects. The hub version (__internal) is

@@ -73,7 +73,9 @@ func TestBombsStayBounded(t *testing.T) {
 		if peak-before > maxGrowth {
 			t.Errorf("%s grew the server's resident memory by %d MiB, over %d MiB", b.name, (peak-before)>>20, maxGrowth>>20)
 		}
-		if a.Code >= 500 {
+		// No answer within send's minute is unbounded work too (before openapi.Ordered,
+		// the ConfigMap of 200,000 keys computed its managed fields for over a minute).
+		if a.Code == 0 || a.Code >= 500 {
 			t.Errorf("%s: %d %s", b.name, a.Code, a.Message)
 		}
 	}
