@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,6 +40,8 @@ type Catalog struct {
 	resources []*Resource
 	index     map[schema.GroupResource]*Resource
 	gates     map[featuregate.Feature]featuregate.VersionedSpecs
+	// truncated are the catalogs Truncate made, by release.
+	truncated sync.Map // string → *Catalog
 }
 
 // Resource is one built-in resource and every version of it the catalog knows. Treat a

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,7 +49,21 @@ type Converter struct {
 	schemas map[string]*node
 }
 
-// NewConverter returns the converter for r's versions.
+// converters are the resources' converters, made once per process: a Resource of a
+// catalog is read-only, and every server of a release has the same ones (Default,
+// Truncate).
+var converters sync.Map // *Resource → *Converter
+
+// converterOf returns r's converter, made once per process.
+func converterOf(r *Resource) *Converter {
+	if c, ok := converters.Load(r); ok {
+		return c.(*Converter)
+	}
+	c, _ := converters.LoadOrStore(r, NewConverter(r))
+	return c.(*Converter)
+}
+
+// NewConverter returns the converter for r's versions. It is safe for concurrent use.
 func NewConverter(r *Resource) *Converter {
 	c := &Converter{gr: r.GroupResource(), schemas: make(map[string]*node, len(r.Versions))}
 	compiled := map[*apiextensionsv1.JSONSchemaProps]*node{}

@@ -49,7 +49,7 @@ func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
 		Names:          *r.Names.DeepCopy(),
 		Namespaced:     r.Namespaced,
 		StorageVersion: sel.StorageVersion,
-		Converter:      NewConverter(r),
+		Converter:      converterOf(r),
 	}
 	for i := range r.Versions {
 		v := &r.Versions[i]

@@ -20,11 +20,27 @@ import (
 //
 // v must be one of the catalog's releases; otherwise the error wraps
 // ErrUnknownRelease. Truncate(BinaryVersion()) returns an equal catalog.
+//
+// The result is made once per catalog and release and shared, read-only like every
+// catalog: every server of a process built for one release then has the same
+// Versions, whose compiled schemas (writableCompiled) are cached per Version.
 func (c *Catalog) Truncate(v *version.Version) (*Catalog, error) {
 	if v == nil {
 		return nil, fmt.Errorf("%w: no release given", ErrUnknownRelease)
 	}
 	at := version.MajorMinor(v.Major(), v.Minor())
+	if t, ok := c.truncated.Load(at.String()); ok {
+		return t.(*Catalog), nil
+	}
+	out, err := c.truncate(at)
+	if err != nil {
+		return nil, err
+	}
+	t, _ := c.truncated.LoadOrStore(at.String(), out)
+	return t.(*Catalog), nil
+}
+
+func (c *Catalog) truncate(at *version.Version) (*Catalog, error) {
 	i := slices.IndexFunc(c.releases, func(r *version.Version) bool { return r.EqualTo(at) })
 	if i < 0 {
 		return nil, fmt.Errorf("%w: %s is not one of the releases %s to %s the API catalog describes",

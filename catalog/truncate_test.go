@@ -120,3 +120,35 @@ func TestTruncateUnknownRelease(t *testing.T) {
 		t.Errorf("error = %q, want %q", err, want)
 	}
 }
+
+// Truncating to one release twice gives the same catalog (patch releases count as
+// their minor), so that servers of one release share its Versions and what is
+// compiled from them: their schemas and the resources' converters.
+func TestTruncateOncePerRelease(t *testing.T) {
+	c := mustDefault(t)
+	rel := c.Releases()[len(c.Releases())-2]
+	a, err := c.Truncate(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Truncate(version.MustParseGeneric(rel.String() + ".7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatalf("Truncate(%s) made two catalogs", rel)
+	}
+	r := a.Resources()[0]
+	sel := Selection{StorageVersion: r.Versions[len(r.Versions)-1].Name}
+	x, err := r.RegistryResource(sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := r.RegistryResource(sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Converter != y.Converter || x.Versions[0].Compiled != y.Versions[0].Compiled {
+		t.Error("two registry resources of one catalog resource do not share its converter and compiled schemas")
+	}
+}
