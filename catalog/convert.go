@@ -50,8 +50,10 @@ type Converter struct {
 }
 
 // converters are the resources' converters, made once per process: a Resource of a
-// catalog is read-only, and every server of a release has the same ones (Default,
-// Truncate).
+// catalog is read-only, and every server of a release has the same ones (Default and
+// its truncations, which Truncate keeps). An entry lives as long as the process, as
+// the catalog it belongs to does in a server; a process that parses many catalogs
+// (tests, --api-catalog in upgrade-check) keeps theirs too.
 var converters sync.Map // *Resource → *Converter
 
 // converterOf returns r's converter, made once per process.

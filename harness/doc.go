@@ -7,8 +7,8 @@
 //
 // The servers run with the binary's defaults but one: the storage-migration
 // controllers run only in clusters started WithStorageMigration (see there why).
-// Process-level tests (test/e2e, test/hostile, test/safety) start the binary, which
-// runs them.
+// The process-level tests (most of test/e2e, test/hostile, test/safety) start the
+// binary, which runs them; test/e2e's harness clusters pass WithStorageMigration.
 //
 //	c := harness.Start(t, 3)
 //	cs := c.Servers[0].Clientset(t)         // client-go, admin credentials

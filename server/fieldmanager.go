@@ -48,8 +48,10 @@ func resetFieldsFor(res *registry.Resource, version, subresource string) map[fie
 // its OpenAPI models (so list-type markers make lists granular). A resource whose
 // models cannot be built falls back to the deduced converter (maps granular, lists
 // atomic), as Kubernetes does for schemaless custom resources. Either walks maps in
-// key order (openapi.Ordered), which keeps a map of many keys from costing time
-// quadratic in their number.
+// key order (openapi.Ordered), which keeps the managed fields of a create or update
+// with a map of many keys from costing time quadratic in their number. (A
+// server-side apply still is: structured-merge-diff merges the applied object into
+// a value of its own before it compares, as kube-apiserver's does.)
 func typeConverter(res *registry.Resource, _ string) managedfields.TypeConverter {
 	tc, err := openapi.TypeConverter(res)
 	if err != nil {
