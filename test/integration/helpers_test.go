@@ -53,6 +53,31 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 	}
 }
 
+// waitProgressing waits until remaining reports 0 (-1: not known yet), failing the
+// test when it reports an error or when what remains has not gone down for 20 s: a
+// condition of many steps (a migration per resource) may take longer than waitFor
+// allows on a loaded machine, but never stalls that long.
+func waitProgressing(t *testing.T, what string, remaining func() (int, error)) {
+	t.Helper()
+	least, deadline := -1, time.Now().Add(20*time.Second)
+	for {
+		n, err := remaining()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if n == 0 {
+			return
+		}
+		if n > 0 && (least < 0 || n < least) {
+			least, deadline = n, time.Now().Add(20*time.Second)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: %d left, none done for 20s", what, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // withTokens serves the static tokens of csv (token,user,uid,"group1,group2" lines)
 // besides the admin's, as --token-auth-file does.
 func withTokens(t *testing.T, csv string) harness.Option {
