@@ -102,7 +102,8 @@ func (t *Trigger) observeResource(ctx context.Context, gr schema.GroupResource) 
 }
 
 // apply plans the state of gr from what is observed and stored, and carries the plan
-// out: aborts, a launch, pruning, the state's status. It returns plan's RequeueAfter.
+// out: the state's status first, then aborts, a launch or adoption, pruning. It
+// returns plan's RequeueAfter.
 func (t *Trigger) apply(ctx context.Context, gr schema.GroupResource, stateObj *unstructured.Unstructured, obs observation, migs []migrationSummary) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	in := lifecycleInput{Now: t.now(), Observed: obs}
@@ -135,6 +136,16 @@ func (t *Trigger) apply(ctx context.Context, gr schema.GroupResource, stateObj *
 	}
 	logger.V(4).Info("Storage state planned", "observed", obs, "persisted", out.Status.PersistedStorageVersionHashes,
 		"current", out.Status.CurrentStorageVersionHash, "launch", out.Launch, "adopt", out.Adopt, "abort", len(out.Abort), "write", out.WriteStatus)
+	// The state is written first: its create or resourceVersion-checked update fails
+	// when the cache it was planned from is behind, and nothing is then launched or
+	// aborted on that stale view (a reconcile right after the state's creation would
+	// otherwise see no state, reset, and abort the migration just launched). Whatever
+	// follows is planned again from the written state if it fails.
+	if out.WriteStatus {
+		if err := t.writeState(ctx, gr, stateObj, out.Status); err != nil {
+			return 0, err
+		}
+	}
 	for _, a := range out.Abort {
 		if err := t.abort(ctx, a); err != nil {
 			return 0, err
@@ -152,11 +163,6 @@ func (t *Trigger) apply(ctx context.Context, gr schema.GroupResource, stateObj *
 	}
 	if err := t.prune(ctx, migs); err != nil {
 		logger.Error(err, "Could not delete old migrations")
-	}
-	if out.WriteStatus {
-		if err := t.writeState(ctx, gr, stateObj, out.Status); err != nil {
-			return 0, err
-		}
 	}
 	if out.Reset && stateObj != nil {
 		logger.Info("Storage state stale; reset to Unknown", "lastHeartbeat", state.Status.LastHeartbeatTime)

@@ -346,7 +346,7 @@ func TestStorageMigrationFailuresAreEvents(t *testing.T) {
 			e.seed("good", "v1", 5, 1)
 			e.seed("bad", "v1", 2, -1)
 			e.flip("v2")
-			runControllers(t, fastConfig(s.Config(), prometheus.NewRegistry()))
+			runControllers(t, only(fastConfig(s.Config(), prometheus.NewRegistry()), s, e.gr))
 			m := waitMigration(t, s.Dynamic(t), e.gr, 1, "to fail", phase(migrationapi.ConditionFailed))
 			if p := m.Status.Progress; p == nil || p.Failed != 2 || p.Migrated != 5 {
 				t.Errorf("progress %+v, want 5 migrated and 2 failed", p)

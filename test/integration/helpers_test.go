@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,20 +60,37 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 // allows on a loaded machine, but never stalls that long.
 func waitProgressing(t *testing.T, what string, remaining func() (int, error)) {
 	t.Helper()
-	least, deadline := -1, time.Now().Add(20*time.Second)
-	for {
+	least := -1
+	waitUnstalled(t, what, func() (bool, string, error) {
 		n, err := remaining()
+		if n > 0 && (least < 0 || n < least) {
+			least = n
+		}
+		return n == 0, fmt.Sprintf("%d left", least), err
+	})
+}
+
+// waitUnstalled waits until cond reports done, failing the test when it reports an
+// error or when the mark it reports (what the awaited work has done so far) has not
+// changed for 20 s: work that is slow on a loaded machine waits as long as it moves.
+func waitUnstalled(t *testing.T, what string, cond func() (done bool, mark string, err error)) {
+	t.Helper()
+	const stall = 20 * time.Second
+	var last string
+	deadline := time.Now().Add(stall)
+	for {
+		done, mark, err := cond()
 		if err != nil {
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
-		if n == 0 {
+		if done {
 			return
 		}
-		if n > 0 && (least < 0 || n < least) {
-			least, deadline = n, time.Now().Add(20*time.Second)
+		if mark != last {
+			last, deadline = mark, time.Now().Add(stall)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %d left, none done for 20s", what, n)
+			t.Fatalf("timed out waiting for %s: nothing moved for %s, at %s", what, stall, mark)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

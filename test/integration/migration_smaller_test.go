@@ -202,7 +202,7 @@ func TestHandMadeMigrationUnblocks(t *testing.T) {
 	e.seed("w", "v1", n, 1)
 	e.seed("bad", "v1", 1, -1)
 	e.flip("v2")
-	cfg := fastConfig(s.Config(), nil)
+	cfg := only(fastConfig(s.Config(), nil), s, e.gr)
 	cfg.RetryFailedAfter = time.Hour
 	runControllers(t, cfg)
 	h2 := e.hash("v2")

@@ -302,19 +302,43 @@ func getState(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource) *mig
 }
 
 // waitPersisted waits until the StorageState of gr has persisted == want and current
-// == want's last entry.
+// == want's last entry. It fails when no migration of the cluster has moved for 20 s:
+// gr's may wait behind the controllers' first sweep of every other resource.
 func waitPersisted(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource, current string, want ...string) {
 	t.Helper()
-	var last *migrationapi.StorageState
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		last = getState(t, dyn, gr)
+	waitUnstalled(t, fmt.Sprintf("storage state of %s to persist %v, current %s", gr, want, current), func() (bool, string, error) {
+		last := getState(t, dyn, gr)
 		if last != nil && slices.Equal(last.Status.PersistedStorageVersionHashes, want) && last.Status.CurrentStorageVersionHash == current {
-			return
+			return true, "", nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		mark, err := migrationsMark(t.Context(), dyn)
+		if last != nil {
+			mark = fmt.Sprintf("state %+v; %s", last.Status, mark)
+		}
+		return false, mark, err
+	})
+}
+
+// migrationsMark summarises every migration of the cluster: its phase and how many
+// objects it has migrated.
+func migrationsMark(ctx context.Context, dyn dynamic.Interface) (string, error) {
+	list, err := dyn.Resource(migrationapi.StorageVersionMigrations).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
 	}
-	t.Fatalf("storage state of %s: %+v, want persisted %v, current %s", gr, last, want, current)
+	var b strings.Builder
+	for _, u := range list.Items {
+		m := &migrationapi.StorageVersionMigration{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, m); err != nil {
+			return "", err
+		}
+		var migrated int64
+		if m.Status.Progress != nil {
+			migrated = m.Status.Progress.Migrated
+		}
+		fmt.Fprintf(&b, "%s=%s/%d ", m.Name, m.Phase(), migrated)
+	}
+	return b.String(), nil
 }
 
 // migrationsOf lists the migrations of gr, oldest first.
@@ -644,7 +668,7 @@ func TestStorageMigrationConcurrentWriters(t *testing.T) {
 				}
 			})
 		}
-		cfg := fastConfig(c.Servers[0].Config(), nil)
+		cfg := only(fastConfig(c.Servers[0].Config(), nil), c.Servers[0], e.gr)
 		cfg.Migrator = migrator.Options{Mode: step.mode, PageSize: 30, Concurrency: 4}
 		stop := runControllers(t, cfg)
 		waitPersisted(t, dyn, e.gr, e.hash(step.to), e.hash(step.to))
@@ -937,7 +961,7 @@ func TestStorageStateLifecycleStory(t *testing.T) {
 		}
 	}()
 
-	cfg := fastConfig(s.Config(), nil) // a staleness window of a minute
+	cfg := only(fastConfig(s.Config(), nil), s, e.gr) // a staleness window of a minute
 	cfg.HistoryLimit = 10
 	stop := runControllers(t, cfg)
 	hBeta, hV1 := e.hash("v1beta1"), e.hash("v1")

@@ -162,7 +162,7 @@ func TestWatchCacheMigrationIsInvisible(t *testing.T) {
 	defer w.Stop()
 
 	e.flip("v2")
-	runControllers(t, fastConfig(s.Config(), prometheus.NewRegistry()))
+	runControllers(t, only(fastConfig(s.Config(), prometheus.NewRegistry()), s, e.gr))
 	waitPersisted(t, s.Dynamic(t), e.gr, e.hash("v2"), e.hash("v2"))
 	if got := e.encodings(); got["wc.example.com/v2"] != n {
 		t.Fatalf("after the migration etcd holds %v, want all %d in v2", got, n)
