@@ -206,6 +206,9 @@ func (o *objects) removeEntries(ctx context.Context, name string, drop func(id s
 	if err != nil {
 		return 0, false, err
 	}
+	if n, err := o.deleteIfAllDropped(ctx, name, drop); n != 0 || err != nil {
+		return max(n, 0), n > 0, err
+	}
 	out, _, err := o.store.Update(ctx, o.ref(res, name), func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		sv, err := fromUnstructured(cur)
 		if err != nil {
@@ -245,6 +248,38 @@ func (o *objects) removeEntries(ctx context.Context, name string, drop func(id s
 		return removed, false, err
 	}
 	return removed, true, nil
+}
+
+// deleteIfAllDropped deletes the named object as read when drop selects every entry
+// it has: one write, where removing the entries first would take two. It returns how
+// many entries went with the object, or -1 when there is no object; 0 (and no error)
+// leaves the removal to a checked update: some entry stays, or the object changed
+// since it was read.
+func (o *objects) deleteIfAllDropped(ctx context.Context, name string, drop func(id string) (bool, error)) (int, error) {
+	cur, sv, err := o.get(ctx, name)
+	if apierrors.IsNotFound(err) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(sv.Status.StorageVersions) == 0 {
+		return 0, nil // not this server's to delete: one that registers has yet to write
+	}
+	for _, e := range sv.Status.StorageVersions {
+		if d, err := drop(e.APIServerID); err != nil || !d {
+			return 0, err
+		}
+	}
+	switch err := o.delete(ctx, cur); {
+	case apierrors.IsConflict(err):
+		return 0, nil
+	case apierrors.IsNotFound(err):
+		return -1, nil
+	case err != nil:
+		return 0, err
+	}
+	return len(sv.Status.StorageVersions), nil
 }
 
 // ownerGone reports whether obj is owned by a CustomResourceDefinition that no longer
