@@ -1,12 +1,13 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,26 +55,10 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 	}
 }
 
-// waitProgressing waits until remaining reports 0 (-1: not known yet), failing the
-// test when it reports an error or when what remains has not gone down for 20 s: a
-// condition of many steps (a migration per resource) may take longer than waitFor
-// allows on a loaded machine, but never stalls that long.
-func waitProgressing(t *testing.T, what string, remaining func() (int, error)) {
-	t.Helper()
-	least := -1
-	waitUnstalled(t, what, func() (bool, string, error) {
-		n, err := remaining()
-		if n > 0 && (least < 0 || n < least) {
-			least = n
-		}
-		return n == 0, fmt.Sprintf("%d left", least), err
-	})
-}
-
 // waitUnstalled waits until cond reports done, failing the test when it reports an
 // error or when the mark it reports (what the awaited work has done so far) has not
 // changed for 20 s: work that is slow on a loaded machine waits as long as it moves.
-func waitUnstalled(t *testing.T, what string, cond func() (done bool, mark string, err error)) {
+func waitUnstalled(t testing.TB, what string, cond func() (done bool, mark string, err error)) {
 	t.Helper()
 	const stall = 20 * time.Second
 	var last string
@@ -94,6 +79,31 @@ func waitUnstalled(t *testing.T, what string, cond func() (done bool, mark strin
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// syncBuffer is a bytes.Buffer that a child process's output and a test may use at
+// once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // withTokens serves the static tokens of csv (token,user,uid,"group1,group2" lines)

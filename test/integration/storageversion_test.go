@@ -628,21 +628,10 @@ func TestStorageVersionCrash(t *testing.T) {
 	if l, err := cs.CoordinationV1().Leases("kube-system").Get(t.Context(), h.ID, metav1.GetOptions{}); err == nil && l.Spec.RenewTime != nil {
 		expires = l.Spec.RenewTime.Add(lease)
 	}
-	took, ok := svPoll(t, 20*time.Second, func() (bool, error) {
-		for _, name := range svNames(c.Servers[0]) {
-			sv, err := svGet(t.Context(), cs, name)
-			if err != nil || svEntry(sv, h.ID) != nil {
-				return false, err
-			}
-		}
-		_, err := cs.CoordinationV1().Leases("kube-system").Get(t.Context(), h.ID, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	if !ok {
-		t.Fatal("the crashed server's entries and lease were not collected")
-	}
+	killed := time.Now()
+	svWaitCollected(t, cs, svNames(c.Servers[0]), h.ID)
 	collected := time.Now()
-	t.Logf("crashed server's entries and lease collected %v after SIGKILL (lease duration %v)", took, lease)
+	t.Logf("crashed server's entries and lease collected %v after SIGKILL (lease duration %v)", collected.Sub(killed), lease)
 	// Never before the lease could have expired. (How soon after is measured, not
 	// asserted: a loaded machine only delays it.)
 	if collected.Before(expires) {
@@ -706,18 +695,8 @@ func TestStorageVersionPartition(t *testing.T) {
 
 	proxy.pause()
 	cutAt := time.Now()
-	took, ok := svPoll(t, 15*time.Second, func() (bool, error) {
-		sv, err := svGet(t.Context(), cs, "core.configmaps")
-		if err != nil {
-			return false, err
-		}
-		_, lerr := leases.Get(t.Context(), cut.ServerID, metav1.GetOptions{})
-		return svEntry(sv, cut.ServerID) == nil && apierrors.IsNotFound(lerr), nil
-	})
-	if !ok {
-		t.Fatal("the cut-off server's lease and entries were not collected")
-	}
-	t.Logf("cut-off server collected %v after the partition began", took)
+	svWaitCollected(t, cs, svNames(a), cut.ServerID)
+	t.Logf("cut-off server collected %v after the partition began", time.Since(cutAt))
 	time.Sleep(time.Until(cutAt.Add(lease + 200*time.Millisecond)))
 	code, st, _, body := svHTTP(t, cut.Config(), http.MethodPost, "/api/v1/namespaces/default/configmaps",
 		map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": "during"}})
@@ -726,7 +705,7 @@ func TestStorageVersionPartition(t *testing.T) {
 	}
 
 	proxy.resume()
-	took, ok = svPoll(t, 20*time.Second, func() (bool, error) {
+	took, ok := svPoll(t, 20*time.Second, func() (bool, error) {
 		sv, err := svGet(t.Context(), cs, "core.configmaps")
 		if err != nil {
 			return false, err
@@ -1199,6 +1178,31 @@ func svGet(ctx context.Context, cs kubernetes.Interface, name string) (*apiserve
 	return sv, err
 }
 
+// svWaitCollected waits until no StorageVersion of names holds an entry of server id
+// and its identity lease is gone, for as long as the collector removes entries: it
+// fails when none has gone for 20 s.
+func svWaitCollected(t testing.TB, cs kubernetes.Interface, names map[schema.GroupResource]string, id string) {
+	t.Helper()
+	waitUnstalled(t, "server "+id+"'s entries and lease to be collected", func() (bool, string, error) {
+		held := 0
+		for _, name := range names {
+			sv, err := svGet(t.Context(), cs, name)
+			if err != nil {
+				return false, "", err
+			}
+			if svEntry(sv, id) != nil {
+				held++
+			}
+		}
+		_, err := cs.CoordinationV1().Leases("kube-system").Get(t.Context(), id, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, "", err
+		}
+		leaseGone := apierrors.IsNotFound(err)
+		return held == 0 && leaseGone, fmt.Sprintf("%d entries held, lease gone: %v", held, leaseGone), nil
+	})
+}
+
 // svPoll polls cond every 10 ms for up to timeout and reports whether it held, and
 // when (measured from the call).
 func svPoll(t testing.TB, timeout time.Duration, cond func() (bool, error)) (time.Duration, bool) {
@@ -1476,7 +1480,7 @@ type svHelperOptions struct {
 // svHelper is a server in a child process.
 type svHelper struct {
 	cmd *exec.Cmd
-	out *bytes.Buffer
+	out *syncBuffer
 	// ID and URL are the server's, once ready.
 	ID, URL string
 	done    chan struct{}
@@ -1497,7 +1501,7 @@ func startHelper(t testing.TB, c *harness.Cluster, opts svHelperOptions) *svHelp
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &svHelper{out: &bytes.Buffer{}, done: make(chan struct{})}
+	h := &svHelper{out: &syncBuffer{}, done: make(chan struct{})}
 	h.cmd = exec.Command(os.Args[0], "-test.run=^TestStorageVersionHelperProcess$", "-test.count=1", "-test.timeout=10m")
 	h.cmd.Env = append(os.Environ(), svHelperEnv+"="+string(raw))
 	h.cmd.Stdout, h.cmd.Stderr = h.out, h.out
@@ -1509,23 +1513,21 @@ func startHelper(t testing.TB, c *harness.Cluster, opts svHelperOptions) *svHelp
 		close(h.done)
 	}()
 	t.Cleanup(h.kill)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	// The helper logs as it starts: it is waited for as long as its log grows.
+	waitUnstalled(t, "the helper server to serve", func() (bool, string, error) {
 		if b, err := os.ReadFile(opts.ReadyFile); err == nil && strings.Count(string(b), "\n") == 2 {
 			lines := strings.Split(string(b), "\n")
 			h.ID, h.URL = lines[0], lines[1]
-			return h
+			return true, "", nil
 		}
 		select {
 		case <-h.done:
-			t.Fatalf("the helper server exited before serving:\n%s", h.out.String())
+			return false, "", fmt.Errorf("the helper server exited before serving:\n%s", h.out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the helper server did not serve within 30s:\n%s", h.out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("%d bytes of log", h.out.Len()), nil
+	})
+	return h
 }
 
 // kill sends SIGKILL and waits for the process to be gone.

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -126,14 +127,11 @@ func waitSettled(t *testing.T, dyn dynamic.Interface) {
 		}
 	}()
 	// One migration per resource: on a loaded machine they take long, so the wait
-	// fails only when none settles for a while.
-	waitProgressing(t, "every StorageState to settle", func() (int, error) {
+	// fails only when no migration has moved for a while.
+	waitUnstalled(t, "every StorageState to settle", func() (bool, string, error) {
 		svs, err := dyn.Resource(migrationapi.StorageVersions).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			return 0, err
-		}
-		if len(svs.Items) == 0 {
-			return -1, nil
+		if err != nil || len(svs.Items) == 0 {
+			return false, "no StorageVersions", err
 		}
 		pending = nil
 		for _, sv := range svs.Items {
@@ -147,7 +145,11 @@ func waitSettled(t *testing.T, dyn dynamic.Interface) {
 				pending = append(pending, sv.GetName())
 			}
 		}
-		return len(pending), nil
+		if len(pending) == 0 {
+			return true, "", nil
+		}
+		mark, err := migrationsMark(t.Context(), dyn)
+		return false, fmt.Sprintf("%d pending; %s", len(pending), mark), err
 	})
 }
 
