@@ -171,9 +171,13 @@ func TestEmulationRollbackMigrates(t *testing.T) {
 	s := c.Servers[0]
 	gr := schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}
 	dyn := s.Dynamic(t)
-	waitFor(t, "the first migration of "+gr.String(), func() (bool, error) {
-		st := getState(t, dyn, gr)
-		return st != nil && len(st.Status.PersistedStorageVersionHashes) == 1 && st.Status.PersistedStorageVersionHashes[0] != migrationapi.Unknown, nil
+	// It waits its turn in the server's first sweep of every resource.
+	waitUnstalled(t, "the first migration of "+gr.String(), func() (bool, string, error) {
+		if st := getState(t, dyn, gr); st != nil && len(st.Status.PersistedStorageVersionHashes) == 1 && st.Status.PersistedStorageVersionHashes[0] != migrationapi.Unknown {
+			return true, "", nil
+		}
+		mark, err := migrationsMark(t.Context(), dyn)
+		return false, mark, err
 	})
 	before := getState(t, dyn, gr).Status.CurrentStorageVersionHash
 

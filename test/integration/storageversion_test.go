@@ -1223,23 +1223,29 @@ func svPoll(t testing.TB, timeout time.Duration, cond func() (bool, error)) (tim
 	}
 }
 
-// svWait waits up to 20 s until the StorageVersion name satisfies cond (which gets nil
-// when the object does not exist), and returns it and how long that took.
+// svWait waits until the StorageVersion name satisfies cond (which gets nil when the
+// object does not exist), and returns it and how long that took. It fails when the
+// object has not changed for 20 s (each server's write to it is a step towards cond).
 func svWait(t testing.TB, cs kubernetes.Interface, name, what string, cond func(*apiserverinternalv1alpha1.StorageVersion) bool) (*apiserverinternalv1alpha1.StorageVersion, time.Duration) {
 	t.Helper()
 	var last *apiserverinternalv1alpha1.StorageVersion
-	took, ok := svPoll(t, 20*time.Second, func() (bool, error) {
+	start := time.Now()
+	waitUnstalled(t, fmt.Sprintf("StorageVersion %s: %s", name, what), func() (bool, string, error) {
 		sv, err := svGet(context.Background(), cs, name)
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
 		last = sv
-		return cond(sv), nil
+		if cond(sv) {
+			return true, "", nil
+		}
+		mark := "<none>"
+		if sv != nil {
+			mark = "resourceVersion " + sv.ResourceVersion + ": " + svDump(sv)
+		}
+		return false, mark, nil
 	})
-	if !ok {
-		t.Fatalf("StorageVersion %s: timed out waiting for %s; last seen: %s", name, what, svDump(last))
-	}
-	return last, took
+	return last, time.Since(start)
 }
 
 func svDump(sv *apiserverinternalv1alpha1.StorageVersion) string {
