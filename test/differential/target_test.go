@@ -10,8 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/binary"
 	"github.com/concordproject/concord/test/kubepeer"
+	"github.com/concordproject/concord/test/logbuf"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -63,7 +62,7 @@ func startConcord(t *testing.T, args ...string) *target {
 	args = append([]string{"server", "--data-dir", dir, "--secure-port", strconv.Itoa(harness.FreePort(t)),
 		"--etcd-unsafe-no-fsync", "--service-cluster-ip-range", serviceRange, "--token-auth-file", tokens}, args...)
 	cmd := exec.Command(concordBinary, args...)
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -79,14 +78,14 @@ func startConcord(t *testing.T, args ...string) *target {
 			<-done
 		}
 		if t.Failed() {
-			t.Logf("concord's log:\n%s", logs.tail(100))
+			t.Logf("concord's log:\n%s", logs.Tail(100))
 		}
 	})
 	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
 	waitFor(t, 60*time.Second, func() bool {
 		select {
 		case <-done:
-			t.Fatalf("concord exited before it was ready:\n%s", logs.tail(50))
+			t.Fatalf("concord exited before it was ready:\n%s", logs.Tail(50))
 		default:
 		}
 		_, err := os.Stat(kubeconfig)
@@ -116,16 +115,16 @@ func startPeer(t *testing.T, args ...string) *target {
 		t.Skipf("cannot re-record: %v", err)
 	}
 	cli := etcdtest.Start(t)
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	p, err := kubepeer.Start(t.Context(), kubepeer.Options{Binary: bin, Dir: t.TempDir(), EtcdServers: cli.Endpoints(),
 		Args: args, Log: logs})
 	if err != nil {
-		t.Fatalf("%v\n%s", err, logs.tail(50))
+		t.Fatalf("%v\n%s", err, logs.Tail(50))
 	}
 	t.Cleanup(func() {
 		p.Stop()
 		if t.Failed() {
-			t.Logf("kube-apiserver's log:\n%s", logs.tail(60))
+			t.Logf("kube-apiserver's log:\n%s", logs.Tail(60))
 		}
 	})
 	tg := newTarget(t, "kube-apiserver", p.Kubeconfig)
@@ -187,27 +186,4 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a process's output, written and read concurrently.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// tail returns the last n lines.
-func (b *syncBuffer) tail(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	lines := strings.Split(b.buf.String(), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

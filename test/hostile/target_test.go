@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/binary"
 	"github.com/concordproject/concord/test/kubepeer"
+	"github.com/concordproject/concord/test/logbuf"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -74,7 +74,7 @@ func startConcord(t *testing.T, args ...string) *target {
 	port := harness.FreePort(t)
 	args = append([]string{"server", "--data-dir", dir, "--secure-port", strconv.Itoa(port), "--etcd-unsafe-no-fsync"}, args...)
 	cmd := exec.Command(concordBinary, args...)
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -90,14 +90,14 @@ func startConcord(t *testing.T, args ...string) *target {
 			<-done
 		}
 		if t.Failed() {
-			t.Logf("concord's log:\n%s", logs.tail(200))
+			t.Logf("concord's log:\n%s", logs.Tail(200))
 		}
 	})
 	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
 	waitFor(t, 60*time.Second, func() bool {
 		select {
 		case <-done:
-			t.Fatalf("concord exited before it was ready:\n%s", logs.tail(50))
+			t.Fatalf("concord exited before it was ready:\n%s", logs.Tail(50))
 		default:
 		}
 		_, err := os.Stat(kubeconfig)
@@ -118,11 +118,11 @@ func startPeer(t *testing.T, args ...string) *target {
 		t.Fatal(err)
 	}
 	cli := etcdtest.Start(t)
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	p, err := kubepeer.Start(t.Context(), kubepeer.Options{Binary: bin, Dir: t.TempDir(), EtcdServers: cli.Endpoints(),
 		Args: args, Log: logs})
 	if err != nil {
-		t.Fatalf("%v\n%s", err, logs.tail(50))
+		t.Fatalf("%v\n%s", err, logs.Tail(50))
 	}
 	t.Cleanup(p.Stop)
 	tg := newTarget(t, "kube-apiserver", p.Kubeconfig)
@@ -199,27 +199,4 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a process's output, written and read concurrently.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// tail returns the last n lines.
-func (b *syncBuffer) tail(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	lines := strings.Split(b.buf.String(), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/concordproject/concord/identity"
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/storageversion"
+	"github.com/concordproject/concord/test/logbuf"
 	"github.com/concordproject/concord/versionskew"
 	"github.com/concordproject/concord/wire"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -1486,7 +1487,7 @@ type svHelperOptions struct {
 // svHelper is a server in a child process.
 type svHelper struct {
 	cmd *exec.Cmd
-	out *syncBuffer
+	out *logbuf.Buffer
 	// ID and URL are the server's, once ready.
 	ID, URL string
 	done    chan struct{}
@@ -1507,7 +1508,7 @@ func startHelper(t testing.TB, c *harness.Cluster, opts svHelperOptions) *svHelp
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &svHelper{out: &syncBuffer{}, done: make(chan struct{})}
+	h := &svHelper{out: &logbuf.Buffer{}, done: make(chan struct{})}
 	h.cmd = exec.Command(os.Args[0], "-test.run=^TestStorageVersionHelperProcess$", "-test.count=1", "-test.timeout=10m")
 	h.cmd.Env = append(os.Environ(), svHelperEnv+"="+string(raw))
 	h.cmd.Stdout, h.cmd.Stderr = h.out, h.out

@@ -18,6 +18,7 @@ import (
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/migration/controller"
 	"github.com/concordproject/concord/test/kubepeer"
+	"github.com/concordproject/concord/test/logbuf"
 	"github.com/concordproject/concord/wire"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -452,29 +453,11 @@ func (f *forwarder) kubeconfig(t *testing.T, peerKubeconfig, path string) string
 	return path
 }
 
-// syncBuffer is a buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // captureKlog sends klog's output (the controller manager's log, client-go's
 // warnings) to a buffer until the test ends.
-func captureKlog(t *testing.T) *syncBuffer {
+func captureKlog(t *testing.T) *logbuf.Buffer {
 	t.Helper()
-	b := &syncBuffer{}
+	b := &logbuf.Buffer{}
 	klog.LogToStderr(false)
 	klog.SetOutput(b)
 	t.Cleanup(func() {
