@@ -1177,25 +1177,20 @@ func TestStorageMigrationInProcess(t *testing.T) {
 		t.Fatalf("before the flip: %v", got)
 	}
 	e.flip("v2")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	dyn := c.Servers[0].Dynamic(t)
+	waitUnstalled(t, "the flip's migration", func() (bool, string, error) {
 		got := e.encodings()
 		crd, err := crdClient(t, c.Servers[1]).ApiextensionsV1().CustomResourceDefinitions().Get(t.Context(), e.crd.Name, metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return false, "", err
 		}
 		// The definition is trimmed just before the migration is marked Succeeded.
-		ms := migrationsOf(t, c.Servers[0].Dynamic(t), e.gr)
+		ms := migrationsOf(t, dyn, e.gr)
 		succeeded := len(ms) > 0 && findMigrationCondition(ms[len(ms)-1], "Succeeded").Status == metav1.ConditionTrue
-		if got["auto.example.com/v2"] == n && len(got) == 1 && slices.Equal(crd.Status.StoredVersions, []string{"v2"}) && succeeded {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 60s: encodings %v, storedVersions %v, %d migrations, the last succeeded: %v",
-				got, crd.Status.StoredVersions, len(ms), succeeded)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		mark, err := migrationsMark(t.Context(), dyn)
+		done := got["auto.example.com/v2"] == n && len(got) == 1 && slices.Equal(crd.Status.StoredVersions, []string{"v2"}) && succeeded
+		return done, fmt.Sprintf("encodings %v, storedVersions %v, migrations %s", got, crd.Status.StoredVersions, mark), err
+	})
 }
 
 // Objects stored in a version no server can decode (written by a newer release, say)
