@@ -197,7 +197,7 @@ func storageVersionRevision(t *testing.T, e *migrationEnv) int64 {
 func waitNamedMigration(t *testing.T, e *migrationEnv, name string, cond func(*migrationapi.StorageVersionMigration) bool) *migrationapi.StorageVersionMigration {
 	t.Helper()
 	var got *migrationapi.StorageVersionMigration
-	waitFor(t, name, func() (bool, error) {
+	waitMigrating(t, e.c.Servers[0].Dynamic(t), name, func() (bool, error) {
 		u, err := e.c.Servers[0].Dynamic(t).Resource(migrationapi.StorageVersionMigrations).Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err

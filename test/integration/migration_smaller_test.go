@@ -226,7 +226,7 @@ func TestHandMadeMigrationUnblocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var byHand *migrationapi.StorageVersionMigration
-	waitFor(t, created.GetName()+" to succeed", func() (bool, error) {
+	waitMigrating(t, dyn, created.GetName()+" to succeed", func() (bool, error) {
 		u, err := dyn.Resource(migrationapi.StorageVersionMigrations).Get(t.Context(), created.GetName(), metav1.GetOptions{})
 		if err != nil {
 			return false, err

@@ -341,6 +341,21 @@ func migrationsMark(ctx context.Context, dyn dynamic.Interface) (string, error) 
 	return b.String(), nil
 }
 
+// waitMigrating waits until cond holds, for as long as some migration moves: it fails
+// when cond errs, or when no migration's phase or progress has changed for the stall
+// window of waitUnstalled.
+func waitMigrating(t testing.TB, dyn dynamic.Interface, what string, cond func() (bool, error)) {
+	t.Helper()
+	waitUnstalled(t, what, func() (bool, string, error) {
+		done, err := cond()
+		if err != nil || done {
+			return done, "", err
+		}
+		mark, err := migrationsMark(t.Context(), dyn)
+		return false, mark, err
+	})
+}
+
 // migrationsOf lists the migrations of gr, oldest first.
 func migrationsOf(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource) []*migrationapi.StorageVersionMigration {
 	t.Helper()
@@ -500,7 +515,7 @@ func waitMigration(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource,
 	t.Helper()
 	name := fmt.Sprintf("%s-%d", migrationapi.StorageStateName(gr), n)
 	var got *migrationapi.StorageVersionMigration
-	waitFor(t, name+" "+what, func() (bool, error) {
+	waitMigrating(t, dyn, name+" "+what, func() (bool, error) {
 		u, err := dyn.Resource(migrationapi.StorageVersionMigrations).Get(t.Context(), name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil

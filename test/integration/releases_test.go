@@ -58,7 +58,7 @@ func TestMixedReleasesShareTheMigrationAPI(t *testing.T) {
 	}
 	// Every server's trigger starts migrations of every resource; wait until they are
 	// all done, read through the oldest server.
-	waitFor(t, "the first migrations to end, listed by the N-1 server", func() (bool, error) {
+	waitMigrating(t, c.Servers[2].Dynamic(t), "the first migrations to end, listed by the N-1 server", func() (bool, error) {
 		list, err := c.Servers[2].Dynamic(t).Resource(migrationapi.StorageVersionMigrations).List(t.Context(), metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -90,7 +90,7 @@ func TestMixedReleasesShareTheMigrationAPI(t *testing.T) {
 			t.Errorf("reading through server %d what server %d wrote: %v", pair[1], pair[0], err)
 		}
 	}
-	waitFor(t, "the migrations by hand to end", func() (bool, error) {
+	waitMigrating(t, c.Servers[0].Dynamic(t), "the migrations by hand to end", func() (bool, error) {
 		for _, s := range []int{0, 2} {
 			u, err := c.Servers[0].Dynamic(t).Resource(migrationapi.StorageVersionMigrations).Get(t.Context(), fmt.Sprintf("by-hand-%d", s), metav1.GetOptions{})
 			if err != nil || !migrationEnded(u) {
