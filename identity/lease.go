@@ -143,9 +143,10 @@ type Lease struct {
 	// RenewInterval after a failure.
 	renewals *reconcile.Controller[struct{}]
 
-	mu     sync.Mutex
-	uid    string   // of the lease as last written
-	lapsed []func() // OnLapse's
+	mu       sync.Mutex
+	uid      string   // of the lease as last written
+	lapsed   []func() // OnLapse's
+	firstErr error    // why the last write before the first success failed
 }
 
 // NewLease returns the lease controller of a server; Run acquires and keeps the lease.
@@ -178,12 +179,18 @@ func (l *Lease) OnLapse(f func()) {
 	l.lapsed = append(l.lapsed, f)
 }
 
-// Ready reports nil once the lease has been written, else why not.
+// Ready reports nil once the lease has been written, else why not: the last write's
+// error, if one failed.
 func (l *Lease) Ready() error {
-	if !l.acquired.Load() {
-		return errNotAcquired
+	if l.acquired.Load() {
+		return nil
 	}
-	return nil
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.firstErr != nil {
+		return fmt.Errorf("%w: %w", errNotAcquired, l.firstErr)
+	}
+	return errNotAcquired
 }
 
 var errNotAcquired = errors.New("the identity lease has not been written yet")
@@ -199,12 +206,19 @@ func (l *Lease) Valid(now time.Time) bool {
 // Run writes the lease (creating it, or taking over the one a previous run of this
 // server left), then renews it until ctx is done, and then deletes it so that peers
 // need not wait for it to expire (a failure to is logged: the lease expires by
-// itself). It returns the error of the first write.
+// itself). It returns an error only when leases are not served. A first write that
+// fails (etcd slow or away while the server starts) is retried as a failed renewal
+// is, with the queue's backoff; Ready reports the lease missing until one succeeds.
 func (l *Lease) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("identity-lease")
 	ctx = klog.NewContext(ctx, logger)
-	if err := l.renew(ctx); err != nil {
+	next := l.cfg.RenewInterval
+	if err := l.renew(ctx); errors.Is(err, ErrLeasesNotServed) {
 		return fmt.Errorf("writing identity lease %s/%s: %w", Namespace, l.cfg.ID, err)
+	} else if err != nil {
+		l.notAcquired(err)
+		logger.Error(err, "Cannot write the identity lease yet; retrying", "lease", l.cfg.ID)
+		next = 0
 	}
 	inf := l.store.NewInformer(store.Source{Registry: l.reg, Resource: GroupResource, Version: leaseVersion, Namespace: Namespace,
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", l.cfg.ID).String()}, nil)
@@ -213,7 +227,7 @@ func (l *Lease) Run(ctx context.Context) error {
 	} else {
 		defer reconcile.StartInformers(ctx, inf)()
 	}
-	l.renewals.AddAfter(struct{}{}, l.cfg.RenewInterval) // the renewal deadline: a requeue, as every retry
+	l.renewals.AddAfter(struct{}{}, next) // the renewal deadline: a requeue, as every retry
 	_ = l.renewals.Run(ctx)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
@@ -226,10 +240,21 @@ func (l *Lease) Run(ctx context.Context) error {
 // renewal renews the lease once and says when to again.
 func (l *Lease) renewal(ctx context.Context, _ struct{}) (reconcile.Result, error) {
 	if err := l.renew(ctx); err != nil {
+		if !l.acquired.Load() {
+			l.notAcquired(err)
+			return reconcile.Result{}, fmt.Errorf("writing identity lease %s: %w", l.cfg.ID, err)
+		}
 		return reconcile.Result{}, fmt.Errorf("renewing identity lease %s (valid for %s more): %w",
 			l.cfg.ID, max(0, time.Until(time.Unix(0, l.validUntil.Load()))).Round(time.Millisecond), err)
 	}
 	return reconcile.Result{RequeueAfter: l.cfg.RenewInterval}, nil
+}
+
+// notAcquired records why a write before the first success failed, for Ready.
+func (l *Lease) notAcquired(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.firstErr = err
 }
 
 // renew writes the lease once: renewTime now, with the current labels,

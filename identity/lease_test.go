@@ -16,6 +16,7 @@ import (
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storage"
 	"github.com/concordproject/concord/wire"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,8 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 )
 
-// newStore returns a registry serving the built-in catalog's leases over a real etcd.
-func newStore(t *testing.T) (*registry.Registry, *store.Store) {
+// newStore returns a registry serving the built-in catalog's leases over a real etcd,
+// and a client of that etcd.
+func newStore(t *testing.T) (*registry.Registry, *store.Store, *clientv3.Client) {
 	t.Helper()
 	ctx := t.Context()
 	m, err := etcd.StartLoopback(ctx, filepath.Join(t.TempDir(), "etcd"), etcd.WithUnsafeNoFsync())
@@ -61,7 +63,7 @@ func newStore(t *testing.T) (*registry.Registry, *store.Store) {
 	if _, err := st.Create(ctx, store.Ref{Resource: reg.Get(namespaces), Version: "v1"}, ns, store.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return reg, st
+	return reg, st, client
 }
 
 func getLease(t *testing.T, reg *registry.Registry, st *store.Store, name string) (*unstructured.Unstructured, error) {
@@ -72,7 +74,7 @@ func getLease(t *testing.T, reg *registry.Registry, st *store.Store, name string
 // The lease is written on Start with its labels (versions included), holder and timing;
 // renewed; recreated at once when deleted (reporting the lapse); deleted by Release.
 func TestLease(t *testing.T) {
-	reg, st := newStore(t)
+	reg, st, _ := newStore(t)
 	var lapses atomic.Int32
 	l, err := identity.NewLease(reg, st, identity.Config{
 		ID: "apiserver-test", Hostname: "host-a", Duration: 2 * time.Second, RenewInterval: 100 * time.Millisecond,
@@ -162,6 +164,60 @@ func TestLease(t *testing.T) {
 	}
 	if _, err := getLease(t, reg, st, "apiserver-test"); !apierrors.IsNotFound(err) {
 		t.Fatalf("lease after Run returned: %v", err)
+	}
+}
+
+// A first write that fails does not end Run: the lease is not ready, and is written
+// by a retry once the write can succeed.
+func TestLeaseFirstWriteRetried(t *testing.T) {
+	reg, st, client := newStore(t)
+	// An object no server can decode where the lease goes: every write fails until it
+	// is removed.
+	key := "/registry/coordination.k8s.io/leases/" + identity.Namespace + "/apiserver-retry"
+	if _, err := client.Put(t.Context(), key, "not an object"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := identity.NewLease(reg, st, identity.Config{ID: "apiserver-retry", Duration: 2 * time.Second, RenewInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- l.Run(ctx) }()
+	// waitReady waits until Ready's error satisfies done, failing if Run returns.
+	waitReady := func(what string, done func(error) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !done(l.Ready()); {
+			select {
+			case err := <-stopped:
+				t.Fatalf("Run returned while waiting for %s: %v", what, err)
+			case <-time.After(5 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s: Ready says %v", what, l.Ready())
+			}
+		}
+	}
+	waitReady("failed first write", func(err error) bool {
+		return err != nil && err.Error() != "the identity lease has not been written yet"
+	})
+	t.Logf("not ready: %v", l.Ready())
+	if l.Valid(time.Now()) {
+		t.Fatal("valid with no lease written")
+	}
+	if _, err := client.Delete(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	// A retry writes the lease.
+	waitReady("lease written", func(err error) bool { return err == nil })
+	lease, err := getLease(t, reg, st, "apiserver-retry")
+	if err != nil || lease.GetName() != "apiserver-retry" {
+		t.Fatalf("lease %v: %v", lease, err)
+	}
+	cancel()
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
 	}
 }
 

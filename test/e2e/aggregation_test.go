@@ -361,8 +361,9 @@ func TestAggregatedAPIMigration(t *testing.T) {
 		k.must(t, strings.Replace(flunder, "my-flunder", fmt.Sprint("f-", i), 1), "create", "-f", "-")
 	}
 	contains(t, k.must(t, "", "get", "--raw", "/apis/wardle.example.com/v1alpha1"), `"storageVersionHash"`)
-	process(t, setup.bin, "controller-manager", "--kubeconfig", setup.kubeconfig, "--poll-interval", "1s", "--leader-elect=false")
-	waitKubectl(t, k, "the ConfigMaps' storage state", "configmaps", "get", "storagestates", "-o", "name")
+	cm := process(t, setup.bin, "controller-manager", "--kubeconfig", setup.kubeconfig, "--poll-interval", "1s", "--leader-elect=false")
+	kubectlUntil(t, k, cm, "the ConfigMaps' storage state", func(out string) bool { return strings.Contains(out, "configmaps") },
+		"get", "storagestates", "-o", "name")
 	time.Sleep(3 * time.Second) // three polls: the trigger has seen flunders in discovery
 	if out := k.must(t, "", "get", "storagestates", "-o", "name"); strings.Contains(out, "flunders") {
 		t.Fatalf("a storage state for an aggregated API whose servers publish no StorageVersion:\n%s", out)

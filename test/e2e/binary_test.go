@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/concordproject/concord/auth"
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/binary"
+	"github.com/concordproject/concord/test/logbuf"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -35,54 +37,124 @@ func buildConcord(t *testing.T) string {
 	return bin
 }
 
-// process runs a command until the test ends, then interrupts it and waits.
-func process(t *testing.T, bin string, args ...string) *bytes.Buffer {
+// running is a child process a test started: its output, which the test may read
+// while the process writes it, and its end.
+type running struct {
+	*logbuf.Buffer
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the process has exited
+	err    error         // how it exited; set before exited is closed
+}
+
+// start starts bin with args; the caller stops it.
+func start(t *testing.T, bin string, args ...string) *running {
 	t.Helper()
-	out, _ := stoppable(t, bin, args...)
-	return out
+	p := &running{Buffer: &logbuf.Buffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.Buffer, p.Buffer
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	return p
+}
+
+// cpu is the CPU time, user and system, the process has used so far in clock ticks,
+// or -1 once it cannot be read (/proc/PID/stat, fields 14 and 15).
+func (p *running) cpu() int64 {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return -1
+	}
+	// The fields after the command name, which is in parentheses, start at the third.
+	_, rest, _ := bytes.Cut(stat, []byte(") "))
+	f := strings.Fields(string(rest))
+	if len(f) < 13 {
+		return -1
+	}
+	user, err1 := strconv.ParseInt(f[11], 10, 64)
+	system, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return user + system
+}
+
+// process runs a command until the test ends, then interrupts it and waits.
+func process(t *testing.T, bin string, args ...string) *running {
+	t.Helper()
+	p, _ := stoppable(t, bin, args...)
+	return p
 }
 
 // stoppable runs a command until stop is called or the test ends, whichever comes
 // first; stop interrupts it and waits (once).
-func stoppable(t *testing.T, bin string, args ...string) (out *bytes.Buffer, stop func()) {
+func stoppable(t *testing.T, bin string, args ...string) (p *running, stop func()) {
 	t.Helper()
-	out = &bytes.Buffer{}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	p = start(t, bin, args...)
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
-			_ = cmd.Process.Signal(os.Interrupt)
+			_ = p.cmd.Process.Signal(os.Interrupt)
 			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("%s %s exited with %v\n%s", filepath.Base(bin), args[0], err, out.String())
+			case <-p.exited:
+				if p.err != nil {
+					t.Errorf("%s %s exited with %v\n%s", filepath.Base(bin), args[0], p.err, p.String())
 				}
 			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
+				_ = p.cmd.Process.Kill()
 				t.Errorf("%s %s did not stop on SIGINT", filepath.Base(bin), args[0])
 			}
 		})
 	}
 	t.Cleanup(stop)
-	return out, stop
+	return p, stop
 }
 
-func waitForFile(t *testing.T, path string, logs *bytes.Buffer) {
+// waitMoving polls cond until it reports done. It fails when the mark cond reports
+// (what the awaited work has done so far) has not changed for 30s, and in any case
+// after five minutes: work that is slow on a loaded machine is waited for as long as
+// it moves, and a hang still ends with the test's own message.
+func waitMoving(t *testing.T, what string, cond func() (done bool, mark string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(path); err == nil {
+	const stall, bound = 30 * time.Second, 5 * time.Minute
+	start := time.Now()
+	var last string
+	deadline := start.Add(stall)
+	for {
+		done, mark := cond()
+		if done {
 			return
+		}
+		if mark != last {
+			last, deadline = mark, time.Now().Add(stall)
+		}
+		if now := time.Now(); now.After(deadline) || now.Sub(start) > bound {
+			t.Fatalf("waiting for %s: given up after %v, nothing moved in the last %v", what, now.Sub(start).Round(time.Second), now.Sub(deadline.Add(-stall)).Round(time.Second))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("%s did not appear within 30s; logs:\n%s", path, logs.String())
+}
+
+// waitForFile waits until path exists, a file p writes once it is ready. It fails at
+// once when p exits first, and (waitMoving) when p has neither written output nor
+// used CPU for a while.
+func waitForFile(t *testing.T, path string, p *running) {
+	t.Helper()
+	waitMoving(t, path+" written by "+filepath.Base(p.cmd.Path), func() (bool, string) {
+		if _, err := os.Stat(path); err == nil {
+			return true, ""
+		}
+		select {
+		case <-p.exited:
+			t.Fatalf("%s exited (%v) before %s appeared; logs:\n%s", p.cmd.Path, p.err, path, p.String())
+		default:
+		}
+		return false, fmt.Sprint(p.Len(), " ", p.cpu())
+	})
 }
 
 // The README's HA recipe: one `concord etcd`, servers sharing it, one set of
@@ -153,7 +225,7 @@ func TestQuietStart(t *testing.T) {
 	t.Parallel()
 	bin := buildConcord(t)
 	data := filepath.Join(t.TempDir(), "data")
-	var logs *bytes.Buffer
+	var logs *running
 	t.Cleanup(func() { // registered first, run last: once the server has stopped
 		stopping := false
 		for _, line := range strings.Split(logs.String(), "\n") {
@@ -295,17 +367,9 @@ func TestControllerManagerLeastPrivilege(t *testing.T) {
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	cmLogs := process(t, bin, "controller-manager", "--kubeconfig", kc, "--metrics-bind-address", metricsAddr)
 	k := newKubectl(t, admin)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		out, err := k.run(t, "", "get", "storageversionmigrations", "-o", "jsonpath={range .items[*]}{.spec.resource.resource}={.status.conditions[?(@.type==\"Succeeded\")].status}{\"\\n\"}{end}")
-		if err == nil && strings.Contains(out, "configmaps=True") && strings.Contains(out, "clusterroles=True") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("migrations by the controller manager: %v\n%s\ncontroller-manager logs:\n%s", err, out, cmLogs.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	kubectlUntil(t, k, cmLogs, "migrations by the controller manager", func(out string) bool {
+		return strings.Contains(out, "configmaps=True") && strings.Contains(out, "clusterroles=True")
+	}, "get", "storageversionmigrations", "-o", "jsonpath={range .items[*]}{.spec.resource.resource}={.status.conditions[?(@.type==\"Succeeded\")].status}{\"\\n\"}{end}")
 	checkMetricsAccess(t, k, "https://"+metricsAddr+"/metrics", filepath.Join(data, "pki"))
 	if strings.Contains(strings.ToLower(cmLogs.String()), "forbidden") {
 		t.Errorf("the controller manager was refused something:\n%s", cmLogs.String())
@@ -426,22 +490,17 @@ func TestStorageVersionAPIDisablement(t *testing.T) {
 	run := func(flags ...string) (stop func(crash bool)) {
 		t.Helper()
 		_ = os.Remove(kubeconfig)
-		var out bytes.Buffer
-		cmd := exec.Command(bin, append([]string{"server", "--data-dir", data, "--secure-port", port}, flags...)...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		waitForFile(t, kubeconfig, &out)
+		p := start(t, bin, append([]string{"server", "--data-dir", data, "--secure-port", port}, flags...)...)
+		waitForFile(t, kubeconfig, p)
 		return func(crash bool) {
 			if crash { // nothing withdrawn: what a crashed server leaves behind
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
+				_ = p.cmd.Process.Kill()
+				<-p.exited
 				return
 			}
-			_ = cmd.Process.Signal(os.Interrupt)
-			if err := cmd.Wait(); err != nil {
-				t.Errorf("concord server %v: %v\n%s", flags, err, out.String())
+			_ = p.cmd.Process.Signal(os.Interrupt)
+			if <-p.exited; p.err != nil {
+				t.Errorf("concord server %v: %v\n%s", flags, p.err, p.String())
 			}
 		}
 	}

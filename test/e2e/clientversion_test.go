@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/harness"
@@ -182,14 +181,14 @@ func adminUserAgents(t *testing.T, path string) map[string]int {
 	return out
 }
 
-// waitUntil polls cond for up to 30 s, showing logs if it never holds.
-func waitUntil(t *testing.T, what string, logs fmt.Stringer, cond func() bool) {
+// waitUntil polls cond for as long as the log of p, the process the awaited work is
+// up to, moves (waitMoving), showing that log if cond never holds.
+func waitUntil(t *testing.T, what string, p *running, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s; logs:\n%s", what, logs)
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", p.Tail(200))
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	}()
+	waitMoving(t, what, func() (bool, string) { return cond(), fmt.Sprint(p.Len()) })
 }

@@ -23,7 +23,7 @@ type kubectl struct {
 
 // startServer runs `concord server` of bin on a data directory of its own and a free
 // port, and returns a kubectl of its admin kubeconfig and the server's logs.
-func startServer(t *testing.T, bin string) (*kubectl, *bytes.Buffer) {
+func startServer(t *testing.T, bin string) (*kubectl, *running) {
 	t.Helper()
 	data := filepath.Join(t.TempDir(), "data")
 	logs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)))

@@ -67,7 +67,7 @@ func TestRollbackKeepsFields(t *testing.T) {
 	if got := k.must(t, "", "get", "podtemplate", "grouped", "-o", "jsonpath={.template.spec.schedulingGroup.podGroupName}"); got != "g1" {
 		t.Fatalf("the 1.36 field was not stored: %q", got)
 	}
-	kubectlUntil(t, k, &strings.Builder{}, "the VersionSkew report of server a", func(out string) bool { return out == "1.36" },
+	kubectlUntil(t, k, nil, "the VersionSkew report of server a", func(out string) bool { return out == "1.36" },
 		"get", "versionskew", "cluster", "-o", "jsonpath={.status.components[?(@.name==\"server-a\")].minCompatibilityVersion}")
 
 	out, err := upgradeCheck(t, bin, dataA, "1.35")

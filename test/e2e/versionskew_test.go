@@ -109,24 +109,32 @@ rules:
 	}
 }
 
-// waitKubectl runs kubectl args until ok accepts its output (30 s), and returns it.
-func kubectlUntil(t *testing.T, k *kubectl, logs fmt.Stringer, what string, ok func(string) bool, args ...string) string {
+// kubectlUntil runs kubectl args until ok accepts their output, and returns it. It
+// waits for as long as that output, or the log of p (a process the awaited work is up
+// to; nil when none), moves (waitMoving).
+func kubectlUntil(t *testing.T, k *kubectl, p *running, what string, ok func(string) bool, args ...string) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, err := k.run(t, "", args...)
+	var out string
+	var err error
+	defer func() {
+		if t.Failed() && out != "" {
+			t.Logf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		if t.Failed() && p != nil {
+			t.Logf("logs of %s:\n%s", filepath.Base(p.cmd.Path), p.Tail(100))
+		}
+	}()
+	waitMoving(t, what, func() (bool, string) {
+		out, err = k.run(t, "", args...)
 		if err == nil && ok(out) {
-			return out
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			shown := ""
-			if logs != nil {
-				shown = "\nlogs:\n" + logs.String()
-			}
-			t.Fatalf("waiting for %s: kubectl %s: %v\n%s%s", what, strings.Join(args, " "), err, out, shown)
+		if p == nil {
+			return false, out
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return false, fmt.Sprint(out, p.Len())
+	})
+	return out
 }
 
 // storageVersionRequests returns the controller manager's watches of StorageVersions
