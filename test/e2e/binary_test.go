@@ -139,6 +139,16 @@ func waitMoving(t *testing.T, what string, cond func() (done bool, mark string))
 	}
 }
 
+// exitedEarly fails the test if p, which the awaited work needs, has exited.
+func exitedEarly(t *testing.T, p *running, what string) {
+	t.Helper()
+	select {
+	case <-p.exited:
+		t.Fatalf("waiting for %s: %s exited (%v); logs:\n%s", what, p.cmd.Path, p.err, p.Tail(100))
+	default:
+	}
+}
+
 // waitForFile waits until path exists, a file p writes once it is ready. It fails at
 // once when p exits first, and (waitMoving) when p has neither written output nor
 // used CPU for a while.
@@ -148,11 +158,7 @@ func waitForFile(t *testing.T, path string, p *running) {
 		if _, err := os.Stat(path); err == nil {
 			return true, ""
 		}
-		select {
-		case <-p.exited:
-			t.Fatalf("%s exited (%v) before %s appeared; logs:\n%s", p.cmd.Path, p.err, path, p.String())
-		default:
-		}
+		exitedEarly(t, p, path)
 		return false, fmt.Sprint(p.Len(), " ", p.cpu())
 	})
 }

@@ -190,5 +190,11 @@ func waitUntil(t *testing.T, what string, p *running, cond func() bool) {
 			t.Logf("logs:\n%s", p.Tail(200))
 		}
 	}()
-	waitMoving(t, what, func() (bool, string) { return cond(), fmt.Sprint(p.Len()) })
+	waitMoving(t, what, func() (bool, string) {
+		if cond() {
+			return true, ""
+		}
+		exitedEarly(t, p, what)
+		return false, fmt.Sprint(p.Len())
+	})
 }

@@ -132,6 +132,7 @@ func kubectlUntil(t *testing.T, k *kubectl, p *running, what string, ok func(str
 		if p == nil {
 			return false, out
 		}
+		exitedEarly(t, p, what)
 		return false, fmt.Sprint(out, p.Len())
 	})
 	return out
