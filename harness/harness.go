@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -11,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -230,15 +231,18 @@ func FreePort(t testing.TB) int {
 // Port returns a loopback TCP port that was free a moment ago, below the kernel's
 // ephemeral range: every outgoing connection takes its local port from that range,
 // and one could take a port chosen there before the process meant to listen on it
-// binds it (a start that fails with "address already in use" under load). Each test
-// process walks the ports below the range from a random point of its own, so that its
-// ports differ from one another and seldom meet another process's.
+// binds it (a start that fails with "address already in use" under load). The port
+// is also reserved for this process for as long as it runs (reserve): test processes
+// of one run, or of two runs at once, each start servers on the ports they got, and
+// two of them must not get the same one.
 func Port() (int, error) {
 	low := ephemeralLow()
 	if span := low - portFloor; span > 1000 {
-		ports.once.Do(func() { ports.offset = rand.IntN(span) })
 		for range 100 {
-			p := portFloor + (ports.offset+int(ports.next.Add(1)))%span
+			p := portFloor + rand.IntN(span)
+			if !reserve(p) {
+				continue
+			}
 			if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
 				_ = l.Close()
 				return p, nil
@@ -256,11 +260,36 @@ func Port() (int, error) {
 // portFloor is the lowest port Port returns.
 const portFloor = 10000
 
-// ports is where this process's walk of the ports below the ephemeral range stands.
-var ports struct {
-	once   sync.Once
-	offset int
-	next   atomic.Int64
+// reserve takes port p for this process until it exits, against every process that
+// reserves ports through this package on the machine, and reports whether it got it.
+// The reservation is an exclusive lock (flock) on a file named for the port, in a
+// directory every such process shares; the kernel releases it when the process ends,
+// however it ends. A lock is per open file, so a port this process already took is
+// refused as well. Where no lock can be taken at all, every port is granted and the
+// listen check is all there is. The files stay, empty: one per port ever reserved.
+func reserve(p int) bool {
+	dir := filepath.Join(os.TempDir(), "concord-test-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return !errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	reserved.Lock()
+	defer reserved.Unlock()
+	reserved.files = append(reserved.files, f) // open, and so locked, until the process ends
+	return true
+}
+
+// reserved holds the files whose locks reserve this process's ports.
+var reserved struct {
+	sync.Mutex
+	files []*os.File
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range (Linux's
