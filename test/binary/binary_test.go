@@ -2,6 +2,7 @@ package binary_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -60,4 +61,19 @@ func inode(t *testing.T, p string) uint64 {
 		t.Fatal(err)
 	}
 	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// A busy process's CPU time grows; a process that is gone has none to read.
+func TestCPUTicks(t *testing.T) {
+	self := os.Getpid()
+	before := binary.CPUTicks(self)
+	if before < 0 {
+		t.Fatalf("CPUTicks of this process: %d", before)
+	}
+	for x := 0; binary.CPUTicks(self) == before; x++ {
+		_ = fmt.Sprint(x) // burn CPU until a tick is counted
+	}
+	if got := binary.CPUTicks(1 << 30); got != -1 {
+		t.Fatalf("CPUTicks of no process: %d", got)
+	}
 }

@@ -10,6 +10,9 @@
 // running process keeps the file it started from, because the go command replaces the
 // executable rather than writing into it.
 //
+// CPUTicks reads how much CPU a started process has used, the progress a test waits
+// on while a process starts slowly on a loaded machine and logs nothing yet.
+//
 // It owns only that directory and its lock; it starts nothing and must not import the
 // server's packages.
 package binary

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -60,27 +59,6 @@ func start(t *testing.T, bin string, args ...string) *running {
 		close(p.exited)
 	}()
 	return p
-}
-
-// cpu is the CPU time, user and system, the process has used so far in clock ticks,
-// or -1 once it cannot be read (/proc/PID/stat, fields 14 and 15).
-func (p *running) cpu() int64 {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return -1
-	}
-	// The fields after the command name, which is in parentheses, start at the third.
-	_, rest, _ := bytes.Cut(stat, []byte(") "))
-	f := strings.Fields(string(rest))
-	if len(f) < 13 {
-		return -1
-	}
-	user, err1 := strconv.ParseInt(f[11], 10, 64)
-	system, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return -1
-	}
-	return user + system
 }
 
 // process runs a command until the test ends, then interrupts it and waits.
@@ -159,7 +137,7 @@ func waitForFile(t *testing.T, path string, p *running) {
 			return true, ""
 		}
 		exitedEarly(t, p, path)
-		return false, fmt.Sprint(p.Len(), " ", p.cpu())
+		return false, fmt.Sprint(p.Len(), " ", binary.CPUTicks(p.cmd.Process.Pid))
 	})
 }
 

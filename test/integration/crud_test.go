@@ -270,10 +270,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("letting the held object go: %v", err)
 	}
-	waitFor(t, "namespace team to be gone", func() (bool, error) {
-		_, err := cs.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
+	waitNamespaceGone(t, c, cs, "team")
 	list, err := cs.CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -3,16 +3,20 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -51,6 +55,33 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// waitNamespaceGone waits until namespace ns is gone, for as long as its deletion
+// moves: the namespace's own writes (its conditions) or the number of keys etcd holds
+// in it, which the namespace controller deletes resource by resource.
+func waitNamespaceGone(t *testing.T, c *harness.Cluster, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	waitUnstalled(t, "namespace "+ns+" to be gone", func() (bool, string, error) {
+		cur, err := cs.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		keys, err := c.EtcdClient.Get(t.Context(), "/registry/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			return false, "", err
+		}
+		in := 0
+		for _, kv := range keys.Kvs {
+			if strings.Contains(string(kv.Key), "/"+ns+"/") {
+				in++
+			}
+		}
+		return false, fmt.Sprintf("resourceVersion %s, %d keys in it", cur.ResourceVersion, in), nil
+	})
 }
 
 // waitUnstalled waits until cond reports done, failing the test when it reports an

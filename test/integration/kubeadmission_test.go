@@ -195,10 +195,7 @@ func TestStorageProtection(t *testing.T) {
 	if err := admin.CoreV1().Namespaces().Delete(ctx, "claims", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	gone(t, "the namespace with a claim", func() error {
-		_, err := admin.CoreV1().Namespaces().Get(ctx, "claims", metav1.GetOptions{})
-		return err
-	})
+	waitNamespaceGone(t, c, admin, "claims")
 }
 
 // gone waits until get answers NotFound.

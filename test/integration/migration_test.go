@@ -438,9 +438,9 @@ func TestStorageMigrationEndToEnd(t *testing.T) {
 	}
 
 	// Every other resource got a state too, created Unknown and migrated.
-	if cm := getState(t, dyn, schema.GroupResource{Resource: "configmaps"}); cm == nil {
-		t.Error("no storage state for configmaps")
-	}
+	waitMigrating(t, dyn, "a storage state for configmaps", func() (bool, error) {
+		return getState(t, dyn, schema.GroupResource{Resource: "configmaps"}) != nil, nil
+	})
 
 	// The controller told what it did in events.k8s.io/v1 Events regarding the
 	// migration: storedVersions trimmed, the migration succeeded.

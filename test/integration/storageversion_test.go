@@ -25,6 +25,7 @@ import (
 	"github.com/concordproject/concord/identity"
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/storageversion"
+	"github.com/concordproject/concord/test/binary"
 	"github.com/concordproject/concord/test/logbuf"
 	"github.com/concordproject/concord/versionskew"
 	"github.com/concordproject/concord/wire"
@@ -1532,7 +1533,7 @@ func startHelper(t testing.TB, c *harness.Cluster, opts svHelperOptions) *svHelp
 		close(h.done)
 	}()
 	t.Cleanup(h.kill)
-	// The helper logs as it starts: it is waited for as long as its log grows.
+	// The helper is waited for as long as it logs or uses CPU.
 	waitUnstalled(t, "the helper server to serve", func() (bool, string, error) {
 		if b, err := os.ReadFile(opts.ReadyFile); err == nil && strings.Count(string(b), "\n") == 2 {
 			lines := strings.Split(string(b), "\n")
@@ -1544,7 +1545,7 @@ func startHelper(t testing.TB, c *harness.Cluster, opts svHelperOptions) *svHelp
 			return false, "", fmt.Errorf("the helper server exited before serving:\n%s", h.out.String())
 		default:
 		}
-		return false, fmt.Sprintf("%d bytes of log", h.out.Len()), nil
+		return false, fmt.Sprintf("%d bytes of log, %d ticks of CPU", h.out.Len(), binary.CPUTicks(h.cmd.Process.Pid)), nil
 	})
 	return h
 }
