@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -311,20 +310,27 @@ func TestInvalidFlags(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
 			args := tc.args
 			if tc.args[0] != "controller-manager" {
 				args = append(args, "--data-dir", t.TempDir())
 			}
-			cmd := exec.CommandContext(ctx, bin, args...)
-			out, err := cmd.CombinedOutput()
+			// Waited for while it runs (slowly, on a loaded machine); killed if it hangs.
+			p := start(t, bin, args...)
+			t.Cleanup(func() { _ = p.cmd.Process.Kill(); <-p.exited })
+			waitMoving(t, "the exit", func() (bool, string) {
+				select {
+				case <-p.exited:
+					return true, ""
+				default:
+					return false, fmt.Sprint(p.Len(), " ", binary.CPUTicks(p.cmd.Process.Pid))
+				}
+			})
 			var ee *exec.ExitError
-			if !errorsAs(err, &ee) || ee.ExitCode() == 0 {
-				t.Fatalf("exit: %v, want a non-zero exit\n%s", err, out)
+			if !errorsAs(p.err, &ee) || ee.ExitCode() == 0 {
+				t.Fatalf("exit: %v, want a non-zero exit\n%s", p.err, p.String())
 			}
-			if !strings.Contains(string(out), tc.want) {
-				t.Fatalf("output lacks %q:\n%s", tc.want, out)
+			if !strings.Contains(p.String(), tc.want) {
+				t.Fatalf("output lacks %q:\n%s", tc.want, p.String())
 			}
 		})
 	}
