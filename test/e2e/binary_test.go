@@ -20,6 +20,7 @@ import (
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/binary"
 	"github.com/concordproject/concord/test/logbuf"
+	"github.com/concordproject/concord/test/progress"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -97,23 +98,10 @@ func stoppable(t *testing.T, bin string, args ...string) (p *running, stop func(
 // it moves, and a hang still ends with the test's own message.
 func waitMoving(t *testing.T, what string, cond func() (done bool, mark string)) {
 	t.Helper()
-	const stall, bound = 30 * time.Second, 5 * time.Minute
-	start := time.Now()
-	var last string
-	deadline := start.Add(stall)
-	for {
+	progress.Wait(t, what, progress.Limits{Stall: 30 * time.Second, Bound: 5 * time.Minute}, func() (bool, string, error) {
 		done, mark := cond()
-		if done {
-			return
-		}
-		if mark != last {
-			last, deadline = mark, time.Now().Add(stall)
-		}
-		if now := time.Now(); now.After(deadline) || now.Sub(start) > bound {
-			t.Fatalf("waiting for %s: given up after %v, nothing moved in the last %v", what, now.Sub(start).Round(time.Second), now.Sub(deadline.Add(-stall)).Round(time.Second))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return done, mark, nil
+	})
 }
 
 // exitedEarly fails the test if p, which the awaited work needs, has exited.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/progress"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,29 +86,12 @@ func waitNamespaceGone(t *testing.T, c *harness.Cluster, cs kubernetes.Interface
 }
 
 // waitUnstalled waits until cond reports done, failing the test when it reports an
-// error or when the mark it reports (what the awaited work has done so far) has not
-// changed for 20 s: work that is slow on a loaded machine waits as long as it moves.
+// error, when the mark it reports (what the awaited work has done so far) has not
+// changed for 20 s, or after 10 minutes: work that is slow on a loaded machine waits
+// as long as it moves.
 func waitUnstalled(t testing.TB, what string, cond func() (done bool, mark string, err error)) {
 	t.Helper()
-	const stall = 20 * time.Second
-	var last string
-	deadline := time.Now().Add(stall)
-	for {
-		done, mark, err := cond()
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if done {
-			return
-		}
-		if mark != last {
-			last, deadline = mark, time.Now().Add(stall)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: nothing moved for %s, at %s", what, stall, mark)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	progress.Wait(t, what, progress.Limits{Stall: 20 * time.Second, Bound: 10 * time.Minute}, cond)
 }
 
 // withTokens serves the static tokens of csv (token,user,uid,"group1,group2" lines)
