@@ -13,6 +13,8 @@ import (
 	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/garbagecollector"
 	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/identity"
+	"github.com/concordproject/concord/test/progress"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -724,9 +726,14 @@ func TestGarbageCollectionAtScale(t *testing.T) {
 // that should live is deleted, checked through the API and in etcd.
 func TestGarbageCollectorLeaderKilled(t *testing.T) {
 	t.Parallel()
-	// The identity lease; the collector's election lease is half of it, renewed within
-	// 2s: a shorter one changes hands on a loaded machine whenever a renewal is slow.
-	const lease = 6 * time.Second
+	// The identity lease, the servers' default: the collector's election is timed from
+	// it (identity.ElectionTimings: a lease of 15s renewed within 10s, as
+	// kube-controller-manager's). A shorter election changes hands on a loaded machine
+	// whenever a renewal through the server is slow, and every new term lists every
+	// resource again: under a load average of 40, a 3s election lost its lease after
+	// 30s of collecting and took 44s to collect again.
+	const lease = identity.DefaultLeaseDuration
+	electionLease, _, retry := identity.ElectionTimings(lease)
 	c := harness.Start(t, 0, svLeases(lease, time.Second))
 	h := startHelper(t, c, svHelperOptions{LeaseDuration: lease, LeaseRenew: time.Second})
 	// The election's Lease, as etcd holds it: the helper, serving alone, leads.
@@ -776,7 +783,12 @@ func TestGarbageCollectorLeaderKilled(t *testing.T) {
 	h.kill()
 	killed := time.Now()
 	t.Logf("leader killed with %d of %d dependents left to collect", left, nDoomed)
-	waitFor(t, "the next leader", leads(s.ServerID))
+	// A killed leader does not give its lease up: the next one acquires it once it has
+	// expired, at its next try.
+	progress.Wait(t, "the next leader", progress.Limits{Stall: electionLease + retry + 20*time.Second}, func() (bool, string, error) {
+		ok, err := leads(s.ServerID)()
+		return ok, "", err
+	})
 	waitUnstalled(t, "the collection after the kill", func() (bool, string, error) {
 		left, err := countCMs(t.Context(), cs, ns, "doomed-")
 		if err != nil {
