@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/concordproject/concord/test/tcpgate"
 	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -157,65 +155,6 @@ func TestClientConfigAddFlags(t *testing.T) {
 	}
 }
 
-// gate forwards TCP connections to target while open; closed, it cuts every
-// connection and refuses new ones, as a network partition would.
-type gate struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	closed bool
-	conns  map[net.Conn]struct{}
-}
-
-func newGate(t *testing.T, target string) *gate {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &gate{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	t.Cleanup(func() { _ = ln.Close(); g.setClosed(true) })
-	go g.serve()
-	return g
-}
-
-func (g *gate) serve() {
-	for {
-		c, err := g.ln.Accept()
-		if err != nil {
-			return
-		}
-		g.mu.Lock()
-		if g.closed {
-			g.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		up, err := net.Dial("tcp", g.target)
-		if err != nil {
-			g.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		g.conns[c], g.conns[up] = struct{}{}, struct{}{}
-		g.mu.Unlock()
-		go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
-		go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
-	}
-}
-
-func (g *gate) setClosed(closed bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.closed = closed
-	if closed {
-		for c := range g.conns {
-			_ = c.Close()
-		}
-		g.conns = map[net.Conn]struct{}{}
-	}
-}
-
 // After an outage long enough for gRPC's default backoff to wait 25s and more
 // between attempts (45s), the client reads again within reconnectBackoff's longest
 // wait of etcd coming back, not at gRPC's next attempt.
@@ -229,15 +168,15 @@ func TestClientConnectsAgainSoonAfterAnOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
-	g := newGate(t, strings.TrimPrefix(m.Endpoints()[0], "http://"))
-	c, err := NewClient(t.Context(), ClientConfig{Endpoints: []string{"http://" + g.ln.Addr().String()}})
+	g := tcpgate.New(t, m.Endpoints()...)
+	c, err := NewClient(t.Context(), ClientConfig{Endpoints: []string{g.URL()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	g.setClosed(true)
+	g.Cut()
 	time.Sleep(45 * time.Second) // the outage: the client retries to connect meanwhile
-	g.setClosed(false)
+	g.Heal()
 	back := time.Now()
 	// One read, waiting for the connection (gRPC's wait-for-ready), bounded by the
 	// longest wait between attempts, its jitter, and one attempt's handshakes.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +26,7 @@ import (
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/test/binary"
 	"github.com/concordproject/concord/test/logbuf"
+	"github.com/concordproject/concord/test/tcpgate"
 	"github.com/concordproject/concord/versionskew"
 	"github.com/concordproject/concord/wire"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -679,11 +679,11 @@ func TestStorageVersionStopsServing(t *testing.T) {
 func TestStorageVersionPartition(t *testing.T) {
 	t.Parallel()
 	const lease = 2 * time.Second
-	var proxy *tcpProxy
+	var proxy *tcpgate.Gate
 	c := harness.Start(t, 3, svLeases(lease, 250*time.Millisecond), harness.WithServerOptions(func(i int, o *controlplane.Options) {
 		if i == 2 {
-			proxy = newTCPProxy(t, strings.TrimPrefix(o.Etcd.Endpoints[0], "http://"))
-			o.Etcd.Endpoints = []string{"http://" + proxy.addr()}
+			proxy = tcpgate.New(t, o.Etcd.Endpoints...)
+			o.Etcd.Endpoints = []string{proxy.URL()}
 		}
 	}))
 	a, cut := c.Servers[0], c.Servers[2]
@@ -695,7 +695,7 @@ func TestStorageVersionPartition(t *testing.T) {
 	}
 	svWait(t, cs, "core.configmaps", "three entries", func(sv *apiserverinternalv1alpha1.StorageVersion) bool { return len(svEncodings(sv)) == 3 })
 
-	proxy.pause()
+	proxy.Cut()
 	cutAt := time.Now()
 	svWaitCollected(t, cs, svNames(a), cut.ServerID)
 	t.Logf("cut-off server collected %v after the partition began", time.Since(cutAt))
@@ -706,7 +706,7 @@ func TestStorageVersionPartition(t *testing.T) {
 		t.Errorf("a write to the cut-off server after its lease expired: %d %s", code, body)
 	}
 
-	proxy.resume()
+	proxy.Heal()
 	took, ok := svPoll(t, 20*time.Second, func() (bool, error) {
 		sv, err := svGet(t.Context(), cs, "core.configmaps")
 		if err != nil {
@@ -1403,83 +1403,6 @@ func svEvent(name string) map[string]interface{} {
 		"metadata":  map[string]interface{}{"name": name, "namespace": "default"},
 		"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "example.com/test", "reportingInstance": "i-1",
 		"action": "Held", "reason": "Held", "type": "Normal", "regarding": map[string]interface{}{"kind": "Pod", "name": "p", "namespace": "default"}}
-}
-
-// tcpProxy forwards TCP connections to a target; paused, it cuts every connection and
-// refuses new ones: a network partition between a server and etcd.
-type tcpProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	paused bool
-	conns  map[net.Conn]struct{}
-}
-
-func newTCPProxy(t testing.TB, target string) *tcpProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tcpProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	t.Cleanup(func() {
-		_ = ln.Close()
-		p.pause()
-	})
-	go p.serve()
-	return p
-}
-
-func (p *tcpProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *tcpProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		paused := p.paused
-		p.mu.Unlock()
-		if paused {
-			_ = c.Close()
-			continue
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
-		p.mu.Unlock()
-		pipe := func(dst, src net.Conn) {
-			_, _ = io.Copy(dst, src)
-			_ = dst.Close()
-			_ = src.Close()
-			p.mu.Lock()
-			delete(p.conns, dst)
-			delete(p.conns, src)
-			p.mu.Unlock()
-		}
-		go pipe(up, c)
-		go pipe(c, up)
-	}
-}
-
-func (p *tcpProxy) pause() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.paused = true
-	for c := range p.conns {
-		_ = c.Close()
-	}
-}
-
-func (p *tcpProxy) resume() {
-	p.mu.Lock()
-	p.paused = false
-	p.mu.Unlock()
 }
 
 // svHelperEnv carries the options of a server run in a child process (the test binary

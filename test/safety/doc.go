@@ -3,8 +3,8 @@
 //
 // A fleet is real processes: `concord etcd` (one member, or three where a scenario
 // loses one) and `concord server` processes of several releases (--binary-version,
-// --emulation-version), each behind a TCP proxy to etcd that a scenario can cut. A
-// scenario composes, from a seed (-seed), rolling upgrades N-1 → N with graceful stops
+// --emulation-version), each behind a TCP gate to etcd (test/tcpgate) that a scenario
+// can cut. A scenario composes, from a seed (-seed), rolling upgrades N-1 → N with graceful stops
 // and kill -9, rollbacks (binary and emulation), skip-level upgrades with stepped
 // emulation, CustomResourceDefinition storage-version flips and served-version changes,
 // storage migrations interrupted by kill -9 of the migration leader, a server cut off

@@ -18,6 +18,7 @@ import (
 	"github.com/concordproject/concord/catalog"
 	"github.com/concordproject/concord/harness"
 	migrationapi "github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/test/tcpgate"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -830,7 +831,7 @@ func (f *fleet) probeRefusal(to string, member *server) {
 		for _, m := range f.members {
 			urls = append(urls, m.clientURL)
 		}
-		s.proxy = newProxy(f.t, urls)
+		s.proxy = tcpgate.New(f.t, urls...)
 	}
 	leaseKey := "/registry/coordination.k8s.io/leases/kube-system/" + s.id
 	leaseBefore := f.modRevision(leaseKey)

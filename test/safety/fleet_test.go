@@ -16,6 +16,7 @@ import (
 
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/binary"
+	"github.com/concordproject/concord/test/tcpgate"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -187,7 +188,7 @@ type server struct {
 	binary, emulation, minCompat string
 	// kube is the release of the kube-apiserver that s is ("": s is Concord).
 	kube  string
-	proxy *proxy
+	proxy *tcpgate.Gate
 	proc  *proc
 	// routable is true from the moment the server is ready until it is stopped: a
 	// load balancer's view, which the writers follow.
@@ -248,7 +249,7 @@ func (s *server) start(t *testing.T, dir string) {
 
 // args are the arguments of `concord server` for s as it is now.
 func (s *server) args(dir string) []string {
-	args := []string{"server", "--etcd-servers", s.proxy.url(), "--data-dir", s.dataDir,
+	args := []string{"server", "--etcd-servers", s.proxy.URL(), "--data-dir", s.dataDir,
 		"--secure-port", fmt.Sprint(s.port), "--server-id", s.id,
 		"--identity-lease-duration", leaseDuration.String(), "--identity-lease-renew-interval", leaseRenew.String(), "-v", "4",
 		"--token-auth-file", filepath.Join(dir, tokensFile)}

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"testing"
 	"time"
 
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/test/kubepeer"
+	"github.com/concordproject/concord/test/tcpgate"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -149,7 +149,7 @@ func (s *server) kubeCommand(t *testing.T) (string, []string) {
 	if s.emulation != "" {
 		args = append(args, "--emulated-version="+s.emulation)
 	}
-	_, args, err = kubepeer.Prepare(kubepeer.Options{Binary: bin, Dir: s.dataDir, EtcdServers: []string{s.proxy.url()}, Port: s.port,
+	_, args, err = kubepeer.Prepare(kubepeer.Options{Binary: bin, Dir: s.dataDir, EtcdServers: []string{s.proxy.URL()}, Port: s.port,
 		Tokens: []string{intruderToken + "," + intruderUser + ",intruder-uid"}, Args: args})
 	if err != nil {
 		t.Fatal(err)
@@ -173,14 +173,13 @@ func (f *fleet) startControllerManager() *proc {
 	for _, s := range f.servers {
 		targets = append(targets, s.url())
 	}
-	lb := newProxy(f.t, targets)
+	lb := tcpgate.New(f.t, targets...)
 	cfg, err := clientcmd.LoadFromFile(f.servers[0].kubeconfig())
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	u, _ := url.Parse(lb.url())
 	for _, c := range cfg.Clusters {
-		c.Server = "https://" + u.Host
+		c.Server = "https://" + lb.Addr()
 	}
 	path := filepath.Join(f.dir, "balanced.kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {

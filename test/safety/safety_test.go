@@ -171,7 +171,7 @@ func partition(t *testing.T, rep *report, seed uint64) {
 	time.Sleep(time.Second)
 	s := f.servers[f.rng.IntN(len(f.servers))]
 	f.fault("cut " + s.id + " off from etcd")
-	s.proxy.setCut(true)
+	s.proxy.Cut()
 	waitUntil(t, 3*leaseDuration+10*time.Second, "the entries of "+s.id+" to be collected", func() bool {
 		for _, e := range f.storageVersionOf(t, "core.configmaps").StorageVersions {
 			if e.APIServerID == s.id {
@@ -185,7 +185,7 @@ func partition(t *testing.T, rep *report, seed uint64) {
 	}
 	time.Sleep(time.Duration(f.rng.IntN(3000)) * time.Millisecond)
 	f.fault("heal " + s.id)
-	s.proxy.setCut(false)
+	s.proxy.Heal()
 	waitUntil(t, 60*time.Second, s.id+" to be ready again", func() bool { return s.ready(t) == nil })
 	f.finish(tr)
 }
