@@ -132,7 +132,9 @@ const (
 	AnnotationStorageVersionHash = "migration.concord.io/storage-version-hash"
 	// AnnotationStorageVersionResourceVersion is the resourceVersion of the resource's
 	// StorageVersion object when the trigger started the migration (absent when the
-	// trigger polls discovery). A migration that ends while the object is at another
+	// trigger polls discovery): the migration's guard. The controller moves it forward
+	// when every revision of the object since had the servers agree on the migration's
+	// version (package guard); a migration that ends while the object is at another
 	// resourceVersion does not count as complete.
 	AnnotationStorageVersionResourceVersion = "migration.concord.io/storage-version-resource-version"
 	// AnnotationEncodingVersion is the common encoding version of the servers when the

@@ -207,6 +207,11 @@ func (c *Controller) migrate(ctx context.Context, u *unstructured.Unstructured, 
 			return c.interrupted(ctx, err)
 		}
 		if errors.Is(err, migrator.ErrStorageVersionChanged) {
+			// Moved: the annotation's update queues the migration again, and it goes on
+			// from its checkpoint, held to the newer resourceVersion.
+			if moved, err := c.carry(parent, w, m, info.Kind, gr); moved || err != nil {
+				return err
+			}
 			reason, message := c.storageVersionChanged(parent, gr, p.Path, err)
 			return c.end(parent, w, m, p, reason, message)
 		}
@@ -216,7 +221,7 @@ func (c *Controller) migrate(ctx context.Context, u *unstructured.Unstructured, 
 		return c.end(ctx, w, m, p, migrationapi.ReasonMigrationError, err.Error())
 	}
 	progressInto(p, final)
-	return c.finish(ctx, parent, w, m, p, gr, final)
+	return c.finish(ctx, parent, w, m, p, gr, info.Kind, final)
 }
 
 // track records that migration m runs here, so that a change of it seen by the
@@ -286,7 +291,7 @@ func (c *Controller) start(ctx context.Context, w *statusWriter, m *migrationapi
 // trigger recorded it) and no object failed; then a custom resource's
 // status.storedVersions is trimmed, before Succeeded is written, so that whoever sees
 // Succeeded sees the definition trimmed too. parent carries the final writes.
-func (c *Controller) finish(ctx, parent context.Context, w *statusWriter, m *migrationapi.StorageVersionMigration, p *migrationapi.Progress, gr schema.GroupResource, final migrator.Checkpoint) error {
+func (c *Controller) finish(ctx, parent context.Context, w *statusWriter, m *migrationapi.StorageVersionMigration, p *migrationapi.Progress, gr schema.GroupResource, kind string, final migrator.Checkpoint) error {
 	if rv := m.Annotations[migrationapi.AnnotationStorageVersionResourceVersion]; rv != "" {
 		sv, err := c.dyn.Resource(migrationapi.StorageVersions).Get(parent, wire.StorageVersionName(gr), metav1.GetOptions{})
 		switch {
@@ -295,9 +300,17 @@ func (c *Controller) finish(ctx, parent context.Context, w *statusWriter, m *mig
 		case err != nil:
 			return err
 		case sv.GetResourceVersion() != rv:
-			return c.end(parent, w, m, p, migrationapi.ReasonStorageVersionChanged, fmt.Sprintf(
-				"The resource's StorageVersion object changed during the migration (resourceVersion %s, then %s): the migration does not count; a new one replaces it.",
-				rv, sv.GetResourceVersion()))
+			// Every page was written under the older resourceVersion; the migration
+			// counts if every revision since agreed on its version.
+			moved, err := c.carry(parent, w, m, kind, gr)
+			if err != nil {
+				return err
+			}
+			if !moved {
+				return c.end(parent, w, m, p, migrationapi.ReasonStorageVersionChanged, fmt.Sprintf(
+					"The resource's StorageVersion object changed during the migration (resourceVersion %s, then %s): the migration does not count; a new one replaces it.",
+					rv, sv.GetResourceVersion()))
+			}
 		}
 	}
 	if final.Failed > 0 {

@@ -4,7 +4,9 @@
 // cannot be rewritten reported (status, Events, metrics) instead of retried for ever,
 // a migration that the trigger aborts or someone deletes stopped, a migration whose
 // StorageVersion changed under it (the migrator's rewrites are held to the one the
-// trigger recorded, see package migrator) ended Failed with StorageVersionChanged, and
+// trigger recorded, see package migrator) either carried over the change, its guard
+// moved forward, when every revision since agreed on its version (package guard), or
+// ended Failed with StorageVersionChanged, and
 // a CustomResourceDefinition's status.storedVersions trimmed to its storage version
 // after success.
 //

@@ -6,4 +6,5 @@ const (
 	EventMigrationSucceeded = "MigrationSucceeded"
 	EventMigrationFailed    = "MigrationFailed"
 	EventStoredVersions     = "StoredVersionsTrimmed"
+	EventGuardMoved         = "StorageVersionGuardMoved"
 )

@@ -9,7 +9,9 @@
 // servers disagree (no commonEncodingVersion) nothing starts, running migrations are
 // aborted, every reported version joins the persisted list and current is "Unknown";
 // a migration counts only if the StorageVersion object is still at the
-// resourceVersion it started at. The rules are one pure function, plan (plan.go);
+// resourceVersion it started at, or every revision of it since had the servers agree
+// on the migration's version (package guard). The rules are one pure function, plan
+// (plan.go);
 // Trigger carries them out on the reconcile runtime, one resource per key.
 //
 // # StorageStates someone else created

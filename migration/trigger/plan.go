@@ -7,26 +7,14 @@ import (
 	"time"
 
 	migrationapi "github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/migration/guard"
 	"github.com/concordproject/concord/wire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// observation is what the trigger knows of how one resource is written now.
-type observation struct {
-	// Agreed is true when every server writes the same version with the same
-	// encryption key (always true when the hash comes from discovery, which speaks for
-	// one server).
-	Agreed bool
-	// Current is the hash of that version (and key: wire.StorageHash) when Agreed.
-	Current string
-	// Reported are the hashes the servers report (just Current from discovery).
-	Reported []string
-	// EncodingVersion is the common encoding version ("apps/v1"), when known.
-	EncodingVersion string
-	// ResourceVersion is the resource's StorageVersion object's resourceVersion; ""
-	// when the hash comes from discovery.
-	ResourceVersion string
-}
+// observation is what the trigger knows of how one resource is written now: from its
+// StorageVersion object, or from discovery.
+type observation = guard.Observation
 
 // migrationSummary is what the trigger needs of one StorageVersionMigration.
 type migrationSummary struct {
@@ -75,6 +63,12 @@ type lifecycleInput struct {
 	Observed observation
 	// Latest is the trigger's latest migration of the resource, nil if none.
 	Latest *migrationSummary
+	// Carried is true when Latest is for Observed.Current but started at an older
+	// resourceVersion of the StorageVersion object, and every revision of the object
+	// since had the servers agree on Observed.Current (guard.Carried): Latest still
+	// counts, and the controller moves its guard forward when its rewrites meet the
+	// change.
+	Carried bool
 	// ConsecutiveFailures counts the trigger's latest migrations of the resource
 	// that failed (not aborted) one after the other, Latest included.
 	ConsecutiveFailures int
@@ -134,8 +128,8 @@ type lifecycleOutput struct {
 //   - when they agree on a hash that is not current, it is appended to persisted and
 //     becomes current, and a migration is launched;
 //   - while persisted is not just current, the trigger's latest migration must be for
-//     current, started at the StorageVersion resourceVersion now observed: if it is
-//     running, wait; if it succeeded, persisted becomes [current]; if it failed, it is
+//     current, started at the StorageVersion resourceVersion now observed or at one
+//     from which every revision agreed on current (Carried): if it is running, wait; if it succeeded, persisted becomes [current]; if it failed, it is
 //     launched again after a delay; otherwise (none, another hash, another
 //     resourceVersion, aborted) a new one is launched and the others aborted;
 //   - where it would launch one or wait to, it adopts instead a migration someone
@@ -183,7 +177,8 @@ func plan(in lifecycleInput, cfg lifecycleConfig) lifecycleOutput {
 		if out.Reset && obs.ResourceVersion == "" {
 			latest = nil
 		}
-		matches := latest != nil && latest.Hash == h && (obs.ResourceVersion == "" || latest.StorageVersionRV == obs.ResourceVersion)
+		matches := latest != nil && latest.Hash == h &&
+			(obs.ResourceVersion == "" || latest.StorageVersionRV == obs.ResourceVersion || in.Carried)
 		adopt := adoptable(in.Foreign, obs)
 		switch {
 		case matches && !latest.terminal():

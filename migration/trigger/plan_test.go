@@ -39,6 +39,9 @@ var testCfg = lifecycleConfig{Heartbeat: time.Minute, Staleness: 10 * time.Minut
 //
 //	observe agreed=<hash> [rv=<StorageVersion resourceVersion>]
 //	observe reported=(<hash>, <hash>...) rv=<rv>    servers disagree
+//	observe agreed=<hash> rv=<rv> carried           every revision of the StorageVersion
+//	                                                object since the latest migration's
+//	                                                agreed on <hash> (guard.Carried)
 //	end phase=(Succeeded|Failed) [reason=<reason>]  the latest migration ends
 //	after <duration>                                time passes
 //	create name=<name>                              someone else starts a migration
@@ -106,7 +109,7 @@ func (w *world) observe(t *testing.T, d *datadriven.TestData) string {
 		arg, _ := d.Arg("reported")
 		obs.Reported = arg.Vals
 	}
-	in := lifecycleInput{Now: w.now, State: w.state, Observed: obs, Latest: w.latest()}
+	in := lifecycleInput{Now: w.now, State: w.state, Observed: obs, Latest: w.latest(), Carried: d.HasArg("carried")}
 	for _, m := range w.migs {
 		if !m.terminal() {
 			in.Active = append(in.Active, m)

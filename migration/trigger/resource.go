@@ -9,9 +9,9 @@ import (
 
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/migration/discovery"
+	"github.com/concordproject/concord/migration/guard"
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/wire"
-	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -130,6 +130,7 @@ func (t *Trigger) apply(ctx context.Context, gr schema.GroupResource, stateObj *
 		maxSeq = max(maxSeq, sequenceOf(m.Name), m.Sequence) // numbers taken by anyone are skipped
 	}
 	in.ConsecutiveFailures = consecutiveFailures(migs, obs.Current)
+	in.Carried = t.carried(ctx, gr, obs, in.Latest)
 	out := plan(in, t.cfg)
 	if t.setTracked(&out.Status, gr) {
 		out.WriteStatus = true
@@ -171,47 +172,31 @@ func (t *Trigger) apply(ctx context.Context, gr schema.GroupResource, stateObj *
 }
 
 // observe makes the observation of a resource from its StorageVersion object (nil:
-// from discovery). With a StorageVersion, each server's hash is its encoding version's
-// with the encryption key it writes with (wire.StorageHash): a new write key, like a
-// new version, is agreed on first and then migrated to.
+// from discovery).
 func observe(info discovery.Info, sv *unstructured.Unstructured) (observation, error) {
 	if sv == nil {
 		return observation{Agreed: true, Current: info.Hash, Reported: []string{info.Hash}}, nil
 	}
-	obj := &apiserverinternalv1alpha1.StorageVersion{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sv.Object, obj); err != nil {
-		return observation{}, err
+	return guard.Observe(info.Kind, sv)
+}
+
+// carried says whether latest, a migration to obs.Current started at an older
+// resourceVersion of gr's StorageVersion object, still counts: every revision of the
+// object since agreed on obs.Current. A history that cannot be read says no, and the
+// migration is replaced, as for any other change.
+func (t *Trigger) carried(ctx context.Context, gr schema.GroupResource, obs observation, latest *migrationSummary) bool {
+	if latest == nil || !obs.Agreed || obs.ResourceVersion == "" || latest.Hash != obs.Current ||
+		latest.StorageVersionRV == "" || latest.StorageVersionRV == obs.ResourceVersion || latest.Aborted {
+		return false
 	}
-	keys, err := wire.ParseEncryptionKeys(sv.GetAnnotations()[wire.AnnotationEncryptionKeys])
+	info, _ := t.res.Get(gr)
+	err := guard.Carried(ctx, t.dyn, guard.Change{Resource: gr, Kind: info.Kind, Hash: obs.Current,
+		From: latest.StorageVersionRV, To: obs.ResourceVersion})
 	if err != nil {
-		return observation{}, fmt.Errorf("StorageVersion %s: %w", sv.GetName(), err)
+		klog.FromContext(ctx).V(2).Info("The StorageVersion object changed under the latest migration", "migration", latest.Name, "reason", err.Error())
+		return false
 	}
-	hash := func(encodingVersion, key string) (string, error) {
-		gv, err := schema.ParseGroupVersion(encodingVersion)
-		if err != nil {
-			return "", err
-		}
-		return wire.StorageHash(wire.StorageVersionHash(gv.Group, gv.Version, info.Kind), key), nil
-	}
-	obs := observation{ResourceVersion: sv.GetResourceVersion()}
-	writeKeys := map[string]bool{}
-	for _, e := range obj.Status.StorageVersions {
-		key := wire.WriteKeyOf(keys, e.APIServerID)
-		writeKeys[key] = true
-		h, err := hash(e.EncodingVersion, key)
-		if err != nil {
-			return observation{}, fmt.Errorf("StorageVersion %s: server %s: %w", sv.GetName(), e.APIServerID, err)
-		}
-		obs.Reported = appendMissing(obs.Reported, h)
-	}
-	if c := obj.Status.CommonEncodingVersion; c != nil && len(obj.Status.StorageVersions) > 0 && len(writeKeys) == 1 {
-		h, err := hash(*c, wire.WriteKeyOf(keys, obj.Status.StorageVersions[0].APIServerID))
-		if err != nil {
-			return observation{}, fmt.Errorf("StorageVersion %s: %w", sv.GetName(), err)
-		}
-		obs.Agreed, obs.Current, obs.EncodingVersion = true, h, *c
-	}
-	return obs, nil
+	return true
 }
 
 // consecutiveFailures counts the trigger's latest migrations for hash that failed

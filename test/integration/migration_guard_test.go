@@ -84,19 +84,27 @@ func (g *requestGate) release() {
 }
 
 // A migration holds its rewrites to the StorageVersion object it was started for.
-// Here a server joins mid-way (its entry is written into the widgets' StorageVersion)
-// while the migration to v2 waits between two pages, and no trigger runs to abort
-// it: only the migrator can stop it. The joining server encodes v1 (another release:
-// the servers disagree) or v2 (they agree, but the StorageVersion moved).
+// Here the widgets' StorageVersion changes mid-way (a server's entry is written into
+// it, or written and withdrawn) while the migration to v2 waits between two pages,
+// and no trigger runs: only the migrator and the controller decide.
 //
 //   - Server path: the next page's rewrites are made in etcd transactions that
 //     compare the StorageVersion key's revision; they fail, nothing is written.
 //   - Client path: the migrator reads the StorageVersion before each page's writes and
 //     stops before writing the page.
 //
-// Each migration ends Failed, with StorageVersionsDisagree or StorageVersionChanged
-// (the trigger's reasons for the same events), its progress counting the pages done, and etcd read directly shows no widget written at or after the revision
-// of the StorageVersion change, and the widgets of the later pages still in v1.
+// What follows depends on the object's history since the migration started:
+//
+//   - a server of another release joined (v1: the servers disagree): the migration
+//     ends Failed, StorageVersionsDisagree, its progress counting the pages done; etcd
+//     read directly shows no widget written at or after the revision of the change,
+//     and the widgets of the later pages still in v1;
+//   - a server of the same release joined (v2: every revision agreed): the controller
+//     moves the migration's guard to the new resourceVersion and the migration goes
+//     on from its checkpoint to Succeeded, every widget in v2;
+//   - a server of another release joined and left again (they agree now, but did not
+//     in between): the migration ends Failed, StorageVersionChanged, as in the first
+//     case.
 func TestStorageMigrationHeldToStorageVersion(t *testing.T) {
 	t.Parallel()
 	c := startMigrationCluster(t, 1)
@@ -109,16 +117,20 @@ func TestStorageMigrationHeldToStorageVersion(t *testing.T) {
 		return r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/storageversions/")
 	}
 	for _, step := range []struct {
+		name string
 		mode migrator.Mode
 		gate func(*http.Request) bool
-		// joins is the version the joining server encodes in; reason the migration's
-		// end: the servers disagree, or agree but the StorageVersion moved.
-		joins, reason string
+		// changes are the fake servers' entries written, one change after the other
+		// ("" withdraws one); reason the migration's end, "" for Succeeded.
+		changes []map[string]string
+		reason  string
 	}{
-		{migrator.ModeServer, isRewrite, "v1", migrationapi.ReasonStorageVersionsDisagree},
-		{migrator.ModeClient, isStorageVersionRead, "v2", migrationapi.ReasonStorageVersionChanged},
+		{"server-disagree", migrator.ModeServer, isRewrite, []map[string]string{{"fake-a": "v1"}}, migrationapi.ReasonStorageVersionsDisagree},
+		{"client-agree", migrator.ModeClient, isStorageVersionRead, []map[string]string{{"fake-b": "v2"}}, ""},
+		{"server-agree", migrator.ModeServer, isRewrite, []map[string]string{{"fake-c": "v2"}, {"fake-c": ""}}, ""},
+		{"client-disagreed", migrator.ModeClient, isStorageVersionRead, []map[string]string{{"fake-d": "v1"}, {"fake-d": ""}}, migrationapi.ReasonStorageVersionChanged},
 	} {
-		e := newMigrationEnv(t, c, fmt.Sprintf("guard-%s.example.com", step.mode), "v1")
+		e := newMigrationEnv(t, c, fmt.Sprintf("guard-%s.example.com", step.name), "v1")
 		e.seed("w", "v1", n, 1)
 		e.flip("v2")
 		gate := newRequestGate(pages, step.gate)
@@ -126,14 +138,21 @@ func TestStorageMigrationHeldToStorageVersion(t *testing.T) {
 		cfg.DisableTrigger = true
 		cfg.Migrator = migrator.Options{Mode: step.mode, PageSize: pageSize, Concurrency: 2}
 		stop := runControllers(t, cfg)
-		name := fmt.Sprintf("guard-%s", step.mode)
+		name := "guard-" + step.name
 		createGuardedMigration(t, e, name)
 		waitHeld(t, gate, name)
 
-		// A server of another release joins: its entry changes the StorageVersion.
-		fakeServers(t, s, e.gr, map[string]string{"fake-" + string(step.mode): step.joins})
+		for _, change := range step.changes {
+			fakeServers(t, s, e.gr, change)
+		}
 		changed := storageVersionRevision(t, e)
 		gate.release()
+		if step.reason == "" {
+			m := waitNamedMigration(t, e, name, phase(migrationapi.ConditionSucceeded))
+			stop()
+			checkCarried(t, e, m, changed, n)
+			continue
+		}
 		m := waitNamedMigration(t, e, name, phase(migrationapi.ConditionFailed))
 		stop()
 		cond := findMigrationCondition(m, migrationapi.ConditionFailed)
@@ -152,6 +171,25 @@ func TestStorageMigrationHeldToStorageVersion(t *testing.T) {
 		}
 		t.Logf("%s: %s; StorageVersion changed at revision %d, last widget write at %d", name, cond.Message, changed, newest)
 	}
+}
+
+// checkCarried checks migration m of e's n widgets, which succeeded although the
+// StorageVersion object moved to revision changed under it: its guard was moved to
+// that revision, it migrated every widget, and etcd holds them all in v2, the later
+// pages written after the change.
+func checkCarried(t *testing.T, e *migrationEnv, m *migrationapi.StorageVersionMigration, changed int64, n int) {
+	t.Helper()
+	if got := m.Annotations[migrationapi.AnnotationStorageVersionResourceVersion]; got != strconv.FormatInt(changed, 10) {
+		t.Errorf("%s: guard at resourceVersion %s, want it moved to %d", m.Name, got, changed)
+	}
+	if p := m.Status.Progress; p == nil || p.Migrated != int64(n) {
+		t.Errorf("%s: progress %+v, want all %d migrated", m.Name, p, n)
+	}
+	newest, encodings := widgetRevisions(t, e)
+	if newest <= changed || encodings[e.gr.Group+"/v2"] != n || len(encodings) != 1 {
+		t.Errorf("%s: etcd holds %v, newest widget at revision %d; want all %d in v2, some written after revision %d", m.Name, encodings, newest, n, changed)
+	}
+	t.Logf("%s: guard moved to revision %d; last widget write at %d", m.Name, changed, newest)
 }
 
 // waitHeld waits until gate holds a request.

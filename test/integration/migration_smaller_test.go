@@ -266,16 +266,14 @@ func TestHandMadeMigrationUnblocks(t *testing.T) {
 	}
 }
 
-// Issue 31, item 3: a migration the trigger aborts (here the storage version changed
-// while it ran) is marked Failed with the reason, not deleted: the same object (same
-// UID) stays, and a new migration, under a new name, replaces it.
-func TestAbortedMigrationIsKept(t *testing.T) {
-	t.Parallel()
+// heldMigration seeds n widgets of group in v1 on a server of its own, flips the
+// storage version to v2, and runs the controllers until the trigger's first migration
+// has rewritten 10 of them; gate then holds its next rewrites until released.
+func heldMigration(t *testing.T, group string, n int) (*migrationEnv, *writeGate, *migrationapi.StorageVersionMigration) {
+	t.Helper()
 	c := startMigrationCluster(t, 1)
 	s := c.Servers[0]
-	dyn := s.Dynamic(t)
-	e := newMigrationEnv(t, c, "aborted.example.com", "v1")
-	const n = 60
+	e := newMigrationEnv(t, c, group, "v1")
 	e.seed("w", "v1", n, 1)
 	e.flip("v2")
 	gate := &writeGate{}
@@ -283,7 +281,17 @@ func TestAbortedMigrationIsKept(t *testing.T) {
 	cfg := only(fastConfig(gate.wrap(s.Config()), nil), s, e.gr)
 	cfg.Migrator = migrator.Options{Mode: migrator.ModeClient, PageSize: 10, Concurrency: 1}
 	runControllers(t, cfg)
-	first := waitMigration(t, dyn, e.gr, 1, "to run", migrated(10))
+	return e, gate, waitMigration(t, s.Dynamic(t), e.gr, 1, "to run", migrated(10))
+}
+
+// Issue 31, item 3: a migration the trigger aborts (here the storage version changed
+// while it ran) is marked Failed with the reason, not deleted: the same object (same
+// UID) stays, and a new migration, under a new name, replaces it.
+func TestAbortedMigrationIsKept(t *testing.T) {
+	t.Parallel()
+	const n = 60
+	e, gate, first := heldMigration(t, "aborted.example.com", n)
+	dyn := e.c.Servers[0].Dynamic(t)
 
 	e.flip("v1")
 	aborted := waitMigration(t, dyn, e.gr, 1, "to be aborted", phase(migrationapi.ConditionFailed))
@@ -303,6 +311,40 @@ func TestAbortedMigrationIsKept(t *testing.T) {
 	if got := e.encodings(); got[e.gr.Group+"/v1"] != n || len(got) != 1 {
 		t.Errorf("etcd holds %v, want all %d in v1", got, n)
 	}
+}
+
+// A change of the StorageVersion object that every server agrees through (a server of
+// the same release joins: its entry moves the object's resourceVersion) does not
+// restart the trigger's migration: the trigger keeps it (guard.Carried), the
+// controller moves its guard to the new resourceVersion when its rewrites meet the
+// change, and the one migration ends Succeeded and settles the state; no second
+// migration is launched.
+func TestMigrationCarriedOverAnAgreeingChange(t *testing.T) {
+	t.Parallel()
+	const n = 60
+	e, gate, first := heldMigration(t, "carried.example.com", n)
+	s := e.c.Servers[0]
+	dyn := s.Dynamic(t)
+	startedAt := first.Annotations[migrationapi.AnnotationStorageVersionResourceVersion]
+
+	fakeServers(t, s, e.gr, map[string]string{"fake-same-release": "v2"})
+	changed := storageVersionRevision(t, e)
+	gate.release()
+	done := waitMigration(t, dyn, e.gr, 1, "to succeed", phase(migrationapi.ConditionSucceeded))
+	waitPersisted(t, dyn, e.gr, e.hash("v2"), e.hash("v2"))
+	if done.UID != first.UID {
+		t.Errorf("migration 1 was replaced (uid %s, then %s)", first.UID, done.UID)
+	}
+	if got := done.Annotations[migrationapi.AnnotationStorageVersionResourceVersion]; rvNumber(t, got) < changed {
+		t.Errorf("migration 1's guard at resourceVersion %s (started at %s), want it moved to %d or later", got, startedAt, changed)
+	}
+	if migs := migrationsOf(t, dyn, e.gr); len(migs) != 1 {
+		t.Errorf("%d migrations of %s, want the one that was carried", len(migs), e.gr)
+	}
+	if got := e.encodings(); got[e.gr.Group+"/v2"] != n || len(got) != 1 {
+		t.Errorf("etcd holds %v, want all %d in v2", got, n)
+	}
+	t.Logf("guard moved from resourceVersion %s to %s", startedAt, done.Annotations[migrationapi.AnnotationStorageVersionResourceVersion])
 }
 
 // Issue 31, item 5: StorageVersionMigrations are stored as storagemigration.k8s.io/v1
