@@ -12,6 +12,7 @@ import (
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/migration"
 	migrationapi "github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/migration/controller"
 	"github.com/concordproject/concord/migration/migrator"
 	"github.com/concordproject/concord/upgradecheck"
 	"github.com/concordproject/concord/wire"
@@ -344,6 +345,18 @@ func TestMigrationCarriedOverAnAgreeingChange(t *testing.T) {
 	if got := e.encodings(); got[e.gr.Group+"/v2"] != n || len(got) != 1 {
 		t.Errorf("etcd holds %v, want all %d in v2", got, n)
 	}
+	waitFor(t, "the Event that says the guard moved", func() (bool, error) {
+		evs, err := s.Clientset(t).EventsV1().Events("default").List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range evs.Items {
+			if ev.Regarding.Name == first.Name && ev.Reason == controller.EventGuardMoved && strings.Contains(ev.Note, startedAt) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 	t.Logf("guard moved from resourceVersion %s to %s", startedAt, done.Annotations[migrationapi.AnnotationStorageVersionResourceVersion])
 }
 
