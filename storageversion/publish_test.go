@@ -125,7 +125,12 @@ func TestPublishWaitsForPeersToDecode(t *testing.T) {
 	peer("example.com/v1")
 	waitFor(t, "the manager to see the peer", func() bool {
 		obj, ok, _ := m.informer.GetStore().GetByKey(name)
-		return ok && len(obj.(*unstructured.Unstructured).Object["status"].(map[string]interface{})["storageVersions"].([]interface{})) == 2
+		if !ok {
+			return false
+		}
+		// The object may be cached before its status is written.
+		entries, _, _ := unstructured.NestedSlice(obj.(*unstructured.Unstructured).Object, "status", "storageVersions")
+		return len(entries) == 2
 	})
 	err := m.Publish(ctx, widgets("v3", "v1", "v3"), reg.Put)
 	if !errors.Is(err, ErrPeersCatchingUp) {

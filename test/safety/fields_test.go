@@ -839,7 +839,7 @@ func (f *fleet) probeRefusal(to string, member *server) {
 	_ = os.Remove(s.kubeconfig()) // written once ready
 	p := startProc(f.t, f.dir, s.id, concordBinary(f.t), s.args(f.dir)...)
 	refused := false
-	waitUntil(f.t, 90*time.Second, s.id+" of "+to+" to exit or be ready", func() bool {
+	waitRunning(f.t, p, s.id+" of "+to+" to exit or be ready", func() bool {
 		if p.exited() {
 			data, _ := os.ReadFile(p.log)
 			refused = strings.Contains(string(data), joinRefusal)

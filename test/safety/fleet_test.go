@@ -16,6 +16,7 @@ import (
 
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/binary"
+	"github.com/concordproject/concord/test/progress"
 	"github.com/concordproject/concord/test/tcpgate"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -216,7 +217,7 @@ func (s *server) start(t *testing.T, dir string) {
 	liveMu.Lock()
 	s.proc = p
 	liveMu.Unlock()
-	waitUntil(t, 90*time.Second, s.id+" to write its kubeconfig", func() bool {
+	waitRunning(t, p, s.id+" to write its kubeconfig", func() bool {
 		if p.exited() {
 			t.Fatalf("%s exited: %v; log %s, ending:\n%s", s.id, p.err, p.log, logTail(p.log))
 		}
@@ -238,7 +239,7 @@ func (s *server) start(t *testing.T, dir string) {
 		intruder.BearerToken = intruderToken
 		s.intruder = kubernetes.NewForConfigOrDie(intruder)
 	}
-	waitUntil(t, 90*time.Second, s.id+" to be ready", func() bool {
+	waitRunning(t, p, s.id+" to be ready", func() bool {
 		if p.exited() {
 			t.Fatalf("%s exited: %v; log %s, ending:\n%s", s.id, p.err, p.log, logTail(p.log))
 		}
@@ -316,6 +317,26 @@ var errNotReady = errors.New("/readyz is not ok")
 func (s *server) live() bool { return s.proc != nil && !s.proc.exited() }
 
 // waitUntil polls cond every 100ms until it holds or timeout passes.
+// waitRunning waits for cond while p works towards it: a server's start, on a loaded
+// machine or with a million objects to load, takes as long as it takes while the
+// process uses CPU. It gives up once p has used none for startStall, or after
+// startBound.
+func waitRunning(t *testing.T, p *proc, what string, cond func() bool) {
+	t.Helper()
+	progress.Wait(t, what, progress.Limits{Stall: startStall, Bound: startBound}, func() (bool, string, error) {
+		if cond() {
+			return true, "", nil
+		}
+		return false, fmt.Sprintf("%s's CPU ticks %d", p.name, binary.CPUTicks(p.cmd.Process.Pid)), nil
+	})
+}
+
+// startStall and startBound are waitRunning's limits.
+const (
+	startStall = 30 * time.Second
+	startBound = 10 * time.Minute
+)
+
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)

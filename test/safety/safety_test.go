@@ -186,7 +186,7 @@ func partition(t *testing.T, rep *report, seed uint64) {
 	time.Sleep(time.Duration(f.rng.IntN(3000)) * time.Millisecond)
 	f.fault("heal " + s.id)
 	s.proxy.Heal()
-	waitUntil(t, 60*time.Second, s.id+" to be ready again", func() bool { return s.ready(t) == nil })
+	waitRunning(t, s.proc, s.id+" to be ready again", func() bool { return s.ready(t) == nil })
 	f.finish(tr)
 }
 
