@@ -130,7 +130,12 @@ func (t *Trigger) apply(ctx context.Context, gr schema.GroupResource, stateObj *
 		maxSeq = max(maxSeq, sequenceOf(m.Name), m.Sequence) // numbers taken by anyone are skipped
 	}
 	in.ConsecutiveFailures = consecutiveFailures(migs, obs.Current)
-	in.Carried = t.carried(ctx, gr, obs, in.Latest)
+	// A settled state needs no migration, and no read of the object's history.
+	settled := in.State != nil && slices.Equal(in.State.PersistedStorageVersionHashes, []string{obs.Current}) &&
+		in.Now.Sub(in.State.LastHeartbeatTime.Time) <= t.cfg.Staleness
+	if !settled {
+		in.Carried = t.carried(ctx, gr, obs, in.Latest)
+	}
 	out := plan(in, t.cfg)
 	if t.setTracked(&out.Status, gr) {
 		out.WriteStatus = true
