@@ -43,3 +43,36 @@ func TestApplyFromStaleCacheTouchesNoMigration(t *testing.T) {
 		}
 	}
 }
+
+// A settled resource (persisted is just the current hash) whose StorageVersion object
+// moved since its last migration reads nothing of the object's history: Carried
+// would change nothing.
+func TestApplySettledReadsNoHistory(t *testing.T) {
+	gr := schema.GroupResource{Group: "example.com", Resource: "widgets"}
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	state := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": migrationapi.StorageStates.GroupVersion().String(), "kind": "StorageState",
+		"metadata": map[string]interface{}{"name": migrationapi.StorageStateName(gr), "resourceVersion": "5"},
+		"status": map[string]interface{}{"persistedStorageVersionHashes": []interface{}{"h1"}, "currentStorageVersionHash": "h1",
+			"lastHeartbeatTime": now.Add(-time.Minute).Format(time.RFC3339)},
+	}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		migrationapi.StorageStates:            "StorageStateList",
+		migrationapi.StorageVersionMigrations: "StorageVersionMigrationList",
+		migrationapi.StorageVersions:          "StorageVersionList",
+	}, state)
+	tr := &Trigger{dyn: dyn, now: func() time.Time { return now }, history: 10,
+		cfg:    lifecycleConfig{Heartbeat: time.Hour, Staleness: 2 * time.Hour, RetryFailed: time.Minute},
+		expect: map[schema.GroupResource]expectation{}}
+	done := migrationSummary{Name: migrationName(migrationapi.StorageStateName(gr), 1), Hash: "h1", StorageVersionRV: "10",
+		Phase: migrationapi.ConditionSucceeded, Triggered: true, Sequence: 1}
+	obs := observation{Agreed: true, Current: "h1", Reported: []string{"h1"}, ResourceVersion: "42"}
+	if _, err := tr.apply(context.Background(), gr, state, obs, []migrationSummary{done}); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range dyn.Actions() {
+		if a.GetResource() == migrationapi.StorageVersions {
+			t.Errorf("a settled state read the StorageVersion object: %s", a.GetVerb())
+		}
+	}
+}
