@@ -12,6 +12,7 @@ import (
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
+	"github.com/concordproject/concord/retry"
 	"github.com/concordproject/concord/wire"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -375,6 +376,14 @@ func (l *Lease) release(ctx context.Context) error {
 	if res == nil {
 		return ErrLeasesNotServed
 	}
+	// A write that lands between the read and the delete (the informer's handler
+	// restoring the lease as the server stops) fails the delete's precondition: the
+	// lease is read again and the delete retried, as any conflict.
+	return retry.OnConflict(ctx, func(ctx context.Context) error { return l.deleteOwn(ctx, res) })
+}
+
+// deleteOwn deletes the lease if this server holds it, preconditioned on what it read.
+func (l *Lease) deleteOwn(ctx context.Context, res *registry.Resource) error {
 	cur, err := l.store.Get(ctx, store.Ref{Resource: res, Version: leaseVersion, Namespace: Namespace, Name: l.cfg.ID}, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
