@@ -231,3 +231,37 @@ func TestTerminalError(t *testing.T) {
 		t.Error("TerminalError(nil) is not nil")
 	}
 }
+
+// Run reconciles nothing until every cache WaitFor names has synced.
+func TestWaitFor(t *testing.T) {
+	var synced atomic.Bool
+	var waited atomic.Int32 // how often the gate was asked while closed
+	calls := make(chan string, 1)
+	c := reconcile.New[string]("test", reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
+		if !synced.Load() {
+			t.Errorf("reconciled %q before the cache synced", key)
+		}
+		calls <- key
+		return reconcile.Result{}, nil
+	}), reconcile.Options[string]{})
+	c.WaitFor(func() bool {
+		if synced.Load() {
+			return true
+		}
+		if waited.Add(1) == 20 {
+			synced.Store(true) // open the gate after Run has looked twenty times
+		}
+		return false
+	})
+	c.Add("k")
+	stop := run(t, c)
+	defer stop()
+	select {
+	case k := <-calls:
+		if k != "k" || waited.Load() < 20 {
+			t.Errorf("reconciled %q after %d looks at the gate", k, waited.Load())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing reconciled once the cache synced")
+	}
+}

@@ -27,6 +27,12 @@ func WatchOf[K comparable, T any](c *Controller[K], inf cache.SharedIndexInforme
 	return nil
 }
 
+// WaitFor makes Run wait for synced as well, such as the HasSynced of an event handler
+// registered on an informer without Watch, whose cache the reconciler reads.
+func (c *Controller[K]) WaitFor(synced ...cache.InformerSynced) {
+	c.synced = append(c.synced, synced...)
+}
+
 // StartInformers runs informers until ctx is done, and returns a function that waits
 // for them to stop: defer StartInformers(ctx, inf)() in a Run joins them.
 func StartInformers(ctx context.Context, informers ...cache.SharedIndexInformer) (wait func()) {

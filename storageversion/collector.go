@@ -64,7 +64,9 @@ type CollectorConfig struct {
 //   - expired identity leases.
 //
 // It follows leases and StorageVersions (watches, and a timer at the next lease
-// expiry), so a dead server's entries go as soon as its lease expires. Every update and
+// expiry), so a dead server's entries go as soon as its lease expires. It decides from
+// those caches and reads storage only for what they condemn, so that a new leader's
+// first pass over every object is quick even with leadership changing. Every update and
 // delete is preconditioned on the uid and resourceVersion it was computed from: a
 // server registering concurrently makes the write fail and be recomputed, never erased.
 // The StorageVersion part runs only while the server serves storageversions.
@@ -148,10 +150,11 @@ func (c *Collector) lead(ctx context.Context) {
 		svs := c.cfg.Store.NewInformer(store.Source{Registry: c.cfg.Registry, Resource: GroupResource, Version: version}, nil)
 		informers = append(informers, svs)
 		objectGC = reconcile.New("storage-version-gc", reconcile.Func[string](func(ctx context.Context, name string) (reconcile.Result, error) {
-			return c.collectObject(ctx, name, leases)
+			return c.collectObject(ctx, name, svs, leases)
 		}), reconcile.Options[string]{Backoff: backoff, Metrics: c.cfg.ReconcileMetrics})
 		if err = objectGC.Watch(svs, reconcile.ByName); err == nil {
-			_, err = leases.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj interface{}) {
+			var reg cache.ResourceEventHandlerRegistration
+			reg, err = leases.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj interface{}) {
 				if u, ok := obj.(*unstructured.Unstructured); ok && !identity.IsIdentityLease(u) {
 					return // not a server's: its entries are not concerned
 				}
@@ -159,6 +162,9 @@ func (c *Collector) lead(ctx context.Context) {
 					objectGC.Add(name)
 				}
 			}})
+			if err == nil {
+				objectGC.WaitFor(reg.HasSynced) // it decides from the lease cache too
+			}
 		}
 	}
 	if err != nil {
@@ -174,15 +180,23 @@ func (c *Collector) lead(ctx context.Context) {
 	wg.Wait()
 }
 
+// aliveInCache reports whether the lease cache holds a live identity lease of server
+// id. A false answer is only a hint: alive reads storage before anything is removed.
+func aliveInCache(id string, leases cache.SharedIndexInformer, now time.Time) bool {
+	obj, ok, _ := leases.GetStore().GetByKey(identity.Namespace + "/" + id)
+	if !ok {
+		return false
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	return ok && identity.IsIdentityLease(u) && !identity.Expired(u, now)
+}
+
 // alive reports whether server id has a live identity lease. The cache answers for
 // live leases; an absent or expired one is read again from storage, so that a lease
 // just created or renewed is never missed.
 func (c *Collector) alive(ctx context.Context, id string, leases cache.SharedIndexInformer) (bool, error) {
-	now := time.Now()
-	if obj, ok, _ := leases.GetStore().GetByKey(identity.Namespace + "/" + id); ok {
-		if u, ok := obj.(*unstructured.Unstructured); ok && identity.IsIdentityLease(u) && !identity.Expired(u, now) {
-			return true, nil
-		}
+	if aliveInCache(id, leases, time.Now()) {
+		return true, nil
 	}
 	res := c.cfg.Registry.Get(identity.GroupResource)
 	if res == nil {
@@ -200,9 +214,63 @@ func (c *Collector) alive(ctx context.Context, id string, leases cache.SharedInd
 
 // collectObject removes from one StorageVersion the entries of servers without a live
 // lease, and deletes it when it is left without entries or its
-// CustomResourceDefinition is gone.
-func (c *Collector) collectObject(ctx context.Context, name string, leases cache.SharedIndexInformer) (reconcile.Result, error) {
-	logger := klog.FromContext(ctx)
+// CustomResourceDefinition is gone. It decides from the caches and goes to storage
+// only for what they condemn: a new leader's first pass over every object costs a
+// read per object owned by a definition, not a read-modify-write per object, so that
+// it ends in moments even when leadership changes often. Every write is
+// preconditioned on what it was computed from; a stale cache makes it conflict and
+// the object is looked at again.
+func (c *Collector) collectObject(ctx context.Context, name string, svs, leases cache.SharedIndexInformer) (reconcile.Result, error) {
+	item, ok, err := svs.GetStore().GetByKey(name)
+	if err != nil || !ok {
+		return reconcile.Result{}, err // gone: nothing to collect
+	}
+	obj, isObj := item.(*unstructured.Unstructured)
+	if !isObj {
+		return reconcile.Result{}, nil
+	}
+	sv, err := fromUnstructured(obj)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	now := time.Now()
+	for _, e := range sv.Status.StorageVersions {
+		if aliveInCache(e.APIServerID, leases, now) {
+			continue
+		}
+		if changed, err := c.removeDead(ctx, name, leases); err != nil || changed {
+			return reconcile.Result{}, err // the change comes back through the informer
+		}
+		break // storage knows the lease live: the cache lags
+	}
+	if gone, err := c.objs.ownerGone(ctx, obj); err != nil {
+		return reconcile.Result{}, err
+	} else if gone {
+		if err := c.objs.delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+		c.collected.WithLabelValues("object").Inc()
+		klog.FromContext(ctx).Info("Deleted the StorageVersion of a CustomResourceDefinition that is gone", "storageVersion", name)
+		return reconcile.Result{}, nil
+	}
+	if len(sv.Status.StorageVersions) > 0 {
+		return reconcile.Result{}, nil
+	}
+	if age := now.Sub(obj.GetCreationTimestamp().Time); age < emptyGrace {
+		return reconcile.Result{RequeueAfter: emptyGrace - age + time.Second}, nil
+	}
+	if err := c.objs.delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err
+	}
+	c.collected.WithLabelValues("object").Inc()
+	klog.FromContext(ctx).Info("Deleted a StorageVersion without entries", "storageVersion", name)
+	return reconcile.Result{}, nil
+}
+
+// removeDead removes from the named object, as stored, the entries of servers whose
+// identity lease storage confirms gone or expired (deleting the object if none is
+// left), and reports whether it changed anything.
+func (c *Collector) removeDead(ctx context.Context, name string, leases cache.SharedIndexInformer) (bool, error) {
 	verdicts := map[string]bool{} // id → dead, decided once per pass
 	dead := func(id string) (bool, error) {
 		if d, ok := verdicts[id]; ok {
@@ -217,45 +285,16 @@ func (c *Collector) collectObject(ctx context.Context, name string, leases cache
 	}
 	removed, deleted, err := c.objs.removeEntries(ctx, name, dead)
 	if err != nil {
-		return reconcile.Result{}, err
+		return false, err
 	}
 	if removed > 0 {
 		c.collected.WithLabelValues("entry").Add(float64(removed))
-		logger.Info("Removed the storage version entries of servers without a live identity lease", "storageVersion", name, "entries", removed, "objectDeleted", deleted)
+		klog.FromContext(ctx).Info("Removed the storage version entries of servers without a live identity lease", "storageVersion", name, "entries", removed, "objectDeleted", deleted)
 	}
 	if deleted {
 		c.collected.WithLabelValues("object").Inc()
-		return reconcile.Result{}, nil
 	}
-	obj, sv, err := c.objs.get(ctx, name)
-	if apierrors.IsNotFound(err) {
-		return reconcile.Result{}, nil
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if gone, err := c.objs.ownerGone(ctx, obj); err != nil {
-		return reconcile.Result{}, err
-	} else if gone {
-		if err := c.objs.delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-			return reconcile.Result{}, err
-		}
-		c.collected.WithLabelValues("object").Inc()
-		logger.Info("Deleted the StorageVersion of a CustomResourceDefinition that is gone", "storageVersion", name)
-		return reconcile.Result{}, nil
-	}
-	if len(sv.Status.StorageVersions) > 0 {
-		return reconcile.Result{}, nil
-	}
-	if age := time.Since(obj.GetCreationTimestamp().Time); age < emptyGrace {
-		return reconcile.Result{RequeueAfter: emptyGrace - age + time.Second}, nil
-	}
-	if err := c.objs.delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-		return reconcile.Result{}, err
-	}
-	c.collected.WithLabelValues("object").Inc()
-	logger.Info("Deleted a StorageVersion without entries", "storageVersion", name)
-	return reconcile.Result{}, nil
+	return removed > 0 || deleted, nil
 }
 
 // collectLease deletes the identity lease key ("namespace/name") if it has expired,
