@@ -349,10 +349,13 @@ func writeTokenKubeconfig(t *testing.T, path string, cfg *clientcmdConfig, token
 
 // The migrator manages an aggregated API only once its servers publish StorageVersions
 // (KEP-2339), and then migrates it through the aggregator: the sample-apiserver's
-// discovery gives a storageVersionHash, yet no StorageState is kept for flunders until
-// its entry is published (here by the storageversion/publisher library, under the
-// identity its APIService names); then a migration of flunders runs, listing and
-// writing them through Concord's proxy, and succeeds.
+// discovery gives a storageVersionHash, yet the trigger neither creates a StorageState
+// for flunders nor migrates them until their entry is published (here by the
+// storageversion/publisher library, under the identity its APIService names). A state
+// a user created for flunders meanwhile says why: its Tracked condition is False with
+// reason AggregatedWithoutStorageVersions. Once published, that state is tracked, and
+// a migration of flunders runs, listing and writing them through Concord's proxy, and
+// succeeds.
 func TestAggregatedAPIMigration(t *testing.T) {
 	t.Parallel()
 	setup := startSampleBehindConcord(t, "--disable-storage-migration")
@@ -364,9 +367,15 @@ func TestAggregatedAPIMigration(t *testing.T) {
 	cm := process(t, setup.bin, "controller-manager", "--kubeconfig", setup.kubeconfig, "--poll-interval", "1s", "--leader-elect=false")
 	kubectlUntil(t, k, cm, "the ConfigMaps' storage state", func(out string) bool { return strings.Contains(out, "configmaps") },
 		"get", "storagestates", "-o", "name")
-	time.Sleep(3 * time.Second) // three polls: the trigger has seen flunders in discovery
 	if out := k.must(t, "", "get", "storagestates", "-o", "name"); strings.Contains(out, "flunders") {
 		t.Fatalf("a storage state for an aggregated API whose servers publish no StorageVersion:\n%s", out)
+	}
+	k.must(t, flunderState, "create", "-f", "-")
+	kubectlUntil(t, k, cm, "the user's flunders state to say why it is not tracked", func(out string) bool {
+		return strings.TrimSpace(out) == "False/AggregatedWithoutStorageVersions"
+	}, "get", "storagestate", "flunders.wardle.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Tracked")].status}/{.status.conditions[?(@.type=="Tracked")].reason}`)
+	if out := k.must(t, "", "get", "storageversionmigrations", "-o", "jsonpath={.items[*].spec.resource.resource}"); strings.Contains(out, "flunders") {
+		t.Fatalf("a migration of an aggregated API whose servers publish no StorageVersion: %s", out)
 	}
 
 	k.must(t, "", "annotate", "apiservice", "v1alpha1.wardle.example.com", "storageversion.concord.io/publishers=system:serviceaccount:wardle:apiserver")
@@ -390,8 +399,17 @@ func TestAggregatedAPIMigration(t *testing.T) {
 
 	waitKubectl(t, k, "a succeeded migration of flunders", "True", "get", "storageversionmigrations", "-o",
 		`jsonpath={range .items[?(@.spec.resource.resource=="flunders")]}{.status.conditions[?(@.type=="Succeeded")].status}{end}`)
-	waitKubectl(t, k, "the flunders' storage state persisted", "flunders", "get", "storagestates", "-o", "name")
+	waitKubectl(t, k, "the flunders' storage state tracked", "True", "get", "storagestate", "flunders.wardle.example.com", "-o",
+		`jsonpath={.status.conditions[?(@.type=="Tracked")].status}`)
 }
+
+// flunderState is a StorageState of flunders made by a user, not the trigger.
+const flunderState = `apiVersion: migration.k8s.io/v1alpha1
+kind: StorageState
+metadata: {name: flunders.wardle.example.com}
+spec:
+  resource: {group: wardle.example.com, resource: flunders}
+`
 
 // publisherGrants let the sample-apiserver's identity publish its StorageVersions.
 const publisherGrants = `apiVersion: rbac.authorization.k8s.io/v1
