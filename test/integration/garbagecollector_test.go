@@ -662,10 +662,9 @@ func createCMs(t *testing.T, clients []kubernetes.Interface, ns, prefix string, 
 
 // storedCMs counts the ConfigMaps of ns whose name starts with prefix as etcd holds
 // them: one count-only read, however many there are. It is what the collection tests
-// poll while they wait (every 50 ms), so that the waiting costs the servers under test
-// nothing: a list of thousands of ConfigMaps through the API at that rate took a core
-// from the collector it waited for. What the API answers is checked once the
-// collection is done.
+// poll while they wait (every 50 ms), so that the waiting does not load the servers
+// under test with a list of thousands of ConfigMaps at that rate. What the API answers
+// is checked once the collection is done.
 func storedCMs(ctx context.Context, c *harness.Cluster, ns, prefix string) (int, error) {
 	resp, err := c.EtcdClient.Get(ctx, "/registry/core/configmaps/"+ns+"/"+prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
@@ -847,11 +846,11 @@ func TestGarbageCollectorLeaderKilled(t *testing.T) {
 	if !reflect.DeepEqual(count, want) {
 		t.Errorf("configmaps by name after the collection: %v, want %v", count, want)
 	}
-	resp, err := c.EtcdClient.Get(t.Context(), "/registry/core/configmaps/"+ns+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	stored, err := storedCMs(t.Context(), c, ns, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Count != int64(len(list.Items)) {
-		t.Errorf("etcd holds %d configmaps of %s, the API lists %d", resp.Count, ns, len(list.Items))
+	if stored != len(list.Items) {
+		t.Errorf("etcd holds %d configmaps of %s, the API lists %d", stored, ns, len(list.Items))
 	}
 }
