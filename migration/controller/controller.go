@@ -275,7 +275,7 @@ func (c *Controller) start(ctx context.Context, w *statusWriter, m *migrationapi
 		p.StartTime = &now
 	}
 	cp := checkpointFrom(p, m.Status.ResourceVersion)
-	if cp.Path == "" {
+	if cp.Path == "" && cp.Done() == 0 {
 		logger.Info("Migration started", "version", info.GVR.Version)
 	} else {
 		logger.Info("Migration resumed", "path", cp.Path, "migrated", cp.Migrated, "skipped", cp.Skipped, "failed", cp.Failed)

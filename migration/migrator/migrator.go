@@ -173,8 +173,8 @@ type Failure struct {
 
 // Checkpoint is how far a migration got.
 type Checkpoint struct {
-	// Path is the path of the pages done: "" before the first page, PathServer or
-	// PathClient after.
+	// Path is the path of the pages done: "" until a first page is written whole
+	// (the counts may hold part of one), PathServer or PathClient after.
 	Path string
 	// Continue is where the next page starts; "" with Path set means done.
 	Continue string

@@ -36,6 +36,9 @@ import (
 type fakeServer struct {
 	names   []string
 	rewrite bool
+	// guardMovesAt, if above 0, is the index of the first object the rewrite endpoint
+	// finds written after the StorageVersion moved: it stops its page there.
+	guardMovesAt int
 
 	mu       sync.Mutex
 	attempts map[string]int
@@ -123,7 +126,11 @@ func (f *fakeServer) serverRewrite(w http.ResponseWriter, r *http.Request) {
 	start, _ := strconv.Atoi(r.URL.Query().Get("continue"))
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 	end := min(start+limit, len(f.names))
-	res := wire.RewriteResult{Scanned: end - start}
+	res := wire.RewriteResult{StorageVersionResourceVersion: r.URL.Query().Get(wire.RewriteStorageVersionParam)}
+	if f.guardMovesAt > 0 && f.guardMovesAt < end {
+		end, res.StorageVersionChanged = max(start, f.guardMovesAt), true
+	}
+	res.Scanned = end - start
 	for _, n := range f.names[start:end] {
 		switch {
 		case n == "invalid":
@@ -134,7 +141,7 @@ func (f *fakeServer) serverRewrite(w http.ResponseWriter, r *http.Request) {
 			res.Rewritten++
 		}
 	}
-	if end < len(f.names) {
+	if end < len(f.names) && !res.StorageVersionChanged {
 		res.Continue = strconv.Itoa(end)
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -275,6 +282,49 @@ func TestResumeFromCheckpoint(t *testing.T) {
 			}
 			if again, err := m.Migrate(t.Context(), widgets, cp, nil); err != nil || again.Counts != want {
 				t.Errorf("a finished checkpoint is returned as is: %+v, %v", again, err)
+			}
+		})
+	}
+}
+
+// A server-side page refused part-way because the StorageVersion moved leaves the
+// checkpoint before that page, the first page included: resumed once the guard
+// holds again, the migration rewrites every object, and is not taken for finished
+// before.
+func TestServerPathGuardMoved(t *testing.T) {
+	names := []string{}
+	for i := range 10 {
+		names = append(names, fmt.Sprintf("ok-%02d", i))
+	}
+	for _, tc := range []struct {
+		movesAt int
+		next    string
+		done    int64
+	}{
+		{movesAt: 2, next: "", done: 2},
+		{movesAt: 6, next: "4", done: 6},
+	} {
+		t.Run(fmt.Sprintf("at-%d", tc.movesAt), func(t *testing.T) {
+			f := &fakeServer{names: names, rewrite: true, guardMovesAt: tc.movesAt}
+			m, err := New(startFake(t, f), fastRetries(Options{Mode: ModeServer, PageSize: 4}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := widgets
+			res.StorageVersion = "7"
+			cp, err := m.Migrate(t.Context(), res, Checkpoint{}, nil)
+			if !errors.Is(err, ErrStorageVersionChanged) || cp.Finished() || cp.Continue != tc.next || cp.Done() != tc.done {
+				t.Fatalf("stopped: %+v, %v; want %v, not finished, continue %q, %d done", cp, err, ErrStorageVersionChanged, tc.next, tc.done)
+			}
+			f.guardMovesAt = 0
+			cp, err = m.Migrate(t.Context(), res, cp, nil)
+			if err != nil || !cp.Finished() || cp.Path != PathServer {
+				t.Fatalf("resumed: %+v, %v; want finished on the server path", cp, err)
+			}
+			// The two objects of the refused page written before the move are counted
+			// again: the page is done again whole.
+			if want := int64(len(names) + 2); cp.Done() != want {
+				t.Errorf("resumed: %d done, want %d", cp.Done(), want)
 			}
 		})
 	}

@@ -48,11 +48,14 @@ func (m *Migrator) serverPath(ctx context.Context, res Resource, cp Checkpoint, 
 			cp.Total, cp.ResourceVersion = &total, r.ResourceVersion
 		}
 		page, failures := pageOf(r)
-		next := r.Continue
+		path, next := PathServer, r.Continue
 		if r.StorageVersionChanged {
-			next = token // the page was not written whole: it is where the checkpoint stays
+			// The page was not written whole: the checkpoint stays before it. Before the
+			// first page that is the start, whose path stays unset: a path with no
+			// continue token is a finished migration.
+			path, next = cp.Path, token
 		}
-		if err := m.apply(ctx, &cp, PathServer, next, page, failures, report); err != nil {
+		if err := m.apply(ctx, &cp, path, next, page, failures, report); err != nil {
 			return cp, true, err
 		}
 		if r.StorageVersionChanged {

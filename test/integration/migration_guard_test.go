@@ -104,7 +104,10 @@ func (g *requestGate) release() {
 //     on from its checkpoint to Succeeded, every widget in v2;
 //   - a server of another release joined and left again (they agree now, but did not
 //     in between): the migration ends Failed, StorageVersionChanged, as in the first
-//     case.
+//     case;
+//   - a server of the same release joined before the first server-side page was
+//     written: the page is refused whole, the guard moves, and the migration goes on
+//     from the start (a checkpoint that never left the start is not a finished one).
 func TestStorageMigrationHeldToStorageVersion(t *testing.T) {
 	t.Parallel()
 	c := startMigrationCluster(t, 1)
@@ -120,20 +123,23 @@ func TestStorageMigrationHeldToStorageVersion(t *testing.T) {
 		name string
 		mode migrator.Mode
 		gate func(*http.Request) bool
+		// before is how many gated requests pass before the one held.
+		before int
 		// changes are the fake servers' entries written, one change after the other
 		// ("" withdraws one); reason the migration's end, "" for Succeeded.
 		changes []map[string]string
 		reason  string
 	}{
-		{"server-disagree", migrator.ModeServer, isRewrite, []map[string]string{{"fake-a": "v1"}}, migrationapi.ReasonStorageVersionsDisagree},
-		{"client-agree", migrator.ModeClient, isStorageVersionRead, []map[string]string{{"fake-b": "v2"}}, ""},
-		{"server-agree", migrator.ModeServer, isRewrite, []map[string]string{{"fake-c": "v2"}, {"fake-c": ""}}, ""},
-		{"client-disagreed", migrator.ModeClient, isStorageVersionRead, []map[string]string{{"fake-d": "v1"}, {"fake-d": ""}}, migrationapi.ReasonStorageVersionChanged},
+		{"server-disagree", migrator.ModeServer, isRewrite, pages, []map[string]string{{"fake-a": "v1"}}, migrationapi.ReasonStorageVersionsDisagree},
+		{"client-agree", migrator.ModeClient, isStorageVersionRead, pages, []map[string]string{{"fake-b": "v2"}}, ""},
+		{"server-agree", migrator.ModeServer, isRewrite, pages, []map[string]string{{"fake-c": "v2"}, {"fake-c": ""}}, ""},
+		{"client-disagreed", migrator.ModeClient, isStorageVersionRead, pages, []map[string]string{{"fake-d": "v1"}, {"fake-d": ""}}, migrationapi.ReasonStorageVersionChanged},
+		{"server-agree-first", migrator.ModeServer, isRewrite, 0, []map[string]string{{"fake-e": "v2"}}, ""},
 	} {
 		e := newMigrationEnv(t, c, fmt.Sprintf("guard-%s.example.com", step.name), "v1")
 		e.seed("w", "v1", n, 1)
 		e.flip("v2")
-		gate := newRequestGate(pages, step.gate)
+		gate := newRequestGate(step.before, step.gate)
 		cfg := fastConfig(gate.wrap(s.Config()), nil)
 		cfg.DisableTrigger = true
 		cfg.Migrator = migrator.Options{Mode: step.mode, PageSize: pageSize, Concurrency: 2}
@@ -159,14 +165,14 @@ func TestStorageMigrationHeldToStorageVersion(t *testing.T) {
 		if cond.Reason != step.reason || !strings.Contains(cond.Message, "StorageVersion") {
 			t.Errorf("%s: Failed %s %q, want %s", name, cond.Reason, cond.Message, step.reason)
 		}
-		if p := m.Status.Progress; p == nil || p.Migrated != pages*pageSize || p.Path != string(step.mode) {
-			t.Errorf("%s: progress %+v, want %d migrated on the %s path", name, p, pages*pageSize, step.mode)
+		if p := m.Status.Progress; p == nil || p.Migrated != int64(step.before*pageSize) || p.Path != string(step.mode) {
+			t.Errorf("%s: progress %+v, want %d migrated on the %s path", name, p, step.before*pageSize, step.mode)
 		}
 		newest, encodings := widgetRevisions(t, e)
 		if newest >= changed {
 			t.Errorf("%s: a widget was written at revision %d, at or after the StorageVersion changed (%d)", name, newest, changed)
 		}
-		if want := pages * pageSize; encodings[e.gr.Group+"/v2"] != want || encodings[e.gr.Group+"/v1"] != n-want {
+		if want := step.before * pageSize; encodings[e.gr.Group+"/v2"] != want || encodings[e.gr.Group+"/v1"] != n-want {
 			t.Errorf("%s: etcd holds %v, want %d in v2 and the rest in v1", name, encodings, want)
 		}
 		t.Logf("%s: %s; StorageVersion changed at revision %d, last widget write at %d", name, cond.Message, changed, newest)
