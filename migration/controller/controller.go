@@ -483,7 +483,7 @@ func progressMessage(cp migrator.Checkpoint) string {
 // ReasonStorageVersionChanged.
 func (c *Controller) storageVersionChanged(ctx context.Context, gr schema.GroupResource, path string, err error) (reason, message string) {
 	held := "no object was rewritten after the change (the server held its rewrites to it)"
-	if path != migrationapi.PathServer {
+	if path == migrationapi.PathClient {
 		held = "no page of objects was rewritten after the change was seen"
 	}
 	reason, why := migrationapi.ReasonStorageVersionChanged, ""
