@@ -2,12 +2,16 @@ package migration
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	migrationapi "github.com/concordproject/concord/migration/api"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 )
@@ -89,6 +93,23 @@ const settlePoll = 200 * time.Millisecond
 // (follower.builtInService).
 const settleTimeout = time.Minute
 
+// cleanupNudge is how often, at most, the follower touches the deleted definition
+// while kube-apiserver's cleanup of its objects stands failed.
+//
+// That cleanup (the definition's finalizer) fails when it runs before the objects'
+// storage is ready, as right after kube-apiserver restarts: condition Terminating,
+// reason InstanceDeletionFailed, "could not list instances: storage is (re)initializing".
+// It is retried at once, but a retry that reads the definition from a cache older than
+// the failure's own status write conflicts and gives up, and the finalizer is queued
+// again only by a change of the definition beyond its Terminating condition, or by
+// its informer's resync minutes later. An annotation written on the definition is such
+// a change.
+const cleanupNudge = 5 * time.Second
+
+// annotationCleanupRequested is the annotation the follower writes on a deleted
+// definition whose cleanup stands failed: the time it asked for another attempt.
+const annotationCleanupRequested = "migration.concord.io/cleanup-requested"
+
 // settling is the follower's watch, after it deleted the definition a built-in API
 // shadowed, over the built-in API's APIService: put back whenever it is missing, until
 // the definition has been gone for apiServiceSettle. Each step is one reconcile, the
@@ -97,6 +118,7 @@ type settling struct {
 	crd      string
 	keep     *unstructured.Unstructured
 	goneAt   time.Time // when the definition was first seen gone
+	nudgedAt time.Time // when the definition's cleanup was last asked to try again
 	deadline time.Time
 }
 
@@ -108,10 +130,47 @@ func (s *settling) step(ctx context.Context, f *follower) (bool, error) {
 	}
 	now := time.Now()
 	if s.goneAt.IsZero() {
-		_, err := f.crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, s.crd, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		crd, err := f.crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, s.crd, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
 			s.goneAt = now
+		case err == nil && cleanupFailed(crd) && now.Sub(s.nudgedAt) >= cleanupNudge:
+			s.nudgedAt = now
+			if err := requestCleanup(ctx, f.crds, crd, now); err != nil {
+				klog.FromContext(ctx).Info("Could not ask for another cleanup of the deleted StorageVersionMigration definition", "crd", s.crd, "err", err)
+			}
 		}
 	}
 	return (!s.goneAt.IsZero() && now.Sub(s.goneAt) >= apiServiceSettle) || now.After(s.deadline), nil
+}
+
+// cleanupFailed reports whether crd is being deleted and kube-apiserver's cleanup of
+// its objects stands failed (see cleanupNudge).
+func cleanupFailed(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	if crd.DeletionTimestamp == nil {
+		return false
+	}
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Terminating {
+			return c.Status == apiextensionsv1.ConditionTrue && c.Reason == "InstanceDeletionFailed"
+		}
+	}
+	return false
+}
+
+// requestCleanup writes annotationCleanupRequested on crd (refused if its uid changed),
+// which has kube-apiserver's finalizer look at it again.
+func requestCleanup(ctx context.Context, cs apiextensionsclient.Interface, crd *apiextensionsv1.CustomResourceDefinition, now time.Time) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":         crd.UID,
+		"annotations": map[string]string{annotationCleanupRequested: now.UTC().Format(time.RFC3339Nano)},
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = cs.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: migrationapi.FieldManager})
+	if err == nil {
+		klog.FromContext(ctx).Info("kube-apiserver's cleanup of the deleted StorageVersionMigration definition failed and stalls; asked it to try again", "crd", crd.Name)
+	}
+	return err
 }

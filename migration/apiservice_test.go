@@ -2,12 +2,16 @@ package migration
 
 import (
 	"testing"
+	"time"
 
 	migrationapi "github.com/concordproject/concord/migration/api"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 )
 
@@ -47,5 +51,59 @@ func TestRestoreBuiltInAPIService(t *testing.T) {
 	}
 	if spec, _, _ := unstructured.NestedMap(got.Object, "spec"); spec["groupPriorityMinimum"] != int64(800) || spec["version"] != "v1" {
 		t.Errorf("restored spec %v", spec)
+	}
+}
+
+// While the follower settles after deleting its definition, a definition whose cleanup
+// by kube-apiserver stands failed is touched, at most once per cleanupNudge, so that
+// kube-apiserver's finalizer looks at it again; one whose cleanup is under way is left
+// alone.
+func TestSettlingAsksForCleanupAgain(t *testing.T) {
+	now := metav1.Now()
+	definition := func(name, reason string) *apiextensionsv1.CustomResourceDefinition {
+		return &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name + "-uid"), DeletionTimestamp: &now,
+				Finalizers: []string{apiextensionsv1.CustomResourceCleanupFinalizer}},
+			Status: apiextensionsv1.CustomResourceDefinitionStatus{Conditions: []apiextensionsv1.CustomResourceDefinitionCondition{
+				{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue, Reason: reason}}},
+		}
+	}
+	keep := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+		"metadata": map[string]any{"name": migrationAPIServiceName()},
+	}}
+	for _, tc := range []struct {
+		reason string
+		nudged bool
+	}{
+		{"InstanceDeletionFailed", true},
+		{"InstanceDeletionInProgress", false},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			crds := apiextensionsfake.NewSimpleClientset(definition("stuck", tc.reason))
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{migrationapi.APIServices: "APIServiceList"}, keep.DeepCopy())
+			f := &follower{crds: crds, dyn: dyn}
+			s := &settling{crd: "stuck", keep: keep, deadline: time.Now().Add(time.Minute)}
+			for range 3 {
+				if done, err := s.step(t.Context(), f); err != nil || done {
+					t.Fatalf("step: done=%v, %v; want the settling to go on", done, err)
+				}
+			}
+			patches := 0
+			for _, a := range crds.Actions() {
+				if a.GetVerb() == "patch" {
+					patches++
+				}
+			}
+			got, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(t.Context(), "stuck", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, annotated := got.Annotations[annotationCleanupRequested]
+			if want := map[bool]int{true: 1, false: 0}[tc.nudged]; patches != want || annotated != tc.nudged {
+				t.Errorf("%d patches, annotated %v; want %d and %v", patches, annotated, want, tc.nudged)
+			}
+		})
 	}
 }
