@@ -265,7 +265,7 @@ func only(cfg migration.Config, s *harness.Server, gr schema.GroupResource) migr
 	return cfg
 }
 
-// fastConfig are controller settings for tests: short polls and leases.
+// fastConfig are controller settings for tests: short polls, quick elections.
 func fastConfig(rc *rest.Config, reg prometheus.Registerer) migration.Config {
 	return migration.Config{
 		RESTConfig:       rc,
@@ -278,8 +278,12 @@ func fastConfig(rc *rest.Config, reg prometheus.Registerer) migration.Config {
 		// at once keep that sweep from holding a test's migration back for long.
 		Migrations: 8,
 		Migrator:   migrator.Options{PageSize: 50, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+		// A stopped manager releases its lease, and the next one takes it within a
+		// retry period; a renewal may take seconds when two suites share two cores,
+		// and a lost lease restarts the controllers from empty caches, so the renew
+		// deadline is not short.
 		LeaderElection: migration.LeaderElection{
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond,
+			LeaseDuration: 8 * time.Second, RenewDeadline: 6 * time.Second, RetryPeriod: 200 * time.Millisecond,
 		},
 	}
 }
@@ -319,24 +323,55 @@ func waitPersisted(t *testing.T, dyn dynamic.Interface, gr schema.GroupResource,
 	})
 }
 
-// migrationsMark summarises every migration of the cluster: its phase and how many
-// objects it has migrated.
+// migrationsMark summarises what the migration controllers have done so far: which of
+// their definitions are installed, who holds their election, the StorageStates the
+// trigger keeps, and every migration's phase and counts. Each step of their start moves
+// it, and so does every page a migration reports, skipped objects included (a page of
+// objects already current is progress too).
 func migrationsMark(ctx context.Context, dyn dynamic.Interface) (string, error) {
-	list, err := dyn.Resource(migrationapi.StorageVersionMigrations).List(ctx, metav1.ListOptions{})
-	if err != nil {
+	var b strings.Builder
+	for _, name := range []string{migrationapi.StorageStateCRD().Name, migrationapi.StorageVersionMigrationCRD().Name} {
+		_, err := dyn.Resource(migrationapi.CustomResourceDefinitions).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			fmt.Fprintf(&b, "%s ", name)
+		case !apierrors.IsNotFound(err):
+			return "", err
+		}
+	}
+	leases := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	lease, err := dyn.Resource(leases).Namespace(metav1.NamespaceSystem).Get(ctx, "concord-storage-migration", metav1.GetOptions{})
+	switch {
+	case err == nil:
+		holder, _, _ := unstructured.NestedString(lease.Object, "spec", "holderIdentity")
+		fmt.Fprintf(&b, "leader=%s ", holder)
+	case !apierrors.IsNotFound(err):
 		return "", err
 	}
-	var b strings.Builder
+	states, err := dyn.Resource(migrationapi.StorageStates).List(ctx, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", err
+	}
+	if states != nil {
+		fmt.Fprintf(&b, "states=%d ", len(states.Items))
+	}
+	list, err := dyn.Resource(migrationapi.StorageVersionMigrations).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return b.String(), nil
+		}
+		return "", err
+	}
 	for _, u := range list.Items {
 		m := &migrationapi.StorageVersionMigration{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, m); err != nil {
 			return "", err
 		}
-		var migrated int64
-		if m.Status.Progress != nil {
-			migrated = m.Status.Progress.Migrated
+		p := m.Status.Progress
+		if p == nil {
+			p = &migrationapi.Progress{}
 		}
-		fmt.Fprintf(&b, "%s=%s/%d ", m.Name, m.Phase(), migrated)
+		fmt.Fprintf(&b, "%s=%s/%d/%d/%d ", m.Name, m.Phase(), p.Migrated, p.Skipped, p.Failed)
 	}
 	return b.String(), nil
 }
