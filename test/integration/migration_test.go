@@ -1106,45 +1106,27 @@ func TestStorageMigrationServerKilled(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	victim.Restart(t)
 	waitPersisted(t, dyn, e.gr, e.hash("v2"), e.hash("v2"))
-	var total int64
+	var migrated, skipped int64
 	migs := migrationsOf(t, dyn, e.gr)
 	for _, m := range migs {
-		if m.Status.Progress != nil {
-			total += m.Status.Progress.Migrated
+		if p := m.Status.Progress; p != nil {
+			migrated, skipped = migrated+p.Migrated, skipped+p.Skipped
 		}
 	}
 	if last := migs[len(migs)-1]; last.Phase() != migrationapi.ConditionSucceeded {
 		t.Errorf("last migration %s is %s", last.Name, last.Phase())
 	}
-	// Every object is rewritten once in all. Not all are counted: writes whose answers
-	// were lost with the server (each attempt of each worker at most one: CI once saw
-	// one more than the workers alone), and the page in flight when a migration is
-	// replaced, or resumed after its guard moved (the server's entries came back in the
-	// same version), are in no migration's status.
-	interrupted := len(migs) - 1 + guardMoves(t, c.Servers[0], migs)
-	lost := int64(cfg.Migrator.Concurrency*cfg.Migrator.MaxAttempts) + int64(interrupted)*cfg.Migrator.PageSize
-	if total > n || total < n-lost {
-		t.Errorf("%d objects migrated over %d migrations, want %d (at most %d uncounted)", total, len(migs), n, lost)
+	// Every object is rewritten once in all, and counted migrated at most once. A
+	// rewrite that no status counts (its answer lost with the server, or its page in
+	// flight when the run stopped: the migration resumed, was replaced, or had its
+	// guard moved) leaves an object already current, which a later pass counts as
+	// skipped.
+	if migrated > n || migrated+skipped < n {
+		t.Errorf("%d objects migrated and %d skipped over %d migrations; want at most %d migrated, and every object migrated or skipped", migrated, skipped, len(migs), n)
 	}
 	if got := e.encodings(); got["killed.example.com/v2"] != n || len(got) != 1 {
 		t.Errorf("etcd holds %v, want all %d in v2", got, n)
 	}
-}
-
-// guardMoves counts the Events that say the StorageVersion guard of one of migs moved.
-func guardMoves(t *testing.T, s *harness.Server, migs []*migrationapi.StorageVersionMigration) int {
-	t.Helper()
-	evs, err := s.Clientset(t).EventsV1().Events("default").List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, ev := range evs.Items {
-		if ev.Reason == controller.EventGuardMoved && slices.ContainsFunc(migs, func(m *migrationapi.StorageVersionMigration) bool { return m.Name == ev.Regarding.Name }) {
-			n++
-		}
-	}
-	return n
 }
 
 // Against a real kube-apiserver the client path does the work, with the StorageState

@@ -618,7 +618,10 @@ func svUpgradeDiffs(t testing.TB) (map[schema.GroupResource][2]string, string, s
 // (plus the collector's reaction) of the kill.
 func TestStorageVersionCrash(t *testing.T) {
 	t.Parallel()
-	const lease = 2 * time.Second
+	// Long enough for a helper process starved by a loaded machine to renew its lease
+	// while it starts (a lapse then has it register its entries again, and its start
+	// waits on that).
+	const lease = 5 * time.Second
 	c := harness.Start(t, 1, svLeases(lease, 250*time.Millisecond))
 	cs := svClient(t, c.Servers[0].Config())
 	h := startHelper(t, c, svHelperOptions{LeaseDuration: lease, LeaseRenew: 250 * time.Millisecond})
