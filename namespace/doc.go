@@ -3,8 +3,10 @@
 // namespace is Active with the "kubernetes" finalizer in spec.finalizers, which only
 // the finalize subresource changes): the hooks of their registry.Resource (a deleted
 // namespace turns Terminating and stays until its spec.finalizers are gone) and the
-// lifecycle controller that empties a terminating namespace and then removes the
-// finalizer through the finalize subresource, so that the deletion completes.
+// lifecycle controller that empties a terminating namespace (its pods first, the rest
+// once no pod is left), records what holds it back in the namespace's deletion
+// conditions as Kubernetes' namespace controller does, and then removes the finalizer
+// through the finalize subresource, so that the deletion completes.
 //
 // It also keeps the system namespaces (default, kube-system, kube-public,
 // kube-node-lease) existing, as kube-apiserver's system namespaces controller does

@@ -217,9 +217,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps("missing").Create(ctx, configMap("x", nil), metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("create in a missing namespace: got %v, want NotFound", err)
 	}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	namespace(t, cs, "team", nil)
 	// The other server learns of the namespace at once (live lookup on a cache miss).
 	other := c.Servers[1].Clientset(t)
 	for i := 0; i < 5; i++ {
@@ -235,12 +233,18 @@ func TestNamespaceLifecycle(t *testing.T) {
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// An object whose finalizer the test holds keeps the namespace Terminating (the
-	// namespace controller empties the rest quickly) until the test lets it go.
+	// Objects whose finalizer the test holds keep the namespace Terminating until the
+	// test lets them go: a pod, which holds back the deletion of everything else, and a
+	// ConfigMap.
 	const hold = "test.concord.io/hold"
 	held := configMap("held", nil)
 	held.Finalizers = []string{hold}
 	if _, err := cs.CoreV1().ConfigMaps("team").Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	heldPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{hold}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
+	if _, err := cs.CoreV1().Pods("team").Create(ctx, heldPod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := cs.CoreV1().Namespaces().Delete(ctx, "team", metav1.DeleteOptions{}); err != nil {
@@ -265,6 +269,30 @@ func TestNamespaceLifecycle(t *testing.T) {
 		}
 		return err != nil, nil
 	})
+	// Pods go first: while one stays, the rest is kept, and the namespace's conditions
+	// say what holds it, as Kubernetes' namespace controller writes them.
+	waitNamespaceConditions(t, cs, "team", map[corev1.NamespaceConditionType]string{
+		corev1.NamespaceContentRemaining:    "True SomeResourcesRemain Some resources are remaining: pods. has 1 resource instances",
+		corev1.NamespaceFinalizersRemaining: "True SomeFinalizersRemain Some content in the namespace has finalizers remaining: test.concord.io/hold in 1 resource instances",
+	})
+	if cm, err := cs.CoreV1().ConfigMaps("team").Get(ctx, "cm-0", metav1.GetOptions{}); err != nil || cm.DeletionTimestamp != nil {
+		t.Fatalf("a ConfigMap while a pod stays: %v, %+v; want it kept", err, cm)
+	}
+	if _, err := updateRetrying(ctx, cs.CoreV1().Pods("team").Get, cs.CoreV1().Pods("team").Update, "held", func(p *corev1.Pod) {
+		p.Finalizers = nil
+	}); err != nil {
+		t.Fatalf("letting the held pod go: %v", err)
+	}
+	waitNamespaceConditions(t, cs, "team", map[corev1.NamespaceConditionType]string{
+		corev1.NamespaceDeletionDiscoveryFailure: "False ResourcesDiscovered All resources successfully discovered",
+		corev1.NamespaceDeletionGVParsingFailure: "False ParsedGroupVersions All legacy kube types successfully parsed",
+		corev1.NamespaceDeletionContentFailure:   "False ContentDeleted All content successfully deleted, may be waiting on finalization",
+		corev1.NamespaceContentRemaining:         "True SomeResourcesRemain Some resources are remaining: configmaps. has 1 resource instances",
+		corev1.NamespaceFinalizersRemaining:      "True SomeFinalizersRemain Some content in the namespace has finalizers remaining: test.concord.io/hold in 1 resource instances",
+	})
+	if _, err := cs.CoreV1().ConfigMaps("team").Get(ctx, "cm-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a ConfigMap once the pods are gone: %v, want NotFound", err)
+	}
 	if _, err := updateRetrying(ctx, cs.CoreV1().ConfigMaps("team").Get, cs.CoreV1().ConfigMaps("team").Update, "held", func(cm *corev1.ConfigMap) {
 		cm.Finalizers = nil
 	}); err != nil {

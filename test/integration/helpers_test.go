@@ -15,6 +15,7 @@ import (
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/progress"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -82,6 +83,28 @@ func waitNamespaceGone(t *testing.T, c *harness.Cluster, cs kubernetes.Interface
 			}
 		}
 		return false, fmt.Sprintf("resourceVersion %s, %d keys in it", cur.ResourceVersion, in), nil
+	})
+}
+
+// waitNamespaceConditions waits until namespace ns has each condition of want, given
+// as "status reason message".
+func waitNamespaceConditions(t *testing.T, cs kubernetes.Interface, ns string, want map[corev1.NamespaceConditionType]string) {
+	t.Helper()
+	waitUnstalled(t, "namespace "+ns+"'s conditions", func() (bool, string, error) {
+		cur, err := cs.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		got := map[corev1.NamespaceConditionType]string{}
+		for _, c := range cur.Status.Conditions {
+			got[c.Type] = fmt.Sprintf("%s %s %s", c.Status, c.Reason, c.Message)
+		}
+		for typ, w := range want {
+			if got[typ] != w {
+				return false, fmt.Sprintf("resourceVersion %s, %s: %q", cur.ResourceVersion, typ, got[typ]), nil
+			}
+		}
+		return true, "", nil
 	})
 }
 
