@@ -271,7 +271,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 	})
 	// Pods go first: while one stays, the rest is kept, and the namespace's conditions
 	// say what holds it, as Kubernetes' namespace controller writes them.
-	waitNamespaceConditions(t, cs, "team", map[corev1.NamespaceConditionType]string{
+	waitNamespaceConditions(t, c, cs, "team", map[corev1.NamespaceConditionType]string{
 		corev1.NamespaceContentRemaining:    "True SomeResourcesRemain Some resources are remaining: pods. has 1 resource instances",
 		corev1.NamespaceFinalizersRemaining: "True SomeFinalizersRemain Some content in the namespace has finalizers remaining: test.concord.io/hold in 1 resource instances",
 	})
@@ -283,7 +283,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("letting the held pod go: %v", err)
 	}
-	waitNamespaceConditions(t, cs, "team", map[corev1.NamespaceConditionType]string{
+	waitNamespaceConditions(t, c, cs, "team", map[corev1.NamespaceConditionType]string{
 		corev1.NamespaceDeletionDiscoveryFailure: "False ResourcesDiscovered All resources successfully discovered",
 		corev1.NamespaceDeletionGVParsingFailure: "False ParsedGroupVersions All legacy kube types successfully parsed",
 		corev1.NamespaceDeletionContentFailure:   "False ContentDeleted All content successfully deleted, may be waiting on finalization",

@@ -72,23 +72,30 @@ func waitNamespaceGone(t *testing.T, c *harness.Cluster, cs kubernetes.Interface
 		if err != nil {
 			return false, "", err
 		}
-		keys, err := c.EtcdClient.Get(t.Context(), "/registry/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
-		if err != nil {
-			return false, "", err
-		}
-		in := 0
-		for _, kv := range keys.Kvs {
-			if strings.Contains(string(kv.Key), "/"+ns+"/") {
-				in++
-			}
-		}
-		return false, fmt.Sprintf("resourceVersion %s, %d keys in it", cur.ResourceVersion, in), nil
+		in, err := namespaceKeys(t, c, ns)
+		return false, fmt.Sprintf("resourceVersion %s, %d keys in it", cur.ResourceVersion, in), err
 	})
 }
 
+// namespaceKeys counts the keys in etcd of objects in namespace ns.
+func namespaceKeys(t *testing.T, c *harness.Cluster, ns string) (int, error) {
+	keys, err := c.EtcdClient.Get(t.Context(), "/registry/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, err
+	}
+	in := 0
+	for _, kv := range keys.Kvs {
+		if strings.Contains(string(kv.Key), "/"+ns+"/") {
+			in++
+		}
+	}
+	return in, nil
+}
+
 // waitNamespaceConditions waits until namespace ns has each condition of want, given
-// as "status reason message".
-func waitNamespaceConditions(t *testing.T, cs kubernetes.Interface, ns string, want map[corev1.NamespaceConditionType]string) {
+// as "status reason message"; the namespace controller's deletions of its content
+// show as progress.
+func waitNamespaceConditions(t *testing.T, c *harness.Cluster, cs kubernetes.Interface, ns string, want map[corev1.NamespaceConditionType]string) {
 	t.Helper()
 	waitUnstalled(t, "namespace "+ns+"'s conditions", func() (bool, string, error) {
 		cur, err := cs.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
@@ -101,7 +108,8 @@ func waitNamespaceConditions(t *testing.T, cs kubernetes.Interface, ns string, w
 		}
 		for typ, w := range want {
 			if got[typ] != w {
-				return false, fmt.Sprintf("resourceVersion %s, %s: %q", cur.ResourceVersion, typ, got[typ]), nil
+				in, err := namespaceKeys(t, c, ns)
+				return false, fmt.Sprintf("resourceVersion %s, %d keys in it, %s: %q", cur.ResourceVersion, in, typ, got[typ]), err
 			}
 		}
 		return true, "", nil
