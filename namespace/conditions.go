@@ -79,24 +79,29 @@ func (p *pass) troubles() map[corev1.NamespaceConditionType][2]string {
 			fmt.Sprintf("Failed to delete all resource types, %d remaining: %s", len(msgs), strings.Join(msgs, ", "))}
 	}
 	if len(p.remaining) > 0 {
-		var parts []string
-		for gr, n := range p.remaining {
-			parts = append(parts, fmt.Sprintf("%s.%s has %d resource instances", gr.Resource, gr.Group, n))
-		}
-		slices.Sort(parts)
 		out[corev1.NamespaceContentRemaining] = [2]string{"SomeResourcesRemain",
-			"Some resources are remaining: " + strings.Join(parts, ", ")}
+			"Some resources are remaining: " + joinSorted(p.remaining, func(gr schema.GroupResource, n int) string {
+				return fmt.Sprintf("%s.%s has %d resource instances", gr.Resource, gr.Group, n)
+			})}
 	}
 	if len(p.finalizers) > 0 {
-		var parts []string
-		for f, n := range p.finalizers {
-			parts = append(parts, fmt.Sprintf("%s in %d resource instances", f, n))
-		}
-		slices.Sort(parts)
 		out[corev1.NamespaceFinalizersRemaining] = [2]string{"SomeFinalizersRemain",
-			"Some content in the namespace has finalizers remaining: " + strings.Join(parts, ", ")}
+			"Some content in the namespace has finalizers remaining: " + joinSorted(p.finalizers, func(f string, n int) string {
+				return fmt.Sprintf("%s in %d resource instances", f, n)
+			})}
 	}
 	return out
+}
+
+// joinSorted formats each count with format and joins them, sorted, as Kubernetes'
+// messages list them.
+func joinSorted[K comparable](counts map[K]int, format func(K, int) string) string {
+	parts := make([]string, 0, len(counts))
+	for k, n := range counts {
+		parts = append(parts, format(k, n))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
 }
 
 // apply sets the deletion conditions of the pass in conds, and reports whether any
