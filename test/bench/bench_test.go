@@ -200,7 +200,7 @@ var operations = []operation{
 			if err != nil {
 				return nil, err
 			}
-			return func(n int) error { return receiveAdded(ctx, cms, w, from, n, nil) }, nil
+			return func(n int) error { return receive(ctx, cms, w, watch.Added, from, n, nil) }, nil
 		})
 	}},
 }
@@ -213,11 +213,11 @@ type sample struct {
 	lat     latencies // one per operation; nil for watches
 }
 
-// receiveAdded waits until n ADDED events of ConfigMaps have come after revision
+// receive waits until n events of type want, of ConfigMaps, have come after revision
 // from, on w and, if the server ends it, on watches of cms opened again from the last
 // event seen, counting them in received if it is not nil; it stops the watch it ends
 // with.
-func receiveAdded(ctx context.Context, cms typedcorev1.ConfigMapInterface, w watch.Interface, from int64, n int, received *atomic.Int64) error {
+func receive(ctx context.Context, cms typedcorev1.ConfigMapInterface, w watch.Interface, want watch.EventType, from int64, n int, received *atomic.Int64) error {
 	defer func() { w.Stop() }()
 	last := from
 	for got, resumed := 0, 0; got < n; {
@@ -234,8 +234,8 @@ func receiveAdded(ctx context.Context, cms typedcorev1.ConfigMapInterface, w wat
 			}
 			continue
 		}
-		if ev.Type != watch.Added {
-			return fmt.Errorf("watch event %d is %s, not ADDED: %v", got, ev.Type, ev.Object)
+		if ev.Type != want {
+			return fmt.Errorf("watch event %d is %s, not %s: %v", got, ev.Type, want, ev.Object)
 		}
 		if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
 			if rv, err := strconv.ParseInt(cm.ResourceVersion, 10, 64); err == nil {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,7 +32,9 @@ type endpoint struct {
 	// a watch fan-out delivers, on a connection of its own, so that conns counts
 	// what the watchers read and nothing else during a fan-out. Both are built the
 	// same way from the server's admin kubeconfig.
-	clientset, writer  *kubernetes.Clientset
+	clientset, writer *kubernetes.Clientset
+	// configMapKey returns the etcd key of a ConfigMap of this server.
+	configMapKey       func(ns, name string) string
 	conns, writerConns connStats
 	answers            answers
 }
@@ -282,20 +286,9 @@ func (ds *dataset) watch(w int) ([]figure, error) {
 	writes := alone.used
 	ctx, cancel := context.WithCancel(ds.ctx)
 	defer cancel()
-	cms := ds.configMaps(ep.clientset)
-	head, err := cms.List(ctx, metav1.ListOptions{Limit: 1})
+	watches, from, err := ds.openWatches(ctx, ep, w)
 	if err != nil {
 		return nil, err
-	}
-	from, err := strconv.ParseInt(head.ResourceVersion, 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("list resourceVersion: %w", err)
-	}
-	watches := make([]watch.Interface, w)
-	for i := range watches {
-		if watches[i], err = cms.Watch(ctx, metav1.ListOptions{ResourceVersion: head.ResourceVersion}); err != nil {
-			return nil, fmt.Errorf("opening watch %d of %d: %w", i+1, w, err)
-		}
 	}
 	conns := ep.conns.counts()
 	name := fmt.Sprintf("watch-N=%d-W=%d-%s", ds.n, w, ep.name)
@@ -320,6 +313,104 @@ func (ds *dataset) watch(w int) ([]figure, error) {
 		figure{label + " creations alone, as events/s", "alone-event/s", float64(events) / alone.elapsed.Seconds()})
 	after := ep.conns.counts()
 	return append(figs, connFigures(label, after.minus(conns), after.conns, events)...), nil
+}
+
+// openWatches opens w watches of the namespace at its current resourceVersion and
+// returns them with that revision.
+func (ds *dataset) openWatches(ctx context.Context, ep *endpoint, w int) ([]watch.Interface, int64, error) {
+	cms := ds.configMaps(ep.clientset)
+	head, err := cms.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return nil, 0, err
+	}
+	from, err := strconv.ParseInt(head.ResourceVersion, 10, 64)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list resourceVersion: %w", err)
+	}
+	watches := make([]watch.Interface, w)
+	for i := range watches {
+		if watches[i], err = cms.Watch(ctx, metav1.ListOptions{ResourceVersion: head.ResourceVersion}); err != nil {
+			return nil, 0, fmt.Errorf("opening watch %d of %d: %w", i+1, w, err)
+		}
+	}
+	return watches, from, nil
+}
+
+// watchEtcd opens w watches of the namespace at its current resourceVersion, then
+// writes watchCreates changes of seeded ConfigMaps straight into etcd at c=8 and
+// waits until every watcher has received them all (MODIFIED events). No request
+// reaches the server but the watches, so its CPU is the per-change path alone:
+// reading the change from etcd, decoding it, filtering, encoding and sending it to
+// each watcher, each server from its own storage encoding (Concord's JSON,
+// kube-apiserver's protobuf).
+func (ds *dataset) watchEtcd(w int) ([]figure, error) {
+	ep, err := ds.seeded()
+	if err != nil {
+		return nil, err
+	}
+	changes, err := ds.etcdChanges(ep)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ds.ctx)
+	defer cancel()
+	watches, from, err := ds.openWatches(ctx, ep, w)
+	if err != nil {
+		return nil, err
+	}
+	conns := ep.conns.counts()
+	name := fmt.Sprintf("watch-etcd-N=%d-W=%d-%s", ds.n, w, ep.name)
+	stopProfile, err := startProfile(name)
+	if err != nil {
+		return nil, err
+	}
+	serverProfile := ep.profileServer(ctx, name)
+	used, elapsed, err := ep.measure(func() error {
+		put := func(ctx context.Context, i int) error {
+			_, err := ep.cl.kv.Put(ctx, changes[i].key, string(changes[i].value))
+			return err
+		}
+		return ds.deliverEach(ctx, ep, watches, watch.Modified, from, func(ctx context.Context) error {
+			_, _, err := fanOut(ctx, len(changes), watchWriterConcurrency, put)
+			return err
+		})
+	})
+	if err := errors.Join(err, stopProfile(), serverProfile()); err != nil {
+		return nil, err
+	}
+	events, label := w*watchCreates, fmt.Sprintf("watch W=%d, changes written to etcd,", w)
+	figs := rateFigures(label, "event", events, elapsed, used)
+	after := ep.conns.counts()
+	return append(figs, connFigures(label, after.minus(conns), after.conns, events)...), nil
+}
+
+// etcdChange is one raw write of a ConfigMap's stored value.
+type etcdChange struct {
+	key   string
+	value []byte
+}
+
+// etcdChanges returns watchCreates changes of the seeded ConfigMaps, in turn: each is
+// an object's value as stored now, with the first 8 bytes of its payload replaced
+// by a number of its own, so that every change is a new value of the same size.
+func (ds *dataset) etcdChanges(ep *endpoint) ([]etcdChange, error) {
+	marker := []byte(strings.Repeat("x", 16))
+	changes := make([]etcdChange, watchCreates)
+	for i := range changes {
+		key := ep.configMapKey(ds.ns, objectName('s', int64(i%ds.n)))
+		stored, err := ep.cl.rawGet(ds.ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		at := bytes.Index(stored, marker)
+		if at < 0 {
+			return nil, fmt.Errorf("the stored value of %s has no payload of x's", key)
+		}
+		value := bytes.Clone(stored)
+		copy(value[at:], fmt.Sprintf("%08x", ds.seq.Add(1)))
+		changes[i] = etcdChange{key, value}
+	}
+	return changes, nil
 }
 
 // measureWrites makes watchCreates creations through the writer at c=8, as a watch
@@ -352,15 +443,22 @@ func (ds *dataset) write(ctx context.Context, ep *endpoint) error {
 // deliver makes watchCreates creations through the writer at c=8 and waits until
 // every watch has received all of them, failing if none arrives for watchStall.
 func (ds *dataset) deliver(ctx context.Context, ep *endpoint, watches []watch.Interface, from int64) error {
+	return ds.deliverEach(ctx, ep, watches, watch.Added, from, func(ctx context.Context) error { return ds.write(ctx, ep) })
+}
+
+// deliverEach runs write, which makes watchCreates changes, and waits until every
+// watch has received an event of type want for each, failing if none arrives for
+// watchStall.
+func (ds *dataset) deliverEach(ctx context.Context, ep *endpoint, watches []watch.Interface, want watch.EventType, from int64, write func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cms := ds.configMaps(ep.clientset)
 	var received atomic.Int64
 	errs := make(chan error, len(watches)+1)
 	for _, w := range watches {
-		go func() { errs <- receiveAdded(ctx, cms, w, from, watchCreates, &received) }()
+		go func() { errs <- receive(ctx, cms, w, want, from, watchCreates, &received) }()
 	}
-	go func() { errs <- ds.write(ctx, ep) }()
+	go func() { errs <- write(ctx) }()
 	return collect(errs, len(watches)+1, &received, int64(len(watches)*watchCreates), cancel)
 }
 
