@@ -337,7 +337,7 @@ func (ds *dataset) openWatches(ctx context.Context, ep *endpoint, w int) ([]watc
 }
 
 // watchEtcd opens w watches of the namespace at its current resourceVersion, then
-// writes watchCreates changes of seeded ConfigMaps straight into etcd at c=8 and
+// writes etcdChangeCount changes of seeded ConfigMaps straight into etcd at c=8 and
 // waits until every watcher has received them all (MODIFIED events). No request
 // reaches the server but the watches, so its CPU is the per-change path alone:
 // reading the change from etcd, decoding it, filtering, encoding and sending it to
@@ -370,7 +370,7 @@ func (ds *dataset) watchEtcd(w int) ([]figure, error) {
 			_, err := ep.cl.kv.Put(ctx, changes[i].key, string(changes[i].value))
 			return err
 		}
-		return ds.deliverEach(ctx, ep, watches, watch.Modified, from, func(ctx context.Context) error {
+		return ds.deliverEach(ctx, ep, watches, watch.Modified, from, len(changes), func(ctx context.Context) error {
 			_, _, err := fanOut(ctx, len(changes), watchWriterConcurrency, put)
 			return err
 		})
@@ -378,7 +378,7 @@ func (ds *dataset) watchEtcd(w int) ([]figure, error) {
 	if err := errors.Join(err, stopProfile(), serverProfile()); err != nil {
 		return nil, err
 	}
-	events, label := w*watchCreates, fmt.Sprintf("watch W=%d, changes written to etcd,", w)
+	events, label := w*len(changes), fmt.Sprintf("watch W=%d, changes written to etcd,", w)
 	figs := rateFigures(label, "event", events, elapsed, used)
 	after := ep.conns.counts()
 	return append(figs, connFigures(label, after.minus(conns), after.conns, events)...), nil
@@ -390,17 +390,22 @@ type etcdChange struct {
 	value []byte
 }
 
-// etcdChanges returns watchCreates changes of the seeded ConfigMaps, in turn: each is
+// etcdChanges returns etcdChangeCount changes of the seeded ConfigMaps, in turn: each is
 // an object's value as stored now, with the first 8 bytes of its payload replaced
 // by a number of its own, so that every change is a new value of the same size.
 func (ds *dataset) etcdChanges(ep *endpoint) ([]etcdChange, error) {
 	marker := []byte(strings.Repeat("x", 16))
-	changes := make([]etcdChange, watchCreates)
+	changes := make([]etcdChange, etcdChangeCount)
+	values := map[string][]byte{}
 	for i := range changes {
 		key := ep.configMapKey(ds.ns, objectName('s', int64(i%ds.n)))
-		stored, err := ep.cl.rawGet(ds.ctx, key)
-		if err != nil {
-			return nil, err
+		stored, ok := values[key]
+		if !ok {
+			var err error
+			if stored, err = ep.cl.rawGet(ds.ctx, key); err != nil {
+				return nil, err
+			}
+			values[key] = stored
 		}
 		at := bytes.Index(stored, marker)
 		if at < 0 {
@@ -443,23 +448,22 @@ func (ds *dataset) write(ctx context.Context, ep *endpoint) error {
 // deliver makes watchCreates creations through the writer at c=8 and waits until
 // every watch has received all of them, failing if none arrives for watchStall.
 func (ds *dataset) deliver(ctx context.Context, ep *endpoint, watches []watch.Interface, from int64) error {
-	return ds.deliverEach(ctx, ep, watches, watch.Added, from, func(ctx context.Context) error { return ds.write(ctx, ep) })
+	return ds.deliverEach(ctx, ep, watches, watch.Added, from, watchCreates, func(ctx context.Context) error { return ds.write(ctx, ep) })
 }
 
-// deliverEach runs write, which makes watchCreates changes, and waits until every
-// watch has received an event of type want for each, failing if none arrives for
-// watchStall.
-func (ds *dataset) deliverEach(ctx context.Context, ep *endpoint, watches []watch.Interface, want watch.EventType, from int64, write func(context.Context) error) error {
+// deliverEach runs write, which makes n changes, and waits until every watch has
+// received an event of type want for each, failing if none arrives for watchStall.
+func (ds *dataset) deliverEach(ctx context.Context, ep *endpoint, watches []watch.Interface, want watch.EventType, from int64, n int, write func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cms := ds.configMaps(ep.clientset)
 	var received atomic.Int64
 	errs := make(chan error, len(watches)+1)
 	for _, w := range watches {
-		go func() { errs <- receive(ctx, cms, w, want, from, watchCreates, &received) }()
+		go func() { errs <- receive(ctx, cms, w, want, from, n, &received) }()
 	}
 	go func() { errs <- write(ctx) }()
-	return collect(errs, len(watches)+1, &received, int64(len(watches)*watchCreates), cancel)
+	return collect(errs, len(watches)+1, &received, int64(len(watches)*n), cancel)
 }
 
 // watchStall is how long a watch fan-out may go without delivering an event.

@@ -47,6 +47,10 @@ const (
 	readPathConcurrency, watchWriterConcurrency = 32, 8
 	// watchCreates is the number of creations every watcher of a fan-out receives.
 	watchCreates = 2000
+	// etcdChangeCount is the number of changes written straight to etcd every watcher
+	// of such a fan-out receives: more than creations, as they cost the servers
+	// nothing to make, so that the servers' CPU is measured over seconds.
+	etcdChangeCount = 10000
 	// listPage is the limit of one page of the full lists.
 	listPage = 500
 )
@@ -61,7 +65,7 @@ const (
 // go through a second clientset, built the same way but on a connection of its own,
 // so that the bytes, reads and writes counted are the watchers' alone; its "less the
 // creates" figures subtract the CPU of the same 2000 creations made once with no
-// watcher. Each fan-out is followed by one of 2000 changes of seeded ConfigMaps
+// watcher. Each fan-out is followed by one of 10,000 changes of seeded ConfigMaps
 // written straight into etcd ("changes written to etcd"): no request but the
 // watches reaches the server, so its CPU per event is the per-change path alone.
 // A fan-out that delivers no event for a minute fails. Every phase runs
