@@ -406,3 +406,54 @@ func hex4(data []byte, i int) (rune, bool) {
 	}
 	return r, true
 }
+
+// LeadingString returns the value of data's first key if data is a JSON object whose
+// first key is key and whose value there is a string without escapes, as a part of
+// data: the apiVersion of an object Marshal wrote (it sorts the keys), read without
+// decoding the rest. ok false says nothing about the key, only that it was not found
+// so; data is not checked beyond that value.
+func LeadingString(data []byte, key string) (value []byte, ok bool) {
+	d := decoder{data: data}
+	d.skipSpace()
+	if !d.consume('{') {
+		return nil, false
+	}
+	d.skipSpace()
+	if k, ok := d.plainString(); !ok || string(k) != key {
+		return nil, false
+	}
+	d.skipSpace()
+	if !d.consume(':') {
+		return nil, false
+	}
+	d.skipSpace()
+	return d.plainString()
+}
+
+// consume steps over c if it is the next byte.
+func (d *decoder) consume(c byte) bool {
+	if d.pos < len(d.data) && d.data[d.pos] == c {
+		d.pos++
+		return true
+	}
+	return false
+}
+
+// plainString returns the content of the string at d.pos if it has no escape and no
+// control character, and steps over it.
+func (d *decoder) plainString() ([]byte, bool) {
+	if !d.consume('"') {
+		return nil, false
+	}
+	for i := d.pos; i < len(d.data); i++ {
+		switch c := d.data[i]; {
+		case c == '"':
+			s := d.data[d.pos:i]
+			d.pos = i + 1
+			return s, true
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+	}
+	return nil, false
+}

@@ -210,3 +210,30 @@ func BenchmarkConfigMap(b *testing.B) {
 		}
 	})
 }
+
+func TestLeadingString(t *testing.T) {
+	written, err := Marshal(map[string]interface{}{"kind": "ConfigMap", "apiVersion": "v1", "data": map[string]interface{}{"a": "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		data string
+		want string // "" for not found
+	}{
+		{string(written), "v1"},
+		{` { "apiVersion" : "apps/v1", "kind": "Deployment"}`, "apps/v1"},
+		{`{"kind":"ConfigMap","apiVersion":"v1"}`, ""}, // not the first key
+		{`{"apiVersion":"v\u0031"}`, ""},               // an escape
+		{`{"apiVersion":1}`, ""},                       // not a string
+		{`{"apiVersion":"v1`, ""},                      // cut short
+		{`["apiVersion","v1"]`, ""},                    // not an object
+		{`{"apiVersionX":"v1"}`, ""},                   // another key
+		{`{"apiVersion":"v1",}`, "v1"},                 // what follows is not checked
+		{``, ""},
+	} {
+		got, ok := LeadingString([]byte(tc.data), "apiVersion")
+		if ok != (tc.want != "") || string(got) != tc.want {
+			t.Errorf("LeadingString(%q) = %q, %v; want %q", tc.data, got, ok, tc.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 
+	"github.com/concordproject/concord/objectjson"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/watchcache"
 	"github.com/concordproject/concord/storage"
@@ -197,6 +198,14 @@ func (s *Store) sameMeaning(ctx context.Context, ev *watchcache.Event, res *regi
 	}
 	if bytes.Equal(ev.Prev.Value, ev.KV.Value) || s.rewritten.has(ev.KV.Key, ev.Prev.Revision, ev.KV.Value) {
 		return true
+	}
+	if prev, ok := objectjson.LeadingString(ev.Prev.Value, "apiVersion"); ok {
+		// The same storage version, read off both values as Encode writes them
+		// (apiVersion first): the meaning changed with the bytes, and neither
+		// needs decoding here.
+		if cur, ok := objectjson.LeadingString(ev.KV.Value, "apiVersion"); ok && bytes.Equal(prev, cur) {
+			return false
+		}
 	}
 	v, _ := ev.Memo(sameKey{res}, func() (any, error) {
 		cur, err := eventObject(ev, res, false)
