@@ -283,27 +283,14 @@ func (ds *dataset) watch(w int) ([]figure, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creations with no watcher: %w", err)
 	}
-	writes := alone.used
-	ctx, cancel := context.WithCancel(ds.ctx)
-	defer cancel()
-	watches, from, err := ds.openWatches(ctx, ep, w)
+	run, err := ds.fanOutWatches(ep, w, fmt.Sprintf("watch-N=%d-W=%d-%s", ds.n, w, ep.name), watch.Added, watchCreates,
+		func(ctx context.Context) error { return ds.write(ctx, ep) })
 	if err != nil {
-		return nil, err
-	}
-	conns := ep.conns.counts()
-	name := fmt.Sprintf("watch-N=%d-W=%d-%s", ds.n, w, ep.name)
-	stopProfile, err := startProfile(name)
-	if err != nil {
-		return nil, err
-	}
-	serverProfile := ep.profileServer(ctx, name)
-	used, elapsed, err := ep.measure(func() error { return ds.deliver(ctx, ep, watches, from) })
-	if err := errors.Join(err, stopProfile(), serverProfile()); err != nil {
 		return nil, err
 	}
 	events, label := w*watchCreates, fmt.Sprintf("watch W=%d", w)
-	figs := rateFigures(label, "event", events, elapsed, used)
-	net := used.minus(writes)
+	figs := rateFigures(label, "event", events, run.elapsed, run.used)
+	net := run.used.minus(alone.used)
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(events) }
 	figs = append(figs,
 		figure{label + " server CPU µs/event less the creates", "net-server-cpu-µs/event", per(net.server)},
@@ -311,8 +298,41 @@ func (ds *dataset) watch(w int) ([]figure, error) {
 		// The creations alone, at the rate of events a watcher would receive: the
 		// most a fan-out paced by its creations could deliver.
 		figure{label + " creations alone, as events/s", "alone-event/s", float64(events) / alone.elapsed.Seconds()})
+	return append(figs, connFigures(label, run.carried, run.dialed, events)...), nil
+}
+
+// watched is what one watch fan-out measured.
+type watched struct {
+	used    cpu
+	elapsed time.Duration
+	// carried is what the watchers' connections carried meanwhile; dialed, how many
+	// connections their clientset has dialed in all.
+	carried connCounts
+	dialed  int64
+}
+
+// fanOutWatches opens w watches of the namespace at its current resourceVersion,
+// then, profiled under name if profiles are asked for, runs write, which makes n
+// changes, and waits until every watch has received an event of type want for each.
+func (ds *dataset) fanOutWatches(ep *endpoint, w int, name string, want watch.EventType, n int, write func(context.Context) error) (watched, error) {
+	ctx, cancel := context.WithCancel(ds.ctx)
+	defer cancel()
+	watches, from, err := ds.openWatches(ctx, ep, w)
+	if err != nil {
+		return watched{}, err
+	}
+	before := ep.conns.counts()
+	stopProfile, err := startProfile(name)
+	if err != nil {
+		return watched{}, err
+	}
+	serverProfile := ep.profileServer(ctx, name)
+	used, elapsed, err := ep.measure(func() error { return ds.deliver(ctx, ep, watches, want, from, n, write) })
+	if err := errors.Join(err, stopProfile(), serverProfile()); err != nil {
+		return watched{}, err
+	}
 	after := ep.conns.counts()
-	return append(figs, connFigures(label, after.minus(conns), after.conns, events)...), nil
+	return watched{used: used, elapsed: elapsed, carried: after.minus(before), dialed: after.conns}, nil
 }
 
 // openWatches opens w watches of the namespace at its current resourceVersion and
@@ -352,36 +372,21 @@ func (ds *dataset) watchEtcd(w int) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ds.ctx)
-	defer cancel()
-	watches, from, err := ds.openWatches(ctx, ep, w)
-	if err != nil {
-		return nil, err
+	put := func(ctx context.Context, i int) error {
+		_, err := ep.cl.kv.Put(ctx, changes[i].key, string(changes[i].value))
+		return err
 	}
-	conns := ep.conns.counts()
-	name := fmt.Sprintf("watch-etcd-N=%d-W=%d-%s", ds.n, w, ep.name)
-	stopProfile, err := startProfile(name)
-	if err != nil {
-		return nil, err
-	}
-	serverProfile := ep.profileServer(ctx, name)
-	used, elapsed, err := ep.measure(func() error {
-		put := func(ctx context.Context, i int) error {
-			_, err := ep.cl.kv.Put(ctx, changes[i].key, string(changes[i].value))
-			return err
-		}
-		return ds.deliverEach(ctx, ep, watches, watch.Modified, from, len(changes), func(ctx context.Context) error {
+	run, err := ds.fanOutWatches(ep, w, fmt.Sprintf("watch-etcd-N=%d-W=%d-%s", ds.n, w, ep.name), watch.Modified, len(changes),
+		func(ctx context.Context) error {
 			_, _, err := fanOut(ctx, len(changes), watchWriterConcurrency, put)
 			return err
 		})
-	})
-	if err := errors.Join(err, stopProfile(), serverProfile()); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	events, label := w*len(changes), fmt.Sprintf("watch W=%d, changes written to etcd,", w)
-	figs := rateFigures(label, "event", events, elapsed, used)
-	after := ep.conns.counts()
-	return append(figs, connFigures(label, after.minus(conns), after.conns, events)...), nil
+	figs := rateFigures(label, "event", events, run.elapsed, run.used)
+	return append(figs, connFigures(label, run.carried, run.dialed, events)...), nil
 }
 
 // etcdChange is one raw write of a ConfigMap's stored value.
@@ -445,15 +450,9 @@ func (ds *dataset) write(ctx context.Context, ep *endpoint) error {
 	return err
 }
 
-// deliver makes watchCreates creations through the writer at c=8 and waits until
-// every watch has received all of them, failing if none arrives for watchStall.
-func (ds *dataset) deliver(ctx context.Context, ep *endpoint, watches []watch.Interface, from int64) error {
-	return ds.deliverEach(ctx, ep, watches, watch.Added, from, watchCreates, func(ctx context.Context) error { return ds.write(ctx, ep) })
-}
-
-// deliverEach runs write, which makes n changes, and waits until every watch has
-// received an event of type want for each, failing if none arrives for watchStall.
-func (ds *dataset) deliverEach(ctx context.Context, ep *endpoint, watches []watch.Interface, want watch.EventType, from int64, n int, write func(context.Context) error) error {
+// deliver runs write, which makes n changes, and waits until every watch has received
+// an event of type want for each, failing if none arrives for watchStall.
+func (ds *dataset) deliver(ctx context.Context, ep *endpoint, watches []watch.Interface, want watch.EventType, from int64, n int, write func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cms := ds.configMaps(ep.clientset)
