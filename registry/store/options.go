@@ -20,11 +20,18 @@ type Options struct {
 	WatchCacheMemoryLimit string
 	// BookmarkInterval is how often idle watches that asked for bookmarks get one.
 	BookmarkInterval time.Duration
+	// WatchFlushInterval is Store.WatchFlushInterval.
+	WatchFlushInterval time.Duration
 }
+
+// maxWatchFlushInterval bounds --watch-flush-interval: the longest an event of a busy
+// watch may wait for the ones after it.
+const maxWatchFlushInterval = 100 * time.Millisecond
 
 // NewOptions returns the defaults.
 func NewOptions() Options {
-	return Options{WatchCache: true, WatchCacheMemoryLimit: "4Gi", BookmarkInterval: 30 * time.Second}
+	return Options{WatchCache: true, WatchCacheMemoryLimit: "4Gi", BookmarkInterval: 30 * time.Second,
+		WatchFlushInterval: 2 * time.Millisecond}
 }
 
 // AddFlags binds the options to fs.
@@ -35,14 +42,20 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Bound on the watch caches' estimated memory, in bytes (a quantity: 4Gi, 512Mi; 0 for none). Past it the least recently used caches stop and their resources are read from etcd.")
 	fs.DurationVar(&o.BookmarkInterval, "watch-bookmark-interval", o.BookmarkInterval, "How often idle watches that asked for bookmarks receive one.")
 	_ = fs.MarkHidden("watch-bookmark-interval")
+	fs.DurationVar(&o.WatchFlushInterval, "watch-flush-interval", o.WatchFlushInterval,
+		"While a watch's changes keep coming, write them to its client at most this often (a change after a quiet interval goes out at once); 0 writes every change at once. At most 100ms.")
 }
 
 // Validate reports each invalid option as one line saying what is allowed.
 func (o *Options) Validate() []error {
+	var errs []error
 	if _, err := o.memoryLimit(); err != nil {
-		return []error{err}
+		errs = append(errs, err)
 	}
-	return nil
+	if o.WatchFlushInterval < 0 || o.WatchFlushInterval > maxWatchFlushInterval {
+		errs = append(errs, fmt.Errorf("--watch-flush-interval %s must be between 0 and %s", o.WatchFlushInterval, maxWatchFlushInterval))
+	}
+	return errs
 }
 
 func (o *Options) memoryLimit() (int64, error) {
@@ -62,6 +75,7 @@ func (o *Options) Apply(s *Store, reg prometheus.Registerer) error {
 	if o.BookmarkInterval > 0 {
 		s.BookmarkInterval = o.BookmarkInterval
 	}
+	s.WatchFlushInterval = o.WatchFlushInterval
 	s.WatchCache = watchcache.Options{Disabled: !o.WatchCache, MemoryLimit: limit, Registerer: reg}
 	return nil
 }

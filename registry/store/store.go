@@ -31,6 +31,13 @@ type Store struct {
 	// BookmarkInterval is how often an idle watch that asked for bookmarks gets one.
 	// Set it before the first watch.
 	BookmarkInterval time.Duration
+	// WatchFlushInterval paces the flushes of Streams (served watches): while changes
+	// keep coming, a Stream flushes its Sink at most once per interval instead of
+	// after each change, so that a busy watch writes its events to its client a few at
+	// a time; a change after a quiet interval is flushed at once, and none waits
+	// longer than the interval. Zero flushes after every change. Set it before the
+	// first watch.
+	WatchFlushInterval time.Duration
 	// WatchCache configures the watch caches that answer lists and watches while Run
 	// runs (its Observe and ProgressInterval are the store's). Set it before Run.
 	WatchCache watchcache.Options

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/watchcache"
@@ -79,12 +80,14 @@ type Stream struct {
 }
 
 // Stream is Watch, or WatchEncoded with enc, as a Stream. The watch starts as Watch's
-// does (errors are returned here); its events flow once Run is called.
+// does (errors are returned here); its events flow once Run is called, and its
+// Sink's flushes are paced by the store's WatchFlushInterval.
 func (s *Store) Stream(ctx context.Context, ref Ref, opts metav1.ListOptions, enc *ItemEncoder) (*Stream, error) {
 	w, wctx, start, err := s.watch(ctx, ref, opts, enc, false)
 	if err != nil {
 		return nil, err
 	}
+	w.flushInterval = s.WatchFlushInterval
 	return &Stream{w: w, start: start, ctx: wctx}, nil
 }
 
@@ -311,6 +314,8 @@ type watcher struct {
 	enc       *ItemEncoder // WatchEncoded's
 	// fromStorage: WatchStorage's, whose changes come from a watch of etcd.
 	fromStorage bool
+	// flushInterval: a Stream's, the store's WatchFlushInterval.
+	flushInterval time.Duration
 }
 
 func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
@@ -470,11 +475,10 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *start
 	}
 	defer queue.Stop()
 	nsPrefix := w.res.Prefix(ns)
+	pace := flushPacer{interval: w.flushInterval}
+	defer pace.stop()
 	for {
-		if !w.out.Flush() {
-			return
-		}
-		batch, ok := queue.Take(ctx)
+		batch, ok := pace.next(ctx, w.out, queue)
 		if !ok {
 			return // ctx done, or the queue ended (too slow): the client watches again
 		}
@@ -516,6 +520,7 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *start
 			if !w.out.Send(out) {
 				return
 			}
+			pace.sent = true
 		}
 	}
 }

@@ -83,15 +83,8 @@ func (w *Watcher) wake() {
 // behind), or ctx is done. A storage failure arrives as an Error event, last.
 func (w *Watcher) Take(ctx context.Context) (events []*Event, ok bool) {
 	for {
-		w.mu.Lock()
-		events, w.pending = w.pending, nil
-		ended := w.ended
-		w.mu.Unlock()
+		events, ended := w.TakeReady()
 		if len(events) > 0 {
-			select {
-			case w.room <- struct{}{}:
-			default:
-			}
 			return events, true
 		}
 		if ended {
@@ -103,6 +96,22 @@ func (w *Watcher) Take(ctx context.Context) (events []*Event, ok bool) {
 			return nil, false
 		}
 	}
+}
+
+// TakeReady returns the changes queued now, without waiting; ended reports that no
+// more will come after them.
+func (w *Watcher) TakeReady() (events []*Event, ended bool) {
+	w.mu.Lock()
+	events, w.pending = w.pending, nil
+	ended = w.ended
+	w.mu.Unlock()
+	if len(events) > 0 {
+		select {
+		case w.room <- struct{}{}:
+		default:
+		}
+	}
+	return events, ended
 }
 
 // rebase makes w a watcher of c, for the changes after rev.

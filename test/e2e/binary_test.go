@@ -249,6 +249,7 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--event-ttl", "0s"}, "--event-ttl 0s must be at least 1s"},
 		{[]string{"server", "--resource-quota-sync-period", "10ms"}, "--resource-quota-sync-period 10ms must be at least 1s"},
 		{[]string{"server", "--watch-cache-memory-limit", "lots"}, `--watch-cache-memory-limit "lots" must be a non-negative quantity of bytes, such as 4Gi or 512Mi (0: no limit)`},
+		{[]string{"server", "--watch-flush-interval", "1s"}, "--watch-flush-interval 1s must be between 0 and 100ms"},
 		{[]string{"server", "--max-requests-inflight", "-1"}, "must not be negative"},
 		{[]string{"server", "--request-timeout", "0s"}, "--request-timeout 0s must be positive"},
 		{[]string{"server", "--etcd-compaction-interval", "-1m"}, "--etcd-compaction-interval -1m0s must not be negative (0 turns compaction off)"},

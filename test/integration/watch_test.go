@@ -3,10 +3,14 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/concordproject/concord/controlplane"
 	"github.com/concordproject/concord/harness"
+	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +18,8 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
@@ -152,5 +158,76 @@ func TestInformersSync(t *testing.T) {
 				return ok, err
 			})
 		})
+	}
+}
+
+// A server paces the flushes of a busy watch (--watch-flush-interval): the events of
+// changes that come close together go out a few at a time. Every watcher still gets
+// every change, in order, the last of a burst included though nothing comes after it;
+// a server that flushes every change at once sends the same events.
+func TestWatchFlushPacing(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t, 2, harness.WithServerOptions(func(i int, o *controlplane.Options) {
+		o.Store.WatchFlushInterval = []time.Duration{100 * time.Millisecond, 0}[i]
+	}))
+	ctx := t.Context()
+	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
+	list, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb := c.Servers[0].Config()
+	pb.AcceptContentTypes, pb.ContentType = "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf"
+	watchers := map[string]corev1client.ConfigMapInterface{
+		"paced, JSON":          cms,
+		"paced, protobuf":      kubernetes.NewForConfigOrDie(pb).CoreV1().ConfigMaps("default"),
+		"flushed every change": c.Servers[1].Clientset(t).CoreV1().ConfigMaps("default"),
+	}
+	ws := map[string]watch.Interface{}
+	for name, client := range watchers {
+		w, err := client.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		ws[name] = w
+	}
+	const writers, each = 5, 10
+	var g errgroup.Group
+	for i := range writers {
+		g.Go(func() error {
+			for j := range each {
+				if _, err := cms.Create(ctx, configMap(fmt.Sprintf("paced-%d-%d", i, j), nil), metav1.CreateOptions{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for name, w := range ws {
+		var got []string
+		last := int64(0)
+		for range writers * each {
+			ev := nextEvent(t, w)
+			cm, ok := ev.Object.(*corev1.ConfigMap)
+			if !ok || ev.Type != watch.Added {
+				t.Fatalf("%s: event %s %T, want ADDED ConfigMap", name, ev.Type, ev.Object)
+			}
+			rv, err := strconv.ParseInt(cm.ResourceVersion, 10, 64)
+			if err != nil || rv <= last {
+				t.Fatalf("%s: resourceVersion %q after %d, want a greater number", name, cm.ResourceVersion, last)
+			}
+			last = rv
+			got = append(got, cm.Name+"@"+cm.ResourceVersion)
+		}
+		if want == nil {
+			want = got
+		} else if !slices.Equal(got, want) {
+			t.Fatalf("%s got events\n%v\nanother watcher got\n%v", name, got, want)
+		}
 	}
 }
