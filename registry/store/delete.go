@@ -29,6 +29,11 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 	res, version, name, pre := ref.Resource, ref.Version, ref.Name, opts.Preconditions
 	key := ref.key()
 	kv, err := s.storage.Get(ctx, key)
+	// A compare-and-swap loop, as Kubernetes' GuaranteedUpdate: a write that lost the
+	// race to another is decided again (preconditions, admission, finalizers) on the
+	// value etcd returned with the conflict, and written conditional on it. It is the
+	// store's optimistic concurrency, not a retry of a failed call (package retry's
+	// job): it ends when a write lands, a check refuses, or etcd fails.
 	for {
 		if err != nil {
 			return nil, false, s.storageError(res, name, err)
