@@ -6,7 +6,8 @@
 //     sends its events to ResultChan from a goroutine of its own (Watch, for in-process
 //     readers) or hands them to its reader's Sink in the reader's goroutine (Stream,
 //     the server's watch responses), each event's object shared by every watch of
-//     its version (SharedObject, encoded once per format);
+//     its version (SharedObject, encoded once per format); pacing.go paces a
+//     Stream's flushes while its changes keep coming (WatchFlushInterval);
 //   - cached.go: which lists and watches the watch caches (package watchcache) answer,
 //     and how their shared changes become each watch's events: lists from a cache's
 //     snapshot (a consistent list once the cache has seen etcd's current revision),
