@@ -82,8 +82,9 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, q *apiReques
 const watchWriteBatch = 32 << 10
 
 // eventWriter is the store.Sink of a watch's response: it encodes each event into a
-// buffer, written (and flushed) when the store is about to wait for more changes, or
-// once it holds watchWriteBatch bytes. The events of one change, or of a backlog (up
+// buffer, written (and flushed) when the store flushes it (before it waits for more
+// changes; while they keep coming, at most once per the store's WatchFlushInterval),
+// or once it holds watchWriteBatch bytes. The events of one change, or of a backlog (up
 // to watchWriteBatch bytes at a time), go to the client in one write: the response
 // writer hands each write to the connection's goroutine and waits for it.
 type eventWriter struct {

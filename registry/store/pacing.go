@@ -9,13 +9,13 @@ import (
 
 // flushPacer decides when a watch flushes what it has sent: at once after a quiet
 // interval, and at most once per interval while changes keep coming
-// (Store.WatchFlushInterval).
-// Each flush of a served watch is a write to its client, handed to the connection's
-// goroutine and waited for: under a steady stream of changes, flushing every change
-// costs a write per change and watcher, pacing one per interval.
+// (Store.WatchFlushInterval). Each flush of a served watch is a write to its client,
+// handed to the connection's goroutine and waited for: under a steady stream of
+// changes, flushing every change costs a write per change and watcher, pacing one
+// per interval.
 type flushPacer struct {
 	interval time.Duration
-	// sent: events were sent since the last flush, at last.
+	// sent: events were sent since the last flush, made at last.
 	sent bool
 	last time.Time
 	// timer waits out the rest of an interval: the pacing's own timer, made once.
