@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/registry/watchcache"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // flushPacer decides when a watch flushes what it has sent: at once after a quiet
@@ -12,8 +13,10 @@ import (
 // (Store.WatchFlushInterval). Each flush of a served watch is a write to its client,
 // handed to the connection's goroutine and waited for: under a steady stream of
 // changes, flushing every change costs a write per change and watcher, pacing one
-// per interval.
+// per interval. The watch sends its changes through the pacer (send), so that the
+// pacer knows what is left to flush.
 type flushPacer struct {
+	out      Sink
 	interval time.Duration
 	// sent: events were sent since the last flush, made at last.
 	sent bool
@@ -22,13 +25,22 @@ type flushPacer struct {
 	timer *time.Timer
 }
 
+// send sends ev to the Sink; false ends the watch.
+func (p *flushPacer) send(ev watch.Event) bool {
+	if !p.out.Send(ev) {
+		return false
+	}
+	p.sent = true
+	return true
+}
+
 // next flushes what was sent, when it is due, and returns the next changes of
 // queue, waiting for them; false once the watch is to end.
-func (p *flushPacer) next(ctx context.Context, out Sink, queue *watchcache.Watcher) ([]*watchcache.Event, bool) {
+func (p *flushPacer) next(ctx context.Context, queue *watchcache.Watcher) ([]*watchcache.Event, bool) {
 	if p.sent {
 		if wait := p.interval - time.Since(p.last); wait > 0 {
 			if !p.wait(ctx, wait) {
-				out.Flush() // the watch ends: what it sent goes out still
+				p.out.Flush() // the watch ends: what it sent goes out still
 				return nil, false
 			}
 			// What came meanwhile goes out with the flush that is due now.
@@ -36,7 +48,7 @@ func (p *flushPacer) next(ctx context.Context, out Sink, queue *watchcache.Watch
 				return batch, true
 			}
 		}
-		if !out.Flush() {
+		if !p.out.Flush() {
 			return nil, false
 		}
 		p.sent, p.last = false, time.Now()

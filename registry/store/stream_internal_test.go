@@ -112,3 +112,50 @@ func TestStreamSendsEachChangeThenFlushes(t *testing.T) {
 		}
 	}
 }
+
+// A paced Stream (WatchFlushInterval) flushes a change that came within its interval
+// once the interval is out, though nothing comes after it: nothing else here would
+// make it flush (the cache asks etcd for no progress, no bookmarks are due, and no
+// read waits on the cache).
+func TestPacedStreamFlushesTheLastChange(t *testing.T) {
+	ctx := t.Context()
+	s, res := uncachedStore(t)
+	s.BookmarkInterval, s.WatchFlushInterval = 0, time.Second
+	runCaches(t, s, watchcache.Options{})
+	start, err := s.Create(ctx, Ref{Resource: res, Version: "v1", Namespace: "a"}, gadget("a", "first", 0), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Stream(ctx, Ref{Resource: res, Version: "v1"}, metav1.ListOptions{ResourceVersion: start.GetResourceVersion()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := newRecordingSink()
+	done := make(chan struct{})
+	go func() {
+		st.Run(sink)
+		close(done)
+	}()
+	// The first change is flushed at once: the stream was quiet. The second comes
+	// within the interval after that flush, so the stream waits the interval out,
+	// finds nothing more, and flushes it.
+	for i := range 2 {
+		if _, err := s.Create(ctx, Ref{Resource: res, Version: "v1", Namespace: "a"}, gadget("a", fmt.Sprintf("g%d", i), i), WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		sink.waitFlushed(t, i+1)
+	}
+	st.Stop()
+	<-done
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	for i, ev := range sink.events {
+		so, ok := ev.Object.(*SharedObject)
+		if ev.Type != watch.Added || !ok || so.GetName() != fmt.Sprintf("g%d", i) {
+			t.Fatalf("event %d: %s %T, want ADDED g%d", i, ev.Type, ev.Object, i)
+		}
+	}
+	if len(sink.events) != 2 {
+		t.Fatalf("sent %d events, want 2", len(sink.events))
+	}
+}

@@ -475,10 +475,10 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *start
 	}
 	defer queue.Stop()
 	nsPrefix := w.res.Prefix(ns)
-	pace := flushPacer{interval: w.flushInterval}
+	pace := flushPacer{out: w.out, interval: w.flushInterval}
 	defer pace.stop()
 	for {
-		batch, ok := pace.next(ctx, w.out, queue)
+		batch, ok := pace.next(ctx, queue)
 		if !ok {
 			return // ctx done, or the queue ended (too slow): the client watches again
 		}
@@ -517,10 +517,9 @@ func (w *watcher) run(ctx context.Context, ns string, from int64, initial *start
 				}
 				out = watch.Event{Type: typ, Object: obj}
 			}
-			if !w.out.Send(out) {
+			if !pace.send(out) {
 				return
 			}
-			pace.sent = true
 		}
 	}
 }
