@@ -31,7 +31,7 @@ const maxWatchFlushInterval = 100 * time.Millisecond
 // NewOptions returns the defaults.
 func NewOptions() Options {
 	return Options{WatchCache: true, WatchCacheMemoryLimit: "4Gi", BookmarkInterval: 30 * time.Second,
-		WatchFlushInterval: 2 * time.Millisecond}
+		WatchFlushInterval: 10 * time.Millisecond}
 }
 
 // AddFlags binds the options to fs.

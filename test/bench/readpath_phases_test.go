@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -357,8 +358,8 @@ func (ds *dataset) openWatches(ctx context.Context, ep *endpoint, w int) ([]watc
 }
 
 // watchEtcd opens w watches of the namespace at its current resourceVersion, then
-// writes etcdChangeCount changes of seeded ConfigMaps straight into etcd at c=8 and
-// waits until every watcher has received them all (MODIFIED events). No request
+// writes etcdChangeCount changes of seeded ConfigMaps straight into etcd at c=8
+// (at most -readpath.etcd-rate a second, if set) and waits until every watcher has received them all (MODIFIED events). No request
 // reaches the server but the watches, so its CPU is the per-change path alone:
 // reading the change from etcd, decoding it, filtering, encoding and sending it to
 // each watcher, each server from its own storage encoding (Concord's JSON,
@@ -372,7 +373,14 @@ func (ds *dataset) watchEtcd(w int) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
+	limit := rate.NewLimiter(rate.Inf, 1)
+	if *readPathEtcdRate > 0 {
+		limit = rate.NewLimiter(rate.Limit(*readPathEtcdRate), 1)
+	}
 	put := func(ctx context.Context, i int) error {
+		if err := limit.Wait(ctx); err != nil {
+			return err
+		}
 		_, err := ep.cl.kv.Put(ctx, changes[i].key, string(changes[i].value))
 		return err
 	}

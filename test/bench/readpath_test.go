@@ -26,6 +26,8 @@ var (
 		"BenchmarkReadPath's clients set ContentType application/json, so that every answer is JSON")
 	readPathGets = flag.Int("readpath.gets", 5000,
 		"gets of random seeded ConfigMaps BenchmarkReadPath times per server and size")
+	readPathEtcdRate = flag.Float64("readpath.etcd-rate", 0,
+		"changes per second the watch fan-out writes into etcd (0: as fast as 8 writers go); a fixed rate makes both servers carry the same load, where flat out each runs as fast as the machine's cores allow")
 	readPathListTime = flag.Duration("readpath.list-time", 2*time.Second,
 		"BenchmarkReadPath lists the namespace in full at least 3 times and until this long")
 	readPathProfiles = flag.String("readpath.cpuprofile", "",
