@@ -48,7 +48,9 @@
 // -readpath.json or -readpath.protobuf set the clients' ContentType (by default
 // client-go's typed clients ask for protobuf, then JSON); -readpath.cpuprofile writes
 // a CPU profile of the client during each fan-out, and with -readpath.server-cpuprofile
-// one of each server (its /debug/pprof/profile); GODEBUG=http2debug=2 logs the
+// one of each server (its /debug/pprof/profile); -readpath.etcd-rate writes the
+// fan-out's changes into etcd at that many a second instead of as fast as its writers
+// go, so that both servers carry the same load; GODEBUG=http2debug=2 logs the
 // HTTP/2 frames the client reads (the servers do not inherit it):
 //
 //	go test ./test/bench -run '^$' -bench ReadPath -benchtime 1x -timeout 60m

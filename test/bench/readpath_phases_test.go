@@ -358,9 +358,10 @@ func (ds *dataset) openWatches(ctx context.Context, ep *endpoint, w int) ([]watc
 }
 
 // watchEtcd opens w watches of the namespace at its current resourceVersion, then
-// writes etcdChangeCount changes of seeded ConfigMaps straight into etcd at c=8
-// (at most -readpath.etcd-rate a second, if set) and waits until every watcher has received them all (MODIFIED events). No request
-// reaches the server but the watches, so its CPU is the per-change path alone:
+// writes etcdChangeCount changes of seeded ConfigMaps straight into etcd at c=8 (at
+// most -readpath.etcd-rate a second, if set) and waits until every watcher has
+// received them all (MODIFIED events). No request reaches the server but the
+// watches, so its CPU is the per-change path alone:
 // reading the change from etcd, decoding it, filtering, encoding and sending it to
 // each watcher, each server from its own storage encoding (Concord's JSON,
 // kube-apiserver's protobuf).
