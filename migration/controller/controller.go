@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,11 +54,20 @@ type Controller struct {
 
 	mu      sync.Mutex
 	running map[string]running
+	// ended holds, by name, the migrations this controller ended, at the
+	// resourceVersion it wrote the end: until the informer has seen that write, its
+	// cache shows the migration still running, and must not run it again.
+	ended map[string]endWrite
 }
 
 type running struct {
 	uid    types.UID
 	cancel context.CancelCauseFunc
+}
+
+type endWrite struct {
+	uid types.UID
+	rv  int64
 }
 
 // Config is what a Controller works with.
@@ -88,7 +98,7 @@ type Config struct {
 func New(cfg Config) (*Controller, error) {
 	c := &Controller{
 		dyn: cfg.Dynamic, res: cfg.Resources, mig: cfg.Migrator, informer: cfg.Informer, recorder: cfg.Recorder, metrics: cfg.Metrics,
-		progressInAnnotation: cfg.ProgressInAnnotation, running: map[string]running{},
+		progressInAnnotation: cfg.ProgressInAnnotation, running: map[string]running{}, ended: map[string]endWrite{},
 	}
 	c.ctrl = reconcile.New("storage-migration", reconcile.Reconciler[string](c), reconcile.Options[string]{
 		Workers: cfg.Workers,
@@ -147,6 +157,7 @@ func (c *Controller) Run(ctx context.Context) error { return c.ctrl.Run(ctx) }
 func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Result, error) {
 	obj, exists, err := c.informer.GetIndexer().GetByKey(name)
 	if err != nil || !exists {
+		c.endSeen(name)
 		return reconcile.Result{}, err
 	}
 	u := obj.(*unstructured.Unstructured).DeepCopy()
@@ -154,10 +165,51 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Resu
 	if err != nil {
 		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("undecodable migration: %w", err))
 	}
-	if m.Terminal() || ctx.Err() != nil {
+	if m.Terminal() {
+		c.endSeen(name)
+		return reconcile.Result{}, nil
+	}
+	if ctx.Err() != nil || c.endedAfter(u) {
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, c.migrate(ctx, u, m)
+}
+
+// endedAfter reports whether this controller ended the migration cached as u at a
+// later resourceVersion than u's: the informer brings the end, and its event the next
+// Reconcile.
+func (c *Controller) endedAfter(u *unstructured.Unstructured) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.ended[u.GetName()]
+	if !ok {
+		return false
+	}
+	rv, err := strconv.ParseInt(u.GetResourceVersion(), 10, 64)
+	if e.uid != u.GetUID() || err != nil || rv >= e.rv {
+		delete(c.ended, u.GetName())
+		return false
+	}
+	return true
+}
+
+// wroteEnd records that this controller wrote the end of migration u (as written).
+func (c *Controller) wroteEnd(u *unstructured.Unstructured) {
+	rv, err := strconv.ParseInt(u.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	c.ended[u.GetName()] = endWrite{uid: u.GetUID(), rv: rv}
+	c.mu.Unlock()
+}
+
+// endSeen forgets the end of migration name: the informer has seen it, or the
+// migration is gone.
+func (c *Controller) endSeen(name string) {
+	c.mu.Lock()
+	delete(c.ended, name)
+	c.mu.Unlock()
 }
 
 // migrate runs one migration to its end.
@@ -370,6 +422,7 @@ func (c *Controller) end(ctx context.Context, w *statusWriter, m *migrationapi.S
 	if err != nil {
 		return c.interrupted(ctx, err)
 	}
+	c.wroteEnd(w.obj)
 	label := migrationapi.StorageStateName(schema.GroupResource{Group: m.Spec.Resource.Group, Resource: m.Spec.Resource.Resource})
 	result := "failed"
 	switch {
