@@ -94,7 +94,8 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		coreEventsGR:                 func(r *registry.Resource) error { return configureEvents(r, coreEventFields, opts.EventTTL) },
 		eventsGR:                     func(r *registry.Resource) error { return configureEvents(r, eventsEventFields, opts.EventTTL) },
 	}
-	var pods, services []func(*registry.Resource) error
+	pods := []func(*registry.Resource) error{configurePods}
+	var services []func(*registry.Resource) error
 	if opts.Services != nil {
 		services = append(services, opts.Services.Configure)
 	}
@@ -119,9 +120,7 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 	if opts.Connector != nil {
 		pods = append(pods, opts.Connector.ConfigurePods)
 	}
-	if len(pods) > 0 {
-		table[podbinding.Pods] = all(pods)
-	}
+	table[podbinding.Pods] = all(pods)
 	maps.Copy(table, reviewConfigurers(opts))
 	maps.Copy(table, admission.Configurers())
 	return table
@@ -168,6 +167,31 @@ var conditionalUpdatesOnly = map[schema.GroupResource]bool{
 	{Group: "resource.k8s.io", Resource: "resourcepoolstatusrequests"}: true,
 }
 
+// returnsDeletedObject are the built-in resources whose deletion answers the object
+// as it was last stored, deleted or not, rather than a Status naming it, as their
+// registries in kube-apiserver 1.37 do (ReturnDeletedObject); the others answer the
+// object only while it stays (its finalizers, its grace period).
+var returnsDeletedObject = map[schema.GroupResource]bool{
+	namespace.GroupResource:                                            true,
+	{Resource: "persistentvolumes"}:                                    true,
+	{Resource: "persistentvolumeclaims"}:                               true,
+	podbinding.Pods:                                                    true,
+	{Resource: "podtemplates"}:                                         true,
+	quota.GroupResource:                                                true,
+	service.GroupResource:                                              true,
+	serviceAccountsGR:                                                  true,
+	{Group: "resource.k8s.io", Resource: "deviceclasses"}:              true,
+	{Group: "resource.k8s.io", Resource: "resourceclaims"}:             true,
+	{Group: "resource.k8s.io", Resource: "resourceclaimtemplates"}:     true,
+	{Group: "resource.k8s.io", Resource: "resourcepoolstatusrequests"}: true,
+	{Group: "resource.k8s.io", Resource: "resourceslices"}:             true,
+	{Group: "storage.k8s.io", Resource: "csidrivers"}:                  true,
+	{Group: "storage.k8s.io", Resource: "csinodes"}:                    true,
+	{Group: "storage.k8s.io", Resource: "storageclasses"}:              true,
+	{Group: "storage.k8s.io", Resource: "volumeattachments"}:           true,
+	{Group: "storage.k8s.io", Resource: "volumeattributesclasses"}:     true,
+}
+
 // Configure returns the built-in resources of a server: resources (the catalog's, not
 // yet in a registry) with the behaviour each owner defines, and Concord's own
 // definitions in place of the catalog's (see ownResources). It checks that the
@@ -187,6 +211,7 @@ func Configure(resources []*registry.Resource, opts Options) ([]*registry.Resour
 		gr := r.GroupResource()
 		have[gr] = true
 		r.UnconditionalUpdate = !conditionalUpdatesOnly[gr]
+		r.ReturnDeletedObject = returnsDeletedObject[gr]
 		if configure, ok := table[gr]; ok {
 			if err := configure(r); err != nil {
 				return nil, fmt.Errorf("%s: %w", gr, err)

@@ -59,8 +59,9 @@ func (e *Evictor) deletePod(ctx context.Context, pod *corev1.Pod, opts *metav1.D
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
 	_, _, err := e.store.Delete(ctx, ref, store.DeleteOptions{
-		WriteOptions: store.WriteOptions{DryRun: dryRun, Admit: func(_ context.Context, _, stored *registry.Object) error { return check(stored) }},
-		Propagation:  propagation(opts),
+		WriteOptions:       store.WriteOptions{DryRun: dryRun, Admit: func(_ context.Context, _, stored *registry.Object) error { return check(stored) }},
+		Propagation:        propagation(opts),
+		GracePeriodSeconds: opts.GracePeriodSeconds,
 	})
 	if err != nil {
 		return nil, err

@@ -99,7 +99,8 @@ type Resource struct {
 	SubresourceVerbs map[string][]string
 	// ReturnDeletedObject answers a deletion that removed the object with the object
 	// as it was, rather than with a Status naming it, as Kubernetes' registries of a
-	// few resources do (CSINodes, StorageClasses, the resource.k8s.io kinds).
+	// few resources do (Pods, Services, Namespaces, StorageClasses, the
+	// resource.k8s.io kinds, ...: package builtin names them).
 	ReturnDeletedObject bool
 	// GarbageCollection is what deleting an object does with its dependents (the
 	// objects that name it in their ownerReferences) when the request says nothing
@@ -248,6 +249,13 @@ type Hooks struct {
 	// PendingDeletion reports resource-specific reasons, beyond metadata.finalizers,
 	// that keep a deleted object in storage (namespaces' spec.finalizers).
 	PendingDeletion func(obj *unstructured.Unstructured) bool
+	// GracePeriod makes the resource's deletion graceful, as Kubernetes deletes Pods
+	// (the graceful-delete strategy of its registry): it returns how many seconds an
+	// object stays once its deletion starts, given the seconds the request asks for
+	// (nil: none asked; never negative). The store then keeps the object with
+	// deletionTimestamp that far ahead and deletionGracePeriodSeconds, and deletes it
+	// once a deletion's period is 0 (see store.Delete).
+	GracePeriod func(obj *unstructured.Unstructured, requested *int64) int64
 	// TableCells, if set, computes a Table row's cells after NAME, one per printer
 	// column of the version, for columns a JSONPath cannot express.
 	TableCells func(obj *unstructured.Unstructured) []interface{}

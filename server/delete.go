@@ -117,10 +117,11 @@ func parseDelete(r *http.Request) (*metav1.DeleteOptions, bool, error) {
 }
 
 // storeDeleteOptions are the store's options of a deletion the request's opts ask
-// for, written with wo (dry run, admission): its preconditions and propagation (the
-// deprecated orphanDependents as the policy it means).
+// for, written with wo (dry run, admission): its preconditions, grace period and
+// propagation (the deprecated orphanDependents as the policy it means).
 func storeDeleteOptions(opts *metav1.DeleteOptions, wo store.WriteOptions) store.DeleteOptions {
-	out := store.DeleteOptions{WriteOptions: wo, Preconditions: opts.Preconditions, Propagation: opts.PropagationPolicy}
+	out := store.DeleteOptions{WriteOptions: wo, Preconditions: opts.Preconditions, Propagation: opts.PropagationPolicy,
+		GracePeriodSeconds: opts.GracePeriodSeconds}
 	//nolint:staticcheck // SA1019: the deprecated orphanDependents is still honoured, as in Kubernetes.
 	if orphan := opts.OrphanDependents; orphan != nil {
 		policy := metav1.DeletePropagationBackground

@@ -56,6 +56,10 @@ type DeleteOptions struct {
 	// Orphan, false Background); nil leaves the choice to the object and its
 	// resource (see Delete).
 	Propagation *metav1.DeletionPropagation
+	// GracePeriodSeconds is the request's gracePeriodSeconds: how long an object of a
+	// resource that deletes gracefully (registry.Hooks.GracePeriod) stays once its
+	// deletion starts; nil leaves it to the resource.
+	GracePeriodSeconds *int64
 }
 
 // Create stores obj (in version of res) as a new object in namespace ns and returns it

@@ -25,8 +25,16 @@ import (
 // object's own choice stands, else the resource's default (registry.Resource's
 // GarbageCollection). A deletion of an object already being deleted changes these
 // finalizers the same way: one that leaves it none deletes it now.
+//
+// A resource that deletes gracefully (registry.Hooks.GracePeriod: Pods) keeps the
+// object for its grace period (see graceful): the deletion is written, and the object
+// stays until a deletion with a period of 0 (a client's, or one that shortens it to
+// 0). A deletion whose period is 0 from the start writes the object as deleted too,
+// then deletes it, as Kubernetes does: its watchers see both. A deletion of an object
+// whose graceful deletion is pending, and that does not shorten it, changes nothing
+// (its finalizers neither).
 func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*registry.Object, bool, error) {
-	res, version, name, pre := ref.Resource, ref.Version, ref.Name, opts.Preconditions
+	res, version, name := ref.Resource, ref.Version, ref.Name
 	key := ref.key()
 	kv, err := s.storage.Get(ctx, key)
 	// A compare-and-swap loop, as Kubernetes' GuaranteedUpdate: a write that lost the
@@ -42,71 +50,137 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 		if err != nil {
 			return nil, false, err
 		}
-		if err := checkPreconditions(res, name, current, pre); err != nil {
+		if err := admitDeletion(ctx, res, name, current, opts); err != nil {
 			return nil, false, err
 		}
-		if res.Hooks != nil && res.Hooks.AdmitDelete != nil && current.GetDeletionTimestamp() == nil {
-			if err := res.Hooks.AdmitDelete(ctx, current); err != nil {
-				return nil, false, err
-			}
+		starts := current.GetDeletionTimestamp() == nil
+		g, period := s.graceful(res, current, opts.GracePeriodSeconds)
+		if g == gracePending {
+			return current, false, nil // being deleted, no later than asked
 		}
-		if opts.Admit != nil {
-			if err := opts.Admit(ctx, nil, current); err != nil {
-				return nil, false, err
-			}
-		}
-		var rev int64
-		var werr error
-		deleted := false
-		if current.GetDeletionTimestamp() == nil && res.Hooks != nil {
-			for _, f := range res.Hooks.DeletionFinalizers {
-				if !slices.Contains(current.GetFinalizers(), f) {
-					current.SetFinalizers(append(current.GetFinalizers(), f))
-				}
-			}
-		}
-		finalizers, changed := deletionFinalizers(res, version, current, opts.Propagation)
-		current.SetFinalizers(finalizers)
-		if len(finalizers) > 0 || pendingByHook(res, current) {
+		keep, changed := deletionKept(res, version, current, starts, opts.Propagation)
+		write := g == graceMarked
+		if keep && !write {
 			if current.GetDeletionTimestamp() != nil && !changed {
 				return current, false, nil // already terminating, as asked
 			}
 			s.markDeleting(ctx, res, current)
-			if opts.DryRun {
-				return current, false, nil
-			}
-			data, eerr := res.Encode(ctx, current)
-			if eerr != nil {
-				return nil, false, s.conversionError(res, eerr)
-			}
-			rev, werr = s.storage.Update(ctx, key, data, kv.Revision, storage.WithTTL(res.TTL))
-		} else {
+			write = true
+		}
+		if !write {
 			if opts.DryRun {
 				return current, true, nil
 			}
-			deleted = true
-			rev, werr = s.storage.Delete(ctx, key, kv.Revision)
-		}
-		if werr == nil {
-			s.recent.Forget(key)
-			s.namespaces.Wrote(key)
-			if deleted {
-				release(ctx, res, current)
+			_, err = s.storage.Delete(ctx, key, kv.Revision)
+			if err == nil {
+				s.deleted(ctx, res, key, current)
+				return current, true, nil
 			}
-			if !deleted {
-				current.SetResourceVersion(strconv.FormatInt(rev, 10))
+		} else {
+			gone := !keep && period == 0 // a graceful deletion of period 0 deletes now
+			if opts.DryRun {
+				return current, gone, nil
 			}
-			return current, deleted, nil
+			var written bool
+			written, err = s.writeDeletion(ctx, res, key, kv, current, gone)
+			if err == nil {
+				return current, written, nil
+			}
+			if rv := current.GetResourceVersion(); rv != strconv.FormatInt(kv.Revision, 10) {
+				// The deletion was written, someone wrote after it: a resourceVersion
+				// precondition that held holds of what this deletion wrote, as in
+				// Kubernetes' registry.
+				opts.Preconditions = movedPreconditions(opts.Preconditions, rv)
+			}
 		}
 		var ce *storage.ConflictError
-		if !errors.As(werr, &ce) {
-			return nil, false, s.storageError(res, name, werr)
+		if !errors.As(err, &ce) {
+			return nil, false, s.storageError(res, name, err)
 		}
 		if ce.Current == nil {
 			return nil, false, s.storageError(res, name, storage.ErrNotFound)
 		}
 		kv = ce.Current
 	}
+}
+
+// admitDeletion checks a deletion of current: opts' preconditions, the resource's
+// hook (for a deletion that starts) and admission.
+func admitDeletion(ctx context.Context, res *registry.Resource, name string, current *registry.Object, opts DeleteOptions) error {
+	if err := checkPreconditions(res, name, current, opts.Preconditions); err != nil {
+		return err
+	}
+	if res.Hooks != nil && res.Hooks.AdmitDelete != nil && current.GetDeletionTimestamp() == nil {
+		if err := res.Hooks.AdmitDelete(ctx, current); err != nil {
+			return err
+		}
+	}
+	if opts.Admit != nil {
+		return opts.Admit(ctx, nil, current)
+	}
+	return nil
+}
+
+// movedPreconditions are p with its resourceVersion, if it has one, moved to rv.
+func movedPreconditions(p *metav1.Preconditions, rv string) *metav1.Preconditions {
+	if p == nil || p.ResourceVersion == nil {
+		return p
+	}
+	moved := *p
+	moved.ResourceVersion = &rv
+	return &moved
+}
+
+// deletionKept sets the finalizers obj carries while it is deleted (those its
+// resource's deletion adds where it starts, those of the garbage collector as policy
+// asks) and reports whether they, or its resource's hook, keep it in storage, and
+// whether its finalizers changed.
+func deletionKept(res *registry.Resource, version string, obj *registry.Object, starts bool, policy *metav1.DeletionPropagation) (keep, changed bool) {
+	if starts && res.Hooks != nil {
+		for _, f := range res.Hooks.DeletionFinalizers {
+			if !slices.Contains(obj.GetFinalizers(), f) {
+				obj.SetFinalizers(append(obj.GetFinalizers(), f))
+			}
+		}
+	}
+	finalizers, changed := deletionFinalizers(res, version, obj, policy)
+	obj.SetFinalizers(finalizers)
+	return len(finalizers) > 0 || pendingByHook(res, obj), changed
+}
+
+// writeDeletion writes obj, whose deletion started, over kv; with gone, it then
+// deletes it at the revision written, and reports that it did. If someone deleted it
+// in between, it is gone all the same. A conflict is returned as the storage's: the
+// caller decides again.
+func (s *Store) writeDeletion(ctx context.Context, res *registry.Resource, key string, kv *storage.KeyValue, obj *registry.Object, gone bool) (bool, error) {
+	data, err := res.Encode(ctx, obj)
+	if err != nil {
+		return false, s.conversionError(res, err)
+	}
+	rev, err := s.storage.Update(ctx, key, data, kv.Revision, storage.WithTTL(res.TTL))
+	if err != nil {
+		return false, err
+	}
+	s.recent.Forget(key)
+	s.namespaces.Wrote(key)
+	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
+	if !gone {
+		return false, nil
+	}
+	_, err = s.storage.Delete(ctx, key, rev)
+	var ce *storage.ConflictError
+	if err != nil && (!errors.As(err, &ce) || ce.Current != nil) {
+		return false, err
+	}
+	s.deleted(ctx, res, key, obj)
+	return true, nil
+}
+
+// deleted is what follows the deletion of obj from key.
+func (s *Store) deleted(ctx context.Context, res *registry.Resource, key string, obj *registry.Object) {
+	s.recent.Forget(key)
+	s.namespaces.Wrote(key)
+	release(ctx, res, obj)
 }
 
 // markDeleting starts the deletion of obj, once: its deletionTimestamp is now, its

@@ -84,8 +84,73 @@ func (g podRig) get(n, sub string) step { return step{method: http.MethodGet, pa
 func podSubresourceCases(r resource) []tcase {
 	g := podRig{r: r, pods: r.collection("v1")}
 	var out []tcase
-	for _, c := range [][]tcase{evictionCases(g), ephemeralCases(g), resizeCases(g), connectCases(g), nodeConnectCases(g)} {
+	for _, c := range [][]tcase{deletionCases(g), evictionCases(g), ephemeralCases(g), resizeCases(g), connectCases(g), nodeConnectCases(g)} {
 		out = append(out, c...)
+	}
+	return out
+}
+
+// remove deletes the Pod n with the DeleteOptions opts (nil: no body) and query.
+func (g podRig) remove(n, query string, opts map[string]any) step {
+	st := step{method: http.MethodDelete, path: g.path(n, "") + query}
+	if opts != nil {
+		st.ctype, st.body = jsonType, opts
+	}
+	return st
+}
+
+// deletionCases delete Pods gracefully and not: on no node, on one (with the Pod's
+// default period, its own, the request's, shortened, lengthened, negative, 0), once
+// finished, with a finalizer, in a dry run, and through an eviction's options.
+func deletionCases(g podRig) []tcase {
+	base := g.r.id() + "/deletion/"
+	grace := func(seconds int) map[string]any { return map[string]any{"gracePeriodSeconds": seconds} }
+	cases := []struct {
+		label string
+		steps func(n string) []step
+	}{
+		{"unscheduled", func(n string) []step { return []step{g.create(n, ""), g.remove(n, "", nil), g.get(n, "")} }},
+		{"scheduled", func(n string) []step {
+			return []step{g.create(n, "node-1"), g.remove(n, "", nil), g.get(n, ""), g.remove(n, "", grace(60)),
+				g.remove(n, "", grace(10)), g.get(n, ""), g.remove(n, "", grace(0)), g.get(n, "")}
+		}},
+		{"scheduled-negative", func(n string) []step {
+			return []step{g.create(n, "node-1"), g.remove(n, "", grace(-5)), g.get(n, "")}
+		}},
+		{"scheduled-own-period", func(n string) []step {
+			create := g.create(n, "node-1")
+			create.body.(map[string]any)["spec"].(map[string]any)["terminationGracePeriodSeconds"] = 7
+			return []step{create, g.remove(n, "", nil), g.get(n, "")}
+		}},
+		{"scheduled-dry-run", func(n string) []step {
+			// A deletion's body is its options: the query's are read only without one.
+			dry := map[string]any{"gracePeriodSeconds": 0, "dryRun": []any{"All"}}
+			return []step{g.create(n, "node-1"), g.remove(n, "", dry), g.get(n, ""), g.remove(n, "?dryRun=All", nil), g.get(n, ""),
+				g.remove(n, "", nil), g.remove(n, "", dry), g.get(n, "")}
+		}},
+		{"query-ignored-with-a-body", func(n string) []step {
+			return []step{g.create(n, "node-1"), g.remove(n, "?dryRun=All", grace(0)), g.get(n, "")}
+		}},
+		{"succeeded", func(n string) []step {
+			return []step{g.create(n, "node-1"), {method: http.MethodPatch, path: g.path(n, "status"), ctype: mergeType,
+				body: map[string]any{"status": map[string]any{"phase": "Succeeded"}}}, g.remove(n, "", grace(30)), g.get(n, "")}
+		}},
+		{"finalizer", func(n string) []step {
+			create := g.create(n, "node-1")
+			create.body.(map[string]any)["metadata"].(map[string]any)["finalizers"] = []any{"example.com/hold"}
+			return []step{create, g.remove(n, "", grace(0)), g.get(n, ""),
+				{method: http.MethodPatch, path: g.path(n, ""), ctype: mergeType, body: map[string]any{"metadata": map[string]any{"finalizers": nil}}},
+				g.get(n, "")}
+		}},
+		{"eviction-grace", func(n string) []step {
+			return []step{g.create(n, "node-1"), g.running(n, true), g.evict(n, n, "policy/v1", "", grace(5)), g.get(n, "")}
+		}},
+	}
+	out := make([]tcase, 0, len(cases))
+	for _, c := range cases {
+		id := base + c.label
+		n := objName(id)
+		out = append(out, tcase{id: id, res: g.r, steps: c.steps(n), cleanup: []step{g.remove(n, "", grace(0))}})
 	}
 	return out
 }

@@ -189,6 +189,15 @@ func TestKubectl(t *testing.T) {
 		if err == nil || !strings.Contains(out, `error: Internal error occurred: error sending request: Post "https://127.0.0.1:1/exec/default/placed/placed?command=ls&error=1&output=1": `+refused) {
 			t.Errorf("kubectl exec into a pod on a deaf node: %v\n%s", err, out)
 		}
+		// A pod on a node is deleted gracefully: Terminating for its 30 s (no kubelet
+		// here deletes it then), until a deletion with no grace.
+		contains(t, k.must(t, "", "delete", "pod", "placed", "--wait=false"), `pod "placed" deleted`)
+		contains(t, k2.must(t, "", "get", "pod", "placed", "--no-headers"), "Terminating")
+		contains(t, k.must(t, "", "get", "pod", "placed", "-o", "jsonpath={.metadata.deletionGracePeriodSeconds}"), "30")
+		contains(t, k2.must(t, "", "delete", "pod", "placed", "--grace-period=0", "--force"), `pod "placed" force deleted`)
+		if out, err := k.run(t, "", "get", "pod", "placed"); err == nil || !strings.Contains(out, `pods "placed" not found`) {
+			t.Errorf("kubectl get of the pod force deleted: %v\n%s", err, out)
+		}
 	})
 	t.Run("cascade", func(t *testing.T) {
 		for _, cascade := range []string{"background", "foreground", "orphan"} {
