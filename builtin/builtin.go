@@ -89,6 +89,7 @@ func configurers(opts Options) map[schema.GroupResource]func(*registry.Resource)
 		deploymentsGR:                configureDeployments,
 		cronJobsGR:                   configureCronJobs,
 		jobsGR:                       configureJobs,
+		replicationControllersGR:     configureReplicationControllers,
 		secretsGR:                    configureSecrets,
 		serviceAccountsGR:            configureServiceAccounts(opts.ServiceAccountTokens),
 		coreEventsGR:                 func(r *registry.Resource) error { return configureEvents(r, coreEventFields, opts.EventTTL) },

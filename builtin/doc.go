@@ -14,7 +14,8 @@
 // expiry, the field selectors of core Events, kubectl's columns), Leases (created by
 // PUT), Deployments (kubectl's READY column; no controller acts on them), CronJobs
 // (the legacy garbage collection default of batch/v1beta1), Jobs (kubectl's columns,
-// batch/v1's legacy orphaning default; no controller runs them), Pods (their graceful
+// batch/v1's legacy orphaning default; no controller runs them), ReplicationControllers
+// (core/v1's legacy orphaning default), Pods (their graceful
 // deletion; their subresources are podbinding's, podeviction's and podconnect's).
 // Events' deletions never involve the garbage collector, as in Kubernetes. Their
 // defaults and validation are Kubernetes' own (package kubesemantics).

@@ -184,22 +184,20 @@ func (s *Store) deleted(ctx context.Context, res *registry.Resource, key string,
 }
 
 // markDeleting starts the deletion of obj, once: its deletionTimestamp is now, its
-// grace period zero and its generation one more (Kubernetes' markAsDeleting; not the
-// generation of resources whose deletion their hooks hold, namespaces, which
-// Kubernetes deletes its own way; neither for resources whose deletion adds
-// finalizers, CustomResourceDefinitions), and its resource's hook may prepare it.
+// grace period zero and its generation one more (Kubernetes' markAsDeleting), and its
+// resource's hook may prepare it. The timestamp alone where Kubernetes deletes the
+// resource its own way: resources whose deletion their hooks hold (namespaces) or
+// adds finalizers (CustomResourceDefinitions).
 func (s *Store) markDeleting(ctx context.Context, res *registry.Resource, obj *registry.Object) {
 	if obj.GetDeletionTimestamp() != nil {
 		return
 	}
 	now := s.nowTime()
 	obj.SetDeletionTimestamp(&now)
-	// A resource whose deletion adds finalizers of its own is written as its kube
-	// storage writes it: the timestamp alone (Hooks.DeletionFinalizers).
-	if h := res.Hooks; h == nil || len(h.DeletionFinalizers) == 0 {
+	if h := res.Hooks; h == nil || (len(h.DeletionFinalizers) == 0 && h.PendingDeletion == nil) {
 		var zero int64
 		obj.SetDeletionGracePeriodSeconds(&zero)
-		if g := obj.GetGeneration(); g > 0 && (h == nil || h.PendingDeletion == nil) {
+		if g := obj.GetGeneration(); g > 0 {
 			obj.SetGeneration(g + 1)
 		}
 	}

@@ -255,6 +255,11 @@ func operationCases(s seed, base string) []tcase {
 	v := versionOf(res, obj)
 	out = append(out, tcase{id: base + "/create", res: res, steps: append([]step{createIn(res, obj)}, reads(res, n)...)})
 
+	// A deletion answers the object (deleted, or kept by its finalizers or grace
+	// period) or a Status, as the resource's registry says.
+	obj, n = prepare(s, base+"/delete")
+	out = append(out, tcase{id: base + "/delete", res: res, steps: []step{createIn(res, obj), deleteStep(res, n)}})
+
 	obj, n = prepare(s, base+"/update")
 	out = append(out, tcase{id: base + "/update", res: res, steps: []step{createIn(res, obj),
 		update(res, v, n, func(o map[string]any) { setLabel(o, "differential/updated", "yes") })}})
