@@ -17,7 +17,8 @@
 //     generation), optimistic concurrency, preconditions, finalizers and
 //     deletionTimestamp (with the garbage collector's orphan and foregroundDeletion
 //     finalizers as a deletion's propagation policy asks), validation, and encoding
-//     in the storage version;
+//     in the storage version; graceful.go: the grace period of resources that
+//     delete gracefully (Pods);
 //   - rewrite.go: the storage-migration fast path, re-encoding pages in place.
 //
 // informer.go is the source of the server's in-process client-go informers and
