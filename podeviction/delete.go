@@ -2,7 +2,6 @@ package podeviction
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
 
@@ -19,9 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// podKind is how kube's deletion names a Pod in its precondition conflicts.
-var podKind = schema.GroupResource{Resource: "Pod"}
-
 // deletePod deletes pod with opts, once its current state meets opts' preconditions
 // and recheck (if set) still holds of it, and answers Success. Unless it is a dry
 // run, the Pod is first marked as a target of disruption, as kube marks it.
@@ -35,7 +31,7 @@ func (e *Evictor) deletePod(ctx context.Context, pod *corev1.Pod, opts *metav1.D
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(stored.Object, current); err != nil {
 			return apierrors.NewInternalError(err)
 		}
-		if err := preconditions(current, opts.Preconditions); err != nil {
+		if err := store.DeletePreconditions("Pod", current, opts.Preconditions); err != nil {
 			return err
 		}
 		if recheck != nil {
@@ -90,22 +86,6 @@ func (e *Evictor) markDisrupted(ctx context.Context, ref store.Ref, check func(*
 		return &unstructured.Unstructured{Object: m}, nil
 	}, store.UpdateOptions{WriteOptions: store.WriteOptions{Subresource: "status"}})
 	return written, err
-}
-
-// preconditions says, as kube's deletion words it, how pod fails p.
-func preconditions(pod *corev1.Pod, p *metav1.Preconditions) error {
-	if p == nil {
-		return nil
-	}
-	if p.UID != nil && *p.UID != pod.UID {
-		return apierrors.NewConflict(podKind, pod.Name, fmt.Errorf(
-			"the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, pod.UID))
-	}
-	if p.ResourceVersion != nil && *p.ResourceVersion != pod.ResourceVersion {
-		return apierrors.NewConflict(podKind, pod.Name, fmt.Errorf(
-			"the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, pod.ResourceVersion))
-	}
-	return nil
 }
 
 // propagation is the deletion's propagation policy opts ask for, nil if none.

@@ -12,7 +12,6 @@ import (
 	"github.com/concordproject/concord/respond"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -229,10 +228,8 @@ func applyPatch(pt types.PatchType, current, patch []byte, smpStruct interface{}
 			out, err = p.Apply(current)
 		}
 		if err != nil {
-			return nil, &apierrors.StatusError{ErrStatus: metav1.Status{
-				Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid,
-				Message: fmt.Sprintf("the JSON patch does not apply: %v", err),
-			}}
+			// kube-apiserver's answer: a 422 that keeps the reason to itself.
+			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 		}
 		return out, nil
 	case types.MergePatchType:

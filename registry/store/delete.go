@@ -3,12 +3,15 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Delete deletes ns/name of res and returns the object as it was last stored, in
@@ -50,7 +53,7 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 		if err != nil {
 			return nil, false, err
 		}
-		if err := admitDeletion(ctx, res, name, current, opts); err != nil {
+		if err := admitDeletion(ctx, res, current, opts); err != nil {
 			return nil, false, err
 		}
 		starts := current.GetDeletionTimestamp() == nil
@@ -106,8 +109,8 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 
 // admitDeletion checks a deletion of current: opts' preconditions, the resource's
 // hook (for a deletion that starts) and admission.
-func admitDeletion(ctx context.Context, res *registry.Resource, name string, current *registry.Object, opts DeleteOptions) error {
-	if err := checkPreconditions(res, name, current, opts.Preconditions); err != nil {
+func admitDeletion(ctx context.Context, res *registry.Resource, current *registry.Object, opts DeleteOptions) error {
+	if err := DeletePreconditions(res.Names.Kind, current, opts.Preconditions); err != nil {
 		return err
 	}
 	if res.Hooks != nil && res.Hooks.AdmitDelete != nil && current.GetDeletionTimestamp() == nil {
@@ -117,6 +120,25 @@ func admitDeletion(ctx context.Context, res *registry.Resource, name string, cur
 	}
 	if opts.Admit != nil {
 		return opts.Admit(ctx, nil, current)
+	}
+	return nil
+}
+
+// DeletePreconditions is the 409 Conflict of a deletion of obj, of kind, whose
+// preconditions p do not hold, worded as Kubernetes' registry words it (naming the
+// kind), or nil.
+func DeletePreconditions(kind string, obj metav1.Object, p *metav1.Preconditions) error {
+	if p == nil {
+		return nil
+	}
+	gr := schema.GroupResource{Resource: kind}
+	if p.UID != nil && *p.UID != obj.GetUID() {
+		return apierrors.NewConflict(gr, obj.GetName(), fmt.Errorf(
+			"the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, obj.GetUID()))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != obj.GetResourceVersion() {
+		return apierrors.NewConflict(gr, obj.GetName(), fmt.Errorf(
+			"the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, obj.GetResourceVersion()))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/concordproject/concord/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -189,17 +190,17 @@ func (s *Store) prepareUpdate(ctx context.Context, ref Ref, obj, current *regist
 	if obj.GetResourceVersion() == "" && !res.UnconditionalUpdate {
 		// Kubernetes' registry refuses it so before anything else, its resourceVersion
 		// read as the number 0.
-		return apierrors.NewInvalid(res.GroupKind(), name, field.ErrorList{
+		// It names the resource where a kind would stand, as Kubernetes' registry does.
+		return apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Names.Plural}, name, field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
 	}
 	if rv := obj.GetResourceVersion(); rv == "" && res.UnconditionalUpdate {
 		obj.SetResourceVersion(current.GetResourceVersion())
 	} else if rv != "" && rv != current.GetResourceVersion() {
-		return apierrors.NewConflict(res.GroupResource(), name,
-			fmt.Errorf("resourceVersion %s is stale, the object is now at %s: read it again and reapply the change", rv, current.GetResourceVersion()))
+		return apierrors.NewConflict(res.GroupResource(), name, errModified)
 	}
-	if obj.GetName() != name || (res.Namespaced && obj.GetNamespace() != ns && obj.GetNamespace() != "") {
-		return apierrors.NewBadRequest(fmt.Sprintf("the name or namespace of the object (%s/%s) does not match the URL (%s/%s)", obj.GetNamespace(), obj.GetName(), ns, name))
+	if err := checkName(res, obj, ns, name); err != nil {
+		return err
 	}
 	if opts.Mutate != nil {
 		if err := opts.Mutate(ctx, obj, current); err != nil {
@@ -320,6 +321,22 @@ func specChanged(obj, current *registry.Object, statusIsSubresource bool) bool {
 
 func pendingByHook(res *registry.Resource, obj *registry.Object) bool {
 	return res.Hooks != nil && res.Hooks.PendingDeletion != nil && res.Hooks.PendingDeletion(obj)
+}
+
+// errModified is the conflict of an update of an object at a resourceVersion it is no
+// longer at, in Kubernetes' words.
+var errModified = errors.New("the object has been modified; please apply your changes to the latest version and try again")
+
+// checkName refuses an object whose name or namespace is not the URL's (ns/name), as
+// Kubernetes' handlers word it.
+func checkName(res *registry.Resource, obj *registry.Object, ns, name string) error {
+	if obj.GetName() != name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
+	}
+	if res.Namespaced && obj.GetNamespace() != ns && obj.GetNamespace() != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace on the request (%s)", obj.GetNamespace(), ns))
+	}
+	return nil
 }
 
 // checkPreconditions enforces uid and resourceVersion preconditions.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -22,6 +23,7 @@ const (
 	otherCode    = "different error code"
 	otherReason  = "different reason"
 	otherCauses  = "different causes"
+	otherMessage = "different message"
 	otherObject  = "different stored object at "
 	notRecorded  = "no recorded answer (re-record)"
 	// crashes starts the category of a case that makes Concord exit: such a case is
@@ -35,6 +37,7 @@ type tally struct {
 	steps, decided             int // steps, steps both accepted or both refused alike
 	bothAccepted, sameObject   int
 	bothRefused, sameRefusal   int
+	sameMessage                int // of sameRefusal
 	cases, agreeing, refusedBy int // refusedBy: cases kube refused a step of
 }
 
@@ -99,6 +102,10 @@ func classifyStep(k, c answer, kobj, cobj map[string]any, t *tally) string {
 			return otherCauses
 		}
 		t.sameRefusal++
+		if !sameMessage(k.Message, c.Message) {
+			return otherMessage
+		}
+		t.sameMessage++
 	case kOK:
 		if c.Code == 404 && strings.Contains(c.Message, "could not find the requested resource") {
 			return notServed
@@ -108,6 +115,15 @@ func classifyStep(k, c answer, kobj, cobj map[string]any, t *tally) string {
 		return acceptedByUs
 	}
 	return ""
+}
+
+// digits are what two messages of the same refusal may differ in: resourceVersions,
+// allocated ports, generated names.
+var digits = regexp.MustCompile(`[0-9]+`)
+
+// sameMessage reports whether two refusals' messages say the same, digits aside.
+func sameMessage(a, b string) bool {
+	return digits.ReplaceAllString(a, "N") == digits.ReplaceAllString(b, "N")
 }
 
 // firstDifference is the first path (in key order) where two decoded JSON values
@@ -277,6 +293,7 @@ func addTally(all, rt *tally, before tally) {
 	all.sameObject += rt.sameObject - before.sameObject
 	all.bothRefused += rt.bothRefused - before.bothRefused
 	all.sameRefusal += rt.sameRefusal - before.sameRefusal
+	all.sameMessage += rt.sameMessage - before.sameMessage
 }
 
 func report(t *testing.T, c config, what string, ids []string) {
@@ -298,8 +315,9 @@ func logSummary(t *testing.T, c config, all *tally, perResource map[string]*tall
 	fmt.Fprintf(&b, "%s (emulating %s): %d cases (kube refused a step of %s), %d steps\n", c.name, c.emulation,
 		all.cases, pct(all.refusedBy, all.cases), all.steps)
 	fmt.Fprintf(&b, "  accept/reject agreement: %s of steps\n", pct(all.decided, all.steps))
-	fmt.Fprintf(&b, "  same object where both accepted: %s (%d steps); same code, reason and causes where both refused: %s (%d steps)\n",
-		pct(all.sameObject, all.bothAccepted), all.bothAccepted, pct(all.sameRefusal, all.bothRefused), all.bothRefused)
+	fmt.Fprintf(&b, "  same object where both accepted: %s (%d steps); same code, reason and causes where both refused: %s (%d steps), and the same message: %s\n",
+		pct(all.sameObject, all.bothAccepted), all.bothAccepted, pct(all.sameRefusal, all.bothRefused), all.bothRefused,
+		pct(all.sameMessage, all.bothRefused))
 	fmt.Fprintf(&b, "  cases that agree in full: %s\n", pct(all.agreeing, all.cases))
 	ids := make([]string, 0, len(perResource))
 	for id := range perResource {

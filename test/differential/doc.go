@@ -38,8 +38,8 @@
 // delete what they created.
 //
 // Per request the recording keeps the status code, the Status reason, its causes
-// (type and field, sorted) and, for a successful write or read, the object
-// answered, normalized: uid, resourceVersion, timestamps and UUIDs, Services'
+// (type and field, sorted) and message (compared digits aside: resourceVersions,
+// ports) and, for a successful write or read, the object answered, normalized: uid, resourceVersion, timestamps and UUIDs, Services'
 // allocated IPs and node ports, generated names, the status controllers write on
 // their own time and the managedFields entries they leave are placeholders or
 // gone. There is one recording per configuration of the servers:
@@ -51,10 +51,10 @@
 // lists, per configuration, the cases that differ today and how (the category of
 // the first step that differs: not served by Concord, accepted by Concord and
 // refused by kube, refused by Concord and accepted by kube, a different error code,
-// reason or causes, a different object at its first differing path). The suite
-// fails for a difference not listed and for a listed case that now agrees, so the
-// list only shrinks; it logs cases per resource and the agreement on accepting or
-// refusing, on the objects answered and on the causes. A case that makes Concord
+// reason, causes or message, a different object at its first differing path). The
+// suite fails for a difference not listed and for a listed case that now agrees, so
+// the list only shrinks; it logs cases per resource and the agreement on accepting or
+// refusing, on the objects answered, on the causes and on the messages. A case that makes Concord
 // exit is listed by hand as "crashes Concord: ..." and is not sent while listed.
 //
 // Check Concord (no peer needed; -dump DIR also writes Concord's answers there):

@@ -33,7 +33,7 @@ type answer struct {
 	// Same, instead of Object, is the 1-based index of an earlier step of the case
 	// that answered the same object.
 	Same int `json:"same,omitempty"`
-	// Message is kept for the reader; it is not compared.
+	// Message is compared on refusals, digits aside (resourceVersions, ports).
 	Message string `json:"message,omitempty"`
 }
 

@@ -128,6 +128,12 @@ func deletionCases(g podRig) []tcase {
 			return []step{g.create(n, "node-1"), g.remove(n, "", dry), g.get(n, ""), g.remove(n, "?dryRun=All", nil), g.get(n, ""),
 				g.remove(n, "", nil), g.remove(n, "", dry), g.get(n, "")}
 		}},
+		{"uid-precondition", func(n string) []step {
+			return []step{g.create(n, "node-1"), g.remove(n, "", map[string]any{"preconditions": map[string]any{"uid": "00000000-0000-0000-0000-000000000000"}}), g.get(n, "")}
+		}},
+		{"resource-version-precondition", func(n string) []step {
+			return []step{g.create(n, ""), g.remove(n, "", map[string]any{"preconditions": map[string]any{"resourceVersion": "1"}}), g.get(n, "")}
+		}},
 		{"query-ignored-with-a-body", func(n string) []step {
 			return []step{g.create(n, "node-1"), g.remove(n, "?dryRun=All", grace(0)), g.get(n, "")}
 		}},
