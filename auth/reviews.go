@@ -111,7 +111,7 @@ func decideAccess(ctx context.Context, authz authorizer.Authorizer, u User, ra *
 // (none: the server's own) and whose it is. The token itself is never logged.
 func ReviewToken(ctx context.Context, authn *Authentication, tr *authenticationv1.TokenReview) error {
 	if tr.Spec.Token == "" {
-		return apierrors.NewBadRequest("token is required for TokenReview")
+		return apierrors.NewBadRequest("token is required for TokenReview in authentication")
 	}
 	u, audiences, err := authn.AuthenticateToken(ctx, tr.Spec.Token, tr.Spec.Audiences)
 	if err != nil {
