@@ -83,7 +83,7 @@ func (s *Semantics) Configure(r *registry.Resource) bool {
 			kubeKnowsAll = false
 		}
 	}
-	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update, New: k.empty}
+	r.Semantics = &registry.Semantics{Default: k.defaults, Create: k.create, Update: k.update, New: k.empty, Invalid: k.invalid()}
 	r.TypeConverter = typeConverter
 	r.Semantics.ResetFields = resetFields[r.GroupResource()]
 	r.Shared = k.shared()
@@ -334,3 +334,21 @@ func (k *typedResource) requestContext(ctx context.Context, version, verb, subre
 // FeatureGate returns the server's Kubernetes feature gates (for code that takes a
 // gate, as admission plugins do: kube's own code reads them within Gates.Do).
 func (s *Semantics) FeatureGate() featuregate.FeatureGate { return s.gates.gate }
+
+// invalid returns what kube's Invalid errors of the resource name, as its registry
+// names them: the first kind kube's scheme gives its internal type (core's Event for
+// the events.k8s.io Events, which share that type) and the object's name; for the
+// access reviews, whose endpoints word their own errors, neither a kind nor a name.
+func (k *typedResource) invalid() func(*registry.Object) (schema.GroupKind, string) {
+	if k.s.review {
+		gk := schema.GroupKind{Group: k.res.Group}
+		return func(*registry.Object) (schema.GroupKind, string) { return gk, "" }
+	}
+	gk := k.res.GroupKind()
+	if obj, err := legacyscheme.Scheme.New(gk.WithVersion(runtime.APIVersionInternal)); err == nil {
+		if kinds, _, err := legacyscheme.Scheme.ObjectKinds(obj); err == nil && len(kinds) > 0 {
+			gk = kinds[0].GroupKind()
+		}
+	}
+	return func(obj *registry.Object) (schema.GroupKind, string) { return gk, obj.GetName() }
+}

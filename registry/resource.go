@@ -200,6 +200,9 @@ type Semantics struct {
 	// it does not name, a resource with a status subresource does not own status and
 	// its status owns neither spec nor metadata.
 	ResetFields map[string]*fieldpath.Set
+	// Invalid, if set, names the kind and name the resource's Invalid errors about
+	// obj name (by default its own kind and obj's name).
+	Invalid func(obj *Object) (schema.GroupKind, string)
 	// Table, if set, prints objs (of version) as Table rows: the columns, and each
 	// object's cells. It replaces the version's printer columns.
 	Table func(ctx context.Context, version string, objs []Object) ([]metav1.TableColumnDefinition, [][]interface{}, error)

@@ -100,6 +100,18 @@ func (r *Resource) TypedDefaults() bool {
 	return r.Semantics != nil || (r.Hooks != nil && r.Hooks.Default != nil)
 }
 
+// invalid is the Invalid error of errs about obj, nil if there are none.
+func (r *Resource) invalid(obj *Object, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	gk, name := r.GroupKind(), obj.GetName()
+	if r.Semantics != nil && r.Semantics.Invalid != nil {
+		gk, name = r.Semantics.Invalid(obj)
+	}
+	return apierrors.NewInvalid(gk, name, errs)
+}
+
 // GroupKind returns the resource's group and kind.
 func (r *Resource) GroupKind() runtimeschema.GroupKind {
 	return runtimeschema.GroupKind{Group: r.Group, Kind: r.Names.Kind}
@@ -134,10 +146,7 @@ func (r *Resource) ValidateCreate(ctx context.Context, version string, obj *Obje
 		hookErrs = r.Hooks.Validate(ctx, obj)
 	}
 	errs = append(errs, supersede(schemaErrs, hookErrs)...)
-	if len(errs) > 0 {
-		return apierrors.NewInvalid(r.GroupKind(), obj.GetName(), errs)
-	}
-	return nil
+	return r.invalid(obj, errs)
 }
 
 // ValidateUpdate runs metadata (including immutability), schema and hook validation
@@ -169,10 +178,7 @@ func (r *Resource) ValidateUpdate(ctx context.Context, version, subresource stri
 		hookErrs = r.Hooks.ValidateUpdate(ctx, obj, old)
 	}
 	errs = append(errs, supersede(schemaErrs, hookErrs)...)
-	if len(errs) > 0 {
-		return apierrors.NewInvalid(r.GroupKind(), obj.GetName(), errs)
-	}
-	return nil
+	return r.invalid(obj, errs)
 }
 
 // supersede returns the schema's errors and the hooks': a hook that checks a field
