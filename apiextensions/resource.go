@@ -222,8 +222,8 @@ func (c celRules) validateCreate(ctx context.Context, obj *unstructured.Unstruct
 	if errs != nil {
 		return errs
 	}
-	errs = c.check(internal, nil, specErrors(crdvalidation.ValidateCustomResourceDefinition(ctx, internal)))
-	errs = append(errs, validateName(crd)...)
+	// The name's rule first: kube checks it with the object's metadata.
+	errs = append(validateName(crd), c.check(internal, nil, specErrors(crdvalidation.ValidateCustomResourceDefinition(ctx, internal)))...)
 	if len(errs) == 0 {
 		errs = compileErrors(ctx, crd)
 	}
