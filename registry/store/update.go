@@ -134,8 +134,9 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 		}
 	}
 	key := res.Key(ns, name)
-	if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !pendingByHook(res, obj) {
-		// The last finalizer is gone: the deletion completes now.
+	if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !pendingByHook(res, obj) && graceOver(current) {
+		// The last finalizer is gone: the deletion completes now (one in its grace
+		// period waits for a deletion with 0).
 		if opts.DryRun {
 			return obj, false, true, nil
 		}
@@ -321,6 +322,13 @@ func specChanged(obj, current *registry.Object, statusIsSubresource bool) bool {
 
 func pendingByHook(res *registry.Resource, obj *registry.Object) bool {
 	return res.Hooks != nil && res.Hooks.PendingDeletion != nil && res.Hooks.PendingDeletion(obj)
+}
+
+// graceOver reports whether the deletion of obj has no grace period left to wait
+// for: none was set, or 0 (Kubernetes' ShouldDeleteDuringUpdate).
+func graceOver(obj *registry.Object) bool {
+	g := obj.GetDeletionGracePeriodSeconds()
+	return g == nil || *g == 0
 }
 
 // errModified is the conflict of an update of an object at a resourceVersion it is no

@@ -148,6 +148,13 @@ func deletionCases(g podRig) []tcase {
 				{method: http.MethodPatch, path: g.path(n, ""), ctype: mergeType, body: map[string]any{"metadata": map[string]any{"finalizers": nil}}},
 				g.get(n, "")}
 		}},
+		{"finalizer-within-grace", func(n string) []step {
+			create := g.create(n, "node-1")
+			create.body.(map[string]any)["metadata"].(map[string]any)["finalizers"] = []any{"example.com/hold"}
+			return []step{create, g.remove(n, "", nil),
+				{method: http.MethodPatch, path: g.path(n, ""), ctype: mergeType, body: map[string]any{"metadata": map[string]any{"finalizers": nil}}},
+				g.get(n, ""), g.remove(n, "", grace(0)), g.get(n, "")}
+		}},
 		{"eviction-grace", func(n string) []step {
 			return []step{g.create(n, "node-1"), g.running(n, true), g.evict(n, n, "policy/v1", "", grace(5)), g.get(n, "")}
 		}},

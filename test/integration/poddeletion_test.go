@@ -71,6 +71,18 @@ func TestPodGracefulDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone(t, "the pod whose finalizer was removed", func() error { _, err := pods.Get(ctx, "held", metav1.GetOptions{}); return err })
+	// Within its grace period, a Pod stays once its finalizers are gone.
+	createPod(t, admin, "held-graceful", "node-1", func(p *corev1.Pod) { p.Finalizers = []string{"example.com/hold"} })
+	deletePod(t, admin, "held-graceful", metav1.DeleteOptions{})
+	released, err := pods.Patch(ctx, "held-graceful", "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTerminating(t, released, 30, 2)
+	if got, err := pods.Get(ctx, "held-graceful", metav1.GetOptions{}); err != nil || len(got.Finalizers) != 0 {
+		t.Fatalf("the pod released within its grace period: %v, %+v; want it there, terminating", err, got)
+	}
+	deletePod(t, admin, "held-graceful", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 
 	// No grace on no node, nor once finished: written as deleted, then deleted.
 	w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=unplaced", ResourceVersion: "0"})
