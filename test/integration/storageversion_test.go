@@ -932,7 +932,14 @@ func TestStorageVersionCustomResources(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(150 * time.Millisecond)
+		if k == 6 {
+			// One flip settles: every server encodes v6 before the writes go on, so
+			// that the history holds a third version however slow the machine is.
+			svWait(t, cs, name, "every server on v6", func(sv *apiserverinternalv1alpha1.StorageVersion) bool {
+				return svAgreeOn(sv, "example.com/v6", ids...)
+			})
+		}
+		writesAfter(t, &writes, &failures, "the flip to v"+fmt.Sprint(k))
 	}
 	var decodable []string
 	for k := 11; k >= 1; k-- {
@@ -947,7 +954,7 @@ func TestStorageVersionCustomResources(t *testing.T) {
 			t.Errorf("entry of %s: %+v, want decodable and served %v", id, e, decodable)
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // writes in v11
+	writesAfter(t, &writes, &failures, "every server's move to v11")
 	stopWriters()
 	wg.Wait()
 
@@ -1518,4 +1525,14 @@ func TestStorageVersionHelperProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {}
+}
+
+// writesAfter waits until the writers have made six more writes (two rounds of the
+// three) since what: writes paced by the writers' progress, not by the clock.
+func writesAfter(t *testing.T, writes, failures *atomic.Int64, what string) {
+	t.Helper()
+	before := writes.Load()
+	waitFor(t, "writes after "+what, func() (bool, error) {
+		return writes.Load() >= before+6 || failures.Load() > 0, nil
+	})
 }
