@@ -264,7 +264,7 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--service-account-max-token-expiration", "10m"}, "--service-account-max-token-expiration 10m0s must be 0 (no cap) or at least 1h"},
 		{[]string{"server", "--audit-log-path", "audit.log", "--audit-log-format", "xml"}, `--audit-log-format "xml": allowed formats are json, legacy`},
 		{[]string{"server", "--audit-policy-file", "/nonexistent", "--audit-log-path", "-"}, `audit policy: failed to read file path "/nonexistent"`},
-		{[]string{"server", "--encryption-provider-config", "/nonexistent"}, `invalid encryption provider configuration /nonexistent: error while parsing file: error while loading file: error reading encryption provider configuration file "/nonexistent"`},
+		{[]string{"server", "--secure-port", "0", "--encryption-provider-config", "/nonexistent"}, `invalid encryption provider configuration /nonexistent: error while parsing file: error while loading file: error reading encryption provider configuration file "/nonexistent"`},
 		{[]string{"server", "--requestheader-client-ca-file", "/nonexistent"}, `--requestheader-client-ca-file "/nonexistent" cannot be read`},
 		{[]string{"server", "--runtime-config", "internal.apiserver.k8s.io/v1alpha1=false"}, "add --feature-gates=StorageVersionAPI=false to turn it off with them"},
 		{[]string{"server", "--aggregated-groups", "stable.example.com"}, "--aggregator-kubeconfig and --aggregated-groups must be given together"},
