@@ -134,7 +134,8 @@ func newHelm(t *testing.T, release, kubeconfig string) *helm {
 	env := append(os.Environ(),
 		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
 		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"))
+		"HELM_DATA_HOME="+filepath.Join(home, "data"),
+		"KUBECACHEDIR="+filepath.Join(home, "kube")) // not another test's discovery of a reused port
 	return &helm{path: path, kubeconfig: kubeconfig, env: env}
 }
 

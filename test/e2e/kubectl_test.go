@@ -19,6 +19,7 @@ import (
 type kubectl struct {
 	path       string
 	kubeconfig string
+	cacheDir   string // this kubectl's discovery and HTTP cache
 }
 
 // startServer runs `concord server` of bin on a data directory of its own and a free
@@ -38,14 +39,16 @@ func newKubectl(t *testing.T, kubeconfig string) *kubectl {
 	if err != nil {
 		t.Skip("kubectl is not on PATH: skipping the kubectl end-to-end tests")
 	}
-	return &kubectl{path: path, kubeconfig: kubeconfig}
+	// kubectl caches discovery for hours under the server's host and port; a port
+	// another test's server had before would answer with that server's resources.
+	return &kubectl{path: path, kubeconfig: kubeconfig, cacheDir: t.TempDir()}
 }
 
 func (k *kubectl) run(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, k.path, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, k.path, append([]string{"--kubeconfig", k.kubeconfig, "--cache-dir", k.cacheDir}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

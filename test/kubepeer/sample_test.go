@@ -274,7 +274,7 @@ func checkFlunders(t *testing.T, cs kubernetes.Interface, dyn dynamic.Interface,
 		t.Log("kubectl is not installed: not running kubectl get flunders -A")
 		return
 	}
-	out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig="+kubeconfig, "get", "flunders", "-A").CombinedOutput()
+	out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig="+kubeconfig, "--cache-dir="+t.TempDir(), "get", "flunders", "-A").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "my-first-flunder") {
 		t.Fatalf("kubectl get flunders -A: %v\n%s", err, out)
 	}
