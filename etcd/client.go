@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"k8s.io/klog/v2"
 )
 
 // Client tuning. The keep-alive settings are kube-apiserver's.
@@ -118,6 +119,10 @@ func (c *ClientConfig) dialTimeout() time.Duration {
 // a linearizable read, so that the client is known to work. ctx bounds only this
 // start-up, not the client's life; the caller must Close the client.
 //
+// The client stays with the cluster that answered first: a reconnection to an
+// endpoint where a member of another cluster answers is refused (see clusterPin), and
+// the endpoint counts as down until its own cluster is back there.
+//
 // Errors wrap ErrInvalidConfig for a bad cfg or unreadable TLS files, and
 // ErrUnreachable, naming the endpoints, when the cluster did not answer within the
 // dial timeout.
@@ -135,6 +140,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*clientv3.Client, error) 
 	}
 	endpoints := strings.Join(cfg.Endpoints, ",")
 	timeout := cfg.dialTimeout()
+	pin := newClusterPin(tlsCfg, klog.FromContext(ctx).WithValues("etcd", endpoints))
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:            cfg.Endpoints,
 		TLS:                  tlsCfg,
@@ -143,6 +149,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*clientv3.Client, error) 
 		DialKeepAliveTimeout: keepAliveTimeout,
 		Logger:               logger,
 		DialOptions: []grpc.DialOption{
+			grpc.WithContextDialer(pin.dial),
 			grpc.WithStaticStreamWindowSize(staticWindow),
 			grpc.WithStaticConnWindowSize(staticWindow),
 			grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: minConnectTimeout}),

@@ -12,6 +12,8 @@ import (
 	"github.com/concordproject/concord/test/tcpgate"
 	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 )
 
 func TestNewClientFailsFastOnDeadEndpoint(t *testing.T) {
@@ -187,4 +189,87 @@ func TestClientConnectsAgainSoonAfterAnOutage(t *testing.T) {
 		t.Fatalf("no read within %v of etcd coming back: %v", bound, err)
 	}
 	t.Logf("read %v after etcd came back", time.Since(back))
+}
+
+// An endpoint that comes to lead to a member of another cluster (here a gate
+// retargeted; in life a port reused) is refused: nothing the client asks reaches that
+// cluster, and the client is back as soon as its own cluster answers there again.
+func TestClientStaysWithTheClusterItFirstReached(t *testing.T) {
+	t.Parallel()
+	own, other := loopbackMember(t, "own"), loopbackMember(t, "other")
+	g := tcpgate.New(t, own.Endpoints()...)
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	c, err := NewClient(klog.NewContext(t.Context(), logger), ClientConfig{Endpoints: []string{g.URL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	mustPut(t, c, "/before", "own")
+
+	g.Cut()
+	g.Retarget(t, other.Endpoints()...)
+	g.Heal()
+	// The client reconnects at once: once it has reached the other cluster, a write
+	// could only go there.
+	deadline := time.Now().Add(15 * time.Second)
+	for g.Joined(other.Endpoints()[0]) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the client did not try its endpoint again within 15s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	_, err = c.Put(ctx, "/during", "lost")
+	if err == nil {
+		t.Fatal("a write reached the other cluster")
+	}
+	logged := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+	if n := strings.Count(logged, "Refusing an etcd member of another cluster"); n != 1 {
+		t.Errorf("the refusal logged %d times, want once:\n%s", n, logged)
+	}
+	if !strings.Contains(logged, "is of cluster "+other.clusterID(t)) {
+		t.Errorf("the log does not name the other cluster %s:\n%s", other.clusterID(t), logged)
+	}
+	oc := newClient(t, other.ClientConfig())
+	if resp, err := oc.Get(t.Context(), "/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
+		t.Errorf("the other cluster holds %v keys (%v), want none", resp, err)
+	}
+
+	g.Cut()
+	g.Retarget(t, own.Endpoints()...)
+	g.Heal()
+	ctx, cancel = context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	if _, err := c.Put(ctx, "/after", "own"); err != nil {
+		t.Fatalf("no write once the own cluster answered again: %v", err)
+	}
+	if got := mustGet(t, c, "/before"); got != "own" {
+		t.Errorf("Get /before = %q, want own", got)
+	}
+}
+
+// loopbackMember starts a single-member cluster of its own on free loopback ports.
+func loopbackMember(t *testing.T, name string) *Embedded {
+	t.Helper()
+	m, err := StartEmbedded(t.Context(), EmbeddedConfig{
+		Name: name, DataDir: t.TempDir(), UnsafeNoFsync: true,
+		ListenClientURLs: []string{"http://127.0.0.1:0"}, ListenPeerURLs: []string{"http://127.0.0.1:0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+// clusterID is the member's cluster ID as the refusal prints it.
+func (m *Embedded) clusterID(t *testing.T) string {
+	t.Helper()
+	c := newClient(t, m.ClientConfig())
+	resp, err := c.Get(t.Context(), "/", clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", resp.Header.ClusterId)
 }

@@ -43,4 +43,7 @@
 //
 // NewClient fails, naming the endpoints, unless a quorum answers within the dial
 // timeout, so a mistyped URL is reported at start-up rather than on the first request.
+// Its client stays with the cluster that answered first: every connection it opens
+// again is preceded by a Status call to the member, and a member of another cluster
+// is refused ([ErrOtherCluster], logged once).
 package etcd

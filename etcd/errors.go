@@ -19,3 +19,7 @@ var ErrStopped = errors.New("etcd member stopped unexpectedly")
 // ErrUnreachable is wrapped by [NewClient] when no quorum of the configured cluster
 // answered in time. The message names the endpoints that were tried.
 var ErrUnreachable = errors.New("etcd unreachable")
+
+// ErrOtherCluster is wrapped when an endpoint answers as a member of another cluster
+// than the one the client first reached there; the client does not connect to it.
+var ErrOtherCluster = errors.New("etcd member of another cluster")

@@ -12,32 +12,21 @@ import (
 // Gate forwards each connection accepted on its port to the first of its targets
 // that answers.
 type Gate struct {
-	ln      net.Listener
-	targets []string // host:port
+	ln net.Listener
 
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
+	mu      sync.Mutex
+	targets []string // host:port
+	cut     bool
+	conns   map[net.Conn]struct{}
+	joined  map[string]int // by target: connections joined to it
 }
 
 // New listens on a free loopback port and forwards to targets, each a host:port or a
 // URL such as http://127.0.0.1:2379. The gate closes when the test ends.
 func New(t testing.TB, targets ...string) *Gate {
 	t.Helper()
-	if len(targets) == 0 {
-		t.Fatal("tcpgate: no target")
-	}
-	g := &Gate{conns: map[net.Conn]struct{}{}}
-	for _, target := range targets {
-		if strings.Contains(target, "://") {
-			u, err := url.Parse(target)
-			if err != nil {
-				t.Fatalf("tcpgate: target %q: %v", target, err)
-			}
-			target = u.Host
-		}
-		g.targets = append(g.targets, target)
-	}
+	g := &Gate{conns: map[net.Conn]struct{}{}, joined: map[string]int{}}
+	g.Retarget(t, targets...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +38,41 @@ func New(t testing.TB, targets ...string) *Gate {
 	})
 	go g.serve()
 	return g
+}
+
+// Retarget forwards the connections accepted from now on to targets (as New takes
+// them) instead: the gate's port now leads elsewhere. Connections already joined
+// stay as they are.
+func (g *Gate) Retarget(t testing.TB, targets ...string) {
+	t.Helper()
+	if len(targets) == 0 {
+		t.Fatal("tcpgate: no target")
+	}
+	var hosts []string
+	for _, target := range targets {
+		if strings.Contains(target, "://") {
+			u, err := url.Parse(target)
+			if err != nil {
+				t.Fatalf("tcpgate: target %q: %v", target, err)
+			}
+			target = u.Host
+		}
+		hosts = append(hosts, target)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.targets = hosts
+}
+
+// Joined is how many connections the gate has joined to target (a host:port or a
+// URL, as New takes it).
+func (g *Gate) Joined(target string) int {
+	if u, err := url.Parse(target); err == nil && u.Host != "" {
+		target = u.Host
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.joined[target]
 }
 
 // Addr is the gate's host:port.
@@ -87,14 +111,19 @@ func (g *Gate) serve() {
 
 // forward joins c to the first target that answers, unless the gate is cut.
 func (g *Gate) forward(c net.Conn) {
+	g.mu.Lock()
+	targets := g.targets
+	g.mu.Unlock()
 	var up net.Conn
-	for _, target := range g.targets {
+	var joined string
+	for _, target := range targets {
 		var err error
 		if up, err = net.Dial("tcp", target); err == nil {
+			joined = target
 			break
 		}
 	}
-	if up == nil || !g.track(c, up) {
+	if up == nil || !g.track(c, up, joined) {
 		_ = c.Close()
 		if up != nil {
 			_ = up.Close()
@@ -114,13 +143,14 @@ func (g *Gate) forward(c net.Conn) {
 	g.mu.Unlock()
 }
 
-// track registers a connection pair, unless the gate is cut.
-func (g *Gate) track(c, up net.Conn) bool {
+// track registers a connection pair joined to target, unless the gate is cut.
+func (g *Gate) track(c, up net.Conn, target string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.cut {
 		return false
 	}
 	g.conns[c], g.conns[up] = struct{}{}, struct{}{}
+	g.joined[target]++
 	return true
 }

@@ -78,3 +78,18 @@ func TestGateForwardsCutsAndHeals(t *testing.T) {
 		t.Fatalf("healed gate: got %q, %v; want the line back", got, err)
 	}
 }
+
+func TestGateRetargets(t *testing.T) {
+	first, second := echo(t), "http://"+echo(t)
+	g := New(t, first)
+	if got, err := roundTrip(g); err != nil || got != "ping\n" {
+		t.Fatalf("got %q, %v; want the line back", got, err)
+	}
+	g.Retarget(t, second)
+	if got, err := roundTrip(g); err != nil || got != "ping\n" {
+		t.Fatalf("retargeted: got %q, %v; want the line back", got, err)
+	}
+	if a, b := g.Joined(first), g.Joined(second); a != 1 || b != 1 {
+		t.Errorf("joined %d to the first target and %d to the second, want 1 and 1", a, b)
+	}
+}
