@@ -2,10 +2,12 @@ package encryption
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/concordproject/concord/registry"
 	"github.com/spf13/pflag"
+	"k8s.io/apiserver/pkg/apis/apiserver/validation"
 	"k8s.io/apiserver/pkg/storage/value"
 )
 
@@ -25,9 +27,22 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"EncryptionConfiguration (apiserver.config.k8s.io/v1) of the providers that encrypt stored values at rest, per resource (identity, aescbc, aesgcm, secretbox, kms v2). A new write key is migrated to by itself once every server writes with it.")
 }
 
-// Validate checks nothing the loading does not: the configuration is read, and its
-// errors reported, at start.
-func (o *Options) Validate() []error { return nil }
+// Validate reads the configuration file and checks it as kube-apiserver does, so that
+// a bad one is reported before the server listens or connects to anything; Load
+// reads it again and dials its KMS plugins.
+func (o *Options) Validate() []error {
+	if o.ProviderConfig == "" {
+		return nil
+	}
+	cfg, err := parse(o.ProviderConfig)
+	if err == nil {
+		err = validation.ValidateEncryptionConfiguration(cfg, false).ToAggregate()
+	}
+	if err != nil {
+		return []error{fmt.Errorf("%w %s: %w", ErrInvalidConfig, o.ProviderConfig, err)}
+	}
+	return nil
+}
 
 // Load reads the configuration for the server serverID (KMS plugins are told it) and
 // waits, up to kmsReadyTimeout, until its KMS plugins (if any) answer; nil, nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -235,6 +236,18 @@ func loadKubeconfig(t *testing.T, path string) *clientcmdConfig {
 func TestInvalidFlags(t *testing.T) {
 	t.Parallel()
 	bin := buildConcord(t)
+	// A port held busy: files named by flags are read before the server listens, so
+	// their errors, not the port's, are reported.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = busy.Close() })
+	busyPort := fmt.Sprint(busy.Addr().(*net.TCPAddr).Port)
+	encryptionConfig := filepath.Join(t.TempDir(), "encryption.yaml")
+	if err := os.WriteFile(encryptionConfig, []byte(shortKeyEncryption), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args []string
 		want string
@@ -264,7 +277,8 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--service-account-max-token-expiration", "10m"}, "--service-account-max-token-expiration 10m0s must be 0 (no cap) or at least 1h"},
 		{[]string{"server", "--audit-log-path", "audit.log", "--audit-log-format", "xml"}, `--audit-log-format "xml": allowed formats are json, legacy`},
 		{[]string{"server", "--audit-policy-file", "/nonexistent", "--audit-log-path", "-"}, `audit policy: failed to read file path "/nonexistent"`},
-		{[]string{"server", "--secure-port", "0", "--encryption-provider-config", "/nonexistent"}, `invalid encryption provider configuration /nonexistent: error while parsing file: error while loading file: error reading encryption provider configuration file "/nonexistent"`},
+		{[]string{"server", "--secure-port", busyPort, "--encryption-provider-config", "/nonexistent"}, `invalid encryption provider configuration /nonexistent: open /nonexistent: no such file or directory`},
+		{[]string{"server", "--secure-port", busyPort, "--encryption-provider-config", encryptionConfig}, `resources[0].providers[0].aescbc.keys[0].secret: Invalid value: "REDACTED": secret is not of the expected length, got 5, expected one of [16 24 32]`},
 		{[]string{"server", "--requestheader-client-ca-file", "/nonexistent"}, `--requestheader-client-ca-file "/nonexistent" cannot be read`},
 		{[]string{"server", "--runtime-config", "internal.apiserver.k8s.io/v1alpha1=false"}, "add --feature-gates=StorageVersionAPI=false to turn it off with them"},
 		{[]string{"server", "--aggregated-groups", "stable.example.com"}, "--aggregator-kubeconfig and --aggregated-groups must be given together"},
@@ -324,6 +338,18 @@ func TestInvalidFlags(t *testing.T) {
 		})
 	}
 }
+
+// shortKeyEncryption is an EncryptionConfiguration kube-apiserver refuses: an aescbc
+// key of 5 bytes.
+const shortKeyEncryption = `apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources: [secrets]
+  providers:
+  - aescbc:
+      keys:
+      - {name: k1, secret: c2hvcnQ=}
+`
 
 func errorsAs(err error, target **exec.ExitError) bool { return errors.As(err, target) }
 
