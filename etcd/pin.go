@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 )
 
@@ -39,6 +41,10 @@ type clusterPin struct {
 	mu      sync.Mutex
 	refused map[string]uint64 // address: the other cluster last refused there (logged once)
 }
+
+// errNoAnswer is wrapped when the member at an address did not say which cluster it
+// belongs to: the endpoint is down, as far as the client is concerned.
+var errNoAnswer = errors.New("no answer from an etcd member")
 
 func newClusterPin(tlsCfg *tls.Config, logger klog.Logger) *clusterPin {
 	creds := insecure.NewCredentials()
@@ -88,6 +94,10 @@ func (p *clusterPin) check(ctx context.Context, addr string) error {
 
 // clusterAt returns the ID of the cluster the member at addr belongs to, from its
 // answer to a Status call (answered by the member alone, with or without a leader).
+//
+// A failed call's error is returned as text, not wrapped: gRPC takes a dial error
+// that wraps a status for the RPC's own final status, so the client's RPCs would fail
+// at once with it instead of waiting, as they do, for the connection to come back.
 func clusterAt(ctx context.Context, addr string, creds credentials.TransportCredentials) (uint64, error) {
 	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
@@ -96,7 +106,7 @@ func clusterAt(ctx context.Context, addr string, creds credentials.TransportCred
 	defer func() { _ = conn.Close() }()
 	resp, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
 	if err != nil {
-		return 0, fmt.Errorf("asking %s for its etcd cluster: %w", addr, err)
+		return 0, fmt.Errorf("%w: asking %s for its etcd cluster: %s", errNoAnswer, addr, status.Convert(err).Message())
 	}
 	return resp.GetHeader().GetClusterId(), nil
 }
