@@ -91,6 +91,12 @@ func (c *ClientConfig) Validate() error {
 	return nil
 }
 
+// https reports whether the endpoints (all of one scheme, once validated) are https.
+func (c *ClientConfig) https() bool {
+	u, err := parseURL(c.Endpoints[0], urlRules{})
+	return err == nil && u.Scheme == "https"
+}
+
 func (c *ClientConfig) hasTLS() bool {
 	return c.CAFile != "" || c.CertFile != "" || c.KeyFile != ""
 }
@@ -140,7 +146,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*clientv3.Client, error) 
 	}
 	endpoints := strings.Join(cfg.Endpoints, ",")
 	timeout := cfg.dialTimeout()
-	pin := newClusterPin(tlsCfg, klog.FromContext(ctx).WithValues("etcd", endpoints))
+	pin := newClusterPin(cfg.https(), tlsCfg, klog.FromContext(ctx).WithValues("etcd", endpoints))
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:            cfg.Endpoints,
 		TLS:                  tlsCfg,

@@ -273,3 +273,25 @@ func (m *Embedded) clusterID(t *testing.T) string {
 	}
 	return fmt.Sprintf("%x", resp.Header.ClusterId)
 }
+
+// The pin checks a member over TLS whenever the endpoints are https, with the client's
+// files or, without them, the system roots, as the client itself connects.
+func TestClusterPinSpeaksTheEndpointsScheme(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  ClientConfig
+		want string
+	}{
+		{ClientConfig{Endpoints: []string{"http://127.0.0.1:2379"}}, "insecure"},
+		{ClientConfig{Endpoints: []string{"https://etcd.example:2379"}}, "tls"},
+		{ClientConfig{Endpoints: []string{"HTTPS://etcd.example:2379"}}, "tls"},
+	} {
+		tlsCfg, err := tc.cfg.tlsConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := newClusterPin(tc.cfg.https(), tlsCfg, klog.Background())
+		if got := p.creds.Info().SecurityProtocol; got != tc.want {
+			t.Errorf("%s: the pin speaks %s, want %s", tc.cfg.Endpoints[0], got, tc.want)
+		}
+	}
+}

@@ -30,9 +30,12 @@ import (
 // it again with its back-off.
 //
 // The first cluster that answers is the one kept, for the life of the client; a
-// process started again takes the cluster its endpoints lead to then (after a restore
-// from a snapshot, which makes a new cluster, the servers are restarted anyway, as
-// etcd's documentation asks).
+// process started again takes the cluster its endpoints lead to then. (A cluster's ID
+// derives from its members' peer URLs and its token: one bootstrapped again, or
+// restored, with the same flags has the same ID and is accepted.)
+//
+// The check's connection, like the client's own (which this dialer makes), does not
+// go through an HTTPS proxy from the environment.
 type clusterPin struct {
 	creds  credentials.TransportCredentials
 	logger klog.Logger
@@ -46,9 +49,14 @@ type clusterPin struct {
 // belongs to: the endpoint is down, as far as the client is concerned.
 var errNoAnswer = errors.New("no answer from an etcd member")
 
-func newClusterPin(tlsCfg *tls.Config, logger klog.Logger) *clusterPin {
+// newClusterPin returns the pin of a client of https (or else http) endpoints; tlsCfg
+// nil means the system roots and no client certificate, as for the client itself.
+func newClusterPin(https bool, tlsCfg *tls.Config, logger klog.Logger) *clusterPin {
 	creds := insecure.NewCredentials()
-	if tlsCfg != nil {
+	if https {
+		if tlsCfg == nil {
+			tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
 		creds = credentials.NewTLS(tlsCfg.Clone())
 	}
 	return &clusterPin{creds: creds, logger: logger, refused: map[string]uint64{}}
@@ -77,6 +85,9 @@ func (p *clusterPin) check(ctx context.Context, addr string) error {
 	}
 	want := p.id.Load()
 	if id == want {
+		p.mu.Lock()
+		delete(p.refused, addr) // another incident there is logged again
+		p.mu.Unlock()
 		return nil
 	}
 	err = fmt.Errorf("%w: the member at %s is of cluster %x, not of cluster %x this client first reached",
@@ -99,7 +110,7 @@ func (p *clusterPin) check(ctx context.Context, addr string) error {
 // that wraps a status for the RPC's own final status, so the client's RPCs would fail
 // at once with it instead of waiting, as they do, for the connection to come back.
 func clusterAt(ctx context.Context, addr string, creds credentials.TransportCredentials) (uint64, error) {
-	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(creds))
+	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(creds), grpc.WithNoProxy())
 	if err != nil {
 		return 0, fmt.Errorf("asking %s for its etcd cluster: %w", addr, err)
 	}
@@ -108,5 +119,9 @@ func clusterAt(ctx context.Context, addr string, creds credentials.TransportCred
 	if err != nil {
 		return 0, fmt.Errorf("%w: asking %s for its etcd cluster: %s", errNoAnswer, addr, status.Convert(err).Message())
 	}
-	return resp.GetHeader().GetClusterId(), nil
+	id := resp.GetHeader().GetClusterId()
+	if id == 0 {
+		return 0, fmt.Errorf("%w: %s answered without a cluster ID", errNoAnswer, addr)
+	}
+	return id, nil
 }

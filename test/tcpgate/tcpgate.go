@@ -16,6 +16,7 @@ type Gate struct {
 
 	mu      sync.Mutex
 	targets []string // host:port
+	gen     int      // Retarget's count: a connection joins only the targets of its time
 	cut     bool
 	conns   map[net.Conn]struct{}
 	joined  map[string]int // by target: connections joined to it
@@ -62,6 +63,7 @@ func (g *Gate) Retarget(t testing.TB, targets ...string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.targets = hosts
+	g.gen++
 }
 
 // Joined is how many connections the gate has joined to target (a host:port or a
@@ -112,7 +114,7 @@ func (g *Gate) serve() {
 // forward joins c to the first target that answers, unless the gate is cut.
 func (g *Gate) forward(c net.Conn) {
 	g.mu.Lock()
-	targets := g.targets
+	targets, gen := g.targets, g.gen
 	g.mu.Unlock()
 	var up net.Conn
 	var joined string
@@ -123,7 +125,7 @@ func (g *Gate) forward(c net.Conn) {
 			break
 		}
 	}
-	if up == nil || !g.track(c, up, joined) {
+	if up == nil || !g.track(c, up, joined, gen) {
 		_ = c.Close()
 		if up != nil {
 			_ = up.Close()
@@ -143,11 +145,12 @@ func (g *Gate) forward(c net.Conn) {
 	g.mu.Unlock()
 }
 
-// track registers a connection pair joined to target, unless the gate is cut.
-func (g *Gate) track(c, up net.Conn, target string) bool {
+// track registers a connection pair joined to target, unless the gate is cut or was
+// retargeted since the pair's targets were read (generation gen).
+func (g *Gate) track(c, up net.Conn, target string, gen int) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.cut {
+	if g.cut || gen != g.gen {
 		return false
 	}
 	g.conns[c], g.conns[up] = struct{}{}, struct{}{}
