@@ -62,6 +62,9 @@ func TestStreamSendsEachChangeThenFlushes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Both streams read the shared cache's events: a stream fed privately reads events
+	// of its own, and builds its own objects of them.
+	sharedCacheReady(t, s, res)
 	opts := metav1.ListOptions{ResourceVersion: start.GetResourceVersion()}
 	var sinks []*recordingSink
 	var streams []*Stream

@@ -274,6 +274,24 @@ func waitCaches(t *testing.T, s *Store, n, watchers int) {
 	}
 }
 
+// sharedCacheReady starts res's shared watch cache and waits until it has loaded its
+// objects, so that every watch started next joins it (a watch that finds the caches
+// not running yet, or the cache still loading after a few seconds, is fed privately).
+func sharedCacheReady(t *testing.T, s *Store, res *registry.Resource) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// Get is nil until the caches run (runCaches starts them in a goroutine).
+		if c := s.caches.Get(res.Prefix(""), 0); c != nil && c.WaitReady(t.Context()) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch cache of %s did not load within 30s", res.GroupResource())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // cachesReach reports whether s comes to have n caches feeding watchers watchers
 // within d.
 func cachesReach(s *Store, n, watchers int, d time.Duration) bool {
