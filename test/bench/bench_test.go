@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/ports"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -420,7 +420,7 @@ func (s *suite) report(b *testing.B, op operation, c int, sm sample) {
 func (s *suite) benchReady(b *testing.B, name string, external bool) {
 	ctx := b.Context()
 	bin, dir := s.binary(b), b.TempDir()
-	port, err := harness.Port()
+	port, err := ports.Take()
 	if err != nil {
 		b.Fatal(err)
 	}

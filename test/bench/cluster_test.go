@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/binary"
+	"github.com/concordproject/concord/test/ports"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -110,7 +110,7 @@ func (s *suite) startFloor(cl *cluster, server *rest.Config, pki string) (*kuber
 	if err != nil {
 		return nil, err
 	}
-	port, err := harness.Port()
+	port, err := ports.Take()
 	if err != nil {
 		return nil, err
 	}
@@ -194,15 +194,15 @@ type cluster struct {
 
 func (s *suite) startCluster() (*cluster, error) {
 	ctx := s.parent.Context()
-	clientPort, err := harness.Port()
+	clientPort, err := ports.Take()
 	if err != nil {
 		return nil, err
 	}
-	peerPort, err := harness.Port()
+	peerPort, err := ports.Take()
 	if err != nil {
 		return nil, err
 	}
-	serverPort, err := harness.Port()
+	serverPort, err := ports.Take()
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/ports"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -315,7 +315,7 @@ func (sc *scale) startServer(ctx context.Context, n int) (*scaleServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := harness.Port()
+	port, err := ports.Take()
 	if err != nil {
 		return nil, err
 	}

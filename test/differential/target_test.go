@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/etcd/etcdtest"
-	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/binary"
 	"github.com/concordproject/concord/test/kubepeer"
 	"github.com/concordproject/concord/test/logbuf"
+	"github.com/concordproject/concord/test/ports"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -59,7 +59,7 @@ func startConcord(t *testing.T, args ...string) *target {
 	if err := os.WriteFile(tokens, []byte(adminToken+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args = append([]string{"server", "--data-dir", dir, "--secure-port", strconv.Itoa(harness.FreePort(t)),
+	args = append([]string{"server", "--data-dir", dir, "--secure-port", strconv.Itoa(ports.Free(t)),
 		"--etcd-unsafe-no-fsync", "--service-cluster-ip-range", serviceRange, "--token-auth-file", tokens}, args...)
 	cmd := exec.Command(concordBinary, args...)
 	logs := &logbuf.Buffer{}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/etcd/etcdtest"
-	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/ports"
 	"github.com/concordproject/concord/wire"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -35,10 +35,10 @@ func TestConcordFleetBehindConcord(t *testing.T) {
 
 	etcd := etcdtest.Start(t)
 	var backs []*kubectl
-	var ports []int
+	var backPorts []int
 	for i, emulation := range []string{"1.36", "1.37"} {
 		data := filepath.Join(dir, fmt.Sprint("back-", i))
-		port := harness.FreePort(t)
+		port := ports.Free(t)
 		logs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(port),
 			"--etcd-servers", strings.Join(etcd.Endpoints(), ","), "--emulation-version", emulation,
 			"--requestheader-client-ca-file", caFile, "--requestheader-allowed-names", "front-proxy-client",
@@ -46,7 +46,7 @@ func TestConcordFleetBehindConcord(t *testing.T) {
 			"--disable-storage-migration") // only the aggregator's migrator rewrites
 		waitForFile(t, filepath.Join(data, "admin.kubeconfig"), logs)
 		backs = append(backs, newKubectl(t, filepath.Join(data, "admin.kubeconfig")))
-		ports = append(ports, port)
+		backPorts = append(backPorts, port)
 	}
 	kb := backs[len(backs)-1]
 	// Until an APIService names their identity, the aggregator refuses their entries,
@@ -57,7 +57,7 @@ func TestConcordFleetBehindConcord(t *testing.T) {
 	if out := kb.must(t, "", "api-resources", "--api-group=stable.example.com"); strings.Contains(out, "widgets") {
 		t.Fatalf("widgets served before the aggregator accepted their entries:\n%s", out)
 	}
-	kf.must(t, fleetRegistration(ports), "apply", "-f", "-")
+	kf.must(t, fleetRegistration(backPorts), "apply", "-f", "-")
 	// The proxy picks either back server, so both must serve widgets before any is
 	// created through it.
 	for i, k := range backs {
@@ -153,10 +153,10 @@ spec:
 
 // fleetRegistration registers the back servers, one EndpointSlice each, behind one
 // APIService whose publishers are their identity.
-func fleetRegistration(ports []int) string {
-	out := registration("back", ports[0], "stable.example.com", "v1", "")
+func fleetRegistration(backPorts []int) string {
+	out := registration("back", backPorts[0], "stable.example.com", "v1", "")
 	out = strings.Replace(out, "  name: v1.stable.example.com\n", "  name: v1.stable.example.com\n  annotations:\n    storageversion.concord.io/publishers: system:serviceaccount:back:apiserver\n", 1)
-	for i, port := range ports[1:] {
+	for i, port := range backPorts[1:] {
 		out += fmt.Sprintf(`---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice

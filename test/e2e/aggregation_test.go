@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/etcd/etcdtest"
-	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/storageversion/publisher"
 	"github.com/concordproject/concord/test/kubepeer"
+	"github.com/concordproject/concord/test/ports"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -101,7 +101,7 @@ func startSampleBehindConcord(t *testing.T, flags ...string) *sampleSetup {
 	}
 	dir := t.TempDir()
 	data := filepath.Join(dir, "concord")
-	logs := process(t, bin, append([]string{"server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t))}, flags...)...)
+	logs := process(t, bin, append([]string{"server", "--data-dir", data, "--secure-port", fmt.Sprint(ports.Free(t))}, flags...)...)
 	kubeconfig := filepath.Join(data, "admin.kubeconfig")
 	waitForFile(t, kubeconfig, logs)
 	k := newKubectl(t, kubeconfig)
@@ -212,7 +212,7 @@ func TestConcordBehindConcord(t *testing.T) {
 	kf, _, caFile := startFront(t, bin, dir)
 
 	back := filepath.Join(dir, "back")
-	backPort := harness.FreePort(t)
+	backPort := ports.Free(t)
 	backLogs := process(t, bin, "server", "--data-dir", back, "--secure-port", fmt.Sprint(backPort),
 		"--requestheader-client-ca-file", caFile, "--requestheader-allowed-names", "front-proxy-client")
 	waitForFile(t, filepath.Join(back, "admin.kubeconfig"), backLogs)
@@ -443,7 +443,7 @@ subjects: [{kind: ServiceAccount, name: apiserver, namespace: wardle}]
 func startFront(t *testing.T, bin, dir string) (kf *kubectl, kubeconfig, caFile string) {
 	t.Helper()
 	front := filepath.Join(dir, "front")
-	logs := process(t, bin, "server", "--data-dir", front, "--secure-port", fmt.Sprint(harness.FreePort(t)))
+	logs := process(t, bin, "server", "--data-dir", front, "--secure-port", fmt.Sprint(ports.Free(t)))
 	kubeconfig = filepath.Join(front, "admin.kubeconfig")
 	waitForFile(t, kubeconfig, logs)
 	kf = newKubectl(t, kubeconfig)

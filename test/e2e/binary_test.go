@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/auth"
-	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/binary"
 	"github.com/concordproject/concord/test/logbuf"
+	"github.com/concordproject/concord/test/ports"
 	"github.com/concordproject/concord/test/progress"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -135,7 +135,7 @@ func TestHARecipe(t *testing.T) {
 	t.Parallel()
 	bin := buildConcord(t)
 	dir := t.TempDir()
-	client, peer := harness.FreePort(t), harness.FreePort(t)
+	client, peer := ports.Free(t), ports.Free(t)
 	clientURL, peerURL := fmt.Sprintf("http://127.0.0.1:%d", client), fmt.Sprintf("http://127.0.0.1:%d", peer)
 	etcdLogs := process(t, bin, "etcd", "--name", "e1", "--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
@@ -144,7 +144,7 @@ func TestHARecipe(t *testing.T) {
 	var kubeconfigs []string
 	for i := 1; i <= 2; i++ {
 		data := filepath.Join(dir, fmt.Sprint("server-", i))
-		logs := process(t, bin, "server", "--etcd-servers", clientURL, "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)))
+		logs := process(t, bin, "server", "--etcd-servers", clientURL, "--data-dir", data, "--secure-port", fmt.Sprint(ports.Free(t)))
 		kc := filepath.Join(data, "admin.kubeconfig")
 		waitForFile(t, kc, logs)
 		kubeconfigs = append(kubeconfigs, kc)
@@ -213,7 +213,7 @@ func TestQuietStart(t *testing.T) {
 			t.Errorf("the server did not log that it was stopping:\n%s", logs)
 		}
 	})
-	logs = process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)))
+	logs = process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(ports.Free(t)))
 	waitForFile(t, filepath.Join(data, "admin.kubeconfig"), logs)
 }
 
@@ -365,11 +365,11 @@ func TestControllerManagerLeastPrivilege(t *testing.T) {
 	bin := buildConcord(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "server")
-	serverLogs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)), "--disable-storage-migration")
+	serverLogs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(ports.Free(t)), "--disable-storage-migration")
 	admin := filepath.Join(data, "admin.kubeconfig")
 	waitForFile(t, admin, serverLogs)
 	kc := controllerManagerKubeconfig(t, bin, data)
-	metricsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", ports.Free(t))
 	cmLogs := process(t, bin, "controller-manager", "--kubeconfig", kc, "--metrics-bind-address", metricsAddr)
 	k := newKubectl(t, admin)
 	kubectlUntil(t, k, cmLogs, "migrations by the controller manager", func(out string) bool {
@@ -490,7 +490,7 @@ func TestStorageVersionAPIDisablement(t *testing.T) {
 	t.Parallel()
 	bin := buildConcord(t)
 	data := filepath.Join(t.TempDir(), "data")
-	port := fmt.Sprint(harness.FreePort(t))
+	port := fmt.Sprint(ports.Free(t))
 	kubeconfig := filepath.Join(data, "admin.kubeconfig")
 	run := func(flags ...string) (stop func(crash bool)) {
 		t.Helper()

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/concordproject/concord/compatibility"
-	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/ports"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
@@ -51,7 +51,7 @@ func TestCommandsAnnounceTheirRelease(t *testing.T) {
 		"rules:\n- level: Metadata\n  users: [concord-admin]\n- level: None\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	serverLogs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)),
+	serverLogs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(ports.Free(t)),
 		"--audit-policy-file", policy, "--audit-log-path", auditLog)
 	admin := filepath.Join(data, "admin.kubeconfig")
 	waitForFile(t, admin, serverLogs)

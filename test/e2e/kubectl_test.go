@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/ports"
 )
 
 // kubectl runs kubectl with the given kubeconfig and returns its combined output.
@@ -27,7 +28,7 @@ type kubectl struct {
 func startServer(t *testing.T, bin string) (*kubectl, *running) {
 	t.Helper()
 	data := filepath.Join(t.TempDir(), "data")
-	logs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)))
+	logs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(ports.Free(t)))
 	kubeconfig := filepath.Join(data, "admin.kubeconfig")
 	waitForFile(t, kubeconfig, logs)
 	return newKubectl(t, kubeconfig), logs

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/etcd/etcdtest"
-	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/ports"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -51,7 +51,7 @@ func TestRollbackKeepsFields(t *testing.T) {
 	dir := t.TempDir()
 	etcd := etcdtest.Start(t)
 	endpoints := strings.Join(etcd.Endpoints(), ",")
-	dataA, portA := filepath.Join(dir, "a"), fmt.Sprint(harness.FreePort(t))
+	dataA, portA := filepath.Join(dir, "a"), fmt.Sprint(ports.Free(t))
 	serverA := func(extra ...string) (*kubectl, func()) {
 		logs, stop := stoppable(t, bin, append([]string{"server", "--etcd-servers", endpoints, "--data-dir", dataA,
 			"--secure-port", portA, "--server-id", "server-a",
@@ -86,7 +86,7 @@ func TestRollbackKeepsFields(t *testing.T) {
 	// While the fleet runs, a server of 1.35 refuses to join it, writing nothing.
 	written := watchWrites(t, etcd)
 	b := exec.CommandContext(t.Context(), bin, "server", "--etcd-servers", endpoints, "--data-dir", filepath.Join(dir, "b"),
-		"--secure-port", fmt.Sprint(harness.FreePort(t)), "--server-id", "server-b", "--binary-version", "1.35")
+		"--secure-port", fmt.Sprint(ports.Free(t)), "--server-id", "server-b", "--binary-version", "1.35")
 	bout, err := b.CombinedOutput()
 	lines := strings.Split(strings.TrimSpace(string(bout)), "\n")
 	if err == nil || !strings.HasPrefix(lines[len(lines)-1], "Error: release below the minimum compatibility version of the servers sharing this etcd: release 1.35 cannot join server-a (release 1.37, --min-compatibility-version=1.36)") {
@@ -114,7 +114,7 @@ func TestRollbackKeepsFields(t *testing.T) {
 	})
 	contains(t, out, "Rollback from 1.37 to 1.35 is safe")
 	dataB := filepath.Join(dir, "b")
-	logs := process(t, bin, "server", "--etcd-servers", endpoints, "--data-dir", dataB, "--secure-port", fmt.Sprint(harness.FreePort(t)),
+	logs := process(t, bin, "server", "--etcd-servers", endpoints, "--data-dir", dataB, "--secure-port", fmt.Sprint(ports.Free(t)),
 		"--server-id", "server-b", "--binary-version", "1.35")
 	waitForFile(t, filepath.Join(dataB, "admin.kubeconfig"), logs)
 	if got := newKubectl(t, filepath.Join(dataB, "admin.kubeconfig")).must(t, "", "get", "podtemplate", "grouped", "-o", "name"); strings.TrimSpace(got) != "podtemplate/grouped" {
@@ -228,7 +228,7 @@ func TestRefusedStartWritesNothing(t *testing.T) {
 func TestNoWriteBeforeReady(t *testing.T) {
 	t.Parallel()
 	bin := buildConcord(t)
-	data, port := t.TempDir(), fmt.Sprint(harness.FreePort(t))
+	data, port := t.TempDir(), fmt.Sprint(ports.Free(t))
 	args := []string{"server", "--data-dir", data, "--secure-port", port}
 	logs, stop := stoppable(t, bin, args...)
 	kubeconfig := filepath.Join(data, "admin.kubeconfig")
@@ -281,7 +281,7 @@ func TestMalformedStorageStateStatus(t *testing.T) {
 	t.Parallel()
 	bin := buildConcord(t)
 	data := t.TempDir()
-	logs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)))
+	logs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(ports.Free(t)))
 	k := newKubectl(t, filepath.Join(data, "admin.kubeconfig"))
 	waitForFile(t, filepath.Join(data, "admin.kubeconfig"), logs)
 	kubectlUntil(t, k, logs, "the configmaps StorageState", func(out string) bool { return strings.TrimSpace(out) == "storagestate.migration.k8s.io/configmaps" },

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/ports"
 )
 
 // `concord controller-manager` as a component of the control plane with versions of its
@@ -40,7 +40,7 @@ rules:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	serverLogs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(harness.FreePort(t)),
+	serverLogs := process(t, bin, "server", "--data-dir", data, "--secure-port", fmt.Sprint(ports.Free(t)),
 		"--disable-storage-migration", "--audit-policy-file", policy, "--audit-log-path", auditLog)
 	admin := filepath.Join(data, "admin.kubeconfig")
 	waitForFile(t, admin, serverLogs)

@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/etcd/etcdtest"
-	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/binary"
 	"github.com/concordproject/concord/test/kubepeer"
 	"github.com/concordproject/concord/test/logbuf"
+	"github.com/concordproject/concord/test/ports"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -71,7 +71,7 @@ type target struct {
 func startConcord(t *testing.T, args ...string) *target {
 	t.Helper()
 	dir := t.TempDir()
-	port := harness.FreePort(t)
+	port := ports.Free(t)
 	args = append([]string{"server", "--data-dir", dir, "--secure-port", strconv.Itoa(port), "--etcd-unsafe-no-fsync"}, args...)
 	cmd := exec.Command(concordBinary, args...)
 	logs := &logbuf.Buffer{}

@@ -26,6 +26,7 @@ import (
 	"github.com/concordproject/concord/storageversion"
 	"github.com/concordproject/concord/test/binary"
 	"github.com/concordproject/concord/test/logbuf"
+	"github.com/concordproject/concord/test/ports"
 	"github.com/concordproject/concord/test/tcpgate"
 	"github.com/concordproject/concord/versionskew"
 	"github.com/concordproject/concord/wire"
@@ -654,7 +655,7 @@ func TestStorageVersionStopsServing(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t, 1, svLeases(5*time.Second, 250*time.Millisecond))
 	cs := svClient(t, c.Servers[0].Config())
-	port := harness.FreePort(t)
+	port := ports.Free(t)
 	dir := t.TempDir()
 	h := startHelper(t, c, svHelperOptions{DataDir: dir, Port: port, LeaseDuration: 5 * time.Second, LeaseRenew: 250 * time.Millisecond})
 	svWait(t, cs, "batch.cronjobs", "the helper's entry", func(sv *apiserverinternalv1alpha1.StorageVersion) bool { return svEntry(sv, h.ID) != nil })

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/ports"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/keyutil"
@@ -116,7 +116,7 @@ func Prepare(o Options) (*Peer, []string, error) {
 	port := o.Port
 	if port == 0 {
 		var err error
-		if port, err = harness.Port(); err != nil {
+		if port, err = ports.Take(); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -276,11 +276,11 @@ func writeKubeconfig(path, url string) error {
 	return clientcmd.WriteToFile(*cfg, path)
 }
 
-// freePort returns a port of ip that was free a moment ago: harness.Port's on the
+// freePort returns a port of ip that was free a moment ago: ports.Take's on the
 // loopback address.
 func freePort(ip string) (int, error) {
 	if ip == "127.0.0.1" {
-		return harness.Port()
+		return ports.Take()
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {

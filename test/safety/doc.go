@@ -66,7 +66,7 @@
 //
 // It tests Concord from outside: it calls no Concord package that serves or stores
 // (only wire and migration/api, the contracts clients share, and catalog for the
-// release numbers, harness.FreePort, and test/kubepeer for kube-apiserver's flags);
+// release numbers, ports.Free (test/ports), and test/kubepeer for kube-apiserver's flags);
 // cache_test.go imports the binary's packages only so that go test's
 // cache sees the binary change.
 package safety

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/catalog"
-	"github.com/concordproject/concord/harness"
 	migrationapi "github.com/concordproject/concord/migration/api"
+	"github.com/concordproject/concord/test/ports"
 	"github.com/concordproject/concord/test/tcpgate"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -822,7 +822,7 @@ func (f *fleet) probeRefusal(to string, member *server) {
 		f.anomaly("upgrade-check refuses the rollback to %s without naming %s or the servers' minimum compatibility version:\n%s", to, path, out)
 	}
 
-	s := &server{id: "safety-refused", port: harness.FreePort(f.t), dataDir: filepath.Join(f.dir, "server-refused"), binary: to}
+	s := &server{id: "safety-refused", port: ports.Free(f.t), dataDir: filepath.Join(f.dir, "server-refused"), binary: to}
 	if member != nil {
 		f.stop(member, f.rng.IntN(2) == 0)
 		s = &server{id: member.id, port: member.port, dataDir: member.dataDir, proxy: member.proxy, binary: to}

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/test/binary"
+	"github.com/concordproject/concord/test/ports"
 	"github.com/concordproject/concord/test/progress"
 	"github.com/concordproject/concord/test/tcpgate"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -142,7 +142,7 @@ func startEtcd(t *testing.T, dir string, n int) ([]*member, *clientv3.Client) {
 	var initial []string
 	for i := range n {
 		m := &member{name: fmt.Sprintf("etcd-%d", i), dataDir: filepath.Join(dir, fmt.Sprintf("etcd-%d", i)),
-			clientURL: fmt.Sprintf("http://127.0.0.1:%d", harness.FreePort(t)), peerURL: fmt.Sprintf("http://127.0.0.1:%d", harness.FreePort(t))}
+			clientURL: fmt.Sprintf("http://127.0.0.1:%d", ports.Free(t)), peerURL: fmt.Sprintf("http://127.0.0.1:%d", ports.Free(t))}
 		members = append(members, m)
 		initial = append(initial, m.name+"="+m.peerURL)
 	}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/catalog"
-	"github.com/concordproject/concord/harness"
+	"github.com/concordproject/concord/test/ports"
 	"github.com/concordproject/concord/test/tcpgate"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -108,7 +108,7 @@ func newFleet(t *testing.T, rep *report, name string, seed uint64, members int, 
 		urls = append(urls, m.clientURL)
 	}
 	for i, r := range releases {
-		s := &server{index: i, id: fmt.Sprintf("safety-%d", i), port: harness.FreePort(t), dataDir: filepath.Join(f.dir, fmt.Sprintf("server-%d", i)),
+		s := &server{index: i, id: fmt.Sprintf("safety-%d", i), port: ports.Free(t), dataDir: filepath.Join(f.dir, fmt.Sprintf("server-%d", i)),
 			binary: r.binary, emulation: r.emulation, minCompat: r.minCompat, kube: r.kube, proxy: tcpgate.New(t, urls...)}
 		f.servers = append(f.servers, s)
 		f.kube = f.kube || r.kube != ""

@@ -1,4 +1,4 @@
-package harness
+package ports
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// A port Port returned is reserved for this process: another process, here this test
+// A port Take returned is reserved for this process: another process, here this test
 // binary run again, cannot reserve it while this one runs, and this process does not
 // hand it out twice.
 func TestPortReservedAcrossProcesses(t *testing.T) {
@@ -20,7 +20,7 @@ func TestPortReservedAcrossProcesses(t *testing.T) {
 	}
 	seen := map[int]bool{}
 	for range 200 {
-		p, err := Port()
+		p, err := Take()
 		if err != nil {
 			t.Fatal(err)
 		}
