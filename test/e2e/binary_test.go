@@ -129,6 +129,15 @@ func waitForFile(t *testing.T, path string, p *running) {
 	})
 }
 
+// waitServing waits until a concord server p runs has printed that it serves: its
+// start has ended, every component ready, so that an interrupt from then on stops a
+// running server (exit 0) rather than its start (which fails, exit 1). /readyz can
+// answer ok a moment before the start has seen its last component ready.
+func waitServing(t *testing.T, p *running) {
+	t.Helper()
+	waitUntil(t, "the server's start to end", p, func() bool { return strings.Contains(p.String(), "Concord is serving on") })
+}
+
 // The README's HA recipe: one `concord etcd`, servers sharing it, one set of
 // credentials that works on every server.
 func TestHARecipe(t *testing.T) {

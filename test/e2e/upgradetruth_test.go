@@ -60,6 +60,7 @@ func TestRollbackKeepsFields(t *testing.T) {
 		k := newKubectl(t, filepath.Join(dataA, "admin.kubeconfig"))
 		waitForFile(t, filepath.Join(dataA, "admin.kubeconfig"), logs)
 		kubectlUntil(t, k, logs, "server a ready", func(out string) bool { return out == "ok" }, "get", "--raw", "/readyz")
+		waitServing(t, logs)
 		return k, stop
 	}
 	k, stopA := serverA()
@@ -252,8 +253,8 @@ func TestNoWriteBeforeReady(t *testing.T) {
 		return resp.StatusCode
 	}
 	// The kubeconfig is written before the server is ready: the first start ends
-	// once it is, so that the interrupt stops a server, not its start.
-	waitUntil(t, "the first start to be ready", logs, func() bool { return call(http.MethodGet, "/readyz", "") == http.StatusOK })
+	// first, so that the interrupt stops a server, not its start.
+	waitServing(t, logs)
 	stop()
 	logs = process(t, bin, args...)
 	refused := 0
