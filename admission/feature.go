@@ -8,7 +8,6 @@ import (
 	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
-	"github.com/google/uuid"
 )
 
 // InitializerHook is the post-start hook of the admission chain, kube-apiserver's:
@@ -53,7 +52,7 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 		return f, nil
 	}
 	f.typeChecking, err = NewTypeChecking(TypeCheckingConfig{
-		RESTConfig: cc.RESTConfig, Holder: cfg.ServerID + "_" + uuid.NewString(), ReconcileMetrics: cfg.ReconcileMetrics,
+		RESTConfig: cc.RESTConfig, Election: cfg.Election, ReconcileMetrics: cfg.ReconcileMetrics,
 	})
 	return f, err
 }

@@ -20,25 +20,22 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// TypeCheckingLease is the Lease in kube-system the type-checking controllers'
-// election uses.
-const TypeCheckingLease = "concord-validatingadmissionpolicy-status"
-
 // typeCheckingManager is the field manager of the status the controller applies,
 // kube-controller-manager's controller's name.
 const typeCheckingManager = "validatingadmissionpolicy-status"
 
 // ErrTypeCheckingConfig means a TypeCheckingConfig lacks a field.
-var ErrTypeCheckingConfig = errors.New("admission: the type-checking controller needs RESTConfig and Holder")
+var ErrTypeCheckingConfig = errors.New("admission: the type-checking controller needs RESTConfig and Election")
 
 // TypeCheckingConfig configures a TypeChecking controller.
 type TypeCheckingConfig struct {
 	// RESTConfig reaches this server as itself: policies are read and their status
 	// written through it, the types of what they match read from its discovery and
-	// OpenAPI v3 documents, and the election runs over a Lease.
+	// OpenAPI v3 documents.
 	RESTConfig *rest.Config
-	// Holder identifies this server in the election.
-	Holder string
+	// Election elects the server that writes the status (the server's election of
+	// its controllers).
+	Election reconcile.Elector
 	// ReconcileMetrics receives the reconcile runtime's samples (nil: none).
 	ReconcileMetrics *reconcile.Metrics
 }
@@ -57,7 +54,7 @@ type TypeChecking struct {
 
 // NewTypeChecking returns a type-checking controller; Run starts it.
 func NewTypeChecking(cfg TypeCheckingConfig) (*TypeChecking, error) {
-	if cfg.RESTConfig == nil || cfg.Holder == "" {
+	if cfg.RESTConfig == nil || cfg.Election == nil {
 		return nil, ErrTypeCheckingConfig
 	}
 	restCfg := rest.CopyConfig(cfg.RESTConfig)
@@ -69,11 +66,10 @@ func NewTypeChecking(cfg TypeCheckingConfig) (*TypeChecking, error) {
 	return &TypeChecking{cfg: cfg, client: client}, nil
 }
 
-// Run campaigns for leadership until ctx is done, type-checking policies while it
-// leads.
+// Run type-checks policies while the server leads its election, until ctx is done.
 func (c *TypeChecking) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("validatingadmissionpolicy-status"))
-	return reconcile.RunElected(ctx, reconcile.LeaseElection(c.client.CoordinationV1(), TypeCheckingLease, c.cfg.Holder), c.lead)
+	return c.cfg.Election.RunElected(ctx, c.lead)
 }
 
 // typeCheckingTerm is one term of leadership.

@@ -55,10 +55,10 @@ type FeatureConfig struct {
 	// aggregator reads, and which group-versions it serves (their local APIServices,
 	// kept as it changes); the aggregator starts the shared informers of APIServices,
 	// Services and EndpointSlices; it writes APIServices' status, the local
-	// APIServices, the extension-apiserver-authentication ConfigMap and its election
-	// lease with the server's own client; the ServerID names the server in the local
-	// APIServices and its election's holder; its controllers' samples go to
-	// ReconcileMetrics.
+	// APIServices and the extension-apiserver-authentication ConfigMap with the
+	// server's own client; the ServerID names the server in the local APIServices;
+	// the availability controller runs while the server leads its Election; its
+	// controllers' samples go to ReconcileMetrics.
 	feature.Server
 	// Cluster are the cluster's credentials: its CA and its front-proxy
 	// (request-header) CA are what the ConfigMap extension-apiserver-authentication

@@ -8,7 +8,6 @@ import (
 
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/reconcile"
-	"github.com/google/uuid"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -21,9 +20,6 @@ var errNotStarted = errors.New("not started yet")
 
 // errAutoregistrationNotStarted: the local APIServices have not been registered yet.
 var errAutoregistrationNotStarted = errors.New("the local APIServices have not been registered yet")
-
-// availabilityLease is the lease of the APIService availability controller's election.
-const availabilityLease = "concord-apiservice-availability"
 
 // Start publishes the request-header configuration aggregated servers read, starts
 // the aggregator's informers, its registration of APIServices in the proxy, the local
@@ -124,7 +120,7 @@ func (f *Feature) startAutoregistration(ctx context.Context, g *lifecycle.Group)
 // startAvailability starts the APIService availability controller, elected among the
 // servers.
 func (f *Feature) startAvailability(ctx context.Context, g *lifecycle.Group) error {
-	run := reconcile.Elected(f.client.CoordinationV1(), availabilityLease, f.cfg.ServerID+"_"+uuid.NewString(), func(ctx context.Context) error {
+	run := reconcile.Elected(f.cfg.Election, "apiservice-availability", func(ctx context.Context) error {
 		return f.agg.RunAvailability(ctx, f.apiClient.ApiregistrationV1(), f.cfg.ReconcileMetrics)
 	})
 	if err := g.Start(ctx, lifecycle.Component{Name: "apiservice-availability", Run: run}); err != nil {

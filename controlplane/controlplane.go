@@ -115,7 +115,10 @@ func (i *Instance) start(ctx context.Context, o *Options, started time.Time) (co
 	}
 	i.ServerID, i.URL, i.CACert, i.AdminToken, i.loopbackToken = cr.serverID, cr.url, cr.cluster.CACert, cr.cluster.AdminToken, cr.loopbackToken
 	i.client, i.Metrics, i.Compatibility, i.Encryption = st.client, st.metrics, compat, cr.encryption
-	c := newCore(o, compat, st, cr, i.LoopbackConfig(), started)
+	c, err := newCore(o, compat, st, cr, i.LoopbackConfig(), started)
+	if err != nil {
+		return ctx, err
+	}
 	i.Registry, i.Store = c.Registry, c.Store
 	fs, err := buildResources(ctx, g, c, builtins)
 	if err != nil {

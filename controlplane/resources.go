@@ -14,6 +14,8 @@ import (
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/registry/store"
+	"github.com/google/uuid"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -51,16 +53,36 @@ type core struct {
 }
 
 // newCore makes the core of the phases before it: an empty registry, the object store
-// over raw storage, the shared informers of both, the reconcile runtime's metrics, and
-// the server's client (loopback, its rate limits turned off here).
-func newCore(o *Options, compat *compatibility.Config, st stored, cr *credentials, loopback *rest.Config, started time.Time) *core {
+// over raw storage, the shared informers of both, the reconcile runtime's metrics, the
+// server's client (loopback, its rate limits turned off here) and its election of
+// controllers.
+func newCore(o *Options, compat *compatibility.Config, st stored, cr *credentials, loopback *rest.Config, started time.Time) (*core, error) {
 	reg := registry.New()
 	s := store.NewStore(st.raw)
 	loopback = rest.CopyConfig(loopback)
 	loopback.QPS = -1
+	election, err := newElection(loopback, cr.serverID, o.IdentityLease.LeaseDuration)
+	if err != nil {
+		return nil, err
+	}
 	return &core{Server: feature.Server{Registry: reg, Store: s, Informers: informers.New(reg, s), Loopback: loopback,
-		ServerID: cr.serverID, Compatibility: compat, Metrics: st.metrics, ReconcileMetrics: reconcile.NewMetrics(st.metrics)},
-		opts: o, st: st, cr: cr, started: started}
+		ServerID: cr.serverID, Election: election, Compatibility: compat, Metrics: st.metrics, ReconcileMetrics: reconcile.NewMetrics(st.metrics)},
+		opts: o, st: st, cr: cr, started: started}, nil
+}
+
+// newElection returns the server's election of its controllers (feature.Server's
+// Election): Lease kube-system/concord-controllers, this server's candidate named
+// after its ID, timed from the identity lease duration (identity.ElectionTimings),
+// so that the storage version and garbage collectors' new leader is in place
+// before a dead leader's identity lease expires.
+func newElection(loopback *rest.Config, serverID string, identityLease time.Duration) (*reconcile.Campaign, error) {
+	client, err := coordinationv1client.NewForConfig(loopback)
+	if err != nil {
+		return nil, fmt.Errorf("the controllers' election: %w", err)
+	}
+	e := reconcile.LeaseElection(client, feature.ElectionLease, serverID+"_"+uuid.NewString())
+	e.LeaseDuration, e.RenewDeadline, e.RetryPeriod = identity.ElectionTimings(identityLease)
+	return reconcile.NewCampaign(e), nil
 }
 
 // endpoint returns where the server serves, for the cluster (ServingOptions.Advertised).

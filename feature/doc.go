@@ -1,7 +1,7 @@
 // Package feature is what the features of a Concord server share: Server, the one
 // context every feature is built with (the registry, the object store, the shared
-// informers, the server's own client, its ID, metrics and compatibility
-// configuration), made once by the composition root, as kube-controller-manager's
+// informers, the server's own client, its ID, the one election of its elected
+// controllers, metrics and compatibility configuration), made once by the composition root, as kube-controller-manager's
 // ControllerContext, with CloseIdleLoopback, which hangs up the server's idle
 // connections to itself when it stops; and Feature, how the composition root
 // handles what each feature's NewFeature returns (its health checks, and Start),

@@ -11,6 +11,10 @@ import (
 	"k8s.io/client-go/rest"
 )
 
+// ElectionLease is the Lease in kube-system of the servers' elected controllers
+// (Server.Election).
+const ElectionLease = "concord-controllers"
+
 // Server is what every feature of a server is built with: made once, when the
 // registry and the object store are, before any feature is built, and never changed.
 // Each feature's NewFeature takes it: as its first argument, or embedded in its
@@ -29,8 +33,13 @@ type Server struct {
 	// priority and fairness), client-side rate limits off. Every feature reads it
 	// through LoopbackConfig, which gives it a copy of its own.
 	Loopback *rest.Config
-	// ServerID names the server: its identity lease, its candidates in elections.
+	// ServerID names the server: its identity lease, its candidate in elections.
 	ServerID string
+	// Election is the one leader election of the server's elected controllers (Lease
+	// kube-system/concord-controllers, ElectionLease): each runs through it
+	// (reconcile.Elected, or Election.RunElected), so that one server at a time runs
+	// them all and one Lease is renewed for them.
+	Election *reconcile.Campaign
 	// Compatibility is the server's KEP-4330 configuration: its versions (binary,
 	// emulation, minimum compatibility) and feature gates.
 	Compatibility *compatibility.Config

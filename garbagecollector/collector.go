@@ -23,10 +23,6 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// ElectionLease is the Lease in kube-system the collectors of the servers elect their
-// leader with.
-const ElectionLease = "concord-garbage-collector"
-
 // Defaults of Config.
 const (
 	DefaultWorkers = 20 // kube-controller-manager's --concurrent-gc-syncs
@@ -46,12 +42,12 @@ type Config struct {
 	Registry *registry.Registry
 	Store    *store.Store
 	// RESTConfig reaches this server as itself: objects are read, deleted and changed
-	// through it, the election runs over a Lease and Events are written with it.
+	// through it, and Events are written with it.
 	RESTConfig *rest.Config
-	// Holder identifies this server in the election.
-	Holder string
-	// LeaseDuration, RenewDeadline and RetryPeriod time the election (client-go's).
-	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Election elects the server whose collector collects (the server's election of
+	// its controllers). Its lease must be shorter than the servers' identity leases,
+	// so that a new leader collects before a dead one's identity lease expires.
+	Election reconcile.Elector
 	// Workers is how many objects are looked at at once (default DefaultWorkers), and
 	// as many owners' dependents orphaned.
 	Workers int
@@ -69,11 +65,8 @@ type Collector struct {
 
 // New returns a collector; Run starts it.
 func New(cfg Config) (*Collector, error) {
-	if cfg.Registry == nil || cfg.Store == nil || cfg.RESTConfig == nil || cfg.Holder == "" {
-		return nil, errors.New("garbagecollector: the collector needs Registry, Store, RESTConfig and Holder")
-	}
-	if cfg.LeaseDuration <= 0 || cfg.RenewDeadline <= 0 || cfg.RetryPeriod <= 0 {
-		return nil, errors.New("garbagecollector: the collector needs the election's lease duration, renew deadline and retry period")
+	if cfg.Registry == nil || cfg.Store == nil || cfg.RESTConfig == nil || cfg.Election == nil {
+		return nil, errors.New("garbagecollector: the collector needs Registry, Store, RESTConfig and Election")
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
@@ -99,9 +92,7 @@ func (c *Collector) Run(ctx context.Context) error {
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
 	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventSource})
-	election := reconcile.LeaseElection(c.client.CoordinationV1(), ElectionLease, c.cfg.Holder)
-	election.LeaseDuration, election.RenewDeadline, election.RetryPeriod = c.cfg.LeaseDuration, c.cfg.RenewDeadline, c.cfg.RetryPeriod
-	return reconcile.RunElected(ctx, election, func(ctx context.Context) { c.lead(ctx, recorder) })
+	return c.cfg.Election.RunElected(ctx, func(ctx context.Context) { c.lead(ctx, recorder) })
 }
 
 // term is one term of leadership: a graph built afresh from the monitors, and the two

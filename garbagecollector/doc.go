@@ -49,14 +49,16 @@
 //
 // # Several servers
 //
-// Every server runs a Collector; they elect a leader over the Lease
-// kube-system/concord-garbage-collector, which alone collects (package reconcile's
-// RunElected and controllers, with their metrics and logs). A term of leadership
+// Every server runs a Collector; the server that leads the servers' election of their
+// controllers (Lease kube-system/concord-controllers, feature.Server's Election)
+// alone collects (package reconcile's Campaign and controllers, with their metrics and
+// logs). A term of leadership
 // keeps nothing from the previous one: a new leader builds its graph from what the
 // monitors list and continues from there, whatever the previous leader had done when
 // it stopped or died; every decision is taken again on what the API reads.
-// NewFeature is its server wiring: the server's Collector as a feature, its
-// election timed from the servers' identity lease duration.
+// NewFeature is its server wiring: the server's Collector as a feature, elected
+// through the server's election, which is timed from the servers' identity lease
+// duration.
 //
 // # What it must not touch
 //

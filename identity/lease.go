@@ -54,8 +54,8 @@ const (
 // leader election among the servers from their identity lease duration d: half of d
 // (whole seconds, at least one), two thirds of that, and a sixth of it (15s, 10s and
 // 2.5s by default). So a new leader takes over from a dead one well before the dead
-// server's identity lease expires. The storage version collector's election and the
-// garbage collector's are timed so.
+// server's identity lease expires. The servers' election of their controllers
+// (among them the storage version and garbage collectors) is timed so.
 func ElectionTimings(d time.Duration) (lease, renew, retry time.Duration) {
 	lease = max(time.Second, (d / 2).Truncate(time.Second))
 	return lease, lease * 2 / 3, lease / 6

@@ -28,9 +28,6 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// ElectionLease is the Lease in kube-system the usage controllers' election uses.
-const ElectionLease = "concord-resourcequota-controller"
-
 // Defaults of ControllerConfig.
 const (
 	DefaultResyncPeriod = 5 * time.Minute // kube-controller-manager's --resource-quota-sync-period
@@ -47,10 +44,11 @@ type ControllerConfig struct {
 	Registry *registry.Registry
 	Store    *store.Store
 	// RESTConfig reaches this server as itself: the quotas are read and their status
-	// written through it, and the election runs over a Lease.
+	// written through it.
 	RESTConfig *rest.Config
-	// Holder identifies this server in the election.
-	Holder string
+	// Election elects the server that keeps the quotas' status (the server's
+	// election of its controllers).
+	Election reconcile.Elector
 	// ResyncPeriod is how often every quota's usage is recalculated in full, which
 	// corrects a charge for a write that then failed (default DefaultResyncPeriod).
 	ResyncPeriod time.Duration
@@ -71,8 +69,8 @@ type Controller struct {
 
 // NewController returns a usage controller; Run starts it.
 func NewController(cfg ControllerConfig) (*Controller, error) {
-	if cfg.Registry == nil || cfg.Store == nil || cfg.RESTConfig == nil || cfg.Holder == "" {
-		return nil, errors.New("quota: the controller needs Registry, Store, RESTConfig and Holder")
+	if cfg.Registry == nil || cfg.Store == nil || cfg.RESTConfig == nil || cfg.Election == nil {
+		return nil, errors.New("quota: the controller needs Registry, Store, RESTConfig and Election")
 	}
 	if cfg.ResyncPeriod <= 0 {
 		cfg.ResyncPeriod = DefaultResyncPeriod
@@ -86,11 +84,11 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	return &Controller{cfg: cfg, client: client}, nil
 }
 
-// Run campaigns for leadership until ctx is done, keeping the quotas' status while it
-// leads, and gives leadership up when ctx is done.
+// Run keeps the quotas' status while the server leads its election, until ctx is
+// done.
 func (c *Controller) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("resourcequota"))
-	return reconcile.RunElected(ctx, reconcile.LeaseElection(c.client.CoordinationV1(), ElectionLease, c.cfg.Holder), c.lead)
+	return c.cfg.Election.RunElected(ctx, c.lead)
 }
 
 // usage is one term of leadership: the quotas' informer, the monitors of counted

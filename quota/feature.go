@@ -7,7 +7,6 @@ import (
 	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
-	"github.com/google/uuid"
 )
 
 // Feature is ResourceQuotas as one server enforces them: the admission plugin, which
@@ -52,7 +51,7 @@ func (f *Feature) Start(ctx context.Context, g *lifecycle.Group) error {
 	}
 	usage, err := NewController(ControllerConfig{
 		Registry: f.srv.Registry, Store: f.srv.Store, RESTConfig: f.srv.LoopbackConfig(),
-		Holder: f.srv.ServerID + "_" + uuid.NewString(), ResyncPeriod: f.opts.SyncPeriod, ReconcileMetrics: f.srv.ReconcileMetrics,
+		Election: f.srv.Election, ResyncPeriod: f.opts.SyncPeriod, ReconcileMetrics: f.srv.ReconcileMetrics,
 	})
 	if err != nil {
 		return err

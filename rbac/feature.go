@@ -66,7 +66,7 @@ func NewFeature(srv feature.Server, modes []string) (*Feature, error) {
 	})
 	var err error
 	f.roles, err = bootstrap.NewFeature(bootstrap.FeatureConfig{Loopback: srv.LoopbackConfig(), ClusterRoles: f.clusterRoles,
-		ServerID: srv.ServerID})
+		Election: srv.Election})
 	return f, err
 }
 

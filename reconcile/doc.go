@@ -22,8 +22,10 @@
 //     error, terminal): concord_controller_reconcile_total and
 //     concord_controller_reconcile_duration_seconds, labelled by controller.
 //
-// It also gives controllers what they share besides: leader election (RunElected)
-// and an Event recorder that writes events.k8s.io/v1 Events, or core ones where only
+// It also gives controllers what they share besides: leader election (RunElected for
+// one controller's own election; a Campaign, one election that several controllers
+// of a process share, as a server's elected controllers share one Lease; both are an
+// Elector) and an Event recorder that writes events.k8s.io/v1 Events, or core ones where only
 // those are served (NewRecorder).
 //
 // The queue is the one retry layer above the object store: reconcilers do not loop,

@@ -123,15 +123,13 @@ func (l finishingLock) Update(ctx context.Context, ler resourcelock.LeaderElecti
 	return l.Interface.Update(ctx, ler)
 }
 
-// Elected returns a component's Run for a controller elected among the servers: it
-// campaigns for Lease kube-system/<lease> as holder and, while it leads, runs run,
-// whose failure is logged (the next term runs it again).
-func Elected(client coordinationv1client.LeasesGetter, lease, holder string, run func(ctx context.Context) error) func(ctx context.Context) error {
-	election := LeaseElection(client, lease, holder)
+// Elected returns a component's Run for the controller name, elected through e: while
+// it leads, run runs, and its failure is logged (the next term runs it again).
+func Elected(e Elector, name string, run func(ctx context.Context) error) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		return RunElected(ctx, election, func(ctx context.Context) {
+		return e.RunElected(ctx, func(ctx context.Context) {
 			if err := run(ctx); err != nil && ctx.Err() == nil {
-				klog.FromContext(ctx).Error(err, "An elected controller stopped", "lease", lease)
+				klog.FromContext(ctx).Error(err, "An elected controller stopped", "controller", name)
 			}
 		})
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/concordproject/concord/reconcile"
 	"github.com/concordproject/concord/registry"
 	"github.com/concordproject/concord/storage"
-	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -26,9 +25,6 @@ import (
 // RepairHook names the repair controller's post-start hook, kube-apiserver's (its IP
 // and node port repair controllers').
 const RepairHook = "start-service-ip-repair-controllers"
-
-// repairLease is the lease of the repair controller's election.
-const repairLease = "concord-service-ip-repair"
 
 // errInformersNotSynced: the informers of Services, IPAddresses, ServiceCIDRs and
 // EndpointSlices have not read them yet.
@@ -178,7 +174,7 @@ func (f *Feature) startRepair(ctx context.Context, g *lifecycle.Group) error {
 	repair := f.alloc.NewRepair(RepairConfig{
 		Services: f.services, Client: f.client, Grace: f.cfg.RepairGrace, Metrics: f.cfg.ReconcileMetrics,
 	})
-	run := reconcile.Elected(f.client.CoordinationV1(), repairLease, f.cfg.ServerID+"_"+uuid.NewString(), repair.Run)
+	run := reconcile.Elected(f.cfg.Election, "service-ip-repair", repair.Run)
 	if err := g.Start(ctx, lifecycle.Component{Name: "service-ip-repair", Run: run}); err != nil {
 		return fmt.Errorf("starting the Service IP repair controller: %w", err)
 	}

@@ -22,10 +22,6 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// DefaultElectionLease is the Lease in kube-system the collector's leader election
-// uses.
-const DefaultElectionLease = "concord-storage-version-gc"
-
 // emptyGrace is how long an object without entries is left alone: a server creates an
 // object, then writes its entry, in two steps.
 const emptyGrace = 5 * time.Second
@@ -35,18 +31,12 @@ type CollectorConfig struct {
 	// Registry and Store are the server's.
 	Registry *registry.Registry
 	Store    *store.Store
-	// Holder identifies this server in the election (its identity lease's holder
-	// identity).
-	Holder string
-	// RESTConfig reaches this server as itself (its loopback configuration): the
-	// election runs through client-go's leader election over a Lease.
+	// Election elects the server whose collector collects (the server's election of
+	// its controllers). Its lease must be shorter than the servers' identity leases,
+	// so that a new leader is in place before a dead leader's identity lease expires.
+	Election reconcile.Elector
+	// RESTConfig reaches this server as itself (its loopback configuration).
 	RESTConfig *rest.Config
-	// LeaseDuration is the identity lease duration; the election's timings are derived
-	// from it (half of it to take over from a leader that died), so that a new leader
-	// is in place before a dead leader's identity lease expires.
-	LeaseDuration time.Duration
-	// ElectionLease names the election's Lease (default DefaultElectionLease).
-	ElectionLease string
 	// Metrics registers the collector's metric (nil: none).
 	Metrics prometheus.Registerer
 	// ReconcileMetrics receives the reconcile runtime's samples (nil: none).
@@ -82,14 +72,8 @@ type Collector struct {
 
 // NewCollector returns the collector of a server; Run campaigns and collects.
 func NewCollector(cfg CollectorConfig) (*Collector, error) {
-	if cfg.Registry == nil || cfg.Store == nil || cfg.RESTConfig == nil || cfg.Holder == "" {
-		return nil, errors.New("storageversion: the collector needs Registry, Store, RESTConfig and Holder")
-	}
-	if cfg.LeaseDuration <= 0 {
-		cfg.LeaseDuration = identity.DefaultLeaseDuration
-	}
-	if cfg.ElectionLease == "" {
-		cfg.ElectionLease = DefaultElectionLease
+	if cfg.Registry == nil || cfg.Store == nil || cfg.RESTConfig == nil || cfg.Election == nil {
+		return nil, errors.New("storageversion: the collector needs Registry, Store, RESTConfig and Election")
 	}
 	// HTTP/1.1: a server shutting down closes idle HTTP/1.1 connections at once, where
 	// it gives an HTTP/2 client a second to go away.
@@ -118,9 +102,7 @@ func (c *Collector) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("storage-version-gc")
 	ctx = klog.NewContext(ctx, logger)
 	defer c.httpClient.CloseIdleConnections()
-	election := reconcile.LeaseElection(c.client.CoordinationV1(), c.cfg.ElectionLease, c.cfg.Holder)
-	election.LeaseDuration, election.RenewDeadline, election.RetryPeriod = identity.ElectionTimings(c.cfg.LeaseDuration)
-	return reconcile.RunElected(ctx, election, c.lead)
+	return c.cfg.Election.RunElected(ctx, c.lead)
 }
 
 // lead collects until ctx is done (leadership lost), with two controllers of the

@@ -16,7 +16,7 @@ import (
 // context, its identity lease, and the manager's configuration.
 type FeatureConfig struct {
 	// Server is the server's: the collector reads and writes through its Registry
-	// and Store, its election runs over its own client; the manager and the
+	// and Store, and collects while the server leads its Election; the manager and the
 	// collector report to its Metrics and ReconcileMetrics; Compatibility gives the
 	// StorageVersionAPI gate (the manager) and APIServerIdentity, which it requires.
 	feature.Server
@@ -53,8 +53,8 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 	lease, mc := cfg.Identity.Lease(), cfg.Manager
 	mc.Registry, mc.Store, mc.Metrics, mc.ReconcileMetrics = cfg.Registry, cfg.Store, cfg.Metrics, cfg.ReconcileMetrics
 	collector, err := NewCollector(CollectorConfig{
-		Registry: mc.Registry, Store: mc.Store, Holder: lease.HolderIdentity(), RESTConfig: cfg.LoopbackConfig(),
-		LeaseDuration: lease.Duration(), Metrics: mc.Metrics, ReconcileMetrics: mc.ReconcileMetrics,
+		Registry: mc.Registry, Store: mc.Store, Election: cfg.Election, RESTConfig: cfg.LoopbackConfig(),
+		Metrics: mc.Metrics, ReconcileMetrics: mc.ReconcileMetrics,
 	})
 	if err != nil {
 		return nil, err

@@ -10,7 +10,6 @@ import (
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/reconcile"
-	"github.com/google/uuid"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,9 +19,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
-
-// electionLease is the lease of the controller's election.
-const electionLease = "concord-version-skew"
 
 // errLeasesNotSynced: the controller's lease informer has not read the leases yet.
 var errLeasesNotSynced = errors.New("the identity leases have not been read yet")
@@ -88,7 +84,7 @@ func (f *Feature) Start(ctx context.Context, g *lifecycle.Group) error {
 	if err := g.Start(ctx, lifecycle.Closer("version-skew-events", stopRecorder)); err != nil {
 		return err
 	}
-	run := reconcile.Elected(f.cs.CoordinationV1(), electionLease, f.srv.ServerID+"_"+uuid.NewString(), ctrl.Run)
+	run := reconcile.Elected(f.srv.Election, "version-skew-controller", ctrl.Run)
 	if err := g.Start(ctx, lifecycle.Component{Name: "version-skew-controller", Run: run}); err != nil {
 		return fmt.Errorf("starting the version skew controller: %w", err)
 	}

@@ -39,7 +39,8 @@
 // Feature is the bootstrap roles as one server runs them, the wiring the server once
 // held: its Start runs Ensure through the server's own client, finishes the
 // rbac/bootstrap-roles post-start hook (Checks), and starts the Aggregator elected
-// among the servers (reconcile.Elected, lease concord-clusterrole-aggregation).
+// among the servers (reconcile.Elected, through the servers' election of their
+// controllers, Lease concord-controllers).
 //
 // # Usage
 //

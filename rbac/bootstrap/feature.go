@@ -7,7 +7,6 @@ import (
 	"github.com/concordproject/concord/health"
 	"github.com/concordproject/concord/lifecycle"
 	"github.com/concordproject/concord/reconcile"
-	"github.com/google/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -15,9 +14,6 @@ import (
 
 // hookName is the post-start hook of the bootstrap roles, named as kube-apiserver's.
 const hookName = "rbac/bootstrap-roles"
-
-// aggregationLease is the lease of the ClusterRole aggregation controller's election.
-const aggregationLease = "concord-clusterrole-aggregation"
 
 // FeatureConfig is what the bootstrap roles need of the server: a client of its own
 // API, the informer of ClusterRoles the aggregation reads, and the server's name.
@@ -28,9 +24,9 @@ type FeatureConfig struct {
 	// ClusterRoles is the informer of typed ClusterRoles the aggregation controller
 	// reads; its owner (package rbac's Feature) starts it.
 	ClusterRoles cache.SharedIndexInformer
-	// ServerID identifies the server: its candidate identity in the aggregation
-	// controller's election starts with it.
-	ServerID string
+	// Election is the server's election of its controllers, which the aggregation
+	// controller runs through.
+	Election reconcile.Elector
 }
 
 // Feature is the bootstrap roles as one server runs them: Ensure at start, behind the
@@ -39,7 +35,7 @@ type FeatureConfig struct {
 type Feature struct {
 	client       kubernetes.Interface
 	clusterRoles cache.SharedIndexInformer
-	serverID     string
+	election     reconcile.Elector
 	hook         *health.PostStartHook
 }
 
@@ -49,7 +45,7 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Feature{client: client, clusterRoles: cfg.ClusterRoles, serverID: cfg.ServerID,
+	return &Feature{client: client, clusterRoles: cfg.ClusterRoles, election: cfg.Election,
 		hook: health.NewPostStartHook(hookName)}, nil
 }
 
@@ -65,7 +61,7 @@ func (f *Feature) Start(ctx context.Context, g *lifecycle.Group) error {
 		return fmt.Errorf("creating the bootstrap roles: %w", err)
 	}
 	f.hook.Done()
-	run := reconcile.Elected(f.client.CoordinationV1(), aggregationLease, f.serverID+"_"+uuid.NewString(), func(ctx context.Context) error {
+	run := reconcile.Elected(f.election, "clusterrole-aggregation", func(ctx context.Context) error {
 		agg, err := NewAggregator(f.client, f.clusterRoles)
 		if err != nil {
 			return err

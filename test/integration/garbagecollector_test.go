@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/controlplane"
-	"github.com/concordproject/concord/garbagecollector"
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/identity"
 	"github.com/concordproject/concord/test/progress"
@@ -756,7 +756,7 @@ func TestGarbageCollectorLeaderKilled(t *testing.T) {
 	h := startHelper(t, c, svHelperOptions{LeaseDuration: lease, LeaseRenew: time.Second})
 	// The election's Lease, as etcd holds it: the helper, serving alone, leads.
 	leader := func() (string, error) {
-		resp, err := c.EtcdClient.Get(t.Context(), "/registry/coordination.k8s.io/leases/kube-system/"+garbagecollector.ElectionLease)
+		resp, err := c.EtcdClient.Get(t.Context(), "/registry/coordination.k8s.io/leases/kube-system/"+feature.ElectionLease)
 		if err != nil || len(resp.Kvs) == 0 {
 			return "", err
 		}

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/concordproject/concord/controlplane"
+	"github.com/concordproject/concord/feature"
 	"github.com/concordproject/concord/harness"
 	"github.com/concordproject/concord/identity"
-	"github.com/concordproject/concord/quota"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -286,7 +286,7 @@ func TestResourceQuotaCustomResources(t *testing.T) {
 // quotaLeader returns the index of the server that leads the usage controllers.
 func quotaLeader(t *testing.T, c *harness.Cluster) int {
 	t.Helper()
-	lease, err := c.Servers[0].Clientset(t).CoordinationV1().Leases(identity.Namespace).Get(t.Context(), quota.ElectionLease, metav1.GetOptions{})
+	lease, err := c.Servers[0].Clientset(t).CoordinationV1().Leases(identity.Namespace).Get(t.Context(), feature.ElectionLease, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
