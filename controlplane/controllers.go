@@ -45,7 +45,8 @@ func startControllers(ctx context.Context, g *lifecycle.Group, c *core, fs *feat
 	}
 	for _, f := range feature.Present(feature.Component(lifecycle.Closer("loopback-connections", c.CloseIdleLoopback)),
 		feature.Component(lifecycle.Component{Name: "ready-for-writes", Run: sv.gate.Run}),
-		fs.namespaces, feature.Component(lifecycle.Component{Name: "controllers-election", Run: c.Election.Run}), fs.identity, fs.storageVersions, mirror, fs.crds, fs.admission, fs.flowControl, fs.rbac.Roles(),
+		fs.namespaces, feature.Component(lifecycle.Component{Name: "controllers-election", Run: c.Election.Run}),
+		fs.identity, fs.storageVersions, mirror, fs.crds, fs.admission, fs.flowControl, fs.rbac.Roles(),
 		fs.priorityClasses, fs.services, fs.aggregator, fs.quota, fs.versionSkew,
 		compaction.NewFeature(c.st.raw, c.opts.Etcd.CompactionInterval, c.ReconcileMetrics, c.Metrics),
 		feature.Func(fs.namespaces.StartController), storageprotection.NewFeature(c.Server),

@@ -65,8 +65,8 @@ type Collector struct {
 	objs      *objects
 	collected *prometheus.CounterVec
 	client    kubernetes.Interface
-	// httpClient carries the election's requests; its idle connections are closed when
-	// Run returns.
+	// httpClient carries the collector's requests; its idle connections are closed
+	// when Run returns.
 	httpClient *http.Client
 }
 
