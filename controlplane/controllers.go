@@ -17,10 +17,10 @@ import (
 //     controller has stopped (feature.Server.CloseIdleLoopback);
 //   - the gate that holds clients' writes until the server is ready;
 //   - the system namespaces (the identity lease needs kube-system);
-//   - the election of the elected controllers below, which all run through it, so
-//     that it stops after them;
-//   - the identity lease, the storage version collector and manager, and the
-//     publisher of the entries at an aggregator;
+//   - the identity lease, then the election of the elected controllers below (which
+//     all run through it, so that it stops after them and before the identity
+//     lease), the storage version collector and manager, and the publisher of the
+//     entries at an aggregator;
 //   - the CRD controller (start-up waits until it serves every stored definition,
 //     and until every built-in resource had one storage version registration
 //     attempt);
@@ -45,8 +45,8 @@ func startControllers(ctx context.Context, g *lifecycle.Group, c *core, fs *feat
 	}
 	for _, f := range feature.Present(feature.Component(lifecycle.Closer("loopback-connections", c.CloseIdleLoopback)),
 		feature.Component(lifecycle.Component{Name: "ready-for-writes", Run: sv.gate.Run}),
-		fs.namespaces, feature.Component(lifecycle.Component{Name: "controllers-election", Run: c.Election.Run}),
-		fs.identity, fs.storageVersions, mirror, fs.crds, fs.admission, fs.flowControl, fs.rbac.Roles(),
+		fs.namespaces, fs.identity, feature.Component(lifecycle.Component{Name: "controllers-election", Run: c.election.Run}),
+		fs.storageVersions, mirror, fs.crds, fs.admission, fs.flowControl, fs.rbac.Roles(),
 		fs.priorityClasses, fs.services, fs.aggregator, fs.quota, fs.versionSkew,
 		compaction.NewFeature(c.st.raw, c.opts.Etcd.CompactionInterval, c.ReconcileMetrics, c.Metrics),
 		feature.Func(fs.namespaces.StartController), storageprotection.NewFeature(c.Server),

@@ -46,10 +46,11 @@ func configure(ctx context.Context, o *Options) (*compatibility.Config, []*regis
 // phase; never changed.
 type core struct {
 	feature.Server
-	opts    *Options
-	st      stored
-	cr      *credentials
-	started time.Time
+	election *reconcile.Campaign // Server's Election, which the controllers phase runs
+	opts     *Options
+	st       stored
+	cr       *credentials
+	started  time.Time
 }
 
 // newCore makes the core of the phases before it: an empty registry, the object store
@@ -67,7 +68,7 @@ func newCore(o *Options, compat *compatibility.Config, st stored, cr *credential
 	}
 	return &core{Server: feature.Server{Registry: reg, Store: s, Informers: informers.New(reg, s), Loopback: loopback,
 		ServerID: cr.serverID, Election: election, Compatibility: compat, Metrics: st.metrics, ReconcileMetrics: reconcile.NewMetrics(st.metrics)},
-		opts: o, st: st, cr: cr, started: started}, nil
+		election: election, opts: o, st: st, cr: cr, started: started}, nil
 }
 
 // newElection returns the server's election of its controllers (feature.Server's

@@ -36,10 +36,12 @@ type Server struct {
 	// ServerID names the server: its identity lease, its candidate in elections.
 	ServerID string
 	// Election is the one leader election of the server's elected controllers (Lease
-	// kube-system/concord-controllers, ElectionLease): each runs through it
-	// (reconcile.Elected, or Election.RunElected), so that one server at a time runs
-	// them all and one Lease is renewed for them.
-	Election *reconcile.Campaign
+	// kube-system/concord-controllers, ElectionLease; a reconcile.Campaign the
+	// composition root runs): each runs through it (reconcile.Elected, or
+	// Election.RunElected), so that one server at a time runs them all and one Lease
+	// is renewed for them. Its lease is half the identity lease duration, so that a
+	// new leader is in place before a dead one's identity lease expires.
+	Election reconcile.Elector
 	// Compatibility is the server's KEP-4330 configuration: its versions (binary,
 	// emulation, minimum compatibility) and feature gates.
 	Compatibility *compatibility.Config

@@ -84,8 +84,7 @@ func New(cfg Config) (*Collector, error) {
 	return &Collector{cfg: cfg, client: client, meta: meta}, nil
 }
 
-// Run campaigns for leadership until ctx is done, collecting while it leads; when ctx
-// is done it gives leadership up, so that a peer takes over at once, and returns.
+// Run collects while the server leads its election, until ctx is done.
 func (c *Collector) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("garbage-collector"))
 	events := record.NewBroadcaster(record.WithContext(ctx))

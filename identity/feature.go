@@ -88,8 +88,7 @@ func (f *Feature) Start(ctx context.Context, g *lifecycle.Group) error {
 
 // Lease returns the server's identity lease, for the storage version manager and
 // collector (package storageversion): the manager refuses writes while the lease is
-// not Valid and registers again once it lapsed (OnLapse), and the collector campaigns
-// as its HolderIdentity.
+// not Valid and registers again once it lapsed (OnLapse).
 func (f *Feature) Lease() *Lease { return f.lease }
 
 // Leases returns the informer of every server's identity lease, started by Start

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -19,6 +20,10 @@ func (e Election) RunElected(ctx context.Context, lead func(ctx context.Context)
 	return RunElected(ctx, e, lead)
 }
 
+// ErrCampaignEnded is returned by a Campaign's RunElected once its Run has returned:
+// the controller would never lead.
+var ErrCampaignEnded = errors.New("the election's campaign has ended")
+
 // Campaign is one election that several controllers of a process share, as
 // kube-controller-manager's controllers share its one Lease: while the process leads,
 // every controller that has joined (by its RunElected) leads, and none leads when it
@@ -28,14 +33,17 @@ func (e Election) RunElected(ctx context.Context, lead func(ctx context.Context)
 // Run campaigns, and is the component to start before the controllers that join and
 // to stop after them. A controller may join and leave at any time: one that joins
 // during a term leads at once. A term ends, and the campaign stands again, only once
-// every controller's lead of it has returned, so that no controller of this process
-// works while another process may lead.
+// every controller's lead of it has returned; when Run's context ends, the leads end
+// and have returned before leadership is given up, so that no controller of this
+// process works while another process may lead.
 type Campaign struct {
 	election Election
 
 	mu      sync.Mutex
 	members map[*member]struct{}
 	term    context.Context // of the current term; nil while not leading
+	ending  bool            // Run's context has ended: no lead starts any more
+	ended   bool            // Run has returned
 	leads   sync.WaitGroup  // the leads of the current term
 }
 
@@ -44,6 +52,7 @@ type member struct {
 	ctx     context.Context // the controller's own: its values, and its end
 	lead    func(ctx context.Context)
 	running sync.WaitGroup // its lead of the current term
+	cancel  context.CancelFunc
 }
 
 // NewCampaign returns the campaign that elects over e.
@@ -51,9 +60,30 @@ func NewCampaign(e Election) *Campaign {
 	return &Campaign{election: e, members: map[*member]struct{}{}}
 }
 
-// Run campaigns until ctx is done, and then gives up leadership (after the
-// controllers' leads have returned).
-func (c *Campaign) Run(ctx context.Context) error { return RunElected(ctx, c.election, c.lead) }
+// Run campaigns until ctx is done. Then it ends the current term's leads, waits for
+// them, and only then gives leadership up.
+func (c *Campaign) Run(ctx context.Context) error {
+	electing, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElecting()
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.ending = true
+		for m := range c.members {
+			if m.cancel != nil {
+				m.cancel()
+			}
+		}
+		c.mu.Unlock()
+		c.leads.Wait()
+		stopElecting()
+	})
+	defer stop()
+	err := RunElected(electing, c.election, c.lead)
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
+	return err
+}
 
 // lead is one term of leadership: every member leads until it ends.
 func (c *Campaign) lead(term context.Context) {
@@ -71,10 +101,15 @@ func (c *Campaign) lead(term context.Context) {
 }
 
 // start runs m's lead for the current term, with m's context's values, until the
-// term or m's context ends. c.mu is held, and c.term set.
+// term or m's context ends; nothing once the term or Run's context has ended. c.mu
+// is held.
 func (c *Campaign) start(m *member) {
+	if c.term == nil || c.term.Err() != nil || c.ending {
+		return
+	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	stop := context.AfterFunc(c.term, cancel)
+	m.cancel = cancel
 	c.leads.Add(1)
 	m.running.Add(1)
 	go func() {
@@ -87,14 +122,17 @@ func (c *Campaign) start(m *member) {
 }
 
 // RunElected joins the campaign: lead runs in every term of the campaign's
-// leadership, until ctx is done; it returns once lead has returned.
+// leadership, until ctx is done; it returns once lead has returned. It returns
+// ErrCampaignEnded at once if the campaign's Run has returned.
 func (c *Campaign) RunElected(ctx context.Context, lead func(ctx context.Context)) error {
 	m := &member{ctx: ctx, lead: lead}
 	c.mu.Lock()
-	c.members[m] = struct{}{}
-	if c.term != nil {
-		c.start(m)
+	if c.ended {
+		c.mu.Unlock()
+		return ErrCampaignEnded
 	}
+	c.members[m] = struct{}{}
+	c.start(m)
 	c.mu.Unlock()
 	<-ctx.Done()
 	c.mu.Lock()

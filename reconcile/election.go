@@ -124,7 +124,8 @@ func (l finishingLock) Update(ctx context.Context, ler resourcelock.LeaderElecti
 }
 
 // Elected returns a component's Run for the controller name, elected through e: while
-// it leads, run runs, and its failure is logged (the next term runs it again).
+// it leads, run runs, and its failure is logged (it runs again in the process's next
+// term of leadership, not before).
 func Elected(e Elector, name string, run func(ctx context.Context) error) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		return e.RunElected(ctx, func(ctx context.Context) {

@@ -3,8 +3,6 @@ package storageversion
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -16,8 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
@@ -35,8 +31,6 @@ type CollectorConfig struct {
 	// its controllers). Its lease must be shorter than the servers' identity leases,
 	// so that a new leader is in place before a dead leader's identity lease expires.
 	Election reconcile.Elector
-	// RESTConfig reaches this server as itself (its loopback configuration).
-	RESTConfig *rest.Config
 	// Metrics registers the collector's metric (nil: none).
 	Metrics prometheus.Registerer
 	// ReconcileMetrics receives the reconcile runtime's samples (nil: none).
@@ -64,44 +58,24 @@ type Collector struct {
 	cfg       CollectorConfig
 	objs      *objects
 	collected *prometheus.CounterVec
-	client    kubernetes.Interface
-	// httpClient carries the collector's requests; its idle connections are closed
-	// when Run returns.
-	httpClient *http.Client
 }
 
-// NewCollector returns the collector of a server; Run campaigns and collects.
+// NewCollector returns the collector of a server; Run collects while the server leads.
 func NewCollector(cfg CollectorConfig) (*Collector, error) {
-	if cfg.Registry == nil || cfg.Store == nil || cfg.RESTConfig == nil || cfg.Election == nil {
-		return nil, errors.New("storageversion: the collector needs Registry, Store, RESTConfig and Election")
-	}
-	// HTTP/1.1: a server shutting down closes idle HTTP/1.1 connections at once, where
-	// it gives an HTTP/2 client a second to go away.
-	restCfg := rest.CopyConfig(cfg.RESTConfig)
-	restCfg.NextProtos = []string{"http/1.1"}
-	httpClient, err := rest.HTTPClientFor(restCfg)
-	if err != nil {
-		return nil, fmt.Errorf("the collector's client: %w", err)
-	}
-	client, err := kubernetes.NewForConfigAndClient(restCfg, httpClient)
-	if err != nil {
-		return nil, fmt.Errorf("the collector's client: %w", err)
+	if cfg.Registry == nil || cfg.Store == nil || cfg.Election == nil {
+		return nil, errors.New("storageversion: the collector needs Registry, Store and Election")
 	}
 	return &Collector{
-		cfg:        cfg,
-		objs:       &objects{reg: cfg.Registry, store: cfg.Store, now: time.Now},
-		collected:  newCollectedMetric(cfg.Metrics),
-		client:     client,
-		httpClient: httpClient,
+		cfg:       cfg,
+		objs:      &objects{reg: cfg.Registry, store: cfg.Store, now: time.Now},
+		collected: newCollectedMetric(cfg.Metrics),
 	}, nil
 }
 
-// Run campaigns for leadership until ctx is done, collecting while it leads; when ctx
-// is done it gives leadership up (so that a peer takes over at once) and returns.
+// Run collects while the server leads its election, until ctx is done.
 func (c *Collector) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("storage-version-gc")
 	ctx = klog.NewContext(ctx, logger)
-	defer c.httpClient.CloseIdleConnections()
 	return c.cfg.Election.RunElected(ctx, c.lead)
 }
 

@@ -21,8 +21,8 @@ type FeatureConfig struct {
 	// StorageVersionAPI gate (the manager) and APIServerIdentity, which it requires.
 	feature.Server
 	// Identity is the server's identity lease (nil with APIServerIdentity off): its ID
-	// is the entries' apiServerID, the manager refuses writes while it is not valid,
-	// and the collector campaigns as its holder.
+	// is the entries' apiServerID, and the manager refuses writes while it is not
+	// valid.
 	Identity *identity.Feature
 	// Manager configures the manager, but for what Server gives (Registry, Store,
 	// Metrics, ReconcileMetrics) and the identity lease's ServerID and LeaseValid.
@@ -53,7 +53,7 @@ func NewFeature(cfg FeatureConfig) (*Feature, error) {
 	lease, mc := cfg.Identity.Lease(), cfg.Manager
 	mc.Registry, mc.Store, mc.Metrics, mc.ReconcileMetrics = cfg.Registry, cfg.Store, cfg.Metrics, cfg.ReconcileMetrics
 	collector, err := NewCollector(CollectorConfig{
-		Registry: mc.Registry, Store: mc.Store, Election: cfg.Election, RESTConfig: cfg.LoopbackConfig(),
+		Registry: mc.Registry, Store: mc.Store, Election: cfg.Election,
 		Metrics: mc.Metrics, ReconcileMetrics: mc.ReconcileMetrics,
 	})
 	if err != nil {
@@ -82,9 +82,9 @@ func (f *Feature) Checks() []health.Checker {
 }
 
 // Start starts the collector, then the manager. Stopped in the reverse order, the
-// manager withdraws this server's entries and the collector gives its leadership up,
-// before the identity lease (started before them) is deleted, while the server still
-// serves.
+// manager withdraws this server's entries and the collector stops, before the
+// controllers' election gives leadership up and the identity lease is deleted (both
+// started before them), while the server still serves.
 func (f *Feature) Start(ctx context.Context, g *lifecycle.Group) error {
 	if err := g.Start(ctx, lifecycle.Component{Name: "storage-version-gc", Run: f.collector.Run}); err != nil {
 		return err
