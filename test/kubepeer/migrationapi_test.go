@@ -210,16 +210,20 @@ func waitMigrationAPI(t *testing.T, w *widgets, ph apiPhase) {
 	})
 }
 
-// checkBuiltInRegistered checks that the built-in API stays registered once Concord's
-// definition is deleted: kube-apiserver removes the group-version's APIService with the
-// last definition of it, and the controller manager puts it back.
+// checkBuiltInRegistered checks that the built-in API is registered again once
+// Concord's definition is deleted: kube-apiserver removes the group-version's
+// APIService with the last definition of it, some time after the deletion (its
+// autoregistration controller's queue), and the controller manager puts it back once
+// it sees it gone, so the APIService may be missing a moment before it is there for
+// good.
 func checkBuiltInRegistered(t *testing.T, w *widgets) {
 	t.Helper()
 	apiServices := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 	name := migrationapi.StorageVersionMigrations.Version + "." + migrationapi.StorageVersionMigrations.Group
-	if _, err := w.dyn.Resource(apiServices).Get(t.Context(), name, metav1.GetOptions{}); err != nil {
-		t.Errorf("the APIService %s of the built-in StorageVersionMigration API: %v", name, err)
-	}
+	waitUntil(t, "the APIService "+name+" of the built-in StorageVersionMigration API", time.Minute, func() (bool, error) {
+		_, err := w.dyn.Resource(apiServices).Get(t.Context(), name, metav1.GetOptions{})
+		return err == nil, nil
+	})
 	if _, err := w.dyn.Resource(migrationapi.StorageVersionMigrations).List(t.Context(), metav1.ListOptions{Limit: 1}); err != nil {
 		t.Errorf("the built-in StorageVersionMigration API is not served: %v", err)
 	}
