@@ -67,6 +67,15 @@ func builtInAPIService(ctx context.Context, dyn dynamic.Interface) (*unstructure
 	return keep, nil
 }
 
+// keptAPIService carries the built-in API's APIService that a follower read before it
+// deleted the definition shadowing it from one term of leadership to the next:
+// kube-apiserver may remove the APIService after the term that deleted the definition
+// has ended (a leadership change a moment after the deletion), and the next term's
+// follower, whose probe then finds no API served, puts it back.
+type keptAPIService struct {
+	service *unstructured.Unstructured
+}
+
 // restoreAPIService creates keep if its APIService is missing, and reports whether it
 // did.
 func restoreAPIService(ctx context.Context, dyn dynamic.Interface, keep *unstructured.Unstructured) (bool, error) {
@@ -90,7 +99,7 @@ func restoreAPIService(ctx context.Context, dyn dynamic.Interface, keep *unstruc
 const settlePoll = 200 * time.Millisecond
 
 // settleTimeout bounds the settling: past it the next probes keep the APIService
-// (follower.builtInService).
+// (follower.kept).
 const settleTimeout = time.Minute
 
 // cleanupNudge is how often, at most, the follower touches the deleted definition

@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	discoveryfake "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 )
 
 // The built-in API's APIService, as kube-apiserver registers it, is kept with its spec
@@ -105,5 +107,47 @@ func TestSettlingAsksForCleanupAgain(t *testing.T) {
 				t.Errorf("%d patches, annotated %v; want %d and %v", patches, annotated, want, tc.nudged)
 			}
 		})
+	}
+}
+
+// The APIService a follower read before deleting its definition outlives its term of
+// leadership: kube-apiserver removes the APIService after that term has ended, and the
+// next term's follower, whose probe finds no StorageVersionMigration API served,
+// puts it back instead of installing the definition again (once).
+func TestNextTermRestoresTheBuiltInAPIService(t *testing.T) {
+	registered := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+		"metadata": map[string]any{"name": "v1.storagemigration.k8s.io"},
+		"spec":     map[string]any{"group": "storagemigration.k8s.io", "version": "v1", "groupPriorityMinimum": int64(800), "versionPriority": int64(15)},
+	}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{migrationapi.APIServices: "APIServiceList"}, registered)
+	ctx := t.Context()
+	kept := &keptAPIService{}
+	// The first term read it before deleting the definition that shadowed it (serve),
+	// then lost its leadership.
+	keep, err := builtInAPIService(ctx, dyn)
+	if err != nil || keep == nil {
+		t.Fatalf("builtInAPIService: %v, %v", keep, err)
+	}
+	kept.service = keep
+	// kube-apiserver removes it afterwards.
+	if err := dyn.Resource(migrationapi.APIServices).Delete(ctx, keep.GetName(), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crds := apiextensionsfake.NewClientset()
+	next := &follower{disc: &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}}, crds: crds, dyn: dyn, kept: kept}
+	api, err := next.serve(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(migrationapi.APIServices).Get(ctx, keep.GetName(), metav1.GetOptions{}); err != nil {
+		t.Fatalf("the next term did not put the APIService back (probe: %q): %v", api, err)
+	}
+	if list, err := crds.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
+		t.Fatalf("the next term installed a definition: %v, %v", list, err)
+	}
+	if kept.service != nil {
+		t.Fatal("the kept APIService is still kept after it was put back: it is put back once")
 	}
 }

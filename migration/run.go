@@ -20,7 +20,6 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -187,6 +186,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// The controllers' and the election's requests tell the follower when they reach
 	// no server; the follower's own do not (it would chase its own failures).
 	lost := &serverLost{}
+	kept := &keptAPIService{}
 	watched := rest.CopyConfig(restCfg)
 	watched.Wrap(lost.wrap)
 
@@ -194,7 +194,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return nil // ctx done
 	}
 	if cfg.LeaderElection.Disabled {
-		return follow(ctx, cfg, watched, m, lost)
+		return follow(ctx, cfg, watched, m, lost, kept)
 	}
 	cs, err := kubernetes.NewForConfig(watched)
 	if err != nil {
@@ -210,7 +210,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Name: le.Name, Lock: lock, LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
 	}, func(ctx context.Context) {
 		logger.Info("Leading: storage-migration controllers started", "identity", le.Identity)
-		if err := follow(ctx, cfg, watched, m, lost); err != nil {
+		if err := follow(ctx, cfg, watched, m, lost, kept); err != nil {
 			logger.Error(err, "Storage-migration controllers failed")
 		}
 		logger.Info("Storage-migration controllers stopped", "identity", le.Identity)
@@ -262,8 +262,8 @@ const followerKey = "storageversionmigrations"
 // serves, following it as it comes and goes (see follower), until ctx is done and
 // they have stopped. The follower talks to the server with cfg.RESTConfig, the
 // controllers with watched, whose requests that reach no server lost reports.
-func follow(ctx context.Context, cfg Config, watched *rest.Config, m *controller.Metrics, lost *serverLost) error {
-	f, err := newFollower(cfg, watched, m)
+func follow(ctx context.Context, cfg Config, watched *rest.Config, m *controller.Metrics, lost *serverLost, kept *keptAPIService) error {
+	f, err := newFollower(cfg, watched, m, kept)
 	if err != nil {
 		return err
 	}
@@ -355,10 +355,11 @@ type follower struct {
 	// api is what the controllers run on ("" before the first probe, and while it is
 	// unknown): the follower's one worker alone touches it.
 	api discovery.MigrationAPI
-	// builtInService is the built-in API's APIService as it was before the follower
-	// deleted the definition that shadowed it (apiservice.go): put back once if
-	// kube-apiserver removes it after all. The worker alone touches it.
-	builtInService *unstructured.Unstructured
+	// kept is the built-in API's APIService as it was before a follower deleted the
+	// definition that shadowed it (apiservice.go): put back once if kube-apiserver
+	// removes it after all, in this term of leadership or a later one. The worker alone
+	// touches it (terms run one at a time).
+	kept *keptAPIService
 	// settling, while not nil, is the wait after the follower deleted a shadowed
 	// definition (apiservice.go): the next reconciles step it before they probe. The
 	// worker alone touches it.
@@ -372,7 +373,7 @@ type follower struct {
 	interrupted bool
 }
 
-func newFollower(cfg Config, watched *rest.Config, m *controller.Metrics) (*follower, error) {
+func newFollower(cfg Config, watched *rest.Config, m *controller.Metrics, kept *keptAPIService) (*follower, error) {
 	disc, err := clientdiscovery.NewDiscoveryClientForConfig(cfg.RESTConfig)
 	if err != nil {
 		return nil, err
@@ -385,7 +386,7 @@ func newFollower(cfg Config, watched *rest.Config, m *controller.Metrics) (*foll
 	if err != nil {
 		return nil, err
 	}
-	f := &follower{cfg: cfg, watched: watched, metrics: m, disc: disc, crds: crds, dyn: dyn}
+	f := &follower{cfg: cfg, watched: watched, metrics: m, disc: disc, crds: crds, dyn: dyn, kept: kept}
 	f.ctrl = reconcile.New("storage-migration-api", reconcile.Reconciler[string](f), reconcile.Options[string]{
 		Backoff: reconcile.Backoff{Base: 200 * time.Millisecond, Max: min(30*time.Second, cfg.PollInterval)},
 		Metrics: reconcile.NewMetrics(cfg.Metrics),
@@ -440,8 +441,8 @@ func (f *follower) serve(ctx context.Context) (discovery.MigrationAPI, error) {
 	}
 	switch api {
 	case discovery.MigrationAPINotServed:
-		if keep := f.builtInService; keep != nil {
-			f.builtInService = nil // once: a release without the built-in API gets the definition next
+		if keep := f.kept.service; keep != nil {
+			f.kept.service = nil // once: a release without the built-in API gets the definition next
 			if restored, err := restoreAPIService(ctx, f.dyn, keep); err != nil || restored {
 				return discovery.MigrationAPINotServed, err // the next probe looks again
 			}
@@ -472,7 +473,7 @@ func (f *follower) serve(ctx context.Context) (discovery.MigrationAPI, error) {
 		}
 		logger.Info("A built-in StorageVersionMigration API is served again: Concord's definition, which it shadows, is deleted with the migrations recorded in it; the trigger's migrations the built-in API kept from before are deleted", "stale", stale)
 		if keep != nil {
-			f.builtInService = keep
+			f.kept.service = keep
 			f.settling = &settling{crd: crd.Name, keep: keep, deadline: time.Now().Add(settleTimeout)}
 		}
 	}
