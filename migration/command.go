@@ -84,7 +84,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.Migrator.PageSize, "page-size", 500, "Objects per page (a list, or a server-side rewrite call); each page is a checkpoint.")
 	fs.IntVar(&c.Migrator.MaxAttempts, "max-attempts", 5, "Attempts per request that fails transiently (429, 5xx, timeouts) before the object is reported as failed.")
 	fs.IntVar(&c.Migrations, "migrations", c.Migrations, "Migrations run at once.")
-	fs.DurationVar(&c.PollInterval, "poll-interval", c.PollInterval, "How often discovery is read and storage states' heartbeats renewed (StorageVersion objects are watched).")
+	fs.DurationVar(&c.PollInterval, "poll-interval", c.PollInterval, "How often discovery is read and storage states looked at (StorageVersion objects are watched); a state's heartbeat is renewed once older than a quarter of --staleness-window, or than this interval if longer.")
 	fs.DurationVar(&c.StalenessWindow, "staleness-window", 0, "Heartbeat age after which a storage state is reset to Unknown and its resource migrated again (default: 10m, or twice --poll-interval if longer).")
 	fs.DurationVar(&c.RetryFailedAfter, "retry-failed-after", c.RetryFailedAfter, "Wait before a failed migration is started again (doubling per consecutive failure, up to 6h).")
 	fs.IntVar(&c.HistoryLimit, "history-limit", c.HistoryLimit, "Ended migrations kept per resource.")

@@ -45,8 +45,10 @@ type Config struct {
 	Migrator migrator.Options
 	// Migrations is how many migrations run at once (default 2).
 	Migrations int
-	// PollInterval is how often discovery is read and every StorageState's heartbeat
-	// renewed (default 1m). StorageVersion objects are watched, not polled.
+	// PollInterval is how often discovery is read and every StorageState looked at
+	// (default 1m). StorageVersion objects are watched, not polled. A state's heartbeat
+	// is renewed once it is older than trigger.HeartbeatInterval: a quarter of
+	// StalenessWindow, or PollInterval if that is longer.
 	PollInterval time.Duration
 	// StalenessWindow is the heartbeat age past which a StorageState is reset to
 	// "Unknown" and its resource migrated again (default 10m; at least twice

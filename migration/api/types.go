@@ -175,7 +175,9 @@ type StorageStateStatus struct {
 	// CurrentStorageVersionHash is the hash objects are written in now; Unknown while
 	// the servers disagree.
 	CurrentStorageVersionHash string `json:"currentStorageVersionHash,omitempty"`
-	// LastHeartbeatTime is when the trigger last confirmed the state.
+	// LastHeartbeatTime is when the trigger last confirmed the state: it renews it
+	// when it changes the state, and while it follows the resource at least every
+	// quarter of its staleness window.
 	LastHeartbeatTime metav1.Time `json:"lastHeartbeatTime,omitempty"`
 	// Conditions holds ConditionTracked.
 	Conditions []metav1.Condition `json:"conditions,omitempty"`

@@ -44,8 +44,8 @@ const expectationTTL = 30 * time.Second
 
 // Config tunes the trigger.
 type Config struct {
-	// PollInterval is how often discovery is read and every StorageState's heartbeat
-	// renewed.
+	// PollInterval is how often discovery is read and every StorageState looked at;
+	// a state's heartbeat is renewed at the first poll past HeartbeatInterval.
 	PollInterval time.Duration
 	// StalenessWindow is the heartbeat age past which a StorageState is reset to
 	// "Unknown" and its resource migrated again.
@@ -62,6 +62,19 @@ type Config struct {
 	NoStorageVersions bool
 	// Metrics receives the reconcile runtime's samples (nil: none).
 	Metrics *reconcile.Metrics
+}
+
+// HeartbeatInterval is how old a StorageState's heartbeat may grow before the trigger
+// renews it: a quarter of the staleness window, or the poll interval if that is
+// longer. A heartbeat says the trigger follows the resource; it is not rewritten at
+// every poll, which would make every idle resource a write a poll (one a minute, and
+// one every 200ms with a test's poll interval) for nothing the staleness check needs.
+// While the trigger runs, a heartbeat is never older than this interval and a poll,
+// well within the window; once it stops, its states go stale between three quarters
+// of the window and the whole window after its last poll: a reset may come early,
+// never late. A state the trigger changes gets a heartbeat with the change.
+func HeartbeatInterval(poll, staleness time.Duration) time.Duration {
+	return max(poll, staleness/4)
 }
 
 // Trigger keeps one StorageState per persisted resource and starts migrations, as
@@ -109,7 +122,7 @@ func New(dyn dynamic.Interface, res *discovery.Resources, factory dynamicinforme
 	t := &Trigger{
 		dyn: dyn, res: res, factory: factory, migrations: migrations,
 		states:    factory.ForResource(migrationapi.StorageStates).Informer(),
-		cfg:       lifecycleConfig{Heartbeat: cfg.PollInterval, Staleness: cfg.StalenessWindow, RetryFailed: cfg.RetryFailedAfter},
+		cfg:       lifecycleConfig{Heartbeat: HeartbeatInterval(cfg.PollInterval, cfg.StalenessWindow), Staleness: cfg.StalenessWindow, RetryFailed: cfg.RetryFailedAfter},
 		poll:      cfg.PollInterval,
 		history:   cfg.HistoryLimit,
 		ignored:   cfg.IgnoredResources,

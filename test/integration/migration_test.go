@@ -21,6 +21,7 @@ import (
 	migrationapi "github.com/concordproject/concord/migration/api"
 	"github.com/concordproject/concord/migration/controller"
 	"github.com/concordproject/concord/migration/migrator"
+	"github.com/concordproject/concord/migration/trigger"
 	"github.com/concordproject/concord/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -507,6 +508,46 @@ func TestStorageMigrationEndToEnd(t *testing.T) {
 			t.Errorf("concord migrations output lacks %q:\n%s", want, out.String())
 		}
 	}
+
+	// A settled state is looked at every poll (200ms here), but written only when its
+	// heartbeat is older than a quarter of the staleness window (15s here).
+	settled := getState(t, dyn, e.gr)
+	states, err := dyn.Resource(migrationapi.StorageStates).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const triggerName = "storage-migration-trigger"
+	from, polls := reconciles(t, reg, triggerName), 3*float64(len(states.Items))
+	waitFor(t, "three more polls of every resource", func() (bool, error) { return reconciles(t, reg, triggerName) >= from+polls, nil })
+	after := getState(t, dyn, e.gr)
+	renewal := trigger.HeartbeatInterval(200*time.Millisecond, time.Minute)
+	if age := after.Status.LastHeartbeatTime.Sub(settled.Status.LastHeartbeatTime.Time); after.ResourceVersion != settled.ResourceVersion && age < renewal-time.Second {
+		t.Errorf("the settled state was written again with a heartbeat %v newer (resourceVersion %s to %s): want none until it is %v old",
+			age, settled.ResourceVersion, after.ResourceVersion, renewal)
+	}
+}
+
+// reconciles is the number of reconciles controller made, whatever their outcome.
+func reconciles(t *testing.T, reg *prometheus.Registry, controller string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for _, mf := range mfs {
+		if mf.GetName() != "concord_controller_reconcile_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
 }
 
 // metricValue returns the value of the sample of a gauge or counter whose resource

@@ -187,7 +187,7 @@ func (f *fleet) startControllerManager() *proc {
 	}
 	f.step("the start of the controller-manager")
 	return startProc(f.t, f.dir, "controller-manager", concordBinary(f.t), "controller-manager", "--kubeconfig", path,
-		"--id", "safety-controller-manager", "--poll-interval", "5s", "-v", "2")
+		"--id", "safety-controller-manager", "--poll-interval", "5s", "--staleness-window", "30s", "-v", "2")
 }
 
 // kubeSettled is settled for a kube fleet, which publishes no StorageVersions: every
@@ -199,7 +199,9 @@ func (f *fleet) startControllerManager() *proc {
 // poll after a roll it may still act on the fleet before it (delete the state of a
 // resource the old release did not serve, which the new one serves: a migration
 // follows). A state confirmed after the wait began was looked at with discovery read
-// after the roll.
+// after the roll. The manager renews a heartbeat once it is older than a quarter of
+// its staleness window (30s here: 7.5s), so a confirmation comes within that and a
+// poll.
 func (f *fleet) kubeSettled(ctx context.Context, s *server) string {
 	tracked, why := f.statesPersisted(ctx, s)
 	if why != "" {
