@@ -70,9 +70,10 @@ type Config struct {
 // every poll, which would make every idle resource a write a poll (one a minute, and
 // one every 200ms with a test's poll interval) for nothing the staleness check needs.
 // While the trigger runs, a heartbeat is never older than this interval and a poll,
-// well within the window; once it stops, its states go stale between three quarters
-// of the window and the whole window after its last poll: a reset may come early,
-// never late. A state the trigger changes gets a heartbeat with the change.
+// well within the window; once it stops, its states go stale at most the window after
+// its last poll and at most this interval earlier (three quarters of the window with
+// the defaults): a reset may come early, never late. A state the trigger changes gets
+// a heartbeat with the change.
 func HeartbeatInterval(poll, staleness time.Duration) time.Duration {
 	return max(poll, staleness/4)
 }
