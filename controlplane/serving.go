@@ -71,6 +71,7 @@ func startServing(ctx context.Context, g *lifecycle.Group, c *core, fs *features
 		Health: sv.checks, Metrics: c.st.metrics, Version: compat.VersionInfo(version.Info{}),
 		ExtraMetrics: append(prometheus.Gatherers{admission.Gatherer()}, fs.flowControl.Gatherers()...),
 		FlowControl:  fs.flowControl.Slot(), Profiling: o.Serving.Profiling, RequestTimeout: o.Serving.RequestTimeout,
+		HTTP2MaxStreams:     o.Serving.HTTP2MaxStreamsPerConnection,
 		MaxBodyReadsPerUser: o.maxBodyReadsPerUser(), ClientSkew: skew, WritesWhenReady: sv.gate,
 		StorageVersionBarrier: fs.storageVersions.Barrier(), Aggregated: fs.aggregator.Aggregated(),
 		DisableWatchList: !compat.Enabled(compatibility.WatchList), CBOR: compat.Enabled(compatibility.CBORServingAndStorage),

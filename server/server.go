@@ -71,6 +71,9 @@ type Config struct {
 	MaxBodyReadsPerUser int
 	// RequestTimeout bounds non-watch requests (default 60s).
 	RequestTimeout time.Duration
+	// HTTP2MaxStreams is the most streams a client may have open at once on one
+	// HTTP/2 connection (default DefaultHTTP2MaxStreams).
+	HTTP2MaxStreams int
 	// MaxWatchTimeout bounds watches without timeoutSeconds (default 30 min, with
 	// jitter as Kubernetes does).
 	MaxWatchTimeout time.Duration
@@ -144,6 +147,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxRequestBodyBytes == 0 {
 		cfg.MaxRequestBodyBytes = 3 << 20
+	}
+	if cfg.HTTP2MaxStreams == 0 {
+		cfg.HTTP2MaxStreams = DefaultHTTP2MaxStreams
 	}
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 60 * time.Second
@@ -251,6 +257,7 @@ func (s *Server) Run(ctx context.Context, ready chan<- struct{}) error {
 		TLSConfig:         s.cfg.TLS,
 		ReadHeaderTimeout: 32 * time.Second,
 		MaxHeaderBytes:    1 << 20,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: s.cfg.HTTP2MaxStreams},
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          nil,
 	}

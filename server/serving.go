@@ -39,7 +39,16 @@ type ServingOptions struct {
 	// RequestTimeout bounds every request but watches, the reading of its body
 	// included: past it the request is answered 504.
 	RequestTimeout time.Duration
+	// HTTP2MaxStreamsPerConnection is the most streams a client may have open at once
+	// on one HTTP/2 connection (0: DefaultHTTP2MaxStreams).
+	HTTP2MaxStreamsPerConnection int
 }
+
+// DefaultHTTP2MaxStreams is kube-apiserver's limit of concurrent HTTP/2 streams per
+// connection: what Go's client assumes before the server's settings arrive, so that a
+// client cannot open many more streams than the server allows before it learns the
+// limit.
+const DefaultHTTP2MaxStreams = 100
 
 // NewServingOptions returns kube-apiserver's defaults, on the loopback address.
 func NewServingOptions() ServingOptions {
@@ -58,6 +67,8 @@ func (o *ServingOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's CPU, heap, goroutine and execution-trace profiles at /debug/pprof/ to authorized clients.")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout,
 		"How long a request but a watch may take, the reading of its body included, before it is answered 504 Timeout.")
+	fs.IntVar(&o.HTTP2MaxStreamsPerConnection, "http2-max-streams-per-connection", o.HTTP2MaxStreamsPerConnection,
+		"The most streams a client may have open at once on one HTTP/2 connection; a client that needs more opens another connection (0: 100, as kube-apiserver).")
 }
 
 // Validate reports each invalid option as one line saying what is allowed.
@@ -86,6 +97,9 @@ func (o *ServingOptions) Validate() []error {
 	}
 	if o.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout %s must be positive", o.RequestTimeout))
+	}
+	if o.HTTP2MaxStreamsPerConnection < 0 {
+		errs = append(errs, fmt.Errorf("--http2-max-streams-per-connection %d must not be negative (0: %d)", o.HTTP2MaxStreamsPerConnection, DefaultHTTP2MaxStreams))
 	}
 	return errs
 }

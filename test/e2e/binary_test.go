@@ -274,6 +274,7 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"server", "--watch-flush-interval", "1s"}, "--watch-flush-interval 1s must be between 0 and 100ms"},
 		{[]string{"server", "--max-requests-inflight", "-1"}, "must not be negative"},
 		{[]string{"server", "--request-timeout", "0s"}, "--request-timeout 0s must be positive"},
+		{[]string{"server", "--http2-max-streams-per-connection", "-1"}, "--http2-max-streams-per-connection -1 must not be negative (0: 100)"},
 		{[]string{"server", "--etcd-compaction-interval", "-1m"}, "--etcd-compaction-interval -1m0s must not be negative (0 turns compaction off)"},
 		{[]string{"server", "--memory-limit", "lots"}, `--memory-limit "lots" must be a quantity of bytes of at least 64Mi, such as 12Gi`},
 		{[]string{"server", "--max-requests-inflight", "0", "--max-mutating-requests-inflight", "0"}, "must be at least 1 with --enable-priority-and-fairness"},
