@@ -24,6 +24,7 @@ import (
 	"github.com/concordproject/concord/migration/trigger"
 	"github.com/concordproject/concord/wire"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -530,22 +531,9 @@ func TestStorageMigrationEndToEnd(t *testing.T) {
 // reconciles is the number of reconciles controller made, whatever their outcome.
 func reconciles(t *testing.T, reg *prometheus.Registry, controller string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var total float64
-	for _, mf := range mfs {
-		if mf.GetName() != "concord_controller_reconcile_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controller {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
+	for _, m := range samples(t, reg, "concord_controller_reconcile_total", "controller", controller) {
+		total += m.GetCounter().GetValue()
 	}
 	return total
 }
@@ -554,26 +542,36 @@ func reconciles(t *testing.T, reg *prometheus.Registry, controller string) float
 // label is resource.
 func metricValue(t *testing.T, reg *prometheus.Registry, name, resource string) float64 {
 	t.Helper()
+	for _, m := range samples(t, reg, name, "resource", resource) {
+		if m.Counter != nil {
+			return m.Counter.GetValue()
+		}
+		return m.Gauge.GetValue()
+	}
+	return -1
+}
+
+// samples returns the samples of metric name in reg whose label is value.
+func samples(t *testing.T, reg *prometheus.Registry, name, label, value string) []*dto.Metric {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []*dto.Metric
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "resource" && l.GetValue() == resource {
-					if m.Counter != nil {
-						return m.Counter.GetValue()
-					}
-					return m.Gauge.GetValue()
+				if l.GetName() == label && l.GetValue() == value {
+					out = append(out, m)
 				}
 			}
 		}
 	}
-	return -1
+	return out
 }
 
 // withoutStorageVersions turns the StorageVersion API off: the trigger then polls
