@@ -542,13 +542,14 @@ func reconciles(t *testing.T, reg *prometheus.Registry, controller string) float
 // label is resource.
 func metricValue(t *testing.T, reg *prometheus.Registry, name, resource string) float64 {
 	t.Helper()
-	for _, m := range samples(t, reg, name, "resource", resource) {
-		if m.Counter != nil {
-			return m.Counter.GetValue()
-		}
-		return m.Gauge.GetValue()
+	ms := samples(t, reg, name, "resource", resource)
+	switch {
+	case len(ms) == 0:
+		return -1
+	case ms[0].Counter != nil:
+		return ms[0].Counter.GetValue()
 	}
-	return -1
+	return ms[0].Gauge.GetValue()
 }
 
 // samples returns the samples of metric name in reg whose label is value.
