@@ -307,25 +307,12 @@ func (m *Manager) registryChanged() {
 // resources it does not serve, left by an earlier run (a release that removed a
 // resource, a CRD deleted while the server was down), are withdrawn.
 func (m *Manager) ResourcesSynced(ctx context.Context) error {
-	res, err := m.objs.resource()
-	if err != nil {
+	stored := map[schema.GroupResource]string{}
+	if err := m.storedEntries(ctx, stored); err != nil {
 		return err
 	}
-	list, err := m.cfg.Store.List(ctx, store.Ref{Resource: res, Version: version}, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	for i := range list.Items {
-		u := &list.Items[i]
-		gr, ok := wire.ParseStorageVersionName(u.GetName())
-		if !ok || m.lookup(gr) != nil {
-			continue
-		}
-		sv, err := fromUnstructured(u)
-		if err != nil {
-			continue
-		}
-		if findEntry(&sv.Status, m.cfg.ServerID) != nil {
+	for gr := range stored {
+		if m.lookup(gr) == nil {
 			m.ctrl.Add(gr)
 		}
 	}
@@ -350,6 +337,11 @@ func (m *Manager) Lapsed() {
 // entry is removed (and objects left without entries deleted), so that peers agree on
 // a common version without waiting for this server's lease to expire. Run calls it
 // once its workers have stopped, while the server still serves; ctx bounds it.
+//
+// The entries removed are those of the tracked resources and every other entry of
+// this server stored: a withdrawal queued once the workers had stopped (a custom
+// resource's publication that failed, or its definition gone, as the server stopped)
+// is done here, or it would wait for the garbage collector.
 func (m *Manager) shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	m.stopping = true
@@ -366,18 +358,49 @@ func (m *Manager) shutdown(ctx context.Context) error {
 			return fmt.Errorf("waiting for writes to %s: %w", t.gr, err)
 		}
 	}
+	withdraw := make(map[schema.GroupResource]string, len(all))
+	for _, t := range all {
+		withdraw[t.gr] = t.name
+	}
+	if err := m.storedEntries(ctx, withdraw); err != nil {
+		return err
+	}
 	var g errgroup.Group
 	g.SetLimit(4)
-	for _, t := range all {
+	for gr, name := range withdraw {
 		g.Go(func() error {
-			lock := m.lockFor(t.gr)
+			lock := m.lockFor(gr)
 			lock.Lock()
 			defer lock.Unlock()
-			if _, _, err := m.objs.removeEntries(ctx, t.name, m.isSelf); err != nil {
-				return fmt.Errorf("%s: %w", t.name, err)
+			if _, _, err := m.objs.removeEntries(ctx, name, m.isSelf); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
 			}
 			return nil
 		})
 	}
 	return g.Wait()
+}
+
+// storedEntries adds to into the resources of every stored StorageVersion object that
+// holds an entry of this server, by object name.
+func (m *Manager) storedEntries(ctx context.Context, into map[schema.GroupResource]string) error {
+	res, err := m.objs.resource()
+	if err != nil {
+		return err
+	}
+	list, err := m.cfg.Store.List(ctx, store.Ref{Resource: res, Version: version}, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing the storage versions: %w", err)
+	}
+	for i := range list.Items {
+		u := &list.Items[i]
+		gr, ok := wire.ParseStorageVersionName(u.GetName())
+		if !ok {
+			continue
+		}
+		if sv, err := fromUnstructured(u); err == nil && findEntry(&sv.Status, m.cfg.ServerID) != nil {
+			into[gr] = u.GetName()
+		}
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 )
 
 // ErrNotServed means that the storageversions resource is not in the registry.
@@ -67,8 +68,9 @@ func (o *objects) ref(res *registry.Resource, name string) store.Ref {
 }
 
 // create creates an object without entries (a creation ignores the status), owned by
-// owner if set. An object created meanwhile by someone else is no error.
-func (o *objects) create(ctx context.Context, res *registry.Resource, name string, owner *registry.OwnerRef) error {
+// owner if set, and returns it; nil, and no error, when someone else created it
+// meanwhile.
+func (o *objects) create(ctx context.Context, res *registry.Resource, name string, owner *registry.OwnerRef) (*unstructured.Unstructured, error) {
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{}}}
 	obj.SetAPIVersion(apiserverinternalv1alpha1.SchemeGroupVersion.String())
 	obj.SetKind("StorageVersion")
@@ -76,11 +78,11 @@ func (o *objects) create(ctx context.Context, res *registry.Resource, name strin
 	if owner != nil {
 		obj.SetOwnerReferences([]metav1.OwnerReference{ownerReference(owner)})
 	}
-	_, err := o.store.Create(ctx, store.Ref{Resource: res, Version: version}, obj, store.WriteOptions{})
+	out, err := o.store.Create(ctx, store.Ref{Resource: res, Version: version}, obj, store.WriteOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return nil
+		return nil, nil
 	}
-	return err
+	return out, err
 }
 
 // putEntry makes the stored entry of e.APIServerID in the named object equal to e,
@@ -94,8 +96,9 @@ func (o *objects) putEntry(ctx context.Context, name string, e Entry, keys wire.
 	if err != nil {
 		return 0, 0, err
 	}
+	var created *unstructured.Unstructured
 	if owner != nil {
-		if err := o.ensureOwner(ctx, res, name, owner); err != nil {
+		if created, err = o.ensureOwner(ctx, res, name, owner); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -103,15 +106,33 @@ func (o *objects) putEntry(ctx context.Context, name string, e Entry, keys wire.
 	if apierrors.IsNotFound(err) {
 		// Not there yet: create it, then write the entry. Gone again at once (the
 		// collector removes objects without entries), it is the caller's to retry.
-		if err := o.create(ctx, res, name, owner); err != nil {
+		if created, err = o.create(ctx, res, name, owner); err != nil {
 			return 0, conflicts, err
 		}
 		var more int
 		rev, more, err = o.updateEntry(ctx, res, name, e, keys)
 		conflicts += more
 	}
+	if err != nil && created != nil {
+		o.undoCreate(ctx, created)
+	}
 	return rev, conflicts, err
 }
+
+// undoCreate deletes an object putEntry created but could not write its entry into
+// (its context ended in between, most often as the server stopped), unless someone
+// wrote it since; otherwise it would stay, empty, until the collector's grace period
+// ends. The deletion outlives ctx's cancellation, bounded by undoTimeout.
+func (o *objects) undoCreate(ctx context.Context, created *unstructured.Unstructured) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	defer cancel()
+	if err := o.delete(dctx, created); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		klog.FromContext(ctx).V(2).Info("Cannot delete the StorageVersion created without its entry; the collector removes it", "storageVersion", created.GetName(), "err", err)
+	}
+}
+
+// undoTimeout bounds undoCreate's deletion.
+const undoTimeout = 5 * time.Second
 
 // updateEntry writes e, and the encryption keys beside it, into the named object as
 // it is stored (see putEntry).
@@ -138,10 +159,10 @@ func (o *objects) updateEntry(ctx context.Context, res *registry.Resource, name 
 	return revision(out.GetResourceVersion()), conflicts, nil
 }
 
-// ensureOwner creates the named object owned by owner, or makes owner the
-// CustomResourceDefinition owning it, replacing any other definition and keeping
+// ensureOwner creates the named object owned by owner (and returns it), or makes owner
+// the CustomResourceDefinition owning it, replacing any other definition and keeping
 // every other owner.
-func (o *objects) ensureOwner(ctx context.Context, res *registry.Resource, name string, owner *registry.OwnerRef) error {
+func (o *objects) ensureOwner(ctx context.Context, res *registry.Resource, name string, owner *registry.OwnerRef) (*unstructured.Unstructured, error) {
 	_, _, err := o.store.Update(ctx, o.ref(res, name), func(_ context.Context, cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		if hasOwner(cur, owner) {
 			return cur, nil
@@ -158,7 +179,7 @@ func (o *objects) ensureOwner(ctx context.Context, res *registry.Resource, name 
 	if apierrors.IsNotFound(err) {
 		return o.create(ctx, res, name, owner)
 	}
-	return err
+	return nil, err
 }
 
 // withStatus returns cur with sv's status and the encryption keys reported beside it.

@@ -80,8 +80,9 @@ func TestShutdownOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Count != 0 {
-		t.Errorf("%d StorageVersion objects left: the entries were not withdrawn before etcd closed", resp.Count)
+	for _, kv := range resp.Kvs {
+		t.Errorf("StorageVersion left: the entries were not withdrawn before etcd closed: %s (created at revision %d, modified at %d): %s",
+			kv.Key, kv.CreateRevision, kv.ModRevision, kv.Value)
 	}
 }
 
