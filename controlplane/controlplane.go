@@ -51,26 +51,11 @@ type Instance struct {
 	err           error
 }
 
-// Start assembles and starts a server, and returns once it serves and its bootstrap
-// is done. It stops when ctx is done (or a component fails): its components stop in
-// the reverse order of their start, each joined before the next, etcd last.
-//
-// Each phase is a function that takes what the earlier ones made and returns what it
-// makes, starting the components the next ones need:
-//
-//  0. configure: the compatibility configuration and the checks that depend on it,
-//     before anything is started or written;
-//  1. storage: the embedded etcd, or a client of an external cluster;
-//  2. credentials: the listener (its port names the server), encryption at rest, the
-//     cluster CA and admin token shared through etcd, the serving certificate, the
-//     authenticators;
-//  3. resources: the registry, the object store and its caches, the check that this
-//     release may join the servers sharing etcd (identity.CheckJoin), and every
-//     feature, built (features.go) and, for the informers requests are answered from,
-//     started;
-//  4. serving: the health checks (each feature's post-start hooks, named as
-//     kube-apiserver's) and the HTTP server with its handler chain;
-//  5. controllers: the features' components, in the order of controllers.go.
+// Start assembles and starts a server through the phases of the package
+// documentation, each starting the components the next ones need, and returns once
+// it serves and its bootstrap is done. It stops when ctx is done (or a component
+// fails): its components stop in the reverse order of their start, each joined
+// before the next, etcd last.
 func Start(ctx context.Context, o *Options) (_ *Instance, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err

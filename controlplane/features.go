@@ -178,10 +178,8 @@ func (fs *features) buildStorageVersions(c *core) (err error) {
 // newMirror builds the publisher of this server's StorageVersion entries to the
 // aggregator it runs behind (nil without --aggregator-kubeconfig) and returns it with
 // the storage version manager's Mirror, which feeds it the entries of the resources of
-// --aggregated-groups, before the server writes in them. This wiring stays in the
-// composition root, the one place that may import both sides: package storageversion
-// (layer 4) may not import the publisher (layer 5), and the publisher is a client
-// library for any aggregated server that imports no part of Concord's server.
+// --aggregated-groups, before the server writes in them. The composition root joins
+// the two: package storageversion (layer 4) may not import the publisher (layer 5).
 func newMirror(c *core) (*publisher.Publisher, func(context.Context, schema.GroupResource, storageversion.Entry) error, error) {
 	o, compat := c.opts, c.Compatibility
 	p, err := o.Mirror.NewPublisher(publisher.Config{ServerID: c.ServerID, Versions: compat.Versions.Component(),
@@ -190,11 +188,7 @@ func newMirror(c *core) (*publisher.Publisher, func(context.Context, schema.Grou
 	if err != nil || p == nil {
 		return nil, nil, err
 	}
-	put := o.Mirror.Mirror(p)
-	return p, func(ctx context.Context, gr schema.GroupResource, e storageversion.Entry) error {
-		return put(ctx, publisher.Resource{GroupResource: gr, EncodingVersion: e.EncodingVersion,
-			DecodableVersions: e.DecodableVersions, ServedVersions: e.ServedVersions})
-	}, nil
+	return p, o.Mirror.Mirror(p), nil
 }
 
 // buildAdmission builds the admission chain: RBAC's escalation check,

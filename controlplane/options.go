@@ -112,13 +112,6 @@ func (o *Options) Validate() error {
 	return errors.Join(append(errs, o.Compatibility.Validate(), o.Audit.Validate())...)
 }
 
-// maxBodyReadsPerUser is how many of one user's requests may be sending their bodies
-// at once: a quarter of the in-flight limit, so that a user's stalled uploads count
-// against it without taking what the others need (at least 1).
-func (o *Options) maxBodyReadsPerUser() int {
-	return max(1, o.FlowControl.ConcurrencyLimit()/4)
-}
-
 func (o *Options) certDir() string {
 	if o.Serving.CertDir != "" {
 		return o.Serving.CertDir

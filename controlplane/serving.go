@@ -2,9 +2,7 @@ package controlplane
 
 import (
 	"context"
-	"net/http"
 	"slices"
-	"time"
 
 	"github.com/concordproject/concord/admission"
 	"github.com/concordproject/concord/audit"
@@ -72,7 +70,7 @@ func startServing(ctx context.Context, g *lifecycle.Group, c *core, fs *features
 		ExtraMetrics: append(prometheus.Gatherers{admission.Gatherer()}, fs.flowControl.Gatherers()...),
 		FlowControl:  fs.flowControl.Slot(), Profiling: o.Serving.Profiling, RequestTimeout: o.Serving.RequestTimeout,
 		HTTP2MaxStreams:     o.Serving.HTTP2MaxStreamsPerConnection,
-		MaxBodyReadsPerUser: o.maxBodyReadsPerUser(), ClientSkew: skew, WritesWhenReady: sv.gate,
+		MaxBodyReadsPerUser: o.FlowControl.MaxBodyReadsPerUser(), ClientSkew: skew, WritesWhenReady: sv.gate,
 		StorageVersionBarrier: fs.storageVersions.Barrier(), Aggregated: fs.aggregator.Aggregated(),
 		DisableWatchList: !compat.Enabled(compatibility.WatchList), CBOR: compat.Enabled(compatibility.CBORServingAndStorage),
 		// The annotations admission adds (admission policies' audit annotations and
@@ -99,14 +97,8 @@ func startServing(ctx context.Context, g *lifecycle.Group, c *core, fs *features
 // informers' sync, the storage version barrier's writes and storage migration's
 // definitions. It starts the log check's flushes.
 func healthChecks(ctx context.Context, g *lifecycle.Group, c *core, fs *features, informers *health.PostStartHook) (*health.Endpoints, error) {
-	etcdCheck := health.NamedCheck("etcd", func(r *http.Request) error {
-		cctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		_, err := c.st.raw.CurrentRevision(cctx)
-		return err
-	})
 	log := health.NewLog(klog.Flush, 0, 0)
-	all := []health.Checker{health.Ping(), log, etcdCheck}
+	all := []health.Checker{health.Ping(), log, c.st.raw.HealthCheck()}
 	for _, f := range feature.Present(fs.admission, feature.ChecksOnly{informers}, fs.flowControl, fs.crds, fs.namespaces,
 		fs.identity, fs.storageVersions, fs.readiness, fs.rbac.Roles()) {
 		all = append(all, f.Checks()...)

@@ -58,3 +58,10 @@ func (o *Options) ValidateAPI(resources []*registry.Resource) error {
 func (o *Options) ConcurrencyLimit() int {
 	return o.MaxRequestsInflight + o.MaxMutatingRequestsInflight
 }
+
+// MaxBodyReadsPerUser is how many of one user's requests may be sending their bodies
+// at once (server.Config): a quarter of the in-flight limit, so that a user's stalled
+// uploads count against it without taking what the others need (at least 1).
+func (o *Options) MaxBodyReadsPerUser() int {
+	return max(1, o.ConcurrencyLimit()/4)
+}

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/spf13/pflag"
+	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -70,12 +72,15 @@ func (o *MirrorOptions) NewPublisher(cfg Config, identify func(*rest.Config)) (*
 }
 
 // Mirror returns what publishes the server's entry of a resource through p (Put):
-// those of --aggregated-groups' resources, and no other.
-func (o *MirrorOptions) Mirror(p *Publisher) func(context.Context, Resource) error {
-	return func(ctx context.Context, r Resource) error {
-		if !slices.Contains(o.AggregatedGroups, r.Group) {
+// those of --aggregated-groups' resources, and no other. Its signature is that of
+// the storage version manager's Config.Mirror (package storageversion), which this
+// package does not import.
+func (o *MirrorOptions) Mirror(p *Publisher) func(context.Context, schema.GroupResource, apiserverinternalv1alpha1.ServerStorageVersion) error {
+	return func(ctx context.Context, gr schema.GroupResource, e apiserverinternalv1alpha1.ServerStorageVersion) error {
+		if !slices.Contains(o.AggregatedGroups, gr.Group) {
 			return nil
 		}
-		return p.Put(ctx, r)
+		return p.Put(ctx, Resource{GroupResource: gr, EncodingVersion: e.EncodingVersion,
+			DecodableVersions: e.DecodableVersions, ServedVersions: e.ServedVersions})
 	}
 }
