@@ -71,6 +71,9 @@ func (o *objects) ref(res *registry.Resource, name string) store.Ref {
 // owner if set, and returns it; nil, and no error, when someone else created it
 // meanwhile.
 func (o *objects) create(ctx context.Context, res *registry.Resource, name string, owner *registry.OwnerRef) (*unstructured.Unstructured, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{}}}
 	obj.SetAPIVersion(apiserverinternalv1alpha1.SchemeGroupVersion.String())
 	obj.SetKind("StorageVersion")
@@ -78,7 +81,12 @@ func (o *objects) create(ctx context.Context, res *registry.Resource, name strin
 	if owner != nil {
 		obj.SetOwnerReferences([]metav1.OwnerReference{ownerReference(owner)})
 	}
-	out, err := o.store.Create(ctx, store.Ref{Resource: res, Version: version}, obj, store.WriteOptions{})
+	// The creation outlives ctx's cancellation: cut by it, a creation etcd had
+	// committed would be reported as failed, and the object would stay without the
+	// entry and without putEntry's undoing.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedWriteTimeout)
+	defer cancel()
+	out, err := o.store.Create(cctx, store.Ref{Resource: res, Version: version}, obj, store.WriteOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil, nil
 	}
@@ -122,17 +130,18 @@ func (o *objects) putEntry(ctx context.Context, name string, e Entry, keys wire.
 // undoCreate deletes an object putEntry created but could not write its entry into
 // (its context ended in between, most often as the server stopped), unless someone
 // wrote it since; otherwise it would stay, empty, until the collector's grace period
-// ends. The deletion outlives ctx's cancellation, bounded by undoTimeout.
+// ends. The deletion outlives ctx's cancellation, bounded by detachedWriteTimeout.
 func (o *objects) undoCreate(ctx context.Context, created *unstructured.Unstructured) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedWriteTimeout)
 	defer cancel()
 	if err := o.delete(dctx, created); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		klog.FromContext(ctx).V(2).Info("Cannot delete the StorageVersion created without its entry; the collector removes it", "storageVersion", created.GetName(), "err", err)
 	}
 }
 
-// undoTimeout bounds undoCreate's deletion.
-const undoTimeout = 5 * time.Second
+// detachedWriteTimeout bounds the writes that outlive their caller's cancellation: a
+// creation, and the deletion that undoes it.
+const detachedWriteTimeout = 5 * time.Second
 
 // updateEntry writes e, and the encryption keys beside it, into the named object as
 // it is stored (see putEntry).

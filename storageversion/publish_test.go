@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/concordproject/concord/registry/store"
 	"github.com/concordproject/concord/storage"
 	"github.com/concordproject/concord/wire"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -51,8 +53,22 @@ func TestPublishSurvivesARegistryChange(t *testing.T) {
 // storageversions resource. stop stops it and waits until Run has returned.
 func runManager(t *testing.T) (m *Manager, reg *registry.Registry, stop func()) {
 	t.Helper()
+	return runManagerWith(t, managerSetup{})
+}
+
+// managerSetup changes what runManagerWith starts a Manager on.
+type managerSetup struct {
+	// client, if set, changes the etcd client before the store uses it.
+	client func(*clientv3.Client)
+}
+
+func runManagerWith(t *testing.T, setup managerSetup) (m *Manager, reg *registry.Registry, stop func()) {
+	t.Helper()
 	ctx := t.Context()
 	client := etcdtest.Start(t)
+	if setup.client != nil {
+		setup.client(client)
+	}
 	cat, err := catalog.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -211,4 +227,79 @@ func TestPutEntryUndoesItsCreation(t *testing.T) {
 			t.Errorf("owner %v: the object created for the refused entry is still there (%v)", owner, err)
 		}
 	}
+}
+
+// A creation etcd commits while its caller gives up is still known to putEntry: the
+// object is written, found without its entry, and removed, not left empty (as
+// TestShutdownOrder once found one, left by a server that stopped while it created it).
+func TestPutEntryCreationOutlivesItsCaller(t *testing.T) {
+	const name = "example.com.widgets"
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	m, _, _ := runManagerWith(t, managerSetup{client: func(c *clientv3.Client) {
+		c.KV = &givingUpKV{KV: c.KV, suffix: "/" + name, giveUp: cancel}
+	}})
+	_, _, err := m.objs.putEntry(ctx, name, Entry{APIServerID: "s1", EncodingVersion: "example.com/v1",
+		DecodableVersions: []string{"example.com/v1"}, ServedVersions: []string{"example.com/v1"}}, wire.EncryptionKeys{}, nil)
+	if err == nil {
+		t.Fatal("putEntry whose caller gave up during the creation succeeded")
+	}
+	if obj, _, err := m.objs.get(t.Context(), name); !apierrors.IsNotFound(err) {
+		t.Fatalf("the object created as putEntry's caller gave up is still there (%v): %v", err, obj)
+	}
+}
+
+// givingUpKV is an etcd client whose caller gives up (giveUp) on the first
+// transaction that writes a key ending in suffix once etcd has committed it, and which
+// then reports the caller's context error, as a client does when its request reached
+// etcd before the caller's context ended. A transaction whose context has already
+// ended fails without reaching etcd, as with the real client.
+type givingUpKV struct {
+	clientv3.KV
+	suffix string
+	giveUp func()
+	gaveUp atomic.Bool
+}
+
+func (kv *givingUpKV) Txn(ctx context.Context) clientv3.Txn {
+	return &givingUpTxn{Txn: kv.KV.Txn(context.WithoutCancel(ctx)), kv: kv, ctx: ctx}
+}
+
+type givingUpTxn struct {
+	clientv3.Txn
+	kv     *givingUpKV
+	ctx    context.Context
+	writes bool
+}
+
+func (t *givingUpTxn) If(cs ...clientv3.Cmp) clientv3.Txn {
+	t.Txn = t.Txn.If(cs...)
+	return t
+}
+
+func (t *givingUpTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+	for _, op := range ops {
+		t.writes = t.writes || (op.IsPut() && strings.HasSuffix(string(op.KeyBytes()), t.kv.suffix))
+	}
+	t.Txn = t.Txn.Then(ops...)
+	return t
+}
+
+func (t *givingUpTxn) Else(ops ...clientv3.Op) clientv3.Txn {
+	t.Txn = t.Txn.Else(ops...)
+	return t
+}
+
+func (t *givingUpTxn) Commit() (*clientv3.TxnResponse, error) {
+	if err := t.ctx.Err(); err != nil {
+		return nil, err
+	}
+	resp, err := t.Txn.Commit()
+	if err == nil && t.writes && t.kv.gaveUp.CompareAndSwap(false, true) {
+		t.kv.giveUp()
+	}
+	if err == nil && t.ctx.Err() != nil {
+		return nil, t.ctx.Err()
+	}
+	return resp, err
 }
