@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -38,6 +39,12 @@ at itself whose credentials work on all of them.`,
 			defer stop()
 			ctx = klog.NewContext(ctx, klog.Background())
 			inst, err := Start(ctx, o)
+			if err != nil && ctx.Err() != nil && cmd.Context().Err() == nil {
+				// SIGINT or SIGTERM during the start: Start has stopped what it had
+				// started. A stop asked for is not a failure, before ready as after.
+				klog.FromContext(ctx).Info("Stopped before ready", "signal", context.Cause(ctx), "start", err.Error())
+				return nil
+			}
 			if err != nil {
 				return err
 			}

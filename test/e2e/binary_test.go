@@ -131,11 +131,67 @@ func waitForFile(t *testing.T, path string, p *running) {
 
 // waitServing waits until a concord server p runs has printed that it serves: its
 // start has ended, every component ready, so that an interrupt from then on stops a
-// running server (exit 0) rather than its start (which fails, exit 1). /readyz can
-// answer ok a moment before the start has seen its last component ready.
+// running server rather than its start. /readyz can answer ok a moment before the
+// start has seen its last component ready.
 func waitServing(t *testing.T, p *running) {
 	t.Helper()
 	waitUntil(t, "the server's start to end", p, func() bool { return strings.Contains(p.String(), "Concord is serving on") })
+}
+
+// A server interrupted while it starts, here waiting on an etcd that takes
+// connections and never answers, stops as a running one does: exit 0, with a line
+// saying it stopped before it was ready. It exited 1 before, which
+// TestNoWriteBeforeReady met when its server was stopped a moment after /readyz
+// said ok, its start not yet ended.
+func TestInterruptedStartExitsCleanly(t *testing.T) {
+	t.Parallel()
+	bin := buildConcord(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reached := make(chan struct{})
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				_ = c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if conns = append(conns, c); len(conns) == 1 {
+				close(reached)
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close() })
+	p := start(t, bin, "server", "--data-dir", t.TempDir(), "--secure-port", fmt.Sprint(ports.Free(t)),
+		"--etcd-servers", "http://"+ln.Addr().String())
+	t.Cleanup(func() { _ = p.cmd.Process.Kill() })
+	select {
+	case <-reached: // the start waits on etcd from now on
+	case <-p.exited:
+		t.Fatalf("the server exited before it reached etcd: %v\n%s", p.err, p)
+	}
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	// A deadline timer: a start that does not end within 30s of SIGINT is a failure.
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the server did not stop within 30s of SIGINT during its start:\n%s", p)
+	}
+	if p.err != nil {
+		t.Fatalf("interrupted during its start, the server exited with %v:\n%s", p.err, p)
+	}
+	if out := p.String(); !strings.Contains(out, `"Stopped before ready" signal="interrupt signal received"`) {
+		t.Errorf("no line saying the server stopped before ready:\n%s", out)
+	}
 }
 
 // The README's HA recipe: one `concord etcd`, servers sharing it, one set of
