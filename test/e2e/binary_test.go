@@ -176,6 +176,9 @@ func TestInterruptedStartExitsCleanly(t *testing.T) {
 	case <-reached: // the start waits on etcd from now on
 	case <-p.exited:
 		t.Fatalf("the server exited before it reached etcd: %v\n%s", p.err, p)
+	// A deadline timer: a server that neither connects nor exits in 2 minutes hangs.
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the server did not connect to etcd within 2 minutes:\n%s", p)
 	}
 	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
