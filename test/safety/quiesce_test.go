@@ -23,10 +23,11 @@ import (
 )
 
 // settled reports, through s, why the fleet has not settled yet ("" once it has):
-// every resource served and persisted has a StorageState (statesTracked), every
-// StorageState persisted equals its current hash, no migration is pending or
-// running, every StorageVersion has one entry per live server and a common encoding
-// version, every CRD's storedVersions is its storage version alone, the VersionSkew
+// every resource served and persisted has a StorageState whose current hash is the
+// storage version hash s publishes in discovery (statesTracked), every StorageState
+// persisted equals its current hash, no migration is pending or running, every
+// StorageVersion has one entry per live server and a common encoding version, every
+// CRD's storedVersions is its storage version alone, the VersionSkew
 // report lists the live servers, and every identity lease belongs to a live server. A
 // kube fleet settles as kubeSettled says.
 func (f *fleet) settled(ctx context.Context, s *server) string {
@@ -55,14 +56,14 @@ func (f *fleet) settled(ctx context.Context, s *server) string {
 	return f.leasesSettled(ctx, s)
 }
 
-// statesPersisted returns the StorageStates, or why one of them has not settled: its
-// persisted hashes are not its current hash alone.
-func (f *fleet) statesPersisted(ctx context.Context, s *server) (map[string]bool, string) {
+// statesPersisted returns the current hash of each StorageState by name, or why one of
+// them has not settled: its persisted hashes are not its current hash alone.
+func (f *fleet) statesPersisted(ctx context.Context, s *server) (map[string]string, string) {
 	states, err := s.dynamicClients.Resource(migrationapi.StorageStates).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err.Error()
 	}
-	tracked := map[string]bool{}
+	tracked := map[string]string{}
 	for _, u := range states.Items {
 		var st migrationapi.StorageState
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &st); err != nil {
@@ -71,7 +72,7 @@ func (f *fleet) statesPersisted(ctx context.Context, s *server) (map[string]bool
 		if p := st.Status.PersistedStorageVersionHashes; len(p) != 1 || p[0] != st.Status.CurrentStorageVersionHash {
 			return nil, fmt.Sprintf("StorageState %s: persisted %v, current %s", st.Name, p, st.Status.CurrentStorageVersionHash)
 		}
-		tracked[st.Name] = true
+		tracked[st.Name] = st.Status.CurrentStorageVersionHash
 	}
 	return tracked, ""
 }
@@ -96,7 +97,10 @@ func (f *fleet) migrationsEnded(ctx context.Context, s *server) string {
 // resource that has just become served (an emulation step serves the
 // MutatingAdmissionPolicy API from 1.36) is noticed at the trigger's next discovery
 // poll, up to a minute later, and migrated then: the fleet has not settled before.
-func statesTracked(ctx context.Context, s *server, states map[string]bool) string {
+// Nor has it while a state's current hash is not what the servers store in now: the
+// trigger has not yet seen the change (after a roll, its new leader may wait out the
+// lease of a leader killed mid-roll) and a migration is still to come.
+func statesTracked(ctx context.Context, s *server, states map[string]string) string {
 	svs, err := s.clients.InternalV1alpha1().StorageVersions().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err.Error()
@@ -111,9 +115,10 @@ func statesTracked(ctx context.Context, s *server, states map[string]bool) strin
 }
 
 // untracked is why a resource s serves, lists and updates (Events aside) and persisted
-// says is stored has no StorageState among states ("" if none lacks one); stored says
-// how persisted knows.
-func untracked(s *server, states map[string]bool, stored string, persisted func(schema.GroupResource, metav1.APIResource) bool) string {
+// says is stored has no StorageState among states, or one whose current hash is not
+// the storage version hash s publishes for it ("" if none); stored says how persisted
+// knows.
+func untracked(s *server, states map[string]string, stored string, persisted func(schema.GroupResource, metav1.APIResource) bool) string {
 	lists, err := discovery.ServerPreferredResources(s.clients.Discovery())
 	if err != nil {
 		return "discovery: " + err.Error()
@@ -128,8 +133,12 @@ func untracked(s *server, states map[string]bool, stored string, persisted func(
 			if strings.Contains(r.Name, "/") || gr.Resource == "events" || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "update") || !persisted(gr, r) {
 				continue
 			}
-			if !states[migrationapi.StorageStateName(gr)] {
+			current, ok := states[migrationapi.StorageStateName(gr)]
+			if !ok {
 				return fmt.Sprintf("no StorageState for %s, which is served and %s", gr, stored)
+			}
+			if h, _ := wire.SplitStorageHash(current); r.StorageVersionHash != "" && h != r.StorageVersionHash {
+				return fmt.Sprintf("StorageState %s: current hash %s, but %s stores in %s", migrationapi.StorageStateName(gr), current, s.id, r.StorageVersionHash)
 			}
 		}
 	}
