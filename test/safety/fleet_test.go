@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -55,15 +56,44 @@ type proc struct {
 }
 
 // startProc runs bin with args, its output in dir/name.log.
-// logTail returns the last lines of the log at path (the test's directory, and the
-// log with it, is gone once the test ends).
-func logTail(path string) string {
+// What of a process's log a failure prints: the test's directory, and the log in it,
+// are gone once the test ends (CI keeps only the test's output).
+const (
+	excerptLines     = 40
+	excerptLineBytes = 400
+)
+
+// logTail returns the last excerptLines lines of the log at path.
+func logTail(path string) string { return logLines(path, nil, 0) }
+
+// logExcerpt returns the last excerptLines lines of the log at path that start a
+// process, say who leads an election, or mention one of names, each cut at
+// excerptLineBytes.
+func logExcerpt(path string, names []string) string {
+	return logLines(path, func(l string) bool {
+		return strings.Contains(l, `election="`) || strings.HasPrefix(l, "=== ") ||
+			slices.ContainsFunc(names, func(n string) bool { return strings.Contains(l, n) })
+	}, excerptLineBytes)
+}
+
+// logLines returns the last excerptLines lines of the log at path that keep accepts
+// (nil: every line), each cut at width bytes (0: whole).
+func logLines(path string, keep func(string) bool, width int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()
 	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-40):], "\n")
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		if keep != nil && !keep(l) {
+			continue
+		}
+		if width > 0 {
+			l = l[:min(len(l), width)]
+		}
+		lines = append(lines, l)
+	}
+	return strings.Join(lines[max(0, len(lines)-excerptLines):], "\n")
 }
 
 func startProc(t *testing.T, dir, name, bin string, args ...string) *proc {

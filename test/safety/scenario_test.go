@@ -276,13 +276,6 @@ func (f *fleet) finish(tr *traffic) {
 	}
 }
 
-// The lines of a server's log a failed scenario prints: the test's directory, and the
-// logs in it, are gone once the test ends (CI keeps only its output).
-const (
-	excerptLines     = 40
-	excerptLineBytes = 400
-)
-
 // anomalyObjects returns the names of the objects the anomalies name by etcd key
 // ("/registry/<group>/<resource>/[<namespace>/]<name>").
 func anomalyObjects(anomalies []string) []string {
@@ -296,22 +289,6 @@ func anomalyObjects(anomalies []string) []string {
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
-}
-
-// logExcerpt returns the last excerptLines lines of the log at p that start a process,
-// say who leads an election, or mention one of names, each cut at excerptLineBytes.
-func logExcerpt(p string, names []string) string {
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return err.Error()
-	}
-	var lines []string
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.Contains(l, `election="`) || strings.HasPrefix(l, "=== ") || slices.ContainsFunc(names, func(n string) bool { return strings.Contains(l, n) }) {
-			lines = append(lines, l[:min(len(l), excerptLineBytes)])
-		}
-	}
-	return strings.Join(lines[max(0, len(lines)-excerptLines):], "\n")
 }
 
 // The widget definition: v1 and v2 served, v1 stored, the same schema.
