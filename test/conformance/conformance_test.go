@@ -28,8 +28,9 @@ var (
 	full        = flag.Bool("full", false, "run every sig-api-machinery spec of the release (less Slow, Serial and Disruptive ones), not only the short subset")
 	peer        = flag.Bool("peer", false, "also run the specs against a kube-apiserver of the release (built by test/kubepeer/build.sh)")
 	release     = flag.String("release", "1.37.2", "the Kubernetes release whose end-to-end specs run; Concord emulates its minor version")
-	workers     = flag.Int("workers", 4, "specs run at once")
-	timeout     = flag.Duration("spec-timeout", 3*time.Minute, "how long one spec may take")
+	workers     = flag.Int("workers", 4, "processes of specs run at once")
+	batch       = flag.Int("batch", 8, "specs one process runs (those it leaves without a result run again, each alone)")
+	timeout     = flag.Duration("spec-timeout", 3*time.Minute, "how long one process of specs may take")
 	out         = flag.String("out", "", "directory to keep the reports, logs and the table in (default: the test's temporary directory)")
 	concordFlag = flag.String("concord", "", "a concord binary to run instead of building one from this tree (e.g. an older commit's, to compare)")
 	focus       = flag.String("focus", "", "run only the specs of the release whose names match this regular expression (e.g. 'health handlers|Aggregator'), held to expected.yaml")
@@ -78,11 +79,11 @@ func TestConformance(t *testing.T) {
 			t.Fatalf("expected.yaml's short subset has %d specs, release %s has %d of them", exp.ShortCount(), *release, len(specs))
 		}
 	}
-	concord := Runner{Binary: e2e, Kubeconfig: startConcord(t, filepath.Join(dir, "concord")), Dir: mkdir(t, dir, "concord-specs"), Workers: *workers, Timeout: *timeout}
+	concord := Runner{Binary: e2e, Kubeconfig: startConcord(t, filepath.Join(dir, "concord")), Dir: mkdir(t, dir, "concord-specs"), Workers: *workers, BatchSize: *batch, Timeout: *timeout}
 	var peerResults map[string]Result
 	if *peer {
 		p := startPeer(t, filepath.Join(dir, "peer"))
-		peerResults = Runner{Binary: e2e, Kubeconfig: p, Dir: mkdir(t, dir, "peer-specs"), Workers: *workers, Timeout: *timeout}.Run(t.Context(), specs)
+		peerResults = Runner{Binary: e2e, Kubeconfig: p, Dir: mkdir(t, dir, "peer-specs"), Workers: *workers, BatchSize: *batch, Timeout: *timeout}.Run(t.Context(), specs)
 	}
 	results := concord.Run(t.Context(), specs)
 	table := tableOf(specs, results, peerResults, exp)
@@ -253,4 +254,29 @@ func startPeer(t *testing.T, dir string) string {
 	}
 	t.Cleanup(p.Stop)
 	return p.Kubeconfig
+}
+
+// TestResultOf checks how a batch's report is read: an interrupted spec, and a spec
+// of the same name skipped unfocused, have no result (the spec runs again alone); a
+// spec that skipped itself has one.
+func TestResultOf(t *testing.T) {
+	spec := func(leaf, state, msg string) specReport {
+		s := specReport{ContainerHierarchyTexts: []string{"[sig-api-machinery] c"}, LeafNodeText: leaf, LeafNodeType: "It", State: state}
+		s.Failure.Message = msg
+		return s
+	}
+	reports := []specReport{
+		spec("ran", "passed", ""),
+		spec("cut", "interrupted", "Interrupted by User"),
+		spec("later", "skipped", ""),
+		spec("skips", "skipped", "needs a node"),
+		spec("twice", "skipped", ""),
+		spec("twice", "failed", "boom"),
+	}
+	for name, want := range map[string]string{"ran": "passed", "cut": "", "later": "", "skips": "skipped", "twice": "failed", "absent": ""} {
+		res, ok := resultOf(reports, "[sig-api-machinery] c "+name, "log")
+		if got := map[bool]string{true: res.State}[ok]; got != want {
+			t.Errorf("%s: result %q (found %v), want %q", name, res.State, ok, want)
+		}
+	}
 }

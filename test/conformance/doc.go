@@ -6,8 +6,9 @@
 // or a deliberate difference that docs/conformance.md explains).
 //
 // The specs are a test binary that test/kubepeer/build.sh builds from the module of a
-// release. Each spec runs in a process of its own (so that a spec's deadline ends only
-// that spec), several at once, against `concord server` on its embedded etcd at the
+// release. The specs run in batches, one process each (a spec its batch left without a
+// result runs again alone, so that a deadline ends only a spec that hangs by itself),
+// several at once, against `concord server` on its embedded etcd at the
 // emulation version of the release; with -peer, also against a kube-apiserver of the
 // same release with no controller manager, for comparison.
 //

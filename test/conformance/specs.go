@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -93,79 +96,142 @@ type Result struct {
 // Passed says whether the spec passed.
 func (r Result) Passed() bool { return r.State == "passed" }
 
-// Runner runs specs of an end-to-end binary against the cluster of a kubeconfig, each
-// spec in its own process so that one spec's deadline ends only that spec.
+// Runner runs specs of an end-to-end binary against the cluster of a kubeconfig. The
+// specs run in batches of up to BatchSize, one process each, several at once (the way
+// Kubernetes' parallel runs share a process among many specs, and one process start
+// of the binary costs a third of a second of CPU). A batch's deadline is Timeout, as
+// one spec's: every spec its process left without a result (the deadline passed, or
+// the process died) runs again in a process of its own, so that only a spec that
+// hangs by itself ends by its deadline.
 type Runner struct {
 	Binary     string
 	Kubeconfig string
-	Dir        string        // reports and logs, one pair per spec
-	Workers    int           // specs run at once
-	Timeout    time.Duration // per spec
+	Dir        string        // reports and logs, one pair per process
+	Workers    int           // processes at once
+	BatchSize  int           // specs per process (at least 1)
+	Timeout    time.Duration // per process
 }
 
 // Run runs every spec and returns the results by spec.
 func (r Runner) Run(ctx context.Context, specs []string) map[string]Result {
-	results := make(map[string]Result, len(specs))
+	size := max(r.BatchSize, 1)
+	var batches [][]string
+	for b := range slices.Chunk(specs, size) {
+		batches = append(batches, b)
+	}
+	results := r.runAll(ctx, batches)
+	var again [][]string
+	for _, s := range specs {
+		if _, ok := results[s]; !ok && size > 1 {
+			again = append(again, []string{s})
+		}
+	}
+	maps.Copy(results, r.runAll(ctx, again))
+	for _, s := range specs {
+		if _, ok := results[s]; !ok {
+			results[s] = Result{State: "failed", Failure: "no result (see the logs in " + r.Dir + ")"}
+		}
+	}
+	return results
+}
+
+// runAll runs the batches, Workers at once, and returns the results they reported.
+func (r Runner) runAll(ctx context.Context, batches [][]string) map[string]Result {
+	results := map[string]Result{}
 	var mu sync.Mutex
-	work := make(chan int)
+	work := make(chan []string)
 	var wg sync.WaitGroup
 	for range max(r.Workers, 1) {
 		wg.Go(func() {
-			for i := range work {
-				res := r.one(ctx, i, specs[i])
+			for b := range work {
+				res := r.batch(ctx, b)
 				mu.Lock()
-				results[specs[i]] = res
+				maps.Copy(results, res)
 				mu.Unlock()
 			}
 		})
 	}
-	for i := range specs {
-		work <- i
+	for _, b := range batches {
+		work <- b
 	}
 	close(work)
 	wg.Wait()
 	return results
 }
 
-var errNoReport = errors.New("the spec did not report")
+// seq numbers the processes of every Runner, for their report and log names.
+var seq atomic.Int64
 
-// one runs one spec in a process of its own.
-func (r Runner) one(ctx context.Context, i int, spec string) Result {
+// batch runs specs in one process and returns the result of each spec it reports on.
+// A process that ends without reporting on a lone spec is that spec's failure.
+func (r Runner) batch(ctx context.Context, specs []string) map[string]Result {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
-	reportPath := filepath.Join(r.Dir, fmt.Sprintf("spec-%03d.json", i))
-	logPath := filepath.Join(r.Dir, fmt.Sprintf("spec-%03d.log", i))
+	n := seq.Add(1)
+	reportPath := filepath.Join(r.Dir, fmt.Sprintf("run-%03d.json", n))
+	logPath := filepath.Join(r.Dir, fmt.Sprintf("run-%03d.log", n))
+	lone := func(res Result) map[string]Result {
+		if len(specs) > 1 {
+			return nil // each runs again alone
+		}
+		return map[string]Result{specs[0]: res}
+	}
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		return Result{State: "failed", Failure: err.Error()}
+		return lone(Result{State: "failed", Failure: err.Error()})
 	}
 	defer func() { _ = logFile.Close() }()
-	cmd := exec.CommandContext(ctx, r.Binary,
-		"--kubeconfig="+r.Kubeconfig, "--e2e-verify-service-account=false", "--kubectl-path=kubectl",
-		"--ginkgo.no-color", "--ginkgo.focus=(^|\\s)"+regexp.QuoteMeta(spec)+"$",
-		"--ginkgo.json-report="+reportPath)
+	args := []string{"--kubeconfig=" + r.Kubeconfig, "--e2e-verify-service-account=false", "--kubectl-path=kubectl",
+		"--ginkgo.no-color", "--ginkgo.json-report=" + reportPath}
+	for _, s := range specs {
+		args = append(args, "--ginkgo.focus=(^|\\s)"+regexp.QuoteMeta(s)+"$")
+	}
+	cmd := exec.CommandContext(ctx, r.Binary, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = r.Dir, logFile, logFile
+	// Interrupted, Ginkgo still writes its report: the specs it finished keep their
+	// results.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
 	runErr := cmd.Run()
-	if ctx.Err() != nil {
-		return Result{State: "timedout", RunTime: time.Since(start), Failure: fmt.Sprintf("no result within %v (log: %s)", r.Timeout, logPath)}
-	}
-	specs, err := readReport(reportPath)
-	if err == nil {
-		err = errNoReport
-		for _, s := range specs {
-			if s.LeafNodeType != "It" || s.name() != spec {
-				continue
-			}
-			if s.State == "skipped" && s.Failure.Message == "" {
-				continue // another spec of the same name, not focused
-			}
-			// A focused spec reported skipped has skipped itself (ginkgo.Skip).
-			return Result{State: s.State, RunTime: s.RunTime, Failure: failure(s, logPath)}
+	reports, err := readReport(reportPath)
+	out := map[string]Result{}
+	for _, s := range specs {
+		if res, ok := resultOf(reports, s, logPath); ok {
+			out[s] = res
 		}
 	}
-	return Result{State: "failed", RunTime: time.Since(start), Failure: fmt.Sprintf("%v (exit: %v; log: %s)", err, runErr, logPath)}
+	switch {
+	case len(out) > 0 || len(specs) > 1:
+		return out
+	case ctx.Err() != nil:
+		return lone(Result{State: "timedout", RunTime: time.Since(start), Failure: fmt.Sprintf("no result within %v (log: %s)", r.Timeout, logPath)})
+	case err == nil:
+		err = errNoReport
+	}
+	return lone(Result{State: "failed", RunTime: time.Since(start), Failure: fmt.Sprintf("%v (exit: %v; log: %s)", err, runErr, logPath)})
+}
+
+var errNoReport = errors.New("the spec did not report")
+
+// resultOf finds the result of spec in a report. Another spec of the same name that
+// was not focused reports skipped, with no message, and is passed over; an
+// interrupted spec has no result.
+func resultOf(reports []specReport, spec, logPath string) (Result, bool) {
+	for _, s := range reports {
+		if s.LeafNodeType != "It" || s.name() != spec {
+			continue
+		}
+		switch {
+		case s.State == "skipped" && s.Failure.Message == "":
+			continue
+		case s.State == "interrupted":
+			return Result{}, false
+		}
+		// A focused spec reported skipped has skipped itself (ginkgo.Skip).
+		return Result{State: s.State, RunTime: s.RunTime, Failure: failure(s, logPath)}, true
+	}
+	return Result{}, false
 }
 
 func failure(s specReport, logPath string) string {
