@@ -53,6 +53,7 @@ func (s *Store) Delete(ctx context.Context, ref Ref, opts DeleteOptions) (*regis
 		if err != nil {
 			return nil, false, err
 		}
+		opts.Preconditions = s.caughtUp(ctx, res, kv, opts.Preconditions)
 		if err := admitDeletion(ctx, res, current, opts); err != nil {
 			return nil, false, err
 		}

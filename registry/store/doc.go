@@ -14,7 +14,9 @@
 //     watches from its history and fan-out, and no event for a change that only
 //     re-encoded its object (a storage migration);
 //   - create.go, update.go, delete.go: generated metadata (uid, creationTimestamp,
-//     generation), optimistic concurrency, preconditions, finalizers and
+//     generation), optimistic concurrency, preconditions (caughtup.go: a
+//     resourceVersion behind the object by re-encodings only, of which watches sent
+//     no event, counts as current), finalizers and
 //     deletionTimestamp (with the garbage collector's orphan and foregroundDeletion
 //     finalizers as a deletion's propagation policy asks), validation, and encoding
 //     in the storage version; graceful.go: the grace period of resources that

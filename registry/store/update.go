@@ -106,12 +106,15 @@ func (s *Store) tryUpdate(ctx context.Context, ref Ref, kv *storage.KeyValue, fn
 	if err != nil {
 		return nil, false, true, err
 	}
-	if err := checkPreconditions(res, name, current, opts.Preconditions); err != nil {
+	if err := checkPreconditions(res, name, current, s.caughtUp(ctx, res, kv, opts.Preconditions)); err != nil {
 		return nil, false, true, err
 	}
 	obj, err := fn(ctx, current.DeepCopy())
 	if err != nil {
 		return nil, false, true, err
+	}
+	if rv := obj.GetResourceVersion(); rv != "" && rv != current.GetResourceVersion() && s.onlyRewrittenSince(ctx, res, kv, rv) {
+		obj.SetResourceVersion(current.GetResourceVersion()) // behind by re-encodings only
 	}
 	if err := s.prepareUpdate(ctx, ref, obj, current, opts); err != nil {
 		return nil, false, true, err
