@@ -82,12 +82,12 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	if err != nil {
 		t.Fatalf("starting etcd: %v", err)
 	}
-	t.Cleanup(m.Close)
+	cleanup(t, m.Close)
 	c.Etcd = m
 	if c.EtcdClient, err = m.NewClient(ctx); err != nil {
 		t.Fatalf("etcd client: %v", err)
 	}
-	t.Cleanup(func() { _ = c.EtcdClient.Close() })
+	cleanup(t, func() { _ = c.EtcdClient.Close() })
 	for i := 0; i < n; i++ {
 		c.AddServer(t)
 	}
@@ -125,7 +125,7 @@ func (s *Server) start(t testing.TB) {
 	s.mu.Unlock()
 	// A restart must come back on the same port, so that its ID and URL stay.
 	s.Options.Serving.SecurePort = portOf(inst.URL)
-	t.Cleanup(func() { s.Stop(t) })
+	cleanup(t, func() { s.Stop(t) })
 }
 
 // Stop shuts the server down gracefully and waits for it. Stopping a stopped server
@@ -209,4 +209,18 @@ func portOf(rawURL string) int {
 	}
 	p, _ := strconv.Atoi(u.Port())
 	return p
+}
+
+// cleanup registers f with t.Cleanup and lets go of f once it has run. The testing
+// package keeps every parallel test, with the cleanups it ran, until the whole run
+// ends: a cluster held by its cleanups would stay in memory after its test (etcd's
+// buffers, every server's stores and caches), and a package that starts a few hundred
+// clusters would carry all of them to the end.
+func cleanup(t testing.TB, f func()) {
+	held := &f
+	t.Cleanup(func() {
+		run := *held
+		*held = nil
+		run()
+	})
 }

@@ -28,7 +28,7 @@ type logs struct {
 // before the servers' shutdown, it runs after it, so that their last lines are in.
 func newLogs(t testing.TB) *logs {
 	l := &logs{}
-	t.Cleanup(func() {
+	cleanup(t, func() {
 		if !t.Failed() {
 			return
 		}

@@ -1382,9 +1382,7 @@ func TestCRDNameConflicts(t *testing.T) {
 // Validation ratcheting: after a CRD's schema tightens, a custom resource that the new
 // schema calls invalid may still be updated as long as the update leaves the invalid
 // values alone; changing one of them is refused.
-func TestValidationRatcheting(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func validationRatcheting(t *testing.T, c *harness.Cluster, ns string) {
 	ctx := t.Context()
 	crds := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions()
 	crd, err := crds.Create(ctx, cronTabCRD("ratchet.example.com"), metav1.CreateOptions{})
@@ -1393,7 +1391,7 @@ func TestValidationRatcheting(t *testing.T) {
 	}
 	gvr := gvrOf(crd, "v1")
 	waitServedEverywhere(t, c, gvr, time.Now())
-	crs := c.Servers[0].Dynamic(t).Resource(gvr).Namespace("default")
+	crs := c.Servers[0].Dynamic(t).Resource(gvr).Namespace(ns)
 	cr := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "ratchet.example.com/v1", "kind": "CronTab",
 		"metadata": map[string]interface{}{"name": "legacy"},
@@ -1457,13 +1455,11 @@ func TestValidationRatcheting(t *testing.T) {
 	}
 }
 
-// TestCRDDeletionStarts: a definition is created without finalizers, and the first
+// crdDeletionStarts: a definition is created without finalizers, and the first
 // deletion is written as kube's apiextensions-apiserver writes it: the cleanup
 // finalizer, the Terminating condition (InstanceDeletionPending), no grace period and
 // the same generation; the definition then goes once its custom resources are gone.
-func TestCRDDeletionStarts(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func crdDeletionStarts(t *testing.T, c *harness.Cluster, _ string) {
 	ctx := t.Context()
 	cs := crdClient(t, c.Servers[0])
 	created, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, cronTabCRD("deleting.example.com"), metav1.CreateOptions{})

@@ -26,12 +26,10 @@ func configMap(name string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}
 }
 
-func TestCRUDAcrossServers(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 2)
+func crudAcrossServers(t *testing.T, c *harness.Cluster, ns string) {
 	ctx := t.Context()
-	a := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
-	b := c.Servers[1].Clientset(t).CoreV1().ConfigMaps("default")
+	a := c.Servers[0].Clientset(t).CoreV1().ConfigMaps(ns)
+	b := c.Servers[1].Clientset(t).CoreV1().ConfigMaps(ns)
 
 	created, err := a.Create(ctx, configMap("one", map[string]string{"k": "v"}), metav1.CreateOptions{})
 	if err != nil {
@@ -86,11 +84,9 @@ func TestCRUDAcrossServers(t *testing.T) {
 	}
 }
 
-func TestGenerateNameDryRunAndPreconditions(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func generateNameDryRunAndPreconditions(t *testing.T, c *harness.Cluster, ns string) {
 	ctx := t.Context()
-	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
+	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps(ns)
 
 	gen, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "gen-"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -180,11 +176,9 @@ func TestManyWritersNoLostUpdate(t *testing.T) {
 	}
 }
 
-func TestFinalizersHoldDeletion(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func finalizersHoldDeletion(t *testing.T, c *harness.Cluster, ns string) {
 	ctx := t.Context()
-	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
+	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps(ns)
 	cm := configMap("held", nil)
 	cm.Finalizers = []string{"example.com/hold"}
 	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -319,12 +313,10 @@ func TestNamespaceLifecycle(t *testing.T) {
 // An update without metadata.resourceVersion overwrites a ConfigMap, as Kubernetes
 // allows for most built-in resources, and is refused as invalid for a custom resource,
 // a CRD, a Lease and a PodDisruptionBudget, whose Kubernetes strategies require it.
-func TestUnconditionalUpdate(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func unconditionalUpdate(t *testing.T, c *harness.Cluster, ns string) {
 	ctx := t.Context()
 	cs := c.Servers[0].Clientset(t)
-	cms := cs.CoreV1().ConfigMaps("default")
+	cms := cs.CoreV1().ConfigMaps(ns)
 	created, err := cms.Create(ctx, configMap("blind", map[string]string{"k": "v"}), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -344,18 +336,18 @@ func TestUnconditionalUpdate(t *testing.T) {
 		}
 	}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "held"}}
-	if _, err := cs.CoordinationV1().Leases("default").Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoordinationV1().Leases(ns).Create(ctx, lease, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = cs.CoordinationV1().Leases("default").Update(ctx, lease, metav1.UpdateOptions{})
+	_, err = cs.CoordinationV1().Leases(ns).Update(ctx, lease, metav1.UpdateOptions{})
 	refused("a Lease", err)
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "blind"}, Spec: policyv1.PodDisruptionBudgetSpec{
 		MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
 	}}
-	if _, err := cs.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = cs.PolicyV1().PodDisruptionBudgets("default").Update(ctx, pdb, metav1.UpdateOptions{})
+	_, err = cs.PolicyV1().PodDisruptionBudgets(ns).Update(ctx, pdb, metav1.UpdateOptions{})
 	refused("a PodDisruptionBudget", err)
 
 	crds := crdClient(t, c.Servers[0]).ApiextensionsV1().CustomResourceDefinitions()
@@ -368,7 +360,7 @@ func TestUnconditionalUpdate(t *testing.T) {
 	refused("a CRD", err)
 	gvr := gvrOf(crd, "v1")
 	waitServedEverywhere(t, c, gvr, time.Now())
-	crs := c.Servers[0].Dynamic(t).Resource(gvr).Namespace("default")
+	crs := c.Servers[0].Dynamic(t).Resource(gvr).Namespace(ns)
 	cr := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "blind.example.com/v1", "kind": "CronTab",
 		"metadata": map[string]interface{}{"name": "nightly"},

@@ -48,11 +48,9 @@ func rawWith(t *testing.T, cfg *rest.Config, method, path, ctype string, body []
 	return resp.StatusCode, nil, resp.Header
 }
 
-func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func badInputIsRefusedAndWritesNothing(t *testing.T, c *harness.Cluster, ns string) {
 	s := c.Servers[0]
-	const path = "/api/v1/namespaces/default/configmaps"
+	path := "/api/v1/namespaces/" + ns + "/configmaps"
 	big := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"x":%q}}`, strings.Repeat("a", 4<<20))
 	cases := []struct {
 		name, ctype, body string
@@ -89,7 +87,7 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 			}
 		})
 	}
-	list, err := s.Clientset(t).CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
+	list, err := s.Clientset(t).CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,25 +96,23 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 	}
 }
 
-func TestFieldValidation(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func fieldValidation(t *testing.T, c *harness.Cluster, ns string) {
 	s := c.Servers[0]
 	body := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"fv","bogus":1}}`)
-	code, st, _ := raw(t, s, "POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Strict", "application/json", body)
+	code, st, _ := raw(t, s, "POST", "/api/v1/namespaces/"+ns+"/configmaps?fieldValidation=Strict", "application/json", body)
 	if code != 400 || st == nil || !strings.Contains(st.Message, `unknown field "metadata.bogus"`) {
 		t.Fatalf("Strict: %d %+v", code, st)
 	}
-	code, _, hdr := raw(t, s, "POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Warn", "application/json", body)
+	code, _, hdr := raw(t, s, "POST", "/api/v1/namespaces/"+ns+"/configmaps?fieldValidation=Warn", "application/json", body)
 	if code != 201 || !strings.Contains(hdr.Get("Warning"), `unknown field \"metadata.bogus\"`) {
 		t.Fatalf("Warn: %d, Warning %q", code, hdr.Get("Warning"))
 	}
-	code, _, hdr = raw(t, s, "POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Ignore", "application/json",
+	code, _, hdr = raw(t, s, "POST", "/api/v1/namespaces/"+ns+"/configmaps?fieldValidation=Ignore", "application/json",
 		[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"fv2","bogus":1}}`))
 	if code != 201 || hdr.Get("Warning") != "" {
 		t.Fatalf("Ignore: %d, Warning %q", code, hdr.Get("Warning"))
 	}
-	code, st, _ = raw(t, s, "POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Sometimes", "application/json", body)
+	code, st, _ = raw(t, s, "POST", "/api/v1/namespaces/"+ns+"/configmaps?fieldValidation=Sometimes", "application/json", body)
 	if code != 422 || st == nil || st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != "fieldValidation" {
 		t.Fatalf("bad fieldValidation: %d %+v, want a 422 naming CreateOptions' fieldValidation, as Kubernetes answers", code, st)
 	}
@@ -126,7 +122,7 @@ func TestFieldValidation(t *testing.T) {
 	deployment := []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","labels":{"app":"a"}},
 		"spec":{"unknownField":"foo","replicas":2,"replicas":3,"selector":{"matchLabels":{"app":"a"}},
 		"template":{"metadata":{"labels":{"app":"a"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`)
-	code, st, _ = raw(t, s, "POST", "/apis/apps/v1/namespaces/default/deployments?fieldValidation=Strict", "application/json", deployment)
+	code, st, _ = raw(t, s, "POST", "/apis/apps/v1/namespaces/"+ns+"/deployments?fieldValidation=Strict", "application/json", deployment)
 	if want := `strict decoding error: unknown field "spec.unknownField", duplicate field "spec.replicas"`; code != 400 || st == nil || st.Message != want {
 		t.Fatalf("typed object under Strict: %d %+v, want 400 %q", code, st, want)
 	}
@@ -137,7 +133,7 @@ func TestFieldValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitServedEverywhere(t, c, gvrOf(crd, "v1"), time.Now())
-	const applyPath = "/apis/fv.example.com/v1/namespaces/default/crontabs/applied?fieldManager=m&fieldValidation="
+	applyPath := "/apis/fv.example.com/v1/namespaces/" + ns + "/crontabs/applied?fieldManager=m&fieldValidation="
 	unknown := []byte("apiVersion: fv.example.com/v1\nkind: CronTab\nmetadata:\n  name: applied\nunknownField: x\nspec:\n  cronSpec: a\n")
 	code, st, _ = raw(t, s, "PATCH", applyPath+"Strict", "application/apply-patch+yaml", unknown)
 	if code != 400 || st == nil || !strings.Contains(st.Message, ".unknownField: field not declared in schema") {
@@ -154,9 +150,7 @@ func TestFieldValidation(t *testing.T) {
 	}
 }
 
-func TestAuthentication(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func authentication(t *testing.T, c *harness.Cluster, _ string) {
 	s := c.Servers[0]
 	anon := rest.AnonymousClientConfig(s.Config())
 	code, st, _ := rawWith(t, anon, "GET", "/api/v1/namespaces", "", nil)
@@ -184,18 +178,16 @@ func TestAuthentication(t *testing.T) {
 // Query parameters a server cannot use are 400 BadRequest with a message that says
 // why, once: a timeout that is not a duration (as in Kubernetes), a continue token that
 // is not one of the server's; a valid timeout is honoured.
-func TestBadQueryParameters(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func badQueryParameters(t *testing.T, c *harness.Cluster, ns string) {
 	cfg := c.Servers[0].Config()
-	code, st, _, body := svHTTP(t, cfg, http.MethodGet, "/api/v1/namespaces/default/configmaps?timeout=soon", nil)
+	code, st, _, body := svHTTP(t, cfg, http.MethodGet, "/api/v1/namespaces/"+ns+"/configmaps?timeout=soon", nil)
 	if code != http.StatusBadRequest || st == nil || st.Reason != metav1.StatusReasonBadRequest || !strings.Contains(st.Message, "invalid timeout specified in the request URL") {
 		t.Errorf("an invalid timeout: %d %s", code, body)
 	}
-	if code, _, _, body := svHTTP(t, cfg, http.MethodGet, "/api/v1/namespaces/default/configmaps?timeout=5s", nil); code != http.StatusOK {
+	if code, _, _, body := svHTTP(t, cfg, http.MethodGet, "/api/v1/namespaces/"+ns+"/configmaps?timeout=5s", nil); code != http.StatusOK {
 		t.Errorf("a valid timeout: %d %s", code, body)
 	}
-	code, st, _, body = svHTTP(t, cfg, http.MethodGet, "/api/v1/namespaces/default/configmaps?limit=1&continue=garbage", nil)
+	code, st, _, body = svHTTP(t, cfg, http.MethodGet, "/api/v1/namespaces/"+ns+"/configmaps?limit=1&continue=garbage", nil)
 	if code != http.StatusBadRequest || st == nil || !strings.HasPrefix(st.Message, "invalid continue token: ") ||
 		strings.Count(st.Message, "invalid continue token") != 1 {
 		t.Errorf("an invalid continue token: %d %s", code, body)
@@ -204,15 +196,13 @@ func TestBadQueryParameters(t *testing.T) {
 
 // A body without apiVersion and kind is a built-in kind's as its endpoint says, as in
 // Kubernetes (dynamic clients send such bodies); a custom resource must say both.
-func TestMissingTypeMeta(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func missingTypeMeta(t *testing.T, c *harness.Cluster, ns string) {
 	s := c.Servers[0]
-	code, st, _ := raw(t, s, "POST", "/api/v1/namespaces/default/configmaps", "application/json", []byte(`{"metadata":{"name":"bare"},"data":{"k":"v"}}`))
+	code, st, _ := raw(t, s, "POST", "/api/v1/namespaces/"+ns+"/configmaps", "application/json", []byte(`{"metadata":{"name":"bare"},"data":{"k":"v"}}`))
 	if code != 201 {
 		t.Fatalf("ConfigMap without apiVersion and kind: %d %+v, want 201", code, st)
 	}
-	cm, err := s.Clientset(t).CoreV1().ConfigMaps("default").Get(t.Context(), "bare", metav1.GetOptions{})
+	cm, err := s.Clientset(t).CoreV1().ConfigMaps(ns).Get(t.Context(), "bare", metav1.GetOptions{})
 	if err != nil || cm.Data["k"] != "v" {
 		t.Fatalf("get: %v %+v", err, cm)
 	}
@@ -221,7 +211,7 @@ func TestMissingTypeMeta(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitServedEverywhere(t, c, gvrOf(crd, "v1"), time.Now())
-	code, st, _ = raw(t, s, "POST", "/apis/bare.example.com/v1/namespaces/default/crontabs", "application/json", []byte(`{"metadata":{"name":"bare"}}`))
+	code, st, _ = raw(t, s, "POST", "/apis/bare.example.com/v1/namespaces/"+ns+"/crontabs", "application/json", []byte(`{"metadata":{"name":"bare"}}`))
 	if code != 400 || st == nil || !strings.Contains(st.Message, "apiVersion is not set") {
 		t.Fatalf("custom resource without apiVersion and kind: %d %+v, want 400", code, st)
 	}

@@ -42,12 +42,10 @@ func job(name string, labels map[string]string) *batchv1.Job {
 // defaults, a selector generated from the Job's uid with the labels that match it on
 // the template, the selector's rules, and batch/v1's legacy garbage collection default
 // (orphan). No controller runs their pods.
-func TestJobs(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func batchJobs(t *testing.T, c *harness.Cluster, ns string) {
 	ctx := t.Context()
 	cs := c.Servers[0].Clientset(t)
-	jobs := cs.BatchV1().Jobs("default")
+	jobs := cs.BatchV1().Jobs(ns)
 	app := map[string]string{"app": "batch"}
 	j, err := jobs.Create(ctx, job("work", app), metav1.CreateOptions{})
 	if err != nil {
@@ -94,7 +92,7 @@ func TestJobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dep := createCM(t, cs, gcCM("default", name+"-dep", []metav1.OwnerReference{ownedBy(owner, "batch/v1", "Job", false)}))
+		dep := createCM(t, cs, gcCM(ns, name+"-dep", []metav1.OwnerReference{ownedBy(owner, "batch/v1", "Job", false)}))
 		if err := jobs.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: policy}); err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +105,7 @@ func TestJobs(t *testing.T) {
 			continue
 		}
 		waitFor(t, name+"'s dependent orphaned", func() (bool, error) {
-			return !namesOwner(getCM(t, cs, "default", dep.Name), owner.UID), nil
+			return !namesOwner(getCM(t, cs, ns, dep.Name), owner.UID), nil
 		})
 	}
 }

@@ -219,14 +219,12 @@ func newClaim(name string) *corev1.PersistentVolumeClaim {
 	}
 }
 
-// TestPodBinding: a Pod is bound to a node through its binding subresource (what a
+// podBinding: a Pod is bound to a node through its binding subresource (what a
 // scheduler does) and through the bindings resource, as kube-apiserver binds it:
 // spec.nodeName, the Binding's annotations and the PodScheduled condition; a dry
 // run binds nothing, a bound Pod is not bound again (409), a target that is not a
 // node's name is refused as kube refuses it (500).
-func TestPodBinding(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func podBinding(t *testing.T, c *harness.Cluster, _ string) {
 	ctx := t.Context()
 	admin := c.Servers[0].Clientset(t)
 	namespace(t, admin, "binding", nil)

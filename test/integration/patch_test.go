@@ -15,11 +15,9 @@ import (
 	flowcontrolv1ac "k8s.io/client-go/applyconfigurations/flowcontrol/v1"
 )
 
-func TestPatchTypes(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func patchTypes(t *testing.T, c *harness.Cluster, ns string) {
 	ctx := t.Context()
-	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
+	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps(ns)
 	if _, err := cms.Create(ctx, configMap("p", map[string]string{"a": "1", "b": "2"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -54,28 +52,26 @@ func TestPatchTypes(t *testing.T) {
 	}
 }
 
-func TestServerSideApply(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func serverSideApply(t *testing.T, c *harness.Cluster, ns string) {
 	ctx := t.Context()
-	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
+	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps(ns)
 
-	applied, err := cms.Apply(ctx, corev1ac.ConfigMap("ssa", "default").WithData(map[string]string{"owned-by-a": "1"}), metav1.ApplyOptions{FieldManager: "alice"})
+	applied, err := cms.Apply(ctx, corev1ac.ConfigMap("ssa", ns).WithData(map[string]string{"owned-by-a": "1"}), metav1.ApplyOptions{FieldManager: "alice"})
 	if err != nil {
 		t.Fatalf("apply (create): %v", err)
 	}
 	if len(applied.ManagedFields) != 1 || applied.ManagedFields[0].Manager != "alice" || applied.ManagedFields[0].Operation != metav1.ManagedFieldsOperationApply {
 		t.Fatalf("managedFields after create: %+v", applied.ManagedFields)
 	}
-	if _, err := cms.Apply(ctx, corev1ac.ConfigMap("ssa", "default").WithData(map[string]string{"owned-by-b": "2"}), metav1.ApplyOptions{FieldManager: "bob"}); err != nil {
+	if _, err := cms.Apply(ctx, corev1ac.ConfigMap("ssa", ns).WithData(map[string]string{"owned-by-b": "2"}), metav1.ApplyOptions{FieldManager: "bob"}); err != nil {
 		t.Fatalf("second manager: %v", err)
 	}
 	// Bob taking Alice's field conflicts unless forced.
-	_, err = cms.Apply(ctx, corev1ac.ConfigMap("ssa", "default").WithData(map[string]string{"owned-by-a": "changed"}), metav1.ApplyOptions{FieldManager: "bob"})
+	_, err = cms.Apply(ctx, corev1ac.ConfigMap("ssa", ns).WithData(map[string]string{"owned-by-a": "changed"}), metav1.ApplyOptions{FieldManager: "bob"})
 	if err == nil || !strings.Contains(err.Error(), "conflict") {
 		t.Fatalf("conflicting apply: got %v, want a conflict", err)
 	}
-	forced, err := cms.Apply(ctx, corev1ac.ConfigMap("ssa", "default").WithData(map[string]string{"owned-by-a": "changed", "owned-by-b": "2"}), metav1.ApplyOptions{FieldManager: "bob", Force: true})
+	forced, err := cms.Apply(ctx, corev1ac.ConfigMap("ssa", ns).WithData(map[string]string{"owned-by-a": "changed", "owned-by-b": "2"}), metav1.ApplyOptions{FieldManager: "bob", Force: true})
 	if err != nil {
 		t.Fatalf("forced apply: %v", err)
 	}
@@ -129,9 +125,7 @@ func TestJSONPatchOfAnEmptyStatus(t *testing.T) {
 // server-side apply of a deleted FlowSchema's status (as the API priority and
 // fairness controller applies its Dangling condition, racing a deletion) answers 404,
 // and the FlowSchema stays deleted.
-func TestSubresourceWritesDoNotCreate(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func subresourceWritesDoNotCreate(t *testing.T, c *harness.Cluster, _ string) {
 	ctx := t.Context()
 	cs := c.Servers[0].Clientset(t)
 	schemas := cs.FlowcontrolV1().FlowSchemas()

@@ -16,14 +16,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// TestPodEviction: a Pod's eviction through client-go as kube-apiserver answers it
+// podEviction: a Pod's eviction through client-go as kube-apiserver answers it
 // with no disruption controller: a Pending Pod goes without looking at budgets; a
 // running one is refused while its budget has not observed itself or allows no
 // disruption (429 with the budget's reason), and goes once the budget allows it,
 // which spends the disruption and records the Pod; two budgets are kube's 500.
-func TestPodEviction(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func podEviction(t *testing.T, c *harness.Cluster, _ string) {
 	ctx := t.Context()
 	admin := c.Servers[0].Clientset(t)
 	namespace(t, admin, "eviction", nil)
@@ -128,13 +126,11 @@ func wantRefused(t *testing.T, err error, cause string) {
 	}
 }
 
-// TestPodEphemeralContainersAndResize: a debugging container added through the
+// podEphemeralContainersAndResize: a debugging container added through the
 // ephemeralcontainers subresource (and nothing else the update carries), one kube's
 // validation refuses, and a resize of a container's CPU through the resize
 // subresource, with kube's refusal of a resize that changes the Pod's QoS class.
-func TestPodEphemeralContainersAndResize(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func podEphemeralContainersAndResize(t *testing.T, c *harness.Cluster, _ string) {
 	ctx := t.Context()
 	admin := c.Servers[0].Clientset(t)
 	namespace(t, admin, "debugging", nil)
@@ -180,13 +176,11 @@ func TestPodEphemeralContainersAndResize(t *testing.T) {
 	}
 }
 
-// TestPodExecNeedsCreate: exec through GET (kubectl's WebSocket) is authorized for
+// podExecNeedsCreate: exec through GET (kubectl's WebSocket) is authorized for
 // get on pods/exec by the server's filter, and then, as kube checks it, for create:
 // a user allowed only get is refused in kube's words, one allowed create reaches the
 // Pod (on no node: kube's 400).
-func TestPodExecNeedsCreate(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func podExecNeedsCreate(t *testing.T, c *harness.Cluster, _ string) {
 	ctx := t.Context()
 	admin := c.Servers[0].Clientset(t)
 	namespace(t, admin, "exec", nil)

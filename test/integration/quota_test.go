@@ -134,9 +134,7 @@ func mustAdmit(t *testing.T, what string, create func() error) {
 // charges creations and refuses those beyond the quota with 403, dry runs included
 // but never charged; deletions give usage back; a quota's status.hard tampered with is
 // reset; invalid quotas are refused with 422; kubectl prints REQUEST and LIMIT.
-func TestResourceQuota(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 2)
+func resourceQuota(t *testing.T, c *harness.Cluster, ns string) {
 	a, b := c.Servers[0], c.Servers[1]
 	ctx := t.Context()
 	e := newQuotaEnv(t, a, "quota-cm", "q", map[string]string{"configmaps": "2", "count/podtemplates": "0", "cpu": "1", "limits.memory": "1Gi"})
@@ -165,7 +163,7 @@ func TestResourceQuota(t *testing.T) {
 		return e.configMap(clientB, "three", metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	})
 	// Objects of other namespaces, and updates, are not limited by it.
-	if _, err := clientB.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := clientB.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := clientB.CoreV1().ConfigMaps(e.ns).Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "one"}, Data: map[string]string{"k": "v"}}, metav1.UpdateOptions{}); err != nil {
@@ -357,9 +355,7 @@ func TestResourceQuotaResync(t *testing.T) {
 // node port per port of a NodePort or LoadBalancer Service) and
 // services.loadbalancers, charged on creation and on an update that changes a
 // Service's type, given back on deletion.
-func TestResourceQuotaServices(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func resourceQuotaServices(t *testing.T, c *harness.Cluster, _ string) {
 	s := c.Servers[0]
 	ctx := t.Context()
 	e := newQuotaEnv(t, s, "quota-svc", "q", map[string]string{"services": "3", "services.nodeports": "2", "services.loadbalancers": "1", "count/podtemplates": "0"})

@@ -14,11 +14,9 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func TestDeleteCollection(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func deleteCollection(t *testing.T, c *harness.Cluster, ns string) {
 	ctx := t.Context()
-	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps("default")
+	cms := c.Servers[0].Clientset(t).CoreV1().ConfigMaps(ns)
 	for i := 0; i < 6; i++ {
 		cm := configMap(fmt.Sprint("dc-", i), nil)
 		cm.Labels = map[string]string{"batch": fmt.Sprint(i % 2)}
@@ -134,17 +132,15 @@ func TestWatchTimeoutAndBookmarks(t *testing.T) {
 
 // generation moves only when something outside metadata changes; ownerReferences
 // are kept as given.
-func TestGenerationAndOwnerReferences(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1)
+func generationAndOwnerReferences(t *testing.T, c *harness.Cluster, ns string) {
 	ctx := t.Context()
 	cs := c.Servers[0].Clientset(t)
-	owner, err := cs.CoreV1().ConfigMaps("default").Create(ctx, configMap("owner", nil), metav1.CreateOptions{})
+	owner, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, configMap("owner", nil), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A PodTemplate has a generation, as kube's strategy gives it (a ConfigMap has none).
-	pts := cs.CoreV1().PodTemplates("default")
+	pts := cs.CoreV1().PodTemplates(ns)
 	pt := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "owned"}, Template: corev1.PodTemplateSpec{
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "one"}}}}}
 	pt.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner.UID, Controller: ptr.To(true)}}

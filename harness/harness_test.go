@@ -1,0 +1,29 @@
+package harness_test
+
+import (
+	"runtime"
+	"testing"
+	"weak"
+
+	"github.com/concordproject/concord/controlplane"
+	"github.com/concordproject/concord/harness"
+)
+
+// A cluster is garbage once its test has ended, although the test is not: the testing
+// package keeps every parallel test, and the cleanups it ran, until the run ends.
+func TestEndedClusterIsReleased(t *testing.T) {
+	var ended *testing.T // held here as the testing package holds a parallel test
+	var cluster weak.Pointer[harness.Cluster]
+	var server weak.Pointer[controlplane.Instance]
+	t.Run("cluster", func(t *testing.T) {
+		ended = t
+		c := harness.Start(t, 1)
+		cluster, server = weak.Make(c), weak.Make(c.Servers[0].Instance)
+	})
+	runtime.GC()
+	if cluster.Value() != nil || server.Value() != nil {
+		t.Errorf("after its test ended, the cluster is still reachable (cluster %v, server %v)",
+			cluster.Value() != nil, server.Value() != nil)
+	}
+	runtime.KeepAlive(ended)
+}
