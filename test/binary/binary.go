@@ -38,7 +38,10 @@ func Install(pkg string) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	cmd := exec.Command("go", "install", pkg)
+	// Without DWARF, as the README's test command links the test binaries: the link
+	// of cmd/concord takes a third less CPU (6.5 s instead of 9.9 s); stack traces
+	// are the same.
+	cmd := exec.Command("go", "install", "-ldflags=-w", pkg)
 	cmd.Env = append(os.Environ(), "GOBIN="+dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%w: go install %s: %w\n%s", ErrBuild, pkg, err, out)

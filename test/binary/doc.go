@@ -3,7 +3,8 @@
 // state, and shared by every test package of a `go test ./...` run.
 //
 // Each package that starts the binary used to build its own copy, a link of the whole
-// server each time. Install lets `go install` decide instead: it links into one
+// server each time. Install lets `go install` decide instead (without DWARF, as the
+// README's test command links test binaries): it links into one
 // directory per checkout, under a lock that other test processes wait on, and does
 // nothing when the installed executable is already the one the sources make (Go
 // compares the build ID it embeds). A later run with changed sources links again; a
