@@ -94,6 +94,20 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	return c
 }
 
+// LogOnFailure prints to t, if t fails, the servers' log from now on. A cluster's own
+// test prints its whole log when it fails; a test that shares a cluster started by
+// another test (a subtest of it) calls LogOnFailure to get the lines written while it
+// ran, other tests' lines among them.
+func (c *Cluster) LogOnFailure(t testing.TB) {
+	from := c.logs.end()
+	l := c.logs
+	cleanup(t, func() {
+		if t.Failed() {
+			l.printSince(t, from)
+		}
+	})
+}
+
 // AddServer starts one more server sharing the cluster's etcd.
 func (c *Cluster) AddServer(t testing.TB) *Server {
 	t.Helper()

@@ -42,6 +42,26 @@ func newLogs(t testing.TB) *logs {
 	return l
 }
 
+// end is the position after the last byte ever written to l.
+func (l *logs) end() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dropped + len(l.buf)
+}
+
+// printSince prints to t what was written to l from position from on, as much of it as
+// is still kept.
+func (l *logs) printSince(t testing.TB, from int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	skip := from - l.dropped
+	if skip < 0 {
+		t.Logf("servers' log since the test started: its first %d bytes were dropped", -skip)
+		skip = 0
+	}
+	t.Logf("servers' log since the test started (other tests' lines included):\n%s", l.buf[skip:])
+}
+
 // Write appends one line (textlogger writes a line per call), dropping the oldest
 // lines beyond logTail.
 func (l *logs) Write(p []byte) (int, error) {

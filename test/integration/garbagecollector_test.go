@@ -697,8 +697,10 @@ func listedCMs(ctx context.Context, cs kubernetes.Interface, ns, prefix string) 
 
 // Thousands of dependents of one owner, collected completely: in the background, and
 // in the foreground, where the owner stays until the last of them is gone.
-func garbageCollectionAtScale(t *testing.T, c *harness.Cluster, _ string) {
+func TestGarbageCollectionAtScale(t *testing.T) {
+	t.Parallel()
 	const n = 2000
+	c := harness.Start(t, 2)
 	clients := []kubernetes.Interface{c.Servers[0].Clientset(t), c.Servers[1].Clientset(t)}
 	cs := clients[0]
 	ns := gcNamespace(t, cs, "gc-scale")
