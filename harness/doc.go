@@ -2,8 +2,11 @@
 // net/http/httptest starts real HTTP servers: one call gives a real etcd (embedded, on
 // free loopback ports, data in a temporary directory) and N real API servers sharing
 // it over TLS, each with its own data directory and admin kubeconfig. Everything is
-// stopped by t.Cleanup. The servers' log (klog verbosity 2) is kept in memory, its
-// last MiB, and printed when the test fails.
+// stopped by t.Cleanup, and let go of once stopped (the testing package keeps a
+// parallel test, and its cleanups, until the run ends). The servers' log (klog
+// verbosity 2) is kept in memory, its last MiB, and printed when the test fails; a
+// subtest that shares its parent's cluster calls Cluster.LogOnFailure for the lines
+// written while it ran.
 //
 // The servers run with the binary's defaults but one: the storage-migration
 // controllers run only in clusters started WithStorageMigration (see there why).
