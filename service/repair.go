@@ -160,6 +160,11 @@ func (r *Repair) repairService(ctx context.Context, recorder events.EventRecorde
 			continue
 		}
 		cur, err := r.s.ips.addresses.Get(addr.String())
+		if apierrors.IsNotFound(err) {
+			// The informer of IPAddresses may be behind the Service's (the allocation
+			// wrote the address first): only the server says it is missing.
+			cur, err = r.cfg.Client.NetworkingV1().IPAddresses().Get(ctx, addr.String(), metav1.GetOptions{})
+		}
 		if (apierrors.IsNotFound(err) || (err == nil && !refersTo(cur, svc))) && !r.holdsLive(ctx, svc.Namespace, svc.Name, svc.UID, func(live *corev1.Service) bool {
 			return slices.Contains(live.Spec.ClusterIPs, ip)
 		}) {

@@ -486,9 +486,7 @@ func TestEventsExpire(t *testing.T) {
 
 // Core Events answer the field selectors kubectl describe lists an object's Events
 // with; unknown fields are refused as Kubernetes refuses them.
-func TestEventFieldSelectors(t *testing.T) {
-	t.Parallel()
-	c := harness.Start(t, 1, harness.WithServerOptions(func(_ int, o *controlplane.Options) { o.DisableStorageMigration = true }))
+func eventFieldSelectors(t *testing.T, c *harness.Cluster, ns string) {
 	cs := c.Servers[0].Clientset(t)
 	ctx := t.Context()
 	for _, e := range []struct{ name, kind, object, typ string }{
@@ -496,20 +494,20 @@ func TestEventFieldSelectors(t *testing.T) {
 		{"e2", "ConfigMap", "cm2", corev1.EventTypeWarning},
 		{"e3", "Secret", "cm1", corev1.EventTypeNormal},
 	} {
-		if _, err := cs.CoreV1().Events("default").Create(ctx, &corev1.Event{
+		if _, err := cs.CoreV1().Events(ns).Create(ctx, &corev1.Event{
 			ObjectMeta:     metav1.ObjectMeta{Name: e.name},
-			InvolvedObject: corev1.ObjectReference{Kind: e.kind, Namespace: "default", Name: e.object, UID: types.UID("uid-" + e.object)},
+			InvolvedObject: corev1.ObjectReference{Kind: e.kind, Namespace: ns, Name: e.object, UID: types.UID("uid-" + e.object)},
 			Reason:         "Tested", Message: "m", Type: e.typ,
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for sel, want := range map[string]string{
-		"involvedObject.name=cm1,involvedObject.namespace=default,involvedObject.kind=ConfigMap,involvedObject.uid=uid-cm1": "e1",
+		"involvedObject.name=cm1,involvedObject.namespace=" + ns + ",involvedObject.kind=ConfigMap,involvedObject.uid=uid-cm1": "e1",
 		"type=Warning": "e2",
 		"involvedObject.kind!=ConfigMap,reason=Tested": "e3",
 	} {
-		list, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: sel})
+		list, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
 		if err != nil {
 			t.Fatalf("%s: %v", sel, err)
 		}
@@ -521,7 +519,7 @@ func TestEventFieldSelectors(t *testing.T) {
 			t.Errorf("%s: listed %v, want %s", sel, names, want)
 		}
 	}
-	if _, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "message=m"}); !apierrors.IsBadRequest(err) {
+	if _, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "message=m"}); !apierrors.IsBadRequest(err) {
 		t.Errorf("an unsupported field: %v, want 400", err)
 	}
 }

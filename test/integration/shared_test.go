@@ -45,6 +45,7 @@ var onOneServer = []sharedTest{
 	{"PodExecNeedsCreate", podExecNeedsCreate},
 	{"PodBinding", podBinding},
 	{"ResourceQuotaServices", resourceQuotaServices},
+	{"EventFieldSelectors", eventFieldSelectors},
 }
 
 // onTwoServers are the tests that share a two-server cluster.
