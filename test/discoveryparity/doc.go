@@ -24,9 +24,11 @@
 //     that are a server's work, the storage version hashes where Concord stores
 //     otherwise), which the report lists apart, and a Known that does not happen
 //     fails.
-//   - TestDiscoveryParity (ordinary suite): one Concord server per recording, started
-//     in-process by package harness at the recording's emulation version, compared
-//     with it. Its failure message lists every difference, after a summary of counts.
+//
+// TestDiscoveryParity, in test/integration (where the suite's in-process clusters run,
+// so that it costs no test binary of its own), starts one Concord server per
+// recording at the recording's emulation version and compares it with the recording.
+// Its failure message lists every difference, after a summary of counts.
 //
 // # Refreshing the recordings
 //
@@ -37,6 +39,5 @@
 //
 //	CONCORD_KUBEPEER=1 go test ./test/kubepeer -run TestRecordDiscovery -count=1 -args -rewrite
 //
-// The package imports no Concord package but the harness (and controlplane's
-// options, to set the emulation version) in its test.
+// The package imports no Concord package.
 package discoveryparity

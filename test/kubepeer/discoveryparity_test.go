@@ -15,7 +15,7 @@ import (
 
 // TestRecordDiscovery records what kube-apiserver release lists in discovery, once at
 // its own release and once emulating the one before, each on a fresh etcd, in
-// test/discoveryparity/testdata (the ordinary suite holds Concord to it there:
+// test/discoveryparity/testdata (the ordinary suite holds Concord to it: test/integration's
 // TestDiscoveryParity). It runs only to rewrite the recordings:
 //
 //	CONCORD_KUBEPEER=1 go test ./test/kubepeer -run TestRecordDiscovery -args -rewrite

@@ -1,4 +1,4 @@
-package discoveryparity_test
+package integration_test
 
 import (
 	"path/filepath"
@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// own are the resources Concord serves on purpose where kube-apiserver does not.
-var own = []discoveryparity.Own{
+// ownResources are the resources Concord serves on purpose where kube-apiserver does not.
+var ownResources = []discoveryparity.Own{
 	{GroupVersion: "compatibility.concord.io/v1alpha1", Resource: "versionskews",
 		Reason: "Concord's version-skew API: the releases of the fleet and whether their skew is allowed (package versionskew)"},
 	{GroupVersion: "internal.apiserver.k8s.io/v1alpha1", Resource: "storageversions",
@@ -28,10 +28,10 @@ var own = []discoveryparity.Own{
 		Reason: "Concord's storage migration life-cycle, a custom resource its migration controllers install at start (package migration)"},
 }
 
-// known are the differences Concord is known to have, each with its reason: storage
+// knownDifferences are the differences Concord is known to have, each with its reason: storage
 // version hashes where Concord stores otherwise. Every one must happen: remove it
 // when it no longer does.
-var known = []discoveryparity.Known{
+var knownDifferences = []discoveryparity.Known{
 	{GroupVersion: "apiextensions.k8s.io/v1", Resource: "customresourcedefinitions", Field: "storageVersionHash",
 		Reason: "kube-apiserver still stores CustomResourceDefinitions as apiextensions.k8s.io/v1beta1; Concord stores them as v1 (package apiextensions)"},
 	{GroupVersion: "storagemigration.k8s.io/v1", Resource: "storageversionmigrations", Field: "storageVersionHash", Emulation: "1.37",
@@ -43,7 +43,7 @@ var known = []discoveryparity.Known{
 // every resource and version kube lists, and nothing else but Concord's own.
 func TestDiscoveryParity(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob(filepath.Join("testdata", "kube-*-emulating-*.json"))
+	files, err := filepath.Glob(filepath.Join("..", "discoveryparity", "testdata", "kube-*-emulating-*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no recordings in testdata (%v): CONCORD_KUBEPEER=1 go test ./test/kubepeer -run TestRecordDiscovery -args -rewrite", err)
 	}
@@ -58,10 +58,10 @@ func TestDiscoveryParity(t *testing.T) {
 				o.Compatibility.EmulationVersion = []string{kube.EmulationVersion}
 			}))
 			cfg := c.Servers[0].Config()
-			waitReady(t, cfg)
+			waitReadyz(t, cfg)
 			// The migration controllers install StorageStates' definition at start,
 			// after readiness: wait for it, or the comparison depends on timing.
-			waitServed(t, cfg, "migration.k8s.io/v1alpha1", "storagestates")
+			waitDiscovered(t, cfg, "migration.k8s.io/v1alpha1", "storagestates")
 			info, err := discovery.NewDiscoveryClientForConfigOrDie(cfg).ServerVersion()
 			if err != nil {
 				t.Fatal(err)
@@ -71,7 +71,7 @@ func TestDiscoveryParity(t *testing.T) {
 				t.Fatal(err)
 			}
 			got.Server, got.EmulationVersion = "Concord "+info.GitVersion, kube.EmulationVersion
-			rep := discoveryparity.Compare(kube, got, own, known)
+			rep := discoveryparity.Compare(kube, got, ownResources, knownDifferences)
 			if rep.Empty() {
 				t.Logf("%s", rep)
 			} else {
@@ -81,9 +81,9 @@ func TestDiscoveryParity(t *testing.T) {
 	}
 }
 
-// waitReady waits until the server's /readyz answers ok: every post-start hook done
+// waitReadyz waits until the server's /readyz answers ok: every post-start hook done
 // (the CRD controller serving what is stored, local APIServices registered).
-func waitReady(t *testing.T, cfg *rest.Config) {
+func waitReadyz(t *testing.T, cfg *rest.Config) {
 	t.Helper()
 	dc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
 	deadline := time.Now().Add(time.Minute)
@@ -99,8 +99,8 @@ func waitReady(t *testing.T, cfg *rest.Config) {
 	}
 }
 
-// waitServed waits until discovery lists resource in group version gv.
-func waitServed(t *testing.T, cfg *rest.Config, gv, resource string) {
+// waitDiscovered waits until discovery lists resource in group version gv.
+func waitDiscovered(t *testing.T, cfg *rest.Config, gv, resource string) {
 	t.Helper()
 	dc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
 	deadline := time.Now().Add(time.Minute)

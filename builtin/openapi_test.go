@@ -1,4 +1,4 @@
-package openapi_test
+package builtin_test
 
 import (
 	"encoding/json"
