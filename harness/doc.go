@@ -3,7 +3,9 @@
 // free loopback ports, data in a temporary directory) and N real API servers sharing
 // it over TLS, each with its own data directory and admin kubeconfig. Everything is
 // stopped by t.Cleanup, and let go of once stopped (the testing package keeps a
-// parallel test, and its cleanups, until the run ends). The servers' log (klog
+// parallel test, and its cleanups, until the run ends; test/integration's
+// TestEndedClusterIsReleased holds it to that, there rather than in a test binary of
+// the harness's own). The servers' log (klog
 // verbosity 2) is kept in memory, its last MiB, and printed when the test fails; a
 // subtest that shares its parent's cluster calls Cluster.LogOnFailure for the lines
 // written while it ran.
