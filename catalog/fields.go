@@ -257,12 +257,15 @@ func ParentField(path string) string {
 }
 
 // writableVersion is a version's writable schema at one minimum compatibility release
-// (Version.writable), compiled. It is shared by every registry.Resource built for that
-// release, and never changed; its newFields are copied where they are handed out.
+// (Version.writable), and its compilation. It is shared by every registry.Resource
+// built for that release, and never changed; its newFields are copied where they are
+// handed out.
 type writableVersion struct {
 	schema    *apiextensionsv1.JSONSchemaProps
 	newFields []registry.NewField
-	compiled  *objectschema.Schema
+	// compile returns schema compiled, compiling it on the first call (nil with a nil
+	// schema).
+	compile func() (*objectschema.Schema, error)
 }
 
 // writableKey names a writableVersion: a catalog version and a minimum compatibility
@@ -272,19 +275,24 @@ type writableKey struct {
 	minCompat string
 }
 
-// writables are the versions' writable schemas, compiled once per process: every
-// server of a release compiles the same ones, and with the 71 resources of kube's
-// catalog compiling them was a fifth of a server's start.
+// writables are the versions' writable schemas, made once per process and compiled
+// once, on first use: every server of a release uses the same ones, and compiling
+// all of them (71 resources in kube's catalog) was a fifth of a server's start, most
+// of it for resources the server then never writes or reads.
 var writables sync.Map // writableKey → *onceWritable
 
 type onceWritable struct {
 	once sync.Once
 	w    writableVersion
-	err  error
+
+	compileOnce sync.Once
+	compiled    *objectschema.Schema
+	compileErr  error
 }
 
-// writableCompiled returns v.writable(minCompat, gv), with the schema compiled.
-func (v *Version) writableCompiled(minCompat *version.Version, gv string) (writableVersion, error) {
+// writableOf returns v.writable(minCompat, gv), its compilation left to the first
+// call of its compile.
+func (v *Version) writableOf(minCompat *version.Version, gv string) writableVersion {
 	key := writableKey{v: v}
 	if minCompat != nil {
 		key.minCompat = minCompat.String()
@@ -293,12 +301,21 @@ func (v *Version) writableCompiled(minCompat *version.Version, gv string) (writa
 	o := e.(*onceWritable)
 	o.once.Do(func() {
 		o.w.schema, o.w.newFields = v.writable(minCompat, gv)
-		if o.w.schema != nil {
-			// Shared by every server of the process, the compilation belongs to no
-			// caller: none may cancel it.
-			ctx := context.Background() //nolint:forbidigo // see above
-			o.w.compiled, o.err = objectschema.Compile(ctx, o.w.schema, field.NewPath("schema", "openAPIV3Schema"))
-		}
+		o.w.compile = o.compile
 	})
-	return o.w, o.err
+	return o.w
+}
+
+// compile compiles the writable schema once; every caller gets that result.
+func (o *onceWritable) compile() (*objectschema.Schema, error) {
+	o.compileOnce.Do(func() {
+		if o.w.schema == nil {
+			return
+		}
+		// Shared by every server of the process, the compilation belongs to no
+		// caller: none may cancel it.
+		ctx := context.Background() //nolint:forbidigo // see above
+		o.compiled, o.compileErr = objectschema.Compile(ctx, o.w.schema, field.NewPath("schema", "openAPIV3Schema"))
+	})
+	return o.compiled, o.compileErr
 }

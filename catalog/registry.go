@@ -36,8 +36,9 @@ type Selection struct {
 // and printer columns, the Served flags and deprecation warnings sel gives, sel's
 // storage version, and a Converter for r. The versions' schemas, and their compiled
 // forms, are shared with every other result for the same minimum compatibility
-// release (a server of a release does not pay for copying or compiling them again):
-// they must not be changed. Nothing else is shared with the catalog, and the result
+// release (a server of a release does not pay for copying or compiling them again),
+// and a version's schema is compiled when first used, not here: they must not be
+// changed. Nothing else is shared with the catalog, and the result
 // has no Hooks: the caller adds the resource's behaviour, if any. An unknown storage
 // version wraps ErrUnknownVersion.
 func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
@@ -53,17 +54,16 @@ func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
 	}
 	for i := range r.Versions {
 		v := &r.Versions[i]
-		w, err := v.writableCompiled(sel.MinCompatibility, r.apiVersion(v.Name))
-		if err != nil {
-			return nil, fmt.Errorf("resource %s version %s: %w", r.GroupResource(), v.Name, err)
-		}
+		w := v.writableOf(sel.MinCompatibility, r.apiVersion(v.Name))
 		rv := registry.Version{
 			Name:         v.Name,
 			Served:       sel.Served != nil && sel.Served(v),
 			Schema:       w.schema,
-			Compiled:     w.compiled,
 			Subresources: r.Subresources.DeepCopy(),
 			NewFields:    slices.Clone(w.newFields),
+		}
+		if w.schema != nil {
+			rv.Compiled = w.compile
 		}
 		for _, c := range r.PrinterColumns {
 			rv.PrinterColumns = append(rv.PrinterColumns, *c.DeepCopy())

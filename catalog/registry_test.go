@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	objectschema "github.com/concordproject/concord/schema"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 )
@@ -52,7 +53,7 @@ func TestRegistryResource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v2, w := res.Version("v2"), again.Version("v2"); v2.Schema != w.Schema || v2.Compiled == nil || v2.Compiled != w.Compiled {
+	if v2, w := res.Version("v2"), again.Version("v2"); v2.Schema != w.Schema || v2.Compiled == nil || w.Compiled == nil || !sameCompiled(t, v2.Compiled, w.Compiled) {
 		t.Error("two results of one release compile or hold the schema apart")
 	}
 	res.Version("v2").PrinterColumns[0].Name = "changed"
@@ -102,4 +103,60 @@ func TestRegistryResourceForEveryDefaultResource(t *testing.T) {
 			t.Errorf("%s: %d versions, want %d", r.GroupResource(), len(res.Versions), len(r.Versions))
 		}
 	}
+}
+
+// sameCompiled reports whether two Version.Compiled give one compilation, and
+// fails the test if either does not compile.
+func sameCompiled(t *testing.T, a, b func() (*objectschema.Schema, error)) bool {
+	t.Helper()
+	x, err := a()
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := b()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x != nil && x == y
+}
+
+// RegistryResource leaves each version's compilation to its first use, which panics
+// if it fails: every version of every resource of the default catalog compiles, at
+// every minimum compatibility release a server of the binary's release may run with
+// (the three before it, and its own) and at none.
+func TestEveryWritableSchemaCompiles(t *testing.T) {
+	cat, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cat.BinaryVersion()
+	mins := []*version.Version{nil}
+	for _, r := range cat.Releases() {
+		if r.AtLeast(version.MajorMinor(b.Major(), b.Minor()-3)) {
+			mins = append(mins, r)
+		}
+	}
+	compiled := 0
+	seen := map[*apiextensionsv1.JSONSchemaProps]bool{}
+	for _, r := range cat.Resources() {
+		for i := range r.Versions {
+			v := &r.Versions[i]
+			for _, m := range mins {
+				w := v.writableOf(m, r.apiVersion(v.Name))
+				if seen[w.schema] {
+					continue // the same schema as at another release: compiled there
+				}
+				seen[w.schema] = true
+				s, err := w.compile()
+				if err != nil {
+					t.Errorf("%s %s at minimum compatibility %v: %v", r.GroupResource(), v.Name, m, err)
+				}
+				if (s != nil) != (w.schema != nil) {
+					t.Errorf("%s %s at minimum compatibility %v: compiled %v of schema %v", r.GroupResource(), v.Name, m, s != nil, w.schema != nil)
+				}
+				compiled++
+			}
+		}
+	}
+	t.Logf("%d writable schemas compiled, at minimum compatibility releases %v and none", compiled, mins[1:])
 }

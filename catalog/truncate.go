@@ -23,7 +23,7 @@ import (
 //
 // The result is made once per catalog and release and shared, read-only like every
 // catalog: every server of a process built for one release then has the same
-// Versions, whose compiled schemas (writableCompiled) are cached per Version.
+// Versions, whose compiled schemas (writableOf) are cached per Version.
 func (c *Catalog) Truncate(v *version.Version) (*Catalog, error) {
 	if v == nil {
 		return nil, fmt.Errorf("%w: no release given", ErrUnknownRelease)

@@ -148,7 +148,7 @@ func TestTruncateOncePerRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if x.Converter != y.Converter || x.Versions[0].Compiled != y.Versions[0].Compiled {
+	if x.Converter != y.Converter || !sameCompiled(t, x.Versions[0].Compiled, y.Versions[0].Compiled) {
 		t.Error("two registry resources of one catalog resource do not share its converter and compiled schemas")
 	}
 }

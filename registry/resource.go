@@ -150,10 +150,13 @@ type Version struct {
 	// Schema is the structural OpenAPI v3 schema of the whole object. Nil accepts any
 	// object (every unknown field is preserved).
 	Schema *apiextensionsv1.JSONSchemaProps
-	// Compiled, if set, is Schema compiled (schema.Compile) already: Prepare takes it
-	// rather than compiling again. Whoever sets it vouches that it is Schema's; the
-	// catalog shares one between the servers of a process that agree on it.
-	Compiled *objectschema.Schema
+	// Compiled, if set, returns Schema compiled (schema.Compile): Prepare does not
+	// compile Schema, and the version's first use calls Compiled instead. Whoever sets
+	// it vouches that it returns Schema's, and without error (a version used whose
+	// Compiled fails panics: the catalog's tests compile every one); the catalog
+	// shares one compilation between the servers of a process that agree on it, made
+	// when one of them first needs it.
+	Compiled func() (*objectschema.Schema, error)
 	// Subresources enables /status and /scale.
 	Subresources *apiextensionsv1.CustomResourceSubresources
 	// PrinterColumns are the extra Table columns (NAME is always first, AGE added if

@@ -20,7 +20,9 @@ type Object = unstructured.Unstructured
 
 // prepared holds what a Resource compiles once: its versions' schemas.
 type prepared struct {
-	schemas map[string]*schema.Schema
+	// schemas return the versions' compiled schemas, compiled at Prepare or, for a
+	// version given Compiled, on first use.
+	schemas map[string]func() *schema.Schema
 	// cache holds what other packages derive from this definition (field managers,
 	// table converters, ...), so that it is dropped together with the definition.
 	cache sync.Map
@@ -44,17 +46,18 @@ func (r *Resource) Cached(key any, build func() (any, error)) (any, error) {
 	return v, nil
 }
 
-// Prepare checks the definition (see Validate) and compiles every version's schema.
-// Registry.Put calls it; a Resource used outside a Registry must be prepared before
-// objects are written through it. It must not be called on a Resource already in use.
+// Prepare checks the definition (see Validate) and compiles every version's schema
+// (but those given Compiled, left to their first use). Registry.Put calls it; a
+// Resource used outside a Registry must be prepared before objects are written
+// through it. It must not be called on a Resource already in use.
 func (r *Resource) Prepare(ctx context.Context) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	p := &prepared{schemas: map[string]*schema.Schema{}}
+	p := &prepared{schemas: map[string]func() *schema.Schema{}}
 	for _, v := range r.Versions {
 		if v.Compiled != nil {
-			p.schemas[v.Name] = v.Compiled
+			p.schemas[v.Name] = compiledOnUse(r.GroupResource(), v.Name, v.Compiled)
 			continue
 		}
 		if v.Schema == nil {
@@ -64,10 +67,23 @@ func (r *Resource) Prepare(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("resource %s version %s: %w", r.GroupResource(), v.Name, err)
 		}
-		p.schemas[v.Name] = s
+		p.schemas[v.Name] = func() *schema.Schema { return s }
 	}
 	r.prepared = p
 	return nil
+}
+
+// compiledOnUse returns the schema compiled returns, calling it on every use (it
+// compiles once: Version.Compiled). A compilation its caller vouched for that fails
+// is a defect of the binary, not of a request: it panics.
+func compiledOnUse(gr runtimeschema.GroupResource, version string, compiled func() (*schema.Schema, error)) func() *schema.Schema {
+	return func() *schema.Schema {
+		s, err := compiled()
+		if err != nil {
+			panic(fmt.Sprintf("resource %s version %s: its schema does not compile: %v", gr, version, err))
+		}
+		return s
+	}
 }
 
 // Schema returns the compiled schema of version v, or nil if the version has none
@@ -76,7 +92,10 @@ func (r *Resource) Schema(v string) *schema.Schema {
 	if r.prepared == nil {
 		return nil
 	}
-	return r.prepared.schemas[v]
+	if s, ok := r.prepared.schemas[v]; ok {
+		return s()
+	}
+	return nil
 }
 
 // Default applies the defaults of version to obj: its Semantics' where it has them,
