@@ -243,16 +243,13 @@ func (c *Controller) migrate(ctx context.Context, u *unstructured.Unstructured, 
 					"%s could not be rewritten in the storage version: %s", cache.NewObjectName(f.Namespace, f.Name), f.Reason)
 			}
 		}
-		progressInto(p, r.Checkpoint)
-		w.startedAt(r.Checkpoint.ResourceVersion)
-		if r.Checkpoint.Finished() {
-			// The write that ends the migration comes next and carries this page's
-			// progress: one status write less per migration (a fresh cluster's first
-			// migrations, one per resource, are mostly a single page).
-			return nil
-		}
 		return w.update(ctx, func(st *migrationapi.MigrationStatus) {
+			progressInto(p, r.Checkpoint)
 			st.Progress = p
+			// Set once, and only to what the server accepts: it never changes after.
+			if st.ResourceVersion == "" && migrationapi.WellFormedResourceVersion(r.Checkpoint.ResourceVersion) {
+				st.ResourceVersion = r.Checkpoint.ResourceVersion
+			}
 			setRunning(st, m.Generation, r.Checkpoint)
 		})
 	})

@@ -65,37 +65,16 @@ type statusWriter struct {
 	uid types.UID
 	// inAnnotation writes the progress in AnnotationProgress, not status.progress.
 	inAnnotation bool
-	// resourceVersion is the collection's resourceVersion the migrator started at,
-	// which the next write sets as status.resourceVersion if it is unset.
-	resourceVersion string
-}
-
-// startedAt records the collection's resourceVersion the migrator started at, for
-// the next write: status.resourceVersion is set once, and only to what the server
-// accepts; it never changes after.
-func (w *statusWriter) startedAt(rv string) {
-	if migrationapi.WellFormedResourceVersion(rv) {
-		w.resourceVersion = rv
-	}
 }
 
 // update applies change to the migration's status and writes it: status.conditions
-// and status.resourceVersion (set from startedAt if unset), and the progress in status.progress, or, with
+// and status.resourceVersion, and the progress in status.progress, or, with
 // inAnnotation, in the AnnotationProgress annotation (written first, so that whoever
 // sees the conditions of an end sees its last progress too). It returns an error
 // wrapping errAborted if the migration ended or was deleted meanwhile. Fields of the
 // status this package does not know are kept.
 func (w *statusWriter) update(ctx context.Context, change func(*migrationapi.MigrationStatus)) error {
 	client := w.dyn.Resource(migrationapi.StorageVersionMigrations)
-	if rv := w.resourceVersion; rv != "" {
-		apply := change
-		change = func(st *migrationapi.MigrationStatus) {
-			apply(st)
-			if st.ResourceVersion == "" {
-				st.ResourceVersion = rv
-			}
-		}
-	}
 	fields := []string{"conditions", "resourceVersion", "progress"}
 	if w.inAnnotation {
 		fields = fields[:2]
