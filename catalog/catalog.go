@@ -62,6 +62,12 @@ type Resource struct {
 	// Versions are the versions, in Kubernetes-aware priority order (v2, v1, v1beta1,
 	// v1alpha1). New and Parse sort them.
 	Versions []Version
+
+	// compileOnUse is set on the resources of Default's catalog, whose schemas the
+	// catalog's tests compile: RegistryResource leaves their compilation to first
+	// use. Any other catalog's (a file's, a truncation's) are compiled there, so that
+	// one that does not compile fails the server's start.
+	compileOnUse bool
 }
 
 // Version is one version of a Resource: its lifecycle and its schema.
@@ -119,6 +125,7 @@ func New(releases []*version.Version, resources []Resource, gates map[featuregat
 	}
 	for i := range resources {
 		r := resources[i]
+		r.compileOnUse = false // only Default's catalog compiles on use
 		r.Versions = slices.Clone(r.Versions)
 		r.Names.ShortNames = slices.Clone(r.Names.ShortNames)
 		r.Names.Categories = slices.Clone(r.Names.Categories)

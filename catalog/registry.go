@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/concordproject/concord/registry"
+	objectschema "github.com/concordproject/concord/schema"
 )
 
 // Selection is a decision about one resource, made elsewhere (by the compatibility
@@ -37,7 +38,8 @@ type Selection struct {
 // storage version, and a Converter for r. The versions' schemas, and their compiled
 // forms, are shared with every other result for the same minimum compatibility
 // release (a server of a release does not pay for copying or compiling them again),
-// and a version's schema is compiled when first used, not here: they must not be
+// and the schemas of Default's catalog are compiled when first used, not here (an
+// error for a schema of another catalog that does not compile): they must not be
 // changed. Nothing else is shared with the catalog, and the result
 // has no Hooks: the caller adds the resource's behaviour, if any. An unknown storage
 // version wraps ErrUnknownVersion.
@@ -63,7 +65,11 @@ func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
 			NewFields:    slices.Clone(w.newFields),
 		}
 		if w.schema != nil {
-			rv.Compiled = w.compile
+			compiled, err := r.compiled(w)
+			if err != nil {
+				return nil, fmt.Errorf("resource %s version %s: %w", r.GroupResource(), v.Name, err)
+			}
+			rv.Compiled = compiled
 		}
 		for _, c := range r.PrinterColumns {
 			rv.PrinterColumns = append(rv.PrinterColumns, *c.DeepCopy())
@@ -83,6 +89,19 @@ func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// compiled is the registry.Version.Compiled of w: its compilation on first use for a
+// resource of Default's catalog, else compiled now (an error if it does not compile).
+func (r *Resource) compiled(w writableVersion) (func() (*objectschema.Schema, error), error) {
+	if r.compileOnUse {
+		return w.compile, nil
+	}
+	s, err := w.compile()
+	if err != nil {
+		return nil, err
+	}
+	return func() (*objectschema.Schema, error) { return s, nil }, nil
 }
 
 // deprecationWarning is the Warning header text for a deprecated version, in the words

@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	objectschema "github.com/concordproject/concord/schema"
@@ -120,10 +121,10 @@ func sameCompiled(t *testing.T, a, b func() (*objectschema.Schema, error)) bool 
 	return x != nil && x == y
 }
 
-// RegistryResource leaves each version's compilation to its first use, which panics
-// if it fails: every version of every resource of the default catalog compiles, at
-// every minimum compatibility release a server of the binary's release may run with
-// (the three before it, and its own) and at none.
+// RegistryResource leaves the compilation of Default's versions to their first use,
+// which panics if it fails: every version of every resource of the default catalog
+// compiles, at every minimum compatibility release a server of the binary's release
+// may run with (the three before it, and its own) and at none.
 func TestEveryWritableSchemaCompiles(t *testing.T) {
 	cat, err := Default()
 	if err != nil {
@@ -159,4 +160,34 @@ func TestEveryWritableSchemaCompiles(t *testing.T) {
 		}
 	}
 	t.Logf("%d writable schemas compiled, at minimum compatibility releases %v and none", compiled, mins[1:])
+}
+
+// Another catalog's schemas (a file's, given by --api-catalog, or a truncation's,
+// for --binary-version) are compiled by RegistryResource: one that does not compile
+// is its error, at the server's start, not a failure at its first use.
+func TestRegistryResourceCompilesOtherCatalogs(t *testing.T) {
+	bad := &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {}}} // not structural: spec has no type
+	c, err := New([]*version.Version{version.MajorMinor(1, 30)}, []Resource{{Group: "example.com", Names: namesOf("widgets", "Widget"),
+		Versions: []Version{{Name: "v1", Lifecycle: Lifecycle{Introduced: version.MajorMinor(1, 30)}, Schema: bad}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Resource("example.com", "widgets").RegistryResource(Selection{StorageVersion: "v1"}); err == nil || !strings.Contains(err.Error(), "resource widgets.example.com version v1") {
+		t.Errorf("a schema that does not compile: RegistryResource error %v", err)
+	}
+	def := mustDefault(t)
+	old, err := def.Truncate(version.MajorMinor(def.BinaryVersion().Major(), def.BinaryVersion().Minor()-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range old.Resources() {
+		if r.compileOnUse {
+			t.Fatalf("%s of a truncated catalog compiles on use", r.GroupResource())
+		}
+	}
+	for _, r := range def.Resources() {
+		if !r.compileOnUse {
+			t.Fatalf("%s of the default catalog is compiled by RegistryResource", r.GroupResource())
+		}
+	}
 }
