@@ -91,17 +91,16 @@ func (r *Resource) RegistryResource(sel Selection) (*registry.Resource, error) {
 	return out, nil
 }
 
-// compiled is the registry.Version.Compiled of w: its compilation on first use for a
-// resource of Default's catalog, else compiled now (an error if it does not compile).
+// compiled is the registry.Version.Compiled of w (which compiles once): compiled on
+// first use for a resource of Default's catalog, else compiled now (an error if it
+// does not compile).
 func (r *Resource) compiled(w writableVersion) (func() (*objectschema.Schema, error), error) {
-	if r.compileOnUse {
-		return w.compile, nil
+	if !r.compileOnUse {
+		if _, err := w.compile(); err != nil {
+			return nil, err
+		}
 	}
-	s, err := w.compile()
-	if err != nil {
-		return nil, err
-	}
-	return func() (*objectschema.Schema, error) { return s, nil }, nil
+	return w.compile, nil
 }
 
 // deprecationWarning is the Warning header text for a deprecated version, in the words
