@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -23,6 +24,25 @@ func mustDefault(t testing.TB) *Catalog {
 		t.Fatalf("Default: %v", err)
 	}
 	return c
+}
+
+// Default drops the embedded catalog's indentation without checking its syntax, as
+// json.Compact would: on that file, and on strings that hold what is whitespace or a
+// quote elsewhere, both give the same bytes.
+func TestDefaultWithoutIndentation(t *testing.T) {
+	inputs := [][]byte{
+		defaultJSON,
+		[]byte("{\n  \"a b\": \"x \\\" y\\\\\",\n\t\"c\": [ 1, \"\\\\\" , {\"d\" : \" \\n\\t\"} ]\r\n}\n"),
+	}
+	for _, in := range inputs {
+		var want bytes.Buffer
+		if err := json.Compact(&want, in); err != nil {
+			t.Fatalf("test input: %v", err)
+		}
+		if got := withoutIndentation(in); !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("withoutIndentation differs from json.Compact:\n got %.200s\nwant %.200s", got, want.Bytes())
+		}
+	}
 }
 
 func TestDefault(t *testing.T) {

@@ -104,8 +104,13 @@ func Parse(data []byte) (*Catalog, error) {
 	if err := json.Compact(&compact, data); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	return parseCompact(compact.Bytes())
+}
+
+// parseCompact is Parse of JSON without whitespace between its tokens.
+func parseCompact(data []byte) (*Catalog, error) {
 	var f fileCatalog
-	strict, err := sigsjson.UnmarshalStrict(compact.Bytes(), &f)
+	strict, err := sigsjson.UnmarshalStrict(data, &f)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
