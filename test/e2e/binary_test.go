@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -445,6 +446,7 @@ func TestControllerManagerLeastPrivilege(t *testing.T) {
 		return strings.Contains(out, "configmaps=True") && strings.Contains(out, "clusterroles=True")
 	}, "get", "storageversionmigrations", "-o", "jsonpath={range .items[*]}{.spec.resource.resource}={.status.conditions[?(@.type==\"Succeeded\")].status}{\"\\n\"}{end}")
 	checkMetricsAccess(t, k, "https://"+metricsAddr+"/metrics", filepath.Join(data, "pki"))
+	checkSelfSignedCertificate(t, metricsAddr)
 	if strings.Contains(strings.ToLower(cmLogs.String()), "forbidden") {
 		t.Errorf("the controller manager was refused something:\n%s", cmLogs.String())
 	}
@@ -535,6 +537,30 @@ func checkMetricsAccess(t *testing.T, k *kubectl, url, pki string) {
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
+	}
+}
+
+// checkSelfSignedCertificate checks the certificate served at addr (host:port) when
+// none is given: self-signed, for the host it listens on, an ECDSA key.
+func checkSelfSignedCertificate(t *testing.T, addr string) {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the certificate is checked below
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	certs := conn.ConnectionState().PeerCertificates
+	if len(certs) != 1 {
+		t.Fatalf("%s serves %d certificates, want one self-signed", addr, len(certs))
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	roots := x509.NewCertPool()
+	roots.AddCert(certs[0])
+	if _, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, DNSName: host}); err != nil {
+		t.Errorf("the certificate of %s does not verify as its own root for %s: %v", addr, host, err)
+	}
+	if certs[0].PublicKeyAlgorithm != x509.ECDSA {
+		t.Errorf("the certificate of %s has a %v key, want ECDSA", addr, certs[0].PublicKeyAlgorithm)
 	}
 }
 
