@@ -29,7 +29,7 @@ func mustDefault(t testing.TB) *Catalog {
 // Default drops the embedded catalog's indentation without checking its syntax, as
 // json.Compact would: on that file, and on strings that hold what is whitespace or a
 // quote elsewhere, both give the same bytes.
-func TestDefaultWithoutIndentation(t *testing.T) {
+func TestWithoutIndentationIsCompact(t *testing.T) {
 	inputs := [][]byte{
 		defaultJSON,
 		[]byte("{\n  \"a b\": \"x \\\" y\\\\\",\n\t\"c\": [ 1, \"\\\\\" , {\"d\" : \" \\n\\t\"} ]\r\n}\n"),

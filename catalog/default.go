@@ -38,9 +38,9 @@ func Default() (*Catalog, error) {
 // withoutIndentation drops the whitespace outside the strings of data, which must be
 // valid JSON: of invalid input, it can make valid JSON of another value ("[1 2]"
 // gives "[12]"), which is why Parse, whose input is anyone's, uses json.Compact.
-// The default catalog's result equals Compact's (TestDefaultWithoutIndentation).
+// The default catalog's result equals Compact's (TestWithoutIndentationIsCompact).
 func withoutIndentation(data []byte) []byte {
-	out := make([]byte, 0, len(data)/2)
+	out := make([]byte, 0, len(data)/2) // the default catalog is three quarters indentation
 	inString, escaped := false, false
 	for _, c := range data {
 		switch {

@@ -97,8 +97,8 @@ func Parse(data []byte) (*Catalog, error) {
 		data = j
 	}
 	// Schemas nest, and the schema types decode each nested schema by scanning its
-	// bytes again: without the indentation of a written catalog, the default one
-	// parses in four fifths of the time (BenchmarkParseDefault: 76 ms, not 97).
+	// bytes again: without its indentation, the default catalog decodes in 52-58 ms
+	// instead of 130 (docs/benchmarks.md, stop 76).
 	var compact bytes.Buffer
 	compact.Grow(len(data))
 	if err := json.Compact(&compact, data); err != nil {
