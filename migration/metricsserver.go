@@ -145,7 +145,7 @@ func servingCertificate(addr, certFile, keyFile string) (tls.Certificate, error)
 	if host == "" {
 		host = "localhost"
 	}
-	return selfSignedCertificate(host, time.Now())
+	return selfSignedCertificate(host)
 }
 
 // selfSignedCertificateValidity is how long a made-up serving certificate is valid
@@ -157,7 +157,7 @@ const selfSignedCertificateValidity = 365 * 24 * time.Hour
 // address or a DNS name) with a new ECDSA P-256 key. kube-controller-manager's comes
 // from client-go's GenerateSelfSignedCertKey, which makes two RSA 2048 keys (a CA's
 // and the certificate's): 190 ms of CPU at every start, against 34 µs for this key.
-func selfSignedCertificate(host string, now time.Time) (tls.Certificate, error) {
+func selfSignedCertificate(host string) (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("generating the metrics server's key: %w", err)
@@ -166,6 +166,7 @@ func selfSignedCertificate(host string, now time.Time) (tls.Certificate, error) 
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("generating a serial number: %w", err)
 	}
+	now := time.Now()
 	template := &x509.Certificate{
 		SerialNumber:          serial.Add(serial, big.NewInt(1)),
 		Subject:               pkix.Name{CommonName: fmt.Sprintf("%s@%d", host, now.Unix())},
