@@ -19,11 +19,11 @@ import (
 // It is the binary version of a server started without --binary-version, and the
 // version Concord's command-line clients announce (IdentifyClient).
 func BuildRelease() (*version.Version, error) {
-	cat, err := catalog.Default()
+	s, err := catalog.DefaultSummary()
 	if err != nil {
 		return nil, fmt.Errorf("the built-in API catalog: %w", err)
 	}
-	return cat.BinaryVersion(), nil
+	return s.BinaryVersion(), nil
 }
 
 // IdentifyClient makes the clients built from rc Concord's clients of release v: every

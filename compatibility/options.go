@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -70,11 +69,12 @@ func NewOptions() *Options {
 // built-in catalog; --api-catalog and --binary-version change them.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	emulationRange, gates := "", ""
-	if cat, err := catalog.Default(); err == nil {
-		emulationRange = fmt.Sprintf(" Options are: %s=%s..%s (default %s) with the built-in API catalog.", Component, Floor(cat), cat.BinaryVersion(), cat.BinaryVersion())
-		gates = " Options are: " + strings.Join(knownGates(cat), ", ") + ", AllAlpha, AllBeta"
+	if s, err := catalog.DefaultSummary(); err == nil {
+		binary := s.BinaryVersion()
+		emulationRange = fmt.Sprintf(" Options are: %s=%s..%s (default %s) with the built-in API catalog.", Component, floor(s.Releases[0], binary), binary, binary)
+		gates = " Options are: " + strings.Join(s.FeatureGates, ", ") + ", AllAlpha, AllBeta"
 		if o.KubeGates != nil {
-			gates += fmt.Sprintf(", and the %d gates of kube-apiserver %s", len(o.KubeGates.DeepCopy().GetAllVersioned()), cat.BinaryVersion())
+			gates += fmt.Sprintf(", and the %d gates of kube-apiserver %s", len(o.KubeGates.DeepCopy().GetAllVersioned()), binary)
 		}
 		gates += "."
 	}
@@ -212,16 +212,6 @@ func (o *Options) catalog() (*catalog.Catalog, []error) {
 		return nil, []error{fmt.Errorf("--binary-version %s: %w", rel, err)}
 	}
 	return cat, nil
-}
-
-// knownGates lists the catalog's gates for the --feature-gates help.
-func knownGates(cat *catalog.Catalog) []string {
-	var out []string
-	for name := range cat.FeatureGates() {
-		out = append(out, string(name))
-	}
-	slices.Sort(out)
-	return out
 }
 
 // listValue is a pflag.Value that collects raw comma-separated items. With replace, the

@@ -45,11 +45,15 @@ func Default(binary *version.Version) Versions {
 // oldest release if that is later (a build cannot emulate a release it has no history
 // of).
 func Floor(cat *catalog.Catalog) *version.Version {
-	floor := subtractMinor(cat.BinaryVersion(), SupportedSkew)
-	if oldest := cat.Releases()[0]; oldest.GreaterThan(floor) {
-		floor = oldest
+	return floor(cat.Releases()[0], cat.BinaryVersion())
+}
+
+// floor is Floor of a catalog whose oldest and newest releases are given.
+func floor(oldest, binary *version.Version) *version.Version {
+	if f := subtractMinor(binary, SupportedSkew); !oldest.GreaterThan(f) {
+		return f
 	}
-	return floor
+	return oldest
 }
 
 // Window returns the releases [MinCompatibility, Emulation+1], oldest first: the

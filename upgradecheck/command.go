@@ -111,8 +111,8 @@ func NewCommand() *cobra.Command {
 		},
 	}
 	releases := ""
-	if cat, err := catalog.Default(); err == nil {
-		releases = fmt.Sprintf(" With the built-in catalog: %s to %s.", cat.Releases()[0], cat.BinaryVersion())
+	if s, err := catalog.DefaultSummary(); err == nil {
+		releases = fmt.Sprintf(" With the built-in catalog: %s to %s.", s.Releases[0], s.BinaryVersion())
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.to, "to-version", "", fmt.Sprintf("The release to upgrade or roll back to (major.minor): a release of the API catalog, or up to %d newer than its newest, judged as that one. Required.", beyondCatalog)+releases)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/concordproject/concord/catalog"
 	"github.com/concordproject/concord/compatibility"
 	"github.com/concordproject/concord/test/ports"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -197,4 +198,40 @@ func waitUntil(t *testing.T, what string, p *running, cond func() bool) {
 		exitedEarly(t, p, what)
 		return false, fmt.Sprint(p.Len())
 	})
+}
+
+// Every command's flags are built in every process, and their help gives the releases
+// and feature gates of the built-in API catalog, which a process that runs no server
+// reads without decoding the catalog's API groups (catalog.DefaultSummary): the help
+// says what the whole catalog says.
+func TestHelpGivesTheBuiltInCatalog(t *testing.T) {
+	t.Parallel()
+	bin := buildConcord(t)
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary := cat.BinaryVersion()
+	help := func(command string) string {
+		out, err := exec.CommandContext(t.Context(), bin, command, "--help").CombinedOutput()
+		if err != nil {
+			t.Fatalf("concord %s --help: %v\n%s", command, err, out)
+		}
+		// The help's lines are joined: a long one may be wrapped.
+		return strings.Join(strings.Fields(string(out)), " ")
+	}
+	out := help("server")
+	want := fmt.Sprintf("Options are: %s=%s..%s (default %s) with the built-in API catalog.", compatibility.Component, compatibility.Floor(cat), binary, binary)
+	if !strings.Contains(out, want) {
+		t.Errorf("concord server --help lacks %q:\n%s", want, out)
+	}
+	for name := range cat.FeatureGates() {
+		if !strings.Contains(out, string(name)+",") {
+			t.Errorf("concord server --help does not list the feature gate %s", name)
+		}
+	}
+	want = fmt.Sprintf("With the built-in catalog: %s to %s.", cat.Releases()[0], binary)
+	if out := help("upgrade-check"); !strings.Contains(out, want) {
+		t.Errorf("concord upgrade-check --help lacks %q:\n%s", want, out)
+	}
 }
