@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/component-base/featuregate"
 	sigsjson "sigs.k8s.io/json"
 )
 
@@ -28,12 +29,17 @@ func (s Summary) BinaryVersion() *version.Version {
 
 // Summary returns the catalog's releases and feature gate names.
 func (c *Catalog) Summary() Summary {
-	gates := make([]string, 0, len(c.gates))
-	for name := range c.gates {
-		gates = append(gates, string(name))
+	return newSummary(c.Releases(), c.gates)
+}
+
+// newSummary is the Summary of releases and gates, as a catalog holds them.
+func newSummary(releases []*version.Version, gates map[featuregate.Feature]featuregate.VersionedSpecs) Summary {
+	names := make([]string, 0, len(gates))
+	for name := range gates {
+		names = append(names, string(name))
 	}
-	slices.Sort(gates)
-	return Summary{Releases: c.Releases(), FeatureGates: gates}
+	slices.Sort(names)
+	return Summary{Releases: releases, FeatureGates: names}
 }
 
 // DefaultSummary returns the Summary of the catalog embedded in the binary without
@@ -67,8 +73,7 @@ func summaryOf(data []byte) (Summary, error) {
 	if len(releases) == 0 {
 		return Summary{}, fmt.Errorf("%w: no releases", ErrInvalid)
 	}
-	c := &Catalog{releases: releases, gates: gates}
-	return c.Summary(), nil
+	return newSummary(releases, gates), nil
 }
 
 // errNoMember is returned by withoutMember for a document it cannot cut.
